@@ -1,0 +1,327 @@
+//! Halo-exchange plans: built once from a layout and a stencil footprint,
+//! reused every iteration.
+
+use crate::error::HitmapError;
+use crate::layout::Layout;
+use crate::shape::Shape;
+use crate::sig::Sig;
+
+/// The offsets a stencil reads (its non-zero weights), independent of any
+/// device or cell type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    ndims: usize,
+    offsets: Vec<Vec<i64>>,
+}
+
+impl Footprint {
+    /// Every offset must have `ndims` components.
+    pub fn new(ndims: usize, offsets: Vec<Vec<i64>>) -> Footprint {
+        assert!(offsets.iter().all(|o| o.len() == ndims), "offset rank mismatch");
+        Footprint { ndims, offsets }
+    }
+
+    pub fn ndims(&self) -> usize {
+        self.ndims
+    }
+    pub fn offsets(&self) -> &[Vec<i64>] {
+        &self.offsets
+    }
+
+    /// Largest reach below, per dimension.
+    pub fn low(&self) -> Vec<usize> {
+        (0..self.ndims)
+            .map(|d| self.offsets.iter().map(|o| (-o[d]).max(0) as usize).max().unwrap_or(0))
+            .collect()
+    }
+
+    /// Largest reach above, per dimension.
+    pub fn high(&self) -> Vec<usize> {
+        (0..self.ndims)
+            .map(|d| self.offsets.iter().map(|o| o[d].max(0) as usize).max().unwrap_or(0))
+            .collect()
+    }
+
+    /// The active directions (sign vectors among the 3^d, centre excluded) with,
+    /// for each, the reach per dimension of the offsets that land there.
+    ///
+    /// An offset `o` read from a cell near a block's edge can leave the block
+    /// in any subset of the dimensions where `o` is non-zero, so it activates
+    /// every direction whose signs agree with `o` on such a subset. A star
+    /// stencil therefore activates no corner; a box stencil activates all.
+    pub fn directions(&self) -> Vec<(Vec<i64>, Vec<i64>)> {
+        let mut dirs: Vec<(Vec<i64>, Vec<i64>)> = Vec::new();
+        for o in &self.offsets {
+            let nz: Vec<usize> = (0..self.ndims).filter(|&d| o[d] != 0).collect();
+            for mask in 1u32..(1 << nz.len()) {
+                let mut sign = vec![0; self.ndims];
+                let mut reach = vec![0; self.ndims];
+                for (bit, &d) in nz.iter().enumerate() {
+                    if mask & (1 << bit) != 0 {
+                        sign[d] = o[d].signum();
+                        reach[d] = o[d].abs();
+                    }
+                }
+                match dirs.iter_mut().find(|(s, _)| *s == sign) {
+                    Some((_, r)) => r.iter_mut().zip(&reach).for_each(|(a, b)| *a = (*a).max(*b)),
+                    None => dirs.push((sign, reach)),
+                }
+            }
+        }
+        dirs.sort();
+        dirs
+    }
+}
+
+/// Regions exchanged with one peer each iteration, packed in this order into
+/// one message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exchange {
+    pub peer: usize,
+    pub regions: Vec<Shape>,
+}
+
+impl Exchange {
+    /// Elements in the message.
+    pub fn card(&self) -> usize {
+        self.regions.iter().map(Shape::card).sum()
+    }
+}
+
+/// What one virtual process sends and receives, peers in increasing order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VpHalo {
+    pub sends: Vec<Exchange>,
+    pub recvs: Vec<Exchange>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HaloPlan {
+    per_vp: Vec<VpHalo>,
+}
+
+/// The halo of `block` in direction `dir`, `reach` deep.
+fn halo_region(block: &Shape, dir: &[i64], reach: &[i64]) -> Shape {
+    Shape::new(
+        block
+            .sigs()
+            .iter()
+            .enumerate()
+            .map(|(d, s)| match dir[d] {
+                0 => *s,
+                -1 => Sig::range(s.begin() - reach[d], s.begin()),
+                _ => Sig::range(s.end(), s.end() + reach[d]),
+            })
+            .collect(),
+    )
+}
+
+impl HaloPlan {
+    /// For each process and active direction, the halo cells that other blocks
+    /// own. Corner regions appear only where the footprint reads corners.
+    pub fn new(layout: &Layout, footprint: &Footprint) -> Result<HaloPlan, HitmapError> {
+        if layout.domain().ndims() != footprint.ndims() {
+            return Err(HitmapError::RankMismatch {
+                domain: layout.domain().ndims(),
+                footprint: footprint.ndims(),
+            });
+        }
+        let dirs = footprint.directions();
+        let blocks = layout.blocks();
+        let mut per_vp = vec![VpHalo::default(); blocks.len()];
+        for (p, bp) in blocks.iter().enumerate() {
+            if bp.is_empty() {
+                continue;
+            }
+            for (q, bq) in blocks.iter().enumerate() {
+                if q == p || bq.is_empty() {
+                    continue;
+                }
+                let regions: Vec<Shape> = dirs
+                    .iter()
+                    .map(|(dir, reach)| halo_region(bp, dir, reach).intersect(bq))
+                    .filter(|r| !r.is_empty())
+                    .collect();
+                if !regions.is_empty() {
+                    per_vp[q].sends.push(Exchange {
+                        peer: p,
+                        regions: regions.clone(),
+                    });
+                    per_vp[p].recvs.push(Exchange { peer: q, regions });
+                }
+            }
+        }
+        for v in &mut per_vp {
+            v.sends.sort_by_key(|e| e.peer);
+        }
+        Ok(HaloPlan { per_vp })
+    }
+
+    pub fn vp(&self, p: usize) -> &VpHalo {
+        &self.per_vp[p]
+    }
+
+    pub fn procs(&self) -> usize {
+        self.per_vp.len()
+    }
+}
+
+/// Splits `block` into border strips (cells within `width_low[d]` of its low
+/// edge or `width_high[d]` of its high edge in dimension `d`, for the
+/// dimensions where `cut[d]`) and the inner rest. The strips and the inner
+/// region are disjoint and together are the block. Used to compute first what
+/// neighbours need, and exchange it while the inner region computes.
+pub fn split_border(
+    block: &Shape,
+    width_low: &[i64],
+    width_high: &[i64],
+    cut: &[bool],
+) -> (Vec<Shape>, Shape) {
+    let mut rest = block.clone();
+    let mut strips = Vec::new();
+    if block.is_empty() {
+        return (strips, rest);
+    }
+    for d in 0..block.ndims() {
+        if !cut[d] || rest.is_empty() {
+            continue;
+        }
+        let s = rest.sig(d);
+        let lo_end = (s.begin() + width_low[d]).min(s.end());
+        let hi_begin = (s.end() - width_high[d]).max(lo_end);
+        for part in [Sig::range(s.begin(), lo_end), Sig::range(hi_begin, s.end())] {
+            if !part.is_empty() {
+                strips.push(rest.with_sig(d, part));
+            }
+        }
+        rest = rest.with_sig(d, Sig::range(lo_end, hi_begin));
+    }
+    (strips, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Partition;
+    use proptest::prelude::*;
+    use std::collections::HashSet;
+
+    fn cross(ndims: usize, r: i64) -> Footprint {
+        let mut offs = vec![vec![0; ndims]];
+        for d in 0..ndims {
+            for k in 1..=r {
+                for s in [-k, k] {
+                    let mut o = vec![0; ndims];
+                    o[d] = s;
+                    offs.push(o);
+                }
+            }
+        }
+        Footprint::new(ndims, offs)
+    }
+
+    fn boxed(ndims: usize) -> Footprint {
+        let all = Shape::from_ranges(&vec![(-1, 2); ndims]);
+        Footprint::new(ndims, all.iter().collect())
+    }
+
+    #[test]
+    fn corners_only_when_read() {
+        let dom = Shape::from_ranges(&[(1, 9), (1, 9)]);
+        let l = Layout::new(&dom, Partition::Multi, 4, None).unwrap();
+        let star = HaloPlan::new(&l, &cross(2, 1)).unwrap();
+        // Block 0 talks to its two edge neighbours only.
+        let peers: Vec<_> = star.vp(0).recvs.iter().map(|e| e.peer).collect();
+        assert_eq!(peers, vec![1, 2]);
+        let full = HaloPlan::new(&l, &boxed(2)).unwrap();
+        let peers: Vec<_> = full.vp(0).recvs.iter().map(|e| e.peer).collect();
+        assert_eq!(peers, vec![1, 2, 3]);
+        assert_eq!(full.vp(0).recvs[2].regions, vec![Shape::from_ranges(&[(5, 6), (5, 6)])]);
+    }
+
+    #[test]
+    fn border_split() {
+        let b = Shape::from_ranges(&[(0, 10), (0, 8)]);
+        let (strips, inner) = split_border(&b, &[1, 2], &[2, 1], &[true, false]);
+        assert_eq!(inner, Shape::from_ranges(&[(1, 8), (0, 8)]));
+        assert_eq!(strips.len(), 2);
+        let total: usize = strips.iter().map(Shape::card).sum::<usize>() + inner.card();
+        assert_eq!(total, b.card());
+    }
+
+    fn footprint_strategy() -> impl Strategy<Value = Footprint> {
+        (1usize..4).prop_flat_map(|nd| {
+            prop::collection::vec(prop::collection::vec(-2i64..3, nd), 1..6)
+                .prop_map(move |offs| Footprint::new(nd, offs))
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        #[test]
+        fn halos_bring_exactly_what_is_read(fp in footprint_strategy(),
+                                            sizes in prop::collection::vec(1usize..9, 3),
+                                            procs in 1usize..7, which in 0usize..3,
+                                            weights in prop::collection::vec(0.0f64..4.0, 6)) {
+            let nd = fp.ndims();
+            let dom = Shape::from_ranges(&sizes[..nd].iter().map(|&n| (2, 2 + n as i64)).collect::<Vec<_>>());
+            let w: Vec<f64> = weights[..procs].iter().map(|x| x + 0.01).collect();
+            let part = match which { 0 => Partition::Multi, 1 => Partition::Single(procs % nd), _ => Partition::Weighted(0) };
+            let l = Layout::new(&dom, part, procs, Some(&w)).unwrap();
+            let plan = HaloPlan::new(&l, &fp).unwrap();
+            for p in 0..procs {
+                let bp = l.block(p);
+                // Cells p reads that another block owns: the brute-force truth.
+                let mut needed: HashSet<(usize, Vec<i64>)> = HashSet::new();
+                for c in bp.iter() {
+                    for o in fp.offsets() {
+                        let n: Vec<i64> = c.iter().zip(o).map(|(a, b)| a + b).collect();
+                        if let Some(q) = (0..procs).find(|&q| q != p && l.block(q).contains(&n)) {
+                            needed.insert((q, n));
+                        }
+                    }
+                }
+                let mut got: HashSet<(usize, Vec<i64>)> = HashSet::new();
+                for e in &plan.vp(p).recvs {
+                    for r in &e.regions {
+                        prop_assert!(l.block(e.peer).contains_shape(r));
+                        for c in r.iter() {
+                            prop_assert!(got.insert((e.peer, c)), "a halo cell arrives twice");
+                        }
+                    }
+                    // The sender's side lists the same regions in the same order.
+                    let back = plan.vp(e.peer).sends.iter().find(|s| s.peer == p);
+                    prop_assert_eq!(back.map(|s| &s.regions), Some(&e.regions));
+                }
+                prop_assert!(needed.is_subset(&got), "a read cell is never received");
+                // Every received cell lies within the footprint's reach of the block.
+                let reach = bp.expand(&fp.low().iter().map(|&x| x as i64).collect::<Vec<_>>(),
+                                      &fp.high().iter().map(|&x| x as i64).collect::<Vec<_>>());
+                prop_assert!(got.iter().all(|(_, c)| reach.contains(c)));
+                let sends: usize = plan.vp(p).sends.iter().map(|e| e.card()).sum();
+                let want: usize = (0..procs).flat_map(|q| plan.vp(q).recvs.iter().filter(move |e| e.peer == p)).map(|e| e.card()).sum();
+                prop_assert_eq!(sends, want);
+            }
+        }
+
+        #[test]
+        fn border_split_partitions_the_block(sizes in prop::collection::vec(0usize..9, 1..4),
+                                             wl in prop::collection::vec(0i64..4, 3),
+                                             wh in prop::collection::vec(0i64..4, 3),
+                                             cut in prop::collection::vec(any::<bool>(), 3)) {
+            let b = Shape::from_sizes(&sizes);
+            let (strips, inner) = split_border(&b, &wl, &wh, &cut);
+            for c in b.iter() {
+                let n = strips.iter().filter(|s| s.contains(&c)).count() + usize::from(inner.contains(&c));
+                prop_assert_eq!(n, 1);
+                if inner.contains(&c) {
+                    for d in 0..b.ndims() {
+                        if cut[d] {
+                            prop_assert!(c[d] >= b.sig(d).begin() + wl[d] && c[d] < b.sig(d).end() - wh[d]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

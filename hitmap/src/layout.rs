@@ -1,0 +1,324 @@
+//! Mapping a domain onto virtual processes, with EPSILOD's partition names.
+
+use crate::error::HitmapError;
+use crate::shape::Shape;
+use crate::sig::Sig;
+use crate::topology::Topology;
+use std::fmt;
+use std::str::FromStr;
+
+/// How a domain is cut into blocks (EPSILOD's `-p` values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Partition {
+    /// `m`: blocks in every dimension, on a grid as square as possible.
+    Multi,
+    /// `m<n>`: blocks in the first `n` dimensions.
+    MultiN(usize),
+    /// `s<d>`: regular blocks along dimension `d` only.
+    Single(usize),
+    /// `w<d>`: weighted blocks along dimension `d` only (what ALB moves).
+    Weighted(usize),
+}
+
+impl FromStr for Partition {
+    type Err = HitmapError;
+
+    fn from_str(s: &str) -> Result<Partition, HitmapError> {
+        let bad = || HitmapError::UnknownPartition(s.to_string());
+        let num = |t: &str| t.parse::<usize>().map_err(|_| bad());
+        match s.split_at_checked(1) {
+            Some(("m", "")) => Ok(Partition::Multi),
+            Some(("m", n)) => match num(n)? {
+                0 => Err(bad()),
+                n => Ok(Partition::MultiN(n)),
+            },
+            Some(("s", d)) => Ok(Partition::Single(num(d)?)),
+            Some(("w", d)) => Ok(Partition::Weighted(num(d)?)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Partition::Multi => write!(f, "m"),
+            Partition::MultiN(n) => write!(f, "m{n}"),
+            Partition::Single(d) => write!(f, "s{d}"),
+            Partition::Weighted(d) => write!(f, "w{d}"),
+        }
+    }
+}
+
+/// One block of the domain per virtual process (possibly empty).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    domain: Shape,
+    partition: Partition,
+    topology: Topology,
+    /// Dimensions of the domain the topology's axes cut, in order.
+    cut_dims: Vec<usize>,
+    blocks: Vec<Shape>,
+}
+
+/// `begin(p) = p*(N/D) + min(p, N%D)` with `D = min(N, P)`; processes `p >= D`
+/// get nothing.
+pub fn regular_block(sig: Sig, p: usize, procs: usize) -> Sig {
+    let n = sig.card();
+    let d = n.min(procs);
+    if p >= d {
+        return Sig::EMPTY;
+    }
+    let start = |q: usize| q * (n / d) + q.min(n % d);
+    Sig::range(sig.begin() + start(p) as i64, sig.begin() + start(p + 1) as i64)
+}
+
+/// Splits `sig` by cumulative rounding of the weights: boundary `k` is
+/// `round(N * W_k / W)` with `W_k` the sum of the first `k` weights, so every
+/// index goes to exactly one process and a zero weight gets none.
+pub fn weighted_blocks(sig: Sig, weights: &[f64]) -> Result<Vec<Sig>, HitmapError> {
+    check_weights(weights)?;
+    let total: f64 = weights.iter().sum();
+    let n = sig.card();
+    let mut acc = 0.0;
+    let mut bounds = Vec::with_capacity(weights.len() + 1);
+    bounds.push(0usize);
+    for (k, w) in weights.iter().enumerate() {
+        acc += w;
+        let b = if k + 1 == weights.len() {
+            n
+        } else {
+            (((n as f64) * acc / total).round() as usize).min(n)
+        };
+        // Monotone even if rounding wobbles: a zero weight adds 0.0 exactly.
+        bounds.push(b.max(*bounds.last().expect("non-empty")));
+    }
+    Ok(bounds
+        .windows(2)
+        .map(|w| Sig::range(sig.begin() + w[0] as i64, sig.begin() + w[1] as i64))
+        .collect())
+}
+
+fn check_weights(weights: &[f64]) -> Result<(), HitmapError> {
+    for (index, &value) in weights.iter().enumerate() {
+        if !value.is_finite() || value < 0.0 {
+            return Err(HitmapError::BadWeight { index, value });
+        }
+    }
+    if weights.iter().all(|&w| w == 0.0) {
+        return Err(HitmapError::BadWeight {
+            index: 0,
+            value: 0.0,
+        });
+    }
+    Ok(())
+}
+
+impl Layout {
+    /// Cuts `domain` for `procs` processes. `weights` (one per process) are used
+    /// by `w<d>` only; `None` there means equal weights.
+    pub fn new(
+        domain: &Shape,
+        partition: Partition,
+        procs: usize,
+        weights: Option<&[f64]>,
+    ) -> Result<Layout, HitmapError> {
+        if procs == 0 {
+            return Err(HitmapError::NoProcesses);
+        }
+        let nd = domain.ndims();
+        let dim_ok = |d: usize| {
+            if d < nd {
+                Ok(d)
+            } else {
+                Err(HitmapError::PartitionDim { dim: d, ndims: nd })
+            }
+        };
+        let (topology, cut_dims) = match partition {
+            Partition::Multi => (Topology::square(procs, nd), (0..nd).collect()),
+            Partition::MultiN(n) => {
+                dim_ok(n - 1)?;
+                (Topology::square(procs, n), (0..n).collect())
+            }
+            Partition::Single(d) | Partition::Weighted(d) => {
+                (Topology::line(procs), vec![dim_ok(d)?])
+            }
+        };
+        let blocks = if let Partition::Weighted(d) = partition {
+            let equal = vec![1.0; procs];
+            let w = weights.unwrap_or(&equal);
+            if w.len() != procs {
+                return Err(HitmapError::WeightCount {
+                    expected: procs,
+                    got: w.len(),
+                });
+            }
+            weighted_blocks(domain.sig(d), w)?
+                .into_iter()
+                .map(|s| domain.with_sig(d, s))
+                .collect()
+        } else {
+            (0..procs)
+                .map(|p| {
+                    let c = topology.coords(p);
+                    let mut b = domain.clone();
+                    for (axis, &d) in cut_dims.iter().enumerate() {
+                        b = b.with_sig(d, regular_block(domain.sig(d), c[axis], topology.dims()[axis]));
+                    }
+                    b
+                })
+                .collect()
+        };
+        Ok(Layout {
+            domain: domain.clone(),
+            partition,
+            topology,
+            cut_dims,
+            blocks,
+        })
+    }
+
+    pub fn domain(&self) -> &Shape {
+        &self.domain
+    }
+    pub fn partition(&self) -> Partition {
+        self.partition
+    }
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+    pub fn procs(&self) -> usize {
+        self.blocks.len()
+    }
+    pub fn blocks(&self) -> &[Shape] {
+        &self.blocks
+    }
+    pub fn block(&self, p: usize) -> &Shape {
+        &self.blocks[p]
+    }
+    /// Dimensions that the layout cuts.
+    pub fn cut_dims(&self) -> &[usize] {
+        &self.cut_dims
+    }
+
+    /// Errors when a non-empty block is thinner, in a dimension cut among
+    /// several processes, than the stencil border there (`max(low, high)`),
+    /// since its neighbours' halos would then need more than one block.
+    pub fn check_width(&self, low: &[usize], high: &[usize]) -> Result<(), HitmapError> {
+        for (axis, &d) in self.cut_dims.iter().enumerate() {
+            if self.topology.dims()[axis] < 2 {
+                continue;
+            }
+            let border = low[d].max(high[d]);
+            for (vp, b) in self.blocks.iter().enumerate() {
+                let width = b.sig(d).card();
+                if !b.is_empty() && width < border {
+                    return Err(HitmapError::TooThin {
+                        vp,
+                        dim: d,
+                        width,
+                        border,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parse_partitions() {
+        assert_eq!("m".parse(), Ok(Partition::Multi));
+        assert_eq!("m2".parse(), Ok(Partition::MultiN(2)));
+        assert_eq!("s1".parse(), Ok(Partition::Single(1)));
+        assert_eq!("w0".parse(), Ok(Partition::Weighted(0)));
+        for bad in ["", "x", "m0", "s", "w-1", "sx", "mm"] {
+            assert_eq!(
+                bad.parse::<Partition>(),
+                Err(HitmapError::UnknownPartition(bad.into()))
+            );
+        }
+    }
+
+    #[test]
+    fn epsilod_regular_blocks() {
+        let s = Sig::range(1, 11); // N = 10
+        let got: Vec<_> = (0..4).map(|p| regular_block(s, p, 4)).collect();
+        assert_eq!(
+            got,
+            vec![Sig::range(1, 4), Sig::range(4, 7), Sig::range(7, 9), Sig::range(9, 11)]
+        );
+        // More processes than rows: D = N, the rest get nothing.
+        let s = Sig::range(0, 2);
+        assert_eq!(regular_block(s, 1, 3), Sig::range(1, 2));
+        assert_eq!(regular_block(s, 2, 3), Sig::EMPTY);
+    }
+
+    #[test]
+    fn bad_inputs_are_typed_errors() {
+        let dom = Shape::from_sizes(&[8, 8]);
+        assert_eq!(
+            Layout::new(&dom, Partition::Single(2), 2, None),
+            Err(HitmapError::PartitionDim { dim: 2, ndims: 2 })
+        );
+        assert_eq!(
+            Layout::new(&dom, Partition::Weighted(0), 2, Some(&[1.0])),
+            Err(HitmapError::WeightCount { expected: 2, got: 1 })
+        );
+        assert!(matches!(
+            Layout::new(&dom, Partition::Weighted(0), 2, Some(&[1.0, -1.0])),
+            Err(HitmapError::BadWeight { index: 1, .. })
+        ));
+        assert!(Layout::new(&dom, Partition::Weighted(0), 2, Some(&[0.0, 0.0])).is_err());
+        assert_eq!(Layout::new(&dom, Partition::Multi, 0, None), Err(HitmapError::NoProcesses));
+        let thin = Layout::new(&dom, Partition::Weighted(0), 2, Some(&[1.0, 7.0])).unwrap();
+        assert_eq!(
+            thin.check_width(&[2, 2], &[2, 2]),
+            Err(HitmapError::TooThin { vp: 0, dim: 0, width: 1, border: 2 })
+        );
+        assert!(thin.check_width(&[1, 1], &[1, 1]).is_ok());
+    }
+
+    fn covers_exactly_once(l: &Layout) -> bool {
+        l.domain().iter().all(|i| l.blocks().iter().filter(|b| b.contains(&i)).count() == 1)
+            && l.blocks().iter().map(Shape::card).sum::<usize>() == l.domain().card()
+    }
+
+    proptest! {
+        #[test]
+        fn regular_layouts_cover_once(dims in prop::collection::vec(1usize..9, 1..5),
+                                      offset in -3i64..3, procs in 1usize..10, which in 0usize..3) {
+            let dom = Shape::from_ranges(&dims.iter().map(|&n| (offset, offset + n as i64)).collect::<Vec<_>>());
+            let part = match which {
+                0 => Partition::Multi,
+                1 => Partition::MultiN(1 + procs % dims.len()),
+                _ => Partition::Single(procs % dims.len()),
+            };
+            let l = Layout::new(&dom, part, procs, None).unwrap();
+            prop_assert_eq!(l.procs(), procs);
+            prop_assert!(covers_exactly_once(&l));
+        }
+
+        #[test]
+        fn weighted_layouts_cover_once(n in 1usize..200, weights in prop::collection::vec(0.0f64..10.0, 1..8),
+                                       zero in prop::collection::vec(any::<bool>(), 8)) {
+            let w: Vec<f64> = weights.iter().zip(&zero).map(|(&w, &z)| if z { 0.0 } else { w }).collect();
+            prop_assume!(w.iter().any(|&x| x > 0.0));
+            let dom = Shape::from_ranges(&[(2, 2 + n as i64), (0, 3)]);
+            let l = Layout::new(&dom, Partition::Weighted(0), w.len(), Some(&w)).unwrap();
+            prop_assert!(covers_exactly_once(&l));
+            let total: f64 = w.iter().sum();
+            for (p, b) in l.blocks().iter().enumerate() {
+                if w[p] == 0.0 { prop_assert!(b.is_empty()); }
+                // Cumulative rounding: each share is within one row of its ideal.
+                let ideal = n as f64 * w[p] / total;
+                prop_assert!((b.sig(0).card() as f64 - ideal).abs() <= 1.0 + 1e-9);
+            }
+        }
+    }
+}

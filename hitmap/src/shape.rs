@@ -1,0 +1,230 @@
+//! n-dimensional index domains: one `Sig` per dimension.
+
+use crate::sig::Sig;
+use std::fmt;
+
+/// The cartesian product of one `Sig` per dimension, iterated row-major
+/// (the last dimension varies fastest).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Shape {
+    sigs: Vec<Sig>,
+}
+
+impl Shape {
+    pub fn new(sigs: Vec<Sig>) -> Shape {
+        // Keep one canonical empty form per dimension count so `==` is set equality.
+        if sigs.iter().any(Sig::is_empty) {
+            return Shape {
+                sigs: vec![Sig::EMPTY; sigs.len()],
+            };
+        }
+        Shape { sigs }
+    }
+
+    /// `0..n` in every dimension.
+    pub fn from_sizes(sizes: &[usize]) -> Shape {
+        Shape::new(sizes.iter().map(|&n| Sig::range(0, n as i64)).collect())
+    }
+
+    /// Contiguous ranges `begin..end` per dimension.
+    pub fn from_ranges(ranges: &[(i64, i64)]) -> Shape {
+        Shape::new(ranges.iter().map(|&(b, e)| Sig::range(b, e)).collect())
+    }
+
+    /// The empty shape of `ndims` dimensions.
+    pub fn empty(ndims: usize) -> Shape {
+        Shape {
+            sigs: vec![Sig::EMPTY; ndims],
+        }
+    }
+
+    pub fn ndims(&self) -> usize {
+        self.sigs.len()
+    }
+    pub fn sigs(&self) -> &[Sig] {
+        &self.sigs
+    }
+    pub fn sig(&self, d: usize) -> Sig {
+        self.sigs[d]
+    }
+
+    /// Number of elements per dimension.
+    pub fn extents(&self) -> Vec<usize> {
+        self.sigs.iter().map(Sig::card).collect()
+    }
+
+    /// Number of elements.
+    pub fn card(&self) -> usize {
+        if self.sigs.is_empty() {
+            return 0;
+        }
+        self.sigs.iter().map(Sig::card).product()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.card() == 0
+    }
+
+    /// Whether every dimension has stride 1.
+    pub fn is_contiguous(&self) -> bool {
+        self.sigs.iter().all(|s| s.stride() == 1)
+    }
+
+    pub fn contains(&self, idx: &[i64]) -> bool {
+        idx.len() == self.ndims() && self.sigs.iter().zip(idx).all(|(s, &i)| s.contains(i))
+    }
+
+    pub fn contains_shape(&self, other: &Shape) -> bool {
+        other.is_empty()
+            || (other.ndims() == self.ndims()
+                && self
+                    .sigs
+                    .iter()
+                    .zip(&other.sigs)
+                    .all(|(a, b)| a.contains_sig(b)))
+    }
+
+    /// Elements in both shapes. Panics when the dimension counts differ: that is a
+    /// programming error, never a user input.
+    pub fn intersect(&self, other: &Shape) -> Shape {
+        assert_eq!(self.ndims(), other.ndims(), "intersecting shapes of different rank");
+        Shape::new(
+            self.sigs
+                .iter()
+                .zip(&other.sigs)
+                .map(|(a, b)| a.intersect(b))
+                .collect(),
+        )
+    }
+
+    /// Grows dimension d by `low[d]` elements below and `high[d]` above.
+    pub fn expand(&self, low: &[i64], high: &[i64]) -> Shape {
+        if self.is_empty() {
+            return self.clone();
+        }
+        Shape::new(
+            self.sigs
+                .iter()
+                .enumerate()
+                .map(|(d, s)| s.expand(low[d], high[d]))
+                .collect(),
+        )
+    }
+
+    /// Shrinks dimension d by `low[d]` elements below and `high[d]` above.
+    pub fn shrink(&self, low: &[i64], high: &[i64]) -> Shape {
+        let neg = |v: &[i64]| v.iter().map(|x| -x).collect::<Vec<_>>();
+        self.expand(&neg(low), &neg(high))
+    }
+
+    /// This shape with dimension `d` replaced.
+    pub fn with_sig(&self, d: usize, sig: Sig) -> Shape {
+        let mut sigs = self.sigs.clone();
+        sigs[d] = sig;
+        Shape::new(sigs)
+    }
+
+    /// Element indices in row-major order.
+    pub fn iter(&self) -> ShapeIter {
+        ShapeIter {
+            sigs: self.sigs.clone(),
+            next: (!self.is_empty()).then(|| self.sigs.iter().map(Sig::begin).collect()),
+        }
+    }
+}
+
+/// Row-major iterator over a `Shape`'s indices.
+pub struct ShapeIter {
+    sigs: Vec<Sig>,
+    next: Option<Vec<i64>>,
+}
+
+impl Iterator for ShapeIter {
+    type Item = Vec<i64>;
+
+    fn next(&mut self) -> Option<Vec<i64>> {
+        let cur = self.next.take()?;
+        let mut nxt = cur.clone();
+        for d in (0..self.sigs.len()).rev() {
+            nxt[d] += self.sigs[d].stride();
+            if nxt[d] < self.sigs[d].end() {
+                self.next = Some(nxt);
+                return Some(cur);
+            }
+            nxt[d] = self.sigs[d].begin();
+        }
+        Some(cur)
+    }
+}
+
+impl fmt::Debug for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[")?;
+        for (d, s) in self.sigs.iter().enumerate() {
+            if d > 0 {
+                write!(f, ", ")?;
+            }
+            write!(f, "{s}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn row_major_iteration() {
+        let s = Shape::new(vec![Sig::range(1, 3), Sig::new(0, 5, 2)]);
+        let v: Vec<_> = s.iter().collect();
+        assert_eq!(
+            v,
+            vec![vec![1, 0], vec![1, 2], vec![1, 4], vec![2, 0], vec![2, 2], vec![2, 4]]
+        );
+        assert_eq!(s.card(), 6);
+        assert_eq!(Shape::from_sizes(&[3, 0, 2]).iter().count(), 0);
+    }
+
+    #[test]
+    fn expand_shrink() {
+        let s = Shape::from_ranges(&[(2, 5), (0, 4)]);
+        let e = s.expand(&[1, 2], &[0, 1]);
+        assert_eq!(e, Shape::from_ranges(&[(1, 5), (-2, 5)]));
+        assert_eq!(e.shrink(&[1, 2], &[0, 1]), s);
+        assert!(s.shrink(&[2, 0], &[2, 0]).is_empty());
+    }
+
+    fn shape_strategy() -> impl Strategy<Value = Shape> {
+        prop::collection::vec((-5i64..5, 0i64..7, 1i64..3), 1..4).prop_map(|v| {
+            Shape::new(v.into_iter().map(|(b, l, s)| Sig::new(b, b + l, s)).collect())
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn intersection_matches_membership(a in shape_strategy(), bsig in shape_strategy()) {
+            prop_assume!(a.ndims() == bsig.ndims());
+            let i = a.intersect(&bsig);
+            let want: Vec<_> = a.iter().filter(|x| bsig.contains(x)).collect();
+            let got: Vec<_> = i.iter().collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(i.card(), a.iter().filter(|x| bsig.contains(x)).count());
+        }
+
+        #[test]
+        fn iteration_count_and_membership(a in shape_strategy()) {
+            let v: Vec<_> = a.iter().collect();
+            prop_assert_eq!(v.len(), a.card());
+            prop_assert!(v.iter().all(|x| a.contains(x)));
+            prop_assert!(v.windows(2).all(|w| w[0] < w[1]));
+        }
+    }
+}

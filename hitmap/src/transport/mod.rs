@@ -1,0 +1,37 @@
+//! Moving data between virtual processes. The skeleton talks only to the
+//! `Transport` trait; threads in one process and MPI ranks both implement it.
+
+mod inproc;
+
+pub use inproc::{in_process, InProcess};
+use thiserror::Error;
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum TransportError {
+    #[error("virtual process {0} is gone (it failed or stopped early)")]
+    PeerGone(usize),
+    #[error("no virtual process {peer}: there are {size}")]
+    NoSuchPeer { peer: usize, size: usize },
+    #[error("transport failure: {0}")]
+    Other(String),
+}
+
+/// Point-to-point messages of cells and small collectives of f64 values
+/// between `size()` virtual processes.
+///
+/// Messages between a pair with the same tag arrive in the order sent.
+pub trait Transport<T>: Send {
+    /// This virtual process.
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// Starts sending `data`; never waits for the receiver.
+    fn send(&mut self, to: usize, tag: u64, data: Vec<T>) -> Result<(), TransportError>;
+    /// Waits for the next message from `from` with `tag`.
+    fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<T>, TransportError>;
+    /// Every process's `values`, indexed by rank. All processes must call it.
+    fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError>;
+    /// Waits until every process has reached the barrier.
+    fn barrier(&mut self) -> Result<(), TransportError> {
+        self.all_gather(&[]).map(|_| ())
+    }
+}

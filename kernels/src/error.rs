@@ -1,0 +1,38 @@
+use thiserror::Error;
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SpecError {
+    #[error("stencil spec has no dimensions: give 'low' and 'high' extents, one per dimension")]
+    NoDims,
+    #[error("stencil spec has {low} low extent(s) but {high} high extent(s): give one of each per dimension")]
+    ExtentRank { low: usize, high: usize },
+    #[error("stencil spec has {0} dimensions; at most {max} are supported", max = crate::spec::MAX_DIMS)]
+    TooManyDims(usize),
+    #[error("stencil spec needs {expected} weights (the product of low+high+1 over dimensions, row-major), got {got}")]
+    WeightCount { expected: usize, got: usize },
+    #[error("stencil weight {index} is {value}: weights must be finite")]
+    BadWeight { index: usize, value: f64 },
+    #[error("stencil weights are all zero: at least one must be non-zero")]
+    AllZero,
+    #[error("stencil factor is {0}: it must be finite and non-zero")]
+    BadFactor(f64),
+    #[error("cannot read stencil spec {path}: {reason}")]
+    Io { path: String, reason: String },
+    #[error("invalid stencil spec {path}: {reason}")]
+    Parse { path: String, reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum KernelError {
+    #[error("kernel '{kernel}' is {kernel_dims}-d but the grid is {grid_dims}-d")]
+    Rank {
+        kernel: String,
+        kernel_dims: usize,
+        grid_dims: usize,
+    },
+    #[error("region {region:?} with the stencil's reach does not fit the buffer {dims:?}")]
+    OutOfBuffer {
+        region: Vec<std::ops::Range<usize>>,
+        dims: Vec<usize>,
+    },
+}

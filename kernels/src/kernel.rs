@@ -1,0 +1,94 @@
+//! The `Kernel` trait: one stencil update over a region of a buffer.
+
+use crate::error::KernelError;
+use crate::frame::Frame;
+use hitmap::Footprint;
+use std::ops::Range;
+
+/// Computes new cells of a region from the old buffer.
+///
+/// `apply` writes every cell of `region` (local indices of `frame`) into
+/// `dst_slab`, the part of the destination buffer that starts at dimension-0
+/// index `region[0].start` and spans `region[0].len()` planes; it reads `src`,
+/// the whole source buffer. Callers check the launch with [`check_launch`]
+/// first, and may split a region along dimension 0 to run the pieces in
+/// parallel.
+pub trait Kernel<T>: Send + Sync {
+    fn name(&self) -> &str;
+    /// The offsets read (drives halo plans and the launch check).
+    fn footprint(&self) -> &Footprint;
+    fn apply(&self, src: &[T], dst_slab: &mut [T], frame: &Frame, region: &[Range<usize>]);
+}
+
+/// Errors unless `region` and every cell the kernel reads from it lie inside
+/// a buffer of `frame`'s geometry.
+pub fn check_launch<T>(
+    kernel: &dyn Kernel<T>,
+    frame: &Frame,
+    region: &[Range<usize>],
+) -> Result<(), KernelError> {
+    let fp = kernel.footprint();
+    if fp.ndims() != frame.ndims() || region.len() != frame.ndims() {
+        return Err(KernelError::Rank {
+            kernel: kernel.name().to_string(),
+            kernel_dims: fp.ndims(),
+            grid_dims: frame.ndims(),
+        });
+    }
+    if region.iter().any(|r| r.is_empty()) {
+        return Ok(());
+    }
+    let (low, high) = (fp.low(), fp.high());
+    let fits = (0..frame.ndims())
+        .all(|d| region[d].start >= low[d] && region[d].end + high[d] <= frame.dims()[d]);
+    if fits {
+        Ok(())
+    } else {
+        Err(KernelError::OutOfBuffer {
+            region: region.to_vec(),
+            dims: frame.dims().to_vec(),
+        })
+    }
+}
+
+/// Runs `f` on the `K` neighbours of every cell of `region`, `lin` their
+/// linear offsets in the order `f` expects. The neighbours of a row are `K`
+/// slices of the row's length, so the inner loop has no index arithmetic and
+/// the compiler vectorises it.
+#[inline(always)]
+pub(crate) fn sweep<T: Copy, const K: usize>(
+    src: &[T],
+    dst: &mut [T],
+    frame: &Frame,
+    region: &[Range<usize>],
+    lin: [isize; K],
+    f: impl Fn([T; K]) -> T,
+) {
+    crate::frame::for_each_row(frame, region, |s, d, len| {
+        let nb: [&[T]; K] = std::array::from_fn(|k| {
+            let start = (s as isize + lin[k]) as usize;
+            &src[start..start + len]
+        });
+        let out = &mut dst[d..d + len];
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = f(std::array::from_fn(|k| nb[k][j]));
+        }
+    });
+}
+
+/// Checks and runs `kernel` over `region` on one thread.
+pub fn launch_serial<T>(
+    kernel: &dyn Kernel<T>,
+    src: &[T],
+    dst: &mut [T],
+    frame: &Frame,
+    region: &[Range<usize>],
+) -> Result<(), KernelError> {
+    check_launch(kernel, frame, region)?;
+    if region.iter().any(|r| r.is_empty()) {
+        return Ok(());
+    }
+    let p = frame.plane();
+    kernel.apply(src, &mut dst[region[0].start * p..region[0].end * p], frame, region);
+    Ok(())
+}

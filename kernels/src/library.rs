@@ -1,0 +1,191 @@
+//! EPSILOD's basic stencils (reference.md §1) and their boundary values.
+
+use crate::spec::StencilSpec;
+use std::fmt;
+
+/// The library stencils, by EPSILOD name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Library {
+    S1dc2,
+    S1dnc4,
+    S2d4,
+    S2d8,
+    S2dnc8,
+    S2df5,
+    S3d6,
+    S3d27,
+    S3dnc12,
+    S3df7,
+    S4d8,
+}
+
+/// Number of non-zero components of an offset, and the one absolute value if
+/// it lies on an axis.
+fn axis_reach(o: &[i64]) -> Option<i64> {
+    let nz: Vec<i64> = o.iter().filter(|&&x| x != 0).copied().collect();
+    (nz.len() == 1).then(|| nz[0].abs())
+}
+
+impl Library {
+    pub const ALL: [Library; 11] = [
+        Library::S1dc2,
+        Library::S1dnc4,
+        Library::S2d4,
+        Library::S2d8,
+        Library::S2dnc8,
+        Library::S2df5,
+        Library::S3d6,
+        Library::S3d27,
+        Library::S3dnc12,
+        Library::S3df7,
+        Library::S4d8,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Library::S1dc2 => "1dc2",
+            Library::S1dnc4 => "1dnc4",
+            Library::S2d4 => "2d4",
+            Library::S2d8 => "2d8",
+            Library::S2dnc8 => "2dnc8",
+            Library::S2df5 => "2df5",
+            Library::S3d6 => "3d6",
+            Library::S3d27 => "3d27",
+            Library::S3dnc12 => "3dnc12",
+            Library::S3df7 => "3df7",
+            Library::S4d8 => "4d8",
+        }
+    }
+
+    pub fn by_name(name: &str) -> Option<Library> {
+        Library::ALL.into_iter().find(|l| l.name() == name)
+    }
+
+    pub fn ndims(self) -> usize {
+        match self {
+            Library::S1dc2 | Library::S1dnc4 => 1,
+            Library::S2d4 | Library::S2d8 | Library::S2dnc8 | Library::S2df5 => 2,
+            Library::S3d6 | Library::S3d27 | Library::S3dnc12 | Library::S3df7 => 3,
+            Library::S4d8 => 4,
+        }
+    }
+
+    /// Shape, weights and factor as in reference.md §1.
+    pub fn spec(self) -> StencilSpec {
+        let n = self.ndims();
+        let (r, low_only) = match self {
+            Library::S1dnc4 | Library::S2dnc8 | Library::S3dnc12 => (2, false),
+            Library::S2df5 | Library::S3df7 => (2, true),
+            _ => (1, false),
+        };
+        let low = vec![r; n];
+        let high = if low_only { vec![0; n] } else { vec![r; n] };
+        let (factor, weight): (f64, Box<dyn Fn(&[i64]) -> f64>) = match self {
+            Library::S1dc2 | Library::S2d4 | Library::S3d6 | Library::S4d8 => (
+                2.0 * n as f64,
+                Box::new(|o| if axis_reach(o) == Some(1) { 1.0 } else { 0.0 }),
+            ),
+            Library::S1dnc4 => (3.0, Box::new(|o| [0.5, 1.0, 0.0, 1.0, 0.5][(o[0] + 2) as usize])),
+            Library::S2d8 => (
+                20.0,
+                Box::new(|o| match (o[0].abs(), o[1].abs()) {
+                    (0, 0) => 0.0,
+                    (1, 1) => 1.0,
+                    _ => 4.0,
+                }),
+            ),
+            Library::S2dnc8 | Library::S3dnc12 => {
+                let near = if n == 2 { 4.0 } else { 6.0 };
+                (
+                    if n == 2 { 20.0 } else { 42.0 },
+                    Box::new(move |o| match axis_reach(o) {
+                        Some(1) => near,
+                        Some(2) => 1.0,
+                        _ => 0.0,
+                    }),
+                )
+            }
+            Library::S2df5 | Library::S3df7 => (
+                if n == 2 { 6.5 } else { 9.5 },
+                Box::new(|o| {
+                    if o.iter().all(|&x| x == -1) {
+                        0.5
+                    } else {
+                        match axis_reach(o) {
+                            Some(1) => 2.0,
+                            Some(2) => 1.0,
+                            _ => 0.0,
+                        }
+                    }
+                }),
+            ),
+            Library::S3d27 => (27.0, Box::new(|_| 1.0)),
+        };
+        StencilSpec::from_fn(self.name(), low, high, factor, weight)
+            .expect("library stencils are valid")
+    }
+}
+
+impl fmt::Display for Library {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// EPSILOD's initial value at global index `idx` of a grid of `sizes` with a
+/// boundary `low`/`high` wide: dimension d's low boundary is `2d+1`, its high
+/// boundary `2d+2` (the earlier dimension wins where boundaries meet), the
+/// interior 0.
+pub fn basic_init(idx: &[i64], sizes: &[usize], low: &[usize], high: &[usize]) -> f32 {
+    for d in 0..idx.len() {
+        if idx[d] < low[d] as i64 {
+            return (2 * d + 1) as f32;
+        }
+        if idx[d] >= (sizes[d] - high[d]) as i64 {
+            return (2 * d + 2) as f32;
+        }
+    }
+    0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_match_the_reference_table() {
+        let t = |l: Library| l.spec().terms();
+        assert_eq!(t(Library::S1dc2), vec![(vec![-1], 1.0), (vec![1], 1.0)]);
+        assert_eq!(Library::S1dnc4.spec().weights, vec![0.5, 1.0, 0.0, 1.0, 0.5]);
+        assert_eq!(Library::S2d4.spec().weights, vec![0., 1., 0., 1., 0., 1., 0., 1., 0.]);
+        assert_eq!(Library::S2d8.spec().weights, vec![1., 4., 1., 4., 0., 4., 1., 4., 1.]);
+        assert_eq!(
+            t(Library::S2df5),
+            vec![(vec![-2, 0], 1.0), (vec![-1, -1], 0.5), (vec![-1, 0], 2.0), (vec![0, -2], 1.0), (vec![0, -1], 2.0)]
+        );
+        let counts: Vec<usize> = Library::ALL.iter().map(|l| t(*l).len()).collect();
+        assert_eq!(counts, vec![2, 4, 4, 8, 8, 5, 6, 27, 12, 7, 8]);
+        let sums: Vec<f64> = Library::ALL
+            .iter()
+            .map(|l| l.spec().weights.iter().sum::<f64>() / l.spec().factor)
+            .collect();
+        assert!(sums.iter().all(|&s| (s - 1.0).abs() < 1e-12), "{sums:?}");
+        assert_eq!(Library::by_name("3dnc12"), Some(Library::S3dnc12));
+        assert_eq!(Library::by_name("5d"), None);
+    }
+
+    #[test]
+    fn boundary_values() {
+        let (s, l, h) = ([10, 10], [1, 1], [1, 1]);
+        assert_eq!(basic_init(&[0, 5], &s, &l, &h), 1.0);
+        assert_eq!(basic_init(&[9, 5], &s, &l, &h), 2.0);
+        assert_eq!(basic_init(&[5, 0], &s, &l, &h), 3.0);
+        assert_eq!(basic_init(&[5, 9], &s, &l, &h), 4.0);
+        assert_eq!(basic_init(&[0, 0], &s, &l, &h), 1.0);
+        assert_eq!(basic_init(&[9, 0], &s, &l, &h), 2.0);
+        assert_eq!(basic_init(&[5, 5], &s, &l, &h), 0.0);
+        // 2df5: no high boundary, two low rows.
+        assert_eq!(basic_init(&[9, 9], &s, &[2, 2], &[0, 0]), 0.0);
+        assert_eq!(basic_init(&[1, 9], &s, &[2, 2], &[0, 0]), 1.0);
+    }
+}

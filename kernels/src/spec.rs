@@ -1,0 +1,191 @@
+//! Stencil descriptions: extents, weights and a factor, validated.
+
+use crate::error::SpecError;
+use hitmap::{Footprint, Shape};
+use serde::Deserialize;
+use std::path::Path;
+
+/// Most dimensions a stencil may have.
+pub const MAX_DIMS: usize = 8;
+
+/// A weighted stencil: `new = sum(w[o] * x[o]) / factor` over the offsets `o`
+/// of the box `-low[d]..=high[d]`.
+///
+/// In TOML:
+/// ```toml
+/// name = "my-2d4"
+/// low = [1, 1]
+/// high = [1, 1]
+/// # row-major over the 3x3 box, offset (-1,-1) first
+/// weights = [0, 1, 0,
+///            1, 0, 1,
+///            0, 1, 0]
+/// factor = 4
+/// ```
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StencilSpec {
+    pub name: String,
+    pub low: Vec<usize>,
+    pub high: Vec<usize>,
+    pub weights: Vec<f64>,
+    pub factor: f64,
+}
+
+impl StencilSpec {
+    /// Builds and validates a spec.
+    pub fn new(
+        name: &str,
+        low: Vec<usize>,
+        high: Vec<usize>,
+        weights: Vec<f64>,
+        factor: f64,
+    ) -> Result<StencilSpec, SpecError> {
+        let s = StencilSpec {
+            name: name.to_string(),
+            low,
+            high,
+            weights,
+            factor,
+        };
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// A spec whose weights come from a function of the offset.
+    pub fn from_fn(
+        name: &str,
+        low: Vec<usize>,
+        high: Vec<usize>,
+        factor: f64,
+        weight: impl Fn(&[i64]) -> f64,
+    ) -> Result<StencilSpec, SpecError> {
+        let b = Self::box_shape(&low, &high);
+        let weights = b.iter().map(|o| weight(&o)).collect();
+        StencilSpec::new(name, low, high, weights, factor)
+    }
+
+    fn box_shape(low: &[usize], high: &[usize]) -> Shape {
+        Shape::from_ranges(
+            &low.iter()
+                .zip(high)
+                .map(|(&l, &h)| (-(l as i64), h as i64 + 1))
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.low.len() != self.high.len() {
+            return Err(SpecError::ExtentRank {
+                low: self.low.len(),
+                high: self.high.len(),
+            });
+        }
+        if self.low.is_empty() {
+            return Err(SpecError::NoDims);
+        }
+        if self.low.len() > MAX_DIMS {
+            return Err(SpecError::TooManyDims(self.low.len()));
+        }
+        if self.low.iter().chain(&self.high).any(|&e| e > 64) {
+            return Err(SpecError::Parse {
+                path: self.name.clone(),
+                reason: "extents above 64 are not supported".into(),
+            });
+        }
+        let expected: usize = self.low.iter().zip(&self.high).map(|(l, h)| l + h + 1).product();
+        if self.weights.len() != expected {
+            return Err(SpecError::WeightCount {
+                expected,
+                got: self.weights.len(),
+            });
+        }
+        if let Some((index, &value)) = self.weights.iter().enumerate().find(|(_, w)| !w.is_finite()) {
+            return Err(SpecError::BadWeight { index, value });
+        }
+        if self.weights.iter().all(|&w| w == 0.0) {
+            return Err(SpecError::AllZero);
+        }
+        if !self.factor.is_finite() || self.factor == 0.0 {
+            return Err(SpecError::BadFactor(self.factor));
+        }
+        Ok(())
+    }
+
+    /// Parses and validates TOML text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<StencilSpec, SpecError> {
+        let s: StencilSpec = toml::from_str(text).map_err(|e| SpecError::Parse {
+            path: origin.to_string(),
+            reason: e.message().to_string(),
+        })?;
+        s.validate().map_err(|e| match e {
+            SpecError::Parse { .. } => e,
+            other => SpecError::Parse {
+                path: origin.to_string(),
+                reason: other.to_string(),
+            },
+        })?;
+        Ok(s)
+    }
+
+    pub fn load(path: &Path) -> Result<StencilSpec, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SpecError::Io {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        StencilSpec::from_toml(&text, &path.display().to_string())
+    }
+
+    pub fn ndims(&self) -> usize {
+        self.low.len()
+    }
+
+    /// `(offset, weight)` for every non-zero weight, in lexicographic offset order.
+    pub fn terms(&self) -> Vec<(Vec<i64>, f64)> {
+        Self::box_shape(&self.low, &self.high)
+            .iter()
+            .zip(&self.weights)
+            .filter(|(_, &w)| w != 0.0)
+            .map(|(o, &w)| (o, w))
+            .collect()
+    }
+
+    /// The offsets the stencil reads.
+    pub fn footprint(&self) -> Footprint {
+        Footprint::new(self.ndims(), self.terms().into_iter().map(|(o, _)| o).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 2\n";
+
+    #[test]
+    fn parses_and_lists_terms() {
+        let s = StencilSpec::from_toml(GOOD, "t.toml").unwrap();
+        assert_eq!(s.terms(), vec![(vec![-1], 1.0), (vec![1], 1.0)]);
+        assert_eq!(s.footprint().low(), vec![1]);
+    }
+
+    #[test]
+    fn each_bad_spec_has_its_error() {
+        let cases = [
+            ("name = \"x\"\nlow = [1, 1]\nhigh = [1]\nweights = [1]\nfactor = 2\n", "2 low extent(s) but 1 high"),
+            ("name = \"x\"\nlow = []\nhigh = []\nweights = [1]\nfactor = 2\n", "no dimensions"),
+            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0]\nfactor = 2\n", "needs 3 weights"),
+            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [0, 0, 0]\nfactor = 2\n", "all zero"),
+            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 0\n", "factor is 0"),
+            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\n", "missing field `factor`"),
+            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 2\nextra = 1\n", "unknown field `extra`"),
+            ("name = \"x\"\nlow = [-1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 2\n", "invalid value"),
+        ];
+        for (text, want) in cases {
+            let e = StencilSpec::from_toml(text, "bad.toml").unwrap_err().to_string();
+            assert!(e.contains("bad.toml") && e.contains(want), "{e:?} should mention {want:?}");
+        }
+        let e = StencilSpec::load(Path::new("/nonexistent/s.toml")).unwrap_err();
+        assert!(matches!(e, SpecError::Io { .. }));
+    }
+}
