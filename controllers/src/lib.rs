@@ -1,1 +1,15 @@
+//! controllers: one uniform interface over every device kind.
+//!
+//! Backends: `cpu` (rayon) always; `opencl` and `cuda` behind their features.
+//! [`Slowdown`] wraps any backend to emulate a slower device.
 
+pub mod conformance;
+mod controller;
+pub mod cpu;
+mod error;
+pub mod slowdown;
+
+pub use controller::{BufferId, Controller, KernelId};
+pub use cpu::CpuController;
+pub use error::DeviceError;
+pub use slowdown::Slowdown;

@@ -17,7 +17,10 @@ pub struct Footprint {
 impl Footprint {
     /// Every offset must have `ndims` components.
     pub fn new(ndims: usize, offsets: Vec<Vec<i64>>) -> Footprint {
-        assert!(offsets.iter().all(|o| o.len() == ndims), "offset rank mismatch");
+        assert!(
+            offsets.iter().all(|o| o.len() == ndims),
+            "offset rank mismatch"
+        );
         Footprint { ndims, offsets }
     }
 
@@ -31,14 +34,26 @@ impl Footprint {
     /// Largest reach below, per dimension.
     pub fn low(&self) -> Vec<usize> {
         (0..self.ndims)
-            .map(|d| self.offsets.iter().map(|o| (-o[d]).max(0) as usize).max().unwrap_or(0))
+            .map(|d| {
+                self.offsets
+                    .iter()
+                    .map(|o| (-o[d]).max(0) as usize)
+                    .max()
+                    .unwrap_or(0)
+            })
             .collect()
     }
 
     /// Largest reach above, per dimension.
     pub fn high(&self) -> Vec<usize> {
         (0..self.ndims)
-            .map(|d| self.offsets.iter().map(|o| o[d].max(0) as usize).max().unwrap_or(0))
+            .map(|d| {
+                self.offsets
+                    .iter()
+                    .map(|o| o[d].max(0) as usize)
+                    .max()
+                    .unwrap_or(0)
+            })
             .collect()
     }
 
@@ -63,7 +78,10 @@ impl Footprint {
                     }
                 }
                 match dirs.iter_mut().find(|(s, _)| *s == sign) {
-                    Some((_, r)) => r.iter_mut().zip(&reach).for_each(|(a, b)| *a = (*a).max(*b)),
+                    Some((_, r)) => r
+                        .iter_mut()
+                        .zip(&reach)
+                        .for_each(|(a, b)| *a = (*a).max(*b)),
                     None => dirs.push((sign, reach)),
                 }
             }
@@ -236,7 +254,10 @@ mod tests {
         let full = HaloPlan::new(&l, &boxed(2)).unwrap();
         let peers: Vec<_> = full.vp(0).recvs.iter().map(|e| e.peer).collect();
         assert_eq!(peers, vec![1, 2, 3]);
-        assert_eq!(full.vp(0).recvs[2].regions, vec![Shape::from_ranges(&[(5, 6), (5, 6)])]);
+        assert_eq!(
+            full.vp(0).recvs[2].regions,
+            vec![Shape::from_ranges(&[(5, 6), (5, 6)])]
+        );
     }
 
     #[test]

@@ -70,7 +70,10 @@ pub fn regular_block(sig: Sig, p: usize, procs: usize) -> Sig {
         return Sig::EMPTY;
     }
     let start = |q: usize| q * (n / d) + q.min(n % d);
-    Sig::range(sig.begin() + start(p) as i64, sig.begin() + start(p + 1) as i64)
+    Sig::range(
+        sig.begin() + start(p) as i64,
+        sig.begin() + start(p + 1) as i64,
+    )
 }
 
 /// Splits `sig` by cumulative rounding of the weights: boundary `k` is
@@ -163,7 +166,10 @@ impl Layout {
                     let c = topology.coords(p);
                     let mut b = domain.clone();
                     for (axis, &d) in cut_dims.iter().enumerate() {
-                        b = b.with_sig(d, regular_block(domain.sig(d), c[axis], topology.dims()[axis]));
+                        b = b.with_sig(
+                            d,
+                            regular_block(domain.sig(d), c[axis], topology.dims()[axis]),
+                        );
                     }
                     b
                 })
@@ -251,7 +257,12 @@ mod tests {
         let got: Vec<_> = (0..4).map(|p| regular_block(s, p, 4)).collect();
         assert_eq!(
             got,
-            vec![Sig::range(1, 4), Sig::range(4, 7), Sig::range(7, 9), Sig::range(9, 11)]
+            vec![
+                Sig::range(1, 4),
+                Sig::range(4, 7),
+                Sig::range(7, 9),
+                Sig::range(9, 11)
+            ]
         );
         // More processes than rows: D = N, the rest get nothing.
         let s = Sig::range(0, 2);
@@ -268,24 +279,37 @@ mod tests {
         );
         assert_eq!(
             Layout::new(&dom, Partition::Weighted(0), 2, Some(&[1.0])),
-            Err(HitmapError::WeightCount { expected: 2, got: 1 })
+            Err(HitmapError::WeightCount {
+                expected: 2,
+                got: 1
+            })
         );
         assert!(matches!(
             Layout::new(&dom, Partition::Weighted(0), 2, Some(&[1.0, -1.0])),
             Err(HitmapError::BadWeight { index: 1, .. })
         ));
         assert!(Layout::new(&dom, Partition::Weighted(0), 2, Some(&[0.0, 0.0])).is_err());
-        assert_eq!(Layout::new(&dom, Partition::Multi, 0, None), Err(HitmapError::NoProcesses));
+        assert_eq!(
+            Layout::new(&dom, Partition::Multi, 0, None),
+            Err(HitmapError::NoProcesses)
+        );
         let thin = Layout::new(&dom, Partition::Weighted(0), 2, Some(&[1.0, 7.0])).unwrap();
         assert_eq!(
             thin.check_width(&[2, 2], &[2, 2]),
-            Err(HitmapError::TooThin { vp: 0, dim: 0, width: 1, border: 2 })
+            Err(HitmapError::TooThin {
+                vp: 0,
+                dim: 0,
+                width: 1,
+                border: 2
+            })
         );
         assert!(thin.check_width(&[1, 1], &[1, 1]).is_ok());
     }
 
     fn covers_exactly_once(l: &Layout) -> bool {
-        l.domain().iter().all(|i| l.blocks().iter().filter(|b| b.contains(&i)).count() == 1)
+        l.domain()
+            .iter()
+            .all(|i| l.blocks().iter().filter(|b| b.contains(&i)).count() == 1)
             && l.blocks().iter().map(Shape::card).sum::<usize>() == l.domain().card()
     }
 

@@ -85,7 +85,11 @@ mod tests {
         let plan = RedistributionPlan::new(&a, &b).unwrap();
         assert!(plan.moves().iter().all(|m| m.from.abs_diff(m.to) == 1));
         // Boundaries 33|67 become 40|73: 7 rows 1->0 and 6 rows 2->1.
-        let rows: Vec<_> = plan.moves().iter().map(|m| (m.from, m.to, m.region.sig(0).card())).collect();
+        let rows: Vec<_> = plan
+            .moves()
+            .iter()
+            .map(|m| (m.from, m.to, m.region.sig(0).card()))
+            .collect();
         assert_eq!(rows, vec![(1, 0, 7), (2, 1, 6)]);
         assert_eq!(plan.cells_moved(), 13 * 50);
     }

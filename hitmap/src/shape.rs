@@ -87,7 +87,11 @@ impl Shape {
     /// Elements in both shapes. Panics when the dimension counts differ: that is a
     /// programming error, never a user input.
     pub fn intersect(&self, other: &Shape) -> Shape {
-        assert_eq!(self.ndims(), other.ndims(), "intersecting shapes of different rank");
+        assert_eq!(
+            self.ndims(),
+            other.ndims(),
+            "intersecting shapes of different rank"
+        );
         Shape::new(
             self.sigs
                 .iter()
@@ -187,7 +191,14 @@ mod tests {
         let v: Vec<_> = s.iter().collect();
         assert_eq!(
             v,
-            vec![vec![1, 0], vec![1, 2], vec![1, 4], vec![2, 0], vec![2, 2], vec![2, 4]]
+            vec![
+                vec![1, 0],
+                vec![1, 2],
+                vec![1, 4],
+                vec![2, 0],
+                vec![2, 2],
+                vec![2, 4]
+            ]
         );
         assert_eq!(s.card(), 6);
         assert_eq!(Shape::from_sizes(&[3, 0, 2]).iter().count(), 0);
@@ -204,7 +215,11 @@ mod tests {
 
     fn shape_strategy() -> impl Strategy<Value = Shape> {
         prop::collection::vec((-5i64..5, 0i64..7, 1i64..3), 1..4).prop_map(|v| {
-            Shape::new(v.into_iter().map(|(b, l, s)| Sig::new(b, b + l, s)).collect())
+            Shape::new(
+                v.into_iter()
+                    .map(|(b, l, s)| Sig::new(b, b + l, s))
+                    .collect(),
+            )
         })
     }
 

@@ -189,7 +189,9 @@ mod tests {
         let a = Sig::new(0, 100, 4);
         let b = Sig::new(2, 100, 6);
         assert_eq!(set(&a.intersect(&b)), vec![8, 20, 32, 44, 56, 68, 80, 92]);
-        assert!(Sig::new(0, 100, 2).intersect(&Sig::new(1, 100, 2)).is_empty());
+        assert!(Sig::new(0, 100, 2)
+            .intersect(&Sig::new(1, 100, 2))
+            .is_empty());
     }
 
     proptest! {

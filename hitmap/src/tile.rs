@@ -143,16 +143,12 @@ impl<T: Copy> Tile<T> {
     /// A view of a sub-selection (any strides) of the extent.
     pub fn select(&self, region: &Shape) -> Result<ArrayViewD<'_, T>, HitmapError> {
         let sl = self.slices(region)?;
-        Ok(self
-            .data
-            .slice_each_axis(|ax| sl[ax.axis.index()]))
+        Ok(self.data.slice_each_axis(|ax| sl[ax.axis.index()]))
     }
 
     pub fn select_mut(&mut self, region: &Shape) -> Result<ArrayViewMutD<'_, T>, HitmapError> {
         let sl = self.slices(region)?;
-        Ok(self
-            .data
-            .slice_each_axis_mut(|ax| sl[ax.axis.index()]))
+        Ok(self.data.slice_each_axis_mut(|ax| sl[ax.axis.index()]))
     }
 
     /// A view of the whole extent.

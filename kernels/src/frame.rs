@@ -56,7 +56,11 @@ impl Frame {
 /// position in the whole buffer; `dst_start` its position in the slab that
 /// begins at dimension-0 index `region[0].start`.
 #[inline(always)]
-pub fn for_each_row(frame: &Frame, region: &[Range<usize>], mut f: impl FnMut(usize, usize, usize)) {
+pub fn for_each_row(
+    frame: &Frame,
+    region: &[Range<usize>],
+    mut f: impl FnMut(usize, usize, usize),
+) {
     let nd = frame.ndims();
     if region.iter().any(|r| r.is_empty()) {
         return;
@@ -72,7 +76,8 @@ pub fn for_each_row(frame: &Frame, region: &[Range<usize>], mut f: impl FnMut(us
     // Odometer over dimensions 0..last.
     let mut idx: Vec<usize> = region[..last].iter().map(|r| r.start).collect();
     loop {
-        let base: usize = idx.iter().zip(st).map(|(i, s)| i * s).sum::<usize>() + region[last].start;
+        let base: usize =
+            idx.iter().zip(st).map(|(i, s)| i * s).sum::<usize>() + region[last].start;
         f(base, base - slab0, len);
         let mut d = last;
         loop {
@@ -99,9 +104,14 @@ mod tests {
         assert_eq!(f.strides(), &[30, 6, 1]);
         let mut rows = Vec::new();
         for_each_row(&f, &[1..3, 2..4, 1..5], |s, d, n| rows.push((s, d, n)));
-        assert_eq!(rows, vec![(43, 13, 4), (49, 19, 4), (73, 43, 4), (79, 49, 4)]);
+        assert_eq!(
+            rows,
+            vec![(43, 13, 4), (49, 19, 4), (73, 43, 4), (79, 49, 4)]
+        );
         let mut one = Vec::new();
-        for_each_row(&Frame::row_major(&[9]), &[2..7], |s, d, n| one.push((s, d, n)));
+        for_each_row(&Frame::row_major(&[9]), &[2..7], |s, d, n| {
+            one.push((s, d, n))
+        });
         assert_eq!(one, vec![(2, 0, 5)]);
     }
 }

@@ -85,7 +85,10 @@ impl Library {
                 2.0 * n as f64,
                 Box::new(|o| if axis_reach(o) == Some(1) { 1.0 } else { 0.0 }),
             ),
-            Library::S1dnc4 => (3.0, Box::new(|o| [0.5, 1.0, 0.0, 1.0, 0.5][(o[0] + 2) as usize])),
+            Library::S1dnc4 => (
+                3.0,
+                Box::new(|o| [0.5, 1.0, 0.0, 1.0, 0.5][(o[0] + 2) as usize]),
+            ),
             Library::S2d8 => (
                 20.0,
                 Box::new(|o| match (o[0].abs(), o[1].abs()) {
@@ -156,12 +159,27 @@ mod tests {
     fn specs_match_the_reference_table() {
         let t = |l: Library| l.spec().terms();
         assert_eq!(t(Library::S1dc2), vec![(vec![-1], 1.0), (vec![1], 1.0)]);
-        assert_eq!(Library::S1dnc4.spec().weights, vec![0.5, 1.0, 0.0, 1.0, 0.5]);
-        assert_eq!(Library::S2d4.spec().weights, vec![0., 1., 0., 1., 0., 1., 0., 1., 0.]);
-        assert_eq!(Library::S2d8.spec().weights, vec![1., 4., 1., 4., 0., 4., 1., 4., 1.]);
+        assert_eq!(
+            Library::S1dnc4.spec().weights,
+            vec![0.5, 1.0, 0.0, 1.0, 0.5]
+        );
+        assert_eq!(
+            Library::S2d4.spec().weights,
+            vec![0., 1., 0., 1., 0., 1., 0., 1., 0.]
+        );
+        assert_eq!(
+            Library::S2d8.spec().weights,
+            vec![1., 4., 1., 4., 0., 4., 1., 4., 1.]
+        );
         assert_eq!(
             t(Library::S2df5),
-            vec![(vec![-2, 0], 1.0), (vec![-1, -1], 0.5), (vec![-1, 0], 2.0), (vec![0, -2], 1.0), (vec![0, -1], 2.0)]
+            vec![
+                (vec![-2, 0], 1.0),
+                (vec![-1, -1], 0.5),
+                (vec![-1, 0], 2.0),
+                (vec![0, -2], 1.0),
+                (vec![0, -1], 2.0)
+            ]
         );
         let counts: Vec<usize> = Library::ALL.iter().map(|l| t(*l).len()).collect();
         assert_eq!(counts, vec![2, 4, 4, 8, 8, 5, 6, 27, 12, 7, 8]);

@@ -93,14 +93,24 @@ impl StencilSpec {
                 reason: "extents above 64 are not supported".into(),
             });
         }
-        let expected: usize = self.low.iter().zip(&self.high).map(|(l, h)| l + h + 1).product();
+        let expected: usize = self
+            .low
+            .iter()
+            .zip(&self.high)
+            .map(|(l, h)| l + h + 1)
+            .product();
         if self.weights.len() != expected {
             return Err(SpecError::WeightCount {
                 expected,
                 got: self.weights.len(),
             });
         }
-        if let Some((index, &value)) = self.weights.iter().enumerate().find(|(_, w)| !w.is_finite()) {
+        if let Some((index, &value)) = self
+            .weights
+            .iter()
+            .enumerate()
+            .find(|(_, w)| !w.is_finite())
+        {
             return Err(SpecError::BadWeight { index, value });
         }
         if self.weights.iter().all(|&w| w == 0.0) {
@@ -152,7 +162,10 @@ impl StencilSpec {
 
     /// The offsets the stencil reads.
     pub fn footprint(&self) -> Footprint {
-        Footprint::new(self.ndims(), self.terms().into_iter().map(|(o, _)| o).collect())
+        Footprint::new(
+            self.ndims(),
+            self.terms().into_iter().map(|(o, _)| o).collect(),
+        )
     }
 }
 
@@ -172,18 +185,47 @@ mod tests {
     #[test]
     fn each_bad_spec_has_its_error() {
         let cases = [
-            ("name = \"x\"\nlow = [1, 1]\nhigh = [1]\nweights = [1]\nfactor = 2\n", "2 low extent(s) but 1 high"),
-            ("name = \"x\"\nlow = []\nhigh = []\nweights = [1]\nfactor = 2\n", "no dimensions"),
-            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0]\nfactor = 2\n", "needs 3 weights"),
-            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [0, 0, 0]\nfactor = 2\n", "all zero"),
-            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 0\n", "factor is 0"),
-            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\n", "missing field `factor`"),
-            ("name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 2\nextra = 1\n", "unknown field `extra`"),
-            ("name = \"x\"\nlow = [-1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 2\n", "invalid value"),
+            (
+                "name = \"x\"\nlow = [1, 1]\nhigh = [1]\nweights = [1]\nfactor = 2\n",
+                "2 low extent(s) but 1 high",
+            ),
+            (
+                "name = \"x\"\nlow = []\nhigh = []\nweights = [1]\nfactor = 2\n",
+                "no dimensions",
+            ),
+            (
+                "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0]\nfactor = 2\n",
+                "needs 3 weights",
+            ),
+            (
+                "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [0, 0, 0]\nfactor = 2\n",
+                "all zero",
+            ),
+            (
+                "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 0\n",
+                "factor is 0",
+            ),
+            (
+                "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\n",
+                "missing field `factor`",
+            ),
+            (
+                "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 2\nextra = 1\n",
+                "unknown field `extra`",
+            ),
+            (
+                "name = \"x\"\nlow = [-1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 2\n",
+                "invalid value",
+            ),
         ];
         for (text, want) in cases {
-            let e = StencilSpec::from_toml(text, "bad.toml").unwrap_err().to_string();
-            assert!(e.contains("bad.toml") && e.contains(want), "{e:?} should mention {want:?}");
+            let e = StencilSpec::from_toml(text, "bad.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("bad.toml") && e.contains(want),
+                "{e:?} should mention {want:?}"
+            );
         }
         let e = StencilSpec::load(Path::new("/nonexistent/s.toml")).unwrap_err();
         assert!(matches!(e, SpecError::Io { .. }));

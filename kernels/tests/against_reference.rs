@@ -10,7 +10,9 @@ use proptest::prelude::*;
 fn hash_value(idx: &[i64], seed: u64) -> f32 {
     let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
     for &i in idx {
-        h = (h ^ i as u64).wrapping_mul(0x1000_0000_01b3).rotate_left(17);
+        h = (h ^ i as u64)
+            .wrapping_mul(0x1000_0000_01b3)
+            .rotate_left(17);
     }
     ((h >> 40) as f32) / (1u64 << 24) as f32 * 10.0 - 3.0
 }
@@ -29,7 +31,9 @@ fn run_tiles<T: Cell>(
     a.fill_with(&all, &init).unwrap();
     let mut b = a.clone();
     let frame = Frame::row_major(sizes);
-    let region: Vec<_> = (0..sizes.len()).map(|d| low[d]..sizes[d] - high[d]).collect();
+    let region: Vec<_> = (0..sizes.len())
+        .map(|d| low[d]..sizes[d] - high[d])
+        .collect();
     for _ in 0..iters {
         launch_serial(kernel, a.as_slice(), b.as_slice_mut(), &frame, &region).unwrap();
         std::mem::swap(&mut a, &mut b);
@@ -42,7 +46,10 @@ fn bits(a: &ArrayD<f32>) -> Vec<u32> {
 }
 
 fn sizes_for(lib: Library, raw: &[usize]) -> Vec<usize> {
-    raw[..lib.ndims()].iter().map(|&s| if lib.ndims() == 4 { 5 + s % 4 } else { 5 + s }).collect()
+    raw[..lib.ndims()]
+        .iter()
+        .map(|&s| if lib.ndims() == 4 { 5 + s % 4 } else { 5 + s })
+        .collect()
 }
 
 proptest! {
@@ -79,14 +86,31 @@ fn f64_kernels_run_in_f64() {
     let lib = Library::S2d4;
     let spec = lib.spec();
     let init = |i: &[i64]| hash_value(i, 3) as f64 / 3.0;
-    let got = run_tiles(&Specialized::<f64>::new(lib), &[9, 7], &spec.low, &spec.high, 3, init);
-    let want = reference::run(&[9, 7], &spec.low, &spec.high, 3, init, reference::generic_formula::<f64>(&spec));
+    let got = run_tiles(
+        &Specialized::<f64>::new(lib),
+        &[9, 7],
+        &spec.low,
+        &spec.high,
+        3,
+        init,
+    );
+    let want = reference::run(
+        &[9, 7],
+        &spec.low,
+        &spec.high,
+        3,
+        init,
+        reference::generic_formula::<f64>(&spec),
+    );
     // The generic order (N, W, E, S) differs from the specialised (N, S, W, E),
     // so compare within f64 rounding rather than bit for bit.
     for (a, b) in got.iter().zip(want.iter()) {
         assert!((a - b).abs() < 1e-12);
     }
-    assert!(got.iter().any(|v| (*v as f32) as f64 != *v), "values carry f64 precision");
+    assert!(
+        got.iter().any(|v| (*v as f32) as f64 != *v),
+        "values carry f64 precision"
+    );
 }
 
 #[test]
@@ -103,7 +127,14 @@ fn order_matters_so_the_test_can_fail() {
         }
         s / 27.0
     };
-    let a = reference::run(&[8, 8, 8], &spec.low, &spec.high, 1, init, reference::library_formula(lib));
+    let a = reference::run(
+        &[8, 8, 8],
+        &spec.low,
+        &spec.high,
+        1,
+        init,
+        reference::library_formula(lib),
+    );
     let b = reference::run(&[8, 8, 8], &spec.low, &spec.high, 1, init, reversed);
     assert_ne!(bits(&a), bits(&b));
 }

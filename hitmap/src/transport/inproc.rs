@@ -77,7 +77,11 @@ impl<T: Send> InProcess<T> {
             });
         }
         loop {
-            if let Some(p) = self.pending.get_mut(&(from, key)).and_then(VecDeque::pop_front) {
+            if let Some(p) = self
+                .pending
+                .get_mut(&(from, key))
+                .and_then(VecDeque::pop_front)
+            {
                 return Ok(p);
             }
             // Read the flag before polling: anything the peer sent before it
@@ -115,7 +119,9 @@ impl<T: Send> Transport<T> for InProcess<T> {
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<T>, TransportError> {
         match self.wait(from, Key::P2p(tag))? {
             Payload::Cells(v) => Ok(v),
-            Payload::Floats(_) => Err(TransportError::Other("collective payload on a point-to-point tag".into())),
+            Payload::Floats(_) => Err(TransportError::Other(
+                "collective payload on a point-to-point tag".into(),
+            )),
         }
     }
 
@@ -188,6 +194,9 @@ mod tests {
         let mut ep = eps.pop().unwrap();
         assert_eq!(ep.recv(1, 0), Err(TransportError::PeerGone(1)));
         assert_eq!(ep.all_gather(&[1.0]), Err(TransportError::PeerGone(1)));
-        assert!(matches!(ep.recv(5, 0), Err(TransportError::NoSuchPeer { peer: 5, size: 2 })));
+        assert!(matches!(
+            ep.recv(5, 0),
+            Err(TransportError::NoSuchPeer { peer: 5, size: 2 })
+        ));
     }
 }

@@ -1,0 +1,126 @@
+//! The device interface every backend implements.
+
+use crate::error::DeviceError;
+use hitmap::Shape;
+use kernels::Kernel;
+use std::sync::Arc;
+
+/// A buffer on a device, valid for the controller that made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BufferId(pub usize);
+
+/// A kernel loaded (compiled, where that applies) on a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelId(pub usize);
+
+/// One device: its memory, transfers to and from the host, kernel launches,
+/// and device-side timing. Buffers are addressed by global indices, like
+/// `hitmap::Tile`s, so callers never compute device offsets.
+///
+/// Launches may run asynchronously; `wait` completes them, and reads and
+/// writes are ordered after earlier launches.
+pub trait Controller<T>: Send {
+    /// What this device is, e.g. `cpu:threads=2`.
+    fn describe(&self) -> String;
+
+    /// A buffer over `extent`, allocated over `capacity` (a superset: halos and
+    /// spare rows for later rebalances). Contents are unspecified until written.
+    fn alloc(&mut self, extent: &Shape, capacity: &Shape) -> Result<BufferId, DeviceError>;
+    fn free(&mut self, buf: BufferId) -> Result<(), DeviceError>;
+    fn extent(&self, buf: BufferId) -> Result<Shape, DeviceError>;
+    /// Moves the buffer's extent, keeping shared elements at their global
+    /// indices; reallocates (with `spare` elements each side per dimension)
+    /// only when the new extent leaves the allocation. Returns whether it did.
+    fn resize(&mut self, buf: BufferId, extent: &Shape, spare: &[i64])
+        -> Result<bool, DeviceError>;
+
+    /// Host to device: `data` row-major over `region`.
+    fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError>;
+    /// Device to host: appends `region`'s elements, row-major, to `out`.
+    fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError>;
+    /// Sets `region` from each element's global index (host-side init).
+    fn fill(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        f: &(dyn Fn(&[i64]) -> T + Sync),
+    ) -> Result<(), DeviceError>;
+
+    /// Prepares a kernel for launches on this device.
+    fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError>;
+    /// Computes `region` (global indices) of `dst` from `src`, which must be
+    /// distinct buffers with the same allocation.
+    fn launch(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError>;
+    /// Waits for every launch so far.
+    fn wait(&mut self) -> Result<(), DeviceError>;
+    /// Device-measured seconds of the kernel launches since the last
+    /// `take_kernel_seconds` (complete them with `wait` first).
+    fn take_kernel_seconds(&mut self) -> f64;
+
+    /// Told at the start of each iteration (emulated slow devices use it).
+    fn set_iteration(&mut self, _iter: u64) {}
+}
+
+impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+    fn alloc(&mut self, extent: &Shape, capacity: &Shape) -> Result<BufferId, DeviceError> {
+        (**self).alloc(extent, capacity)
+    }
+    fn free(&mut self, buf: BufferId) -> Result<(), DeviceError> {
+        (**self).free(buf)
+    }
+    fn extent(&self, buf: BufferId) -> Result<Shape, DeviceError> {
+        (**self).extent(buf)
+    }
+    fn resize(
+        &mut self,
+        buf: BufferId,
+        extent: &Shape,
+        spare: &[i64],
+    ) -> Result<bool, DeviceError> {
+        (**self).resize(buf, extent, spare)
+    }
+    fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
+        (**self).write(buf, region, data)
+    }
+    fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
+        (**self).read(buf, region, out)
+    }
+    fn fill(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        f: &(dyn Fn(&[i64]) -> T + Sync),
+    ) -> Result<(), DeviceError> {
+        (**self).fill(buf, region, f)
+    }
+    fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
+        (**self).load(kernel)
+    }
+    fn launch(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        (**self).launch(kernel, src, dst, region)
+    }
+    fn wait(&mut self) -> Result<(), DeviceError> {
+        (**self).wait()
+    }
+    fn take_kernel_seconds(&mut self) -> f64 {
+        (**self).take_kernel_seconds()
+    }
+    fn set_iteration(&mut self, iter: u64) {
+        (**self).set_iteration(iter)
+    }
+}

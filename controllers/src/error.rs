@@ -1,0 +1,23 @@
+use hitmap::HitmapError;
+use kernels::KernelError;
+use thiserror::Error;
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum DeviceError {
+    #[error("no buffer {0} on this device")]
+    UnknownBuffer(usize),
+    #[error("no kernel {0} loaded on this device")]
+    UnknownKernel(usize),
+    #[error("source and destination must be distinct buffers with the same allocation ({0})")]
+    BufferMismatch(String),
+    #[error("launch region {region} reads outside the source extent {extent}")]
+    ReadsOutside { region: String, extent: String },
+    #[error(transparent)]
+    Index(#[from] HitmapError),
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error("bad device option: {0}")]
+    BadOption(String),
+    #[error("device backend failure: {0}")]
+    Backend(String),
+}

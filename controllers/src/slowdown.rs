@@ -1,0 +1,118 @@
+//! Emulated slow devices for load-balancing experiments on one machine.
+
+use crate::controller::{BufferId, Controller, KernelId};
+use crate::error::DeviceError;
+use hitmap::Shape;
+use kernels::Kernel;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Wraps any controller so that, from iteration `from_iter` on, every kernel
+/// takes `factor` times as long: after each launch it waits the extra
+/// `(factor - 1) x` the measured kernel time (sleeping, so the core is free as
+/// it would be with a slower remote device), and reports the longer time.
+pub struct Slowdown<C> {
+    inner: C,
+    factor: f64,
+    from_iter: u64,
+    iter: u64,
+    seconds: f64,
+}
+
+impl<C> Slowdown<C> {
+    pub fn new(inner: C, factor: f64, from_iter: u64) -> Result<Slowdown<C>, DeviceError> {
+        if !factor.is_finite() || factor < 1.0 {
+            return Err(DeviceError::BadOption(format!(
+                "slowdown {factor} is not allowed: it must be a number >= 1"
+            )));
+        }
+        Ok(Slowdown {
+            inner,
+            factor,
+            from_iter,
+            iter: 0,
+            seconds: 0.0,
+        })
+    }
+
+    fn active(&self) -> bool {
+        self.iter >= self.from_iter && self.factor > 1.0
+    }
+}
+
+impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
+    fn describe(&self) -> String {
+        format!(
+            "{},slowdown={}@{}",
+            self.inner.describe(),
+            self.factor,
+            self.from_iter
+        )
+    }
+    fn alloc(&mut self, extent: &Shape, capacity: &Shape) -> Result<BufferId, DeviceError> {
+        self.inner.alloc(extent, capacity)
+    }
+    fn free(&mut self, buf: BufferId) -> Result<(), DeviceError> {
+        self.inner.free(buf)
+    }
+    fn extent(&self, buf: BufferId) -> Result<Shape, DeviceError> {
+        self.inner.extent(buf)
+    }
+    fn resize(
+        &mut self,
+        buf: BufferId,
+        extent: &Shape,
+        spare: &[i64],
+    ) -> Result<bool, DeviceError> {
+        self.inner.resize(buf, extent, spare)
+    }
+    fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
+        self.inner.write(buf, region, data)
+    }
+    fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
+        self.inner.read(buf, region, out)
+    }
+    fn fill(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        f: &(dyn Fn(&[i64]) -> T + Sync),
+    ) -> Result<(), DeviceError> {
+        self.inner.fill(buf, region, f)
+    }
+    fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
+        self.inner.load(kernel)
+    }
+
+    fn launch(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.inner.launch(kernel, src, dst, region)?;
+        self.inner.wait()?;
+        let t = self.inner.take_kernel_seconds();
+        if self.active() {
+            std::thread::sleep(Duration::from_secs_f64(t * (self.factor - 1.0)));
+            self.seconds += t * self.factor;
+        } else {
+            self.seconds += t;
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self) -> Result<(), DeviceError> {
+        self.inner.wait()
+    }
+
+    fn take_kernel_seconds(&mut self) -> f64 {
+        std::mem::take(&mut self.seconds)
+    }
+
+    fn set_iteration(&mut self, iter: u64) {
+        self.iter = iter;
+        self.inner.set_iteration(iter);
+    }
+}

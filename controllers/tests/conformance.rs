@@ -1,0 +1,144 @@
+use controllers::{
+    conformance, BufferId, Controller, CpuController, DeviceError, KernelId, Slowdown,
+};
+use hitmap::Shape;
+use kernels::{library_kernel, KernelChoice, Library};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[test]
+fn cpu_one_thread() {
+    conformance::run_all(&mut || Box::new(CpuController::<f32>::new(1).unwrap()));
+}
+
+#[test]
+fn cpu_three_threads() {
+    conformance::run_all(&mut || Box::new(CpuController::<f32>::new(3).unwrap()));
+}
+
+#[test]
+fn slowed_cpu() {
+    conformance::run_all(&mut || {
+        Box::new(Slowdown::new(CpuController::<f32>::new(2).unwrap(), 1.5, 1).unwrap())
+    });
+}
+
+#[test]
+fn zero_threads_is_an_error() {
+    assert!(CpuController::<f32>::new(0).is_err());
+    assert!(Slowdown::new(CpuController::<f32>::new(1).unwrap(), 0.5, 0).is_err());
+    assert!(Slowdown::new(CpuController::<f32>::new(1).unwrap(), f64::NAN, 0).is_err());
+}
+
+#[test]
+fn parallel_split_covers_large_regions() {
+    // Enough rows that the pool splits the region into many tasks.
+    let sizes = [300usize, 130];
+    let all = Shape::from_sizes(&sizes);
+    let inner = Shape::from_ranges(&[(1, 299), (1, 129)]);
+    let k: Arc<dyn kernels::Kernel<f32>> = Arc::from(library_kernel::<f32>(
+        Library::S2d4,
+        KernelChoice::Specialized,
+    ));
+    let mut outs = Vec::new();
+    for threads in [1, 2, 5] {
+        let mut c = CpuController::<f32>::new(threads).unwrap();
+        let kid = c.load(k.clone()).unwrap();
+        let a = c.alloc(&all, &all).unwrap();
+        let b = c.alloc(&all, &all).unwrap();
+        c.fill(a, &all, &conformance::probe_value).unwrap();
+        c.fill(b, &all, &conformance::probe_value).unwrap();
+        c.launch(kid, a, b, &inner).unwrap();
+        let mut v = Vec::new();
+        c.read(b, &all, &mut v).unwrap();
+        outs.push(v);
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert_eq!(outs[0], outs[2]);
+}
+
+/// A device whose kernels always take exactly 10 ms by its own clock.
+struct TenMs(CpuController<f32>, f64);
+
+impl Controller<f32> for TenMs {
+    fn describe(&self) -> String {
+        "ten-ms".into()
+    }
+    fn alloc(&mut self, e: &Shape, c: &Shape) -> Result<BufferId, DeviceError> {
+        self.0.alloc(e, c)
+    }
+    fn free(&mut self, b: BufferId) -> Result<(), DeviceError> {
+        self.0.free(b)
+    }
+    fn extent(&self, b: BufferId) -> Result<Shape, DeviceError> {
+        self.0.extent(b)
+    }
+    fn resize(&mut self, b: BufferId, e: &Shape, s: &[i64]) -> Result<bool, DeviceError> {
+        self.0.resize(b, e, s)
+    }
+    fn write(&mut self, b: BufferId, r: &Shape, d: &[f32]) -> Result<(), DeviceError> {
+        self.0.write(b, r, d)
+    }
+    fn read(&mut self, b: BufferId, r: &Shape, o: &mut Vec<f32>) -> Result<(), DeviceError> {
+        self.0.read(b, r, o)
+    }
+    fn fill(
+        &mut self,
+        b: BufferId,
+        r: &Shape,
+        f: &(dyn Fn(&[i64]) -> f32 + Sync),
+    ) -> Result<(), DeviceError> {
+        self.0.fill(b, r, f)
+    }
+    fn load(&mut self, k: Arc<dyn kernels::Kernel<f32>>) -> Result<KernelId, DeviceError> {
+        self.0.load(k)
+    }
+    fn launch(
+        &mut self,
+        k: KernelId,
+        s: BufferId,
+        d: BufferId,
+        r: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.0.launch(k, s, d, r)?;
+        self.1 += 0.010;
+        Ok(())
+    }
+    fn wait(&mut self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+    fn take_kernel_seconds(&mut self) -> f64 {
+        std::mem::take(&mut self.1)
+    }
+}
+
+#[test]
+fn slowdown_stretches_kernel_time_from_its_iteration() {
+    let all = Shape::from_sizes(&[8, 8]);
+    let inner = Shape::from_ranges(&[(1, 7), (1, 7)]);
+    let mut c = Slowdown::new(TenMs(CpuController::new(1).unwrap(), 0.0), 4.0, 2).unwrap();
+    let kid = c
+        .load(Arc::from(library_kernel::<f32>(
+            Library::S2d4,
+            KernelChoice::Specialized,
+        )))
+        .unwrap();
+    let a = c.alloc(&all, &all).unwrap();
+    let b = c.alloc(&all, &all).unwrap();
+    for it in 0..4 {
+        c.set_iteration(it);
+        let t = Instant::now();
+        c.launch(kid, a, b, &inner).unwrap();
+        let wall = t.elapsed().as_secs_f64();
+        let reported = c.take_kernel_seconds();
+        let want = if it < 2 { 0.010 } else { 0.040 };
+        assert!(
+            (reported - want).abs() < 1e-12,
+            "iteration {it}: {reported}"
+        );
+        if it >= 2 {
+            // The extra 30 ms are really spent (sleep never returns early).
+            assert!(wall >= 0.030, "iteration {it}: {wall}");
+        }
+    }
+}
