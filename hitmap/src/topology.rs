@@ -60,7 +60,7 @@ fn prime_factors(mut n: usize) -> Vec<usize> {
     let mut f = Vec::new();
     let mut k = 2;
     while k * k <= n {
-        while n % k == 0 {
+        while n.is_multiple_of(k) {
             f.push(k);
             n /= k;
         }

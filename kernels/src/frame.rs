@@ -109,9 +109,11 @@ mod tests {
             vec![(43, 13, 4), (49, 19, 4), (73, 43, 4), (79, 49, 4)]
         );
         let mut one = Vec::new();
-        for_each_row(&Frame::row_major(&[9]), &[2..7], |s, d, n| {
-            one.push((s, d, n))
-        });
+        for_each_row(
+            &Frame::row_major(&[9]),
+            std::slice::from_ref(&(2..7)),
+            |s, d, n| one.push((s, d, n)),
+        );
         assert_eq!(one, vec![(2, 0, 5)]);
     }
 }

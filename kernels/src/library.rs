@@ -19,6 +19,9 @@ pub enum Library {
     S4d8,
 }
 
+/// A stencil's weight as a function of the offset.
+type WeightFn = Box<dyn Fn(&[i64]) -> f64>;
+
 /// Number of non-zero components of an offset, and the one absolute value if
 /// it lies on an axis.
 fn axis_reach(o: &[i64]) -> Option<i64> {
@@ -80,7 +83,7 @@ impl Library {
         };
         let low = vec![r; n];
         let high = if low_only { vec![0; n] } else { vec![r; n] };
-        let (factor, weight): (f64, Box<dyn Fn(&[i64]) -> f64>) = match self {
+        let (factor, weight): (f64, WeightFn) = match self {
             Library::S1dc2 | Library::S2d4 | Library::S3d6 | Library::S4d8 => (
                 2.0 * n as f64,
                 Box::new(|o| if axis_reach(o) == Some(1) { 1.0 } else { 0.0 }),

@@ -6,7 +6,7 @@ use crate::cell::Real;
 use crate::library::Library;
 use crate::spec::StencilSpec;
 use hitmap::Shape;
-use ndarray::{ArrayD, Dimension, IxDyn};
+use ndarray::{ArrayD, IxDyn};
 
 /// Reads the neighbour at an offset from the cell being computed.
 pub type Neighbour<'a, T> = &'a dyn Fn(&[i64]) -> T;
@@ -21,11 +21,14 @@ pub fn run<T: Copy>(
     init: impl Fn(&[i64]) -> T,
     cell: impl Fn(Neighbour<'_, T>) -> T,
 ) -> ArrayD<T> {
-    let mut cur = ArrayD::from_shape_fn(IxDyn(sizes), |ix| {
-        let g: Vec<i64> = ix.slice().iter().map(|&i| i as i64).collect();
-        init(&g)
-    });
+    let all = Shape::from_sizes(sizes);
+    let mut cur: Vec<T> = all.iter().map(|g| init(&g)).collect();
     let mut next = cur.clone();
+    // Row-major strides: the index of (i0, i1, ...) is sum(i_d * stride_d).
+    let mut stride = vec![1i64; sizes.len()];
+    for d in (0..sizes.len().saturating_sub(1)).rev() {
+        stride[d] = stride[d + 1] * sizes[d + 1] as i64;
+    }
     let interior = Shape::from_ranges(
         &(0..sizes.len())
             .map(|d| (low[d] as i64, sizes[d] as i64 - high[d] as i64))
@@ -33,16 +36,16 @@ pub fn run<T: Copy>(
     );
     for _ in 0..iters {
         for idx in interior.iter() {
+            let at: i64 = idx.iter().zip(&stride).map(|(i, s)| i * s).sum();
             let x = |o: &[i64]| {
-                let at: Vec<usize> = idx.iter().zip(o).map(|(i, o)| (i + o) as usize).collect();
-                cur[IxDyn(&at)]
+                let off: i64 = o.iter().zip(&stride).map(|(o, s)| o * s).sum();
+                cur[(at + off) as usize]
             };
-            let at: Vec<usize> = idx.iter().map(|&i| i as usize).collect();
-            next[IxDyn(&at)] = cell(&x);
+            next[at as usize] = cell(&x);
         }
         std::mem::swap(&mut cur, &mut next);
     }
-    cur
+    ArrayD::from_shape_vec(IxDyn(sizes), cur).expect("the grid has the product of sizes cells")
 }
 
 /// reference.md §1's evaluation order for each library stencil, written out.

@@ -168,7 +168,7 @@ fn launches_outside_the_buffer_are_errors() {
         Err(KernelError::OutOfBuffer { .. })
     ));
     assert!(matches!(
-        launch_serial(&k, &src, &mut dst, &frame, &[1..3]),
+        launch_serial(&k, &src, &mut dst, &frame, std::slice::from_ref(&(1..3))),
         Err(KernelError::Rank { .. })
     ));
     assert!(launch_serial(&k, &src, &mut dst, &frame, &[1..4, 1..4]).is_ok());

@@ -1,0 +1,190 @@
+//! EPSILOD's gas simulation: D3Q19 lattice Boltzmann (BGK), reference.md §2.
+//!
+//! Cells are 19 f32 populations. The global array is the user domain plus a
+//! one-cell all-zero border that is never written. Coordinates follow the
+//! original: for array index `(g0, g1, g2)`, `x = g1 - 1`, `y = g0 - 1`,
+//! `z = g2 - 1`; each coordinate is compared with the extent of the axis it
+//! runs along (the original's sizes coincide for the cubic runs it reports).
+
+use crate::skeleton::Stencil;
+use hitmap::{Footprint, Shape};
+use kernels::{Custom, Neighbourhood};
+use std::sync::Arc;
+
+pub type GasCell = [f32; 19];
+
+/// Lattice velocities `(x, y, z)`.
+pub const E: [[i64; 3]; 19] = [
+    [0, 0, 0],
+    [-1, 0, 0],
+    [1, 0, 0],
+    [0, -1, 0],
+    [0, 1, 0],
+    [0, 0, -1],
+    [0, 0, 1],
+    [-1, -1, 0],
+    [-1, 1, 0],
+    [1, -1, 0],
+    [1, 1, 0],
+    [-1, 0, -1],
+    [-1, 0, 1],
+    [1, 0, -1],
+    [1, 0, 1],
+    [0, -1, -1],
+    [0, -1, 1],
+    [0, 1, -1],
+    [0, 1, 1],
+];
+
+pub const OPPOSITE: [usize; 19] = [
+    0, 2, 1, 4, 3, 6, 5, 10, 9, 8, 7, 14, 13, 12, 11, 18, 17, 16, 15,
+];
+
+const C: f32 = 1.0;
+const TAU: f32 = 0.65;
+const DELTA_T: f32 = 1.0;
+
+fn weight(i: usize) -> f32 {
+    match i {
+        0 => 1.0f32 / 3.0,
+        1..=6 => 1.0f32 / 18.0,
+        _ => 1.0f32 / 36.0,
+    }
+}
+
+/// The equilibrium population `i` for density `p` and velocity `v`, in f32,
+/// left to right as the reference writes it.
+pub fn feq(i: usize, p: f32, v: [f32; 3]) -> f32 {
+    let e = E[i];
+    let d = (C * e[0] as f32) * v[0] + (C * e[1] as f32) * v[1] + (C * e[2] as f32) * v[2];
+    let vv = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+    weight(i) * p * (1.0 + (1.0 / (C * C)) * (3.0 * d + (9.0 / (2.0 * C * C)) * d * d - 1.5 * vv))
+}
+
+/// The array offset of lattice velocity `q`: `(e.y, e.x, e.z)`.
+fn offset(q: usize) -> [i64; 3] {
+    [E[q][1], E[q][0], E[q][2]]
+}
+
+/// The global array size for a user domain.
+pub fn global_size(user: [usize; 3]) -> [usize; 3] {
+    user.map(|s| s + 2)
+}
+
+/// The user domain inside the global array (the border excluded).
+pub fn user_domain(user: [usize; 3]) -> Shape {
+    Shape::from_ranges(&user.map(|s| (1, s as i64 + 1)))
+}
+
+/// Initial cell at a global index: the border all zeros; inside, the
+/// equilibrium of density 1 and velocity (0.1, 0, 0), then inflow ("keep",
+/// +inf) walls, bounce-back (-inf) walls and the obstacle sphere.
+pub fn init(user: [usize; 3]) -> impl Fn(&[i64]) -> GasCell + Send + Sync + Clone {
+    move |g: &[i64]| {
+        let inside = (0..3).all(|d| g[d] >= 1 && g[d] <= user[d] as i64);
+        if !inside {
+            return [0.0; 19];
+        }
+        let (x, y, z) = (g[1] - 1, g[0] - 1, g[2] - 1);
+        let (sx, sy, sz) = (user[1] as i64, user[0] as i64, user[2] as i64);
+        let mut cell: GasCell = std::array::from_fn(|i| feq(i, 1.0, [0.1, 0.0, 0.0]));
+        let wall = x <= 1 || y <= 1 || z <= 1 || x >= sx - 2 || y >= sy - 2 || z >= sz - 2;
+        let sphere = (x - 50).pow(2) + (y - 50).pow(2) + (z - 8).pow(2) <= 225;
+        if wall || sphere {
+            let keep = x <= 1 || x >= sx - 1 || y <= 1 || y >= sy - 1 || z <= 1 || z >= sz - 1;
+            cell[0] = if keep {
+                f32::INFINITY
+            } else {
+                f32::NEG_INFINITY
+            };
+        }
+        cell
+    }
+}
+
+/// One lattice update of a cell: keep, or stream then bounce back or collide.
+pub fn step(nb: &Neighbourhood<'_, GasCell>) -> GasCell {
+    let me = nb.centre();
+    if me[0] == f32::INFINITY {
+        return me;
+    }
+    let mut d = me;
+    for (q, dq) in d.iter_mut().enumerate().skip(1) {
+        let o = offset(q);
+        *dq = nb.get(&[o[0] as isize, o[1] as isize, o[2] as isize])[q];
+    }
+    if d[0] == f32::NEG_INFINITY {
+        let streamed = d;
+        for q in 1..19 {
+            d[q] = streamed[OPPOSITE[q]];
+        }
+        return d;
+    }
+    let mut p = 0.0f32;
+    for x in d {
+        p += x;
+    }
+    let mut v = [0.0f32; 3];
+    for q in 0..19 {
+        for a in 0..3 {
+            v[a] += (C * E[q][a] as f32) * d[q];
+        }
+    }
+    if p != 0.0 {
+        let r = 1.0 / p;
+        v = v.map(|c| c * r);
+    }
+    let k = DELTA_T / TAU;
+    for (q, dq) in d.iter_mut().enumerate() {
+        *dq += k * (feq(q, p, v) - *dq);
+    }
+    d
+}
+
+/// The 19 offsets the update reads.
+pub fn footprint() -> Footprint {
+    Footprint::new(3, (0..19).map(|q| offset(q).to_vec()).collect())
+}
+
+/// The gas update as a skeleton stencil (boundary one cell wide).
+pub fn stencil() -> Stencil<GasCell> {
+    Stencil::custom(
+        Arc::new(Custom::new("gas-sim", footprint(), step)),
+        vec![1; 3],
+        vec![1; 3],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_consistent() {
+        for q in 0..19 {
+            let (a, b) = (E[q], E[OPPOSITE[q]]);
+            assert_eq!([a[0] + b[0], a[1] + b[1], a[2] + b[2]], [0, 0, 0]);
+        }
+        let w: f32 = (0..19).map(weight).sum();
+        assert!((w - 1.0).abs() < 1e-6);
+        // feq conserves density and momentum (to rounding).
+        let v = [0.05, -0.02, 0.01];
+        let p: f32 = (0..19).map(|q| feq(q, 1.3, v)).sum();
+        assert!((p - 1.3).abs() < 1e-5, "{p}");
+        let mx: f32 = (0..19).map(|q| E[q][0] as f32 * feq(q, 1.3, v)).sum();
+        assert!((mx - 1.3 * 0.05).abs() < 1e-5, "{mx}");
+    }
+
+    #[test]
+    fn init_geometry() {
+        let user = [60, 60, 30];
+        let f = init(user);
+        assert_eq!(f(&[0, 5, 5]), [0.0; 19], "border");
+        assert_eq!(f(&[5, 1, 5])[0], f32::INFINITY, "x = 0: inflow");
+        assert_eq!(f(&[5, 59, 5])[0], f32::NEG_INFINITY, "x = s-2: wall");
+        assert_eq!(f(&[5, 60, 5])[0], f32::INFINITY, "x = s-1: keep");
+        assert_eq!(f(&[51, 51, 9])[0], f32::NEG_INFINITY, "sphere centre");
+        let fluid = f(&[20, 20, 20]);
+        assert_eq!(fluid[0], feq(0, 1.0, [0.1, 0.0, 0.0]));
+    }
+}

@@ -1,0 +1,374 @@
+//! The `epsilod` command line (cli.md is the contract: names and report keys
+//! must not change).
+
+use crate::apps::gas;
+use crate::devices::{all_cores, load_device_file, DeviceSpec};
+use crate::error::ConfigError;
+use crate::output::{self, OutputCell};
+use crate::skeleton::{Skeleton, Stencil};
+use clap::{Args, Parser, Subcommand};
+use hitmap::{Partition, Shape};
+use kernels::{basic_init, KernelChoice, Library, StencilSpec};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(Parser)]
+#[command(
+    name = "epsilod",
+    version,
+    about = "Iterative stencil loops on heterogeneous devices, with automatic load balancing"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a stencil, an app or a stencil spec file.
+    Run(Box<RunArgs>),
+    /// List the library stencils, the apps and the devices found.
+    List,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A library stencil (1dc2 1dnc4 2d4 2d8 2dnc8 2df5 3d6 3d27 3dnc12 3df7 4d8), an app
+    /// (gas-sim) or a path to a stencil spec file (.toml).
+    pub stencil: String,
+    /// Global size including boundary cells: 4098x4098, or 32 for the same in every dimension.
+    /// For gas-sim, the user domain is this minus 2 in each dimension.
+    #[arg(long)]
+    pub size: String,
+    /// Iterations.
+    #[arg(long, default_value = "100")]
+    pub iters: String,
+    /// One device (virtual process) each, repeatable: cpu | cpu:threads=T | opencl |
+    /// opencl:platform=P,device=D | cuda | cuda:device=D, each optionally with ,weight=W and
+    /// ,slowdown=F or ,slowdown=F@ITER. Default: one cpu device on every core.
+    #[arg(long = "devices")]
+    pub devices: Vec<String>,
+    /// A TOML device file instead of --devices.
+    #[arg(long)]
+    pub device_file: Option<PathBuf>,
+    /// m | m<n> | s<d> | w<d> (EPSILOD's meanings).
+    #[arg(long, default_value = "m")]
+    pub partition: String,
+    /// Load-balancing heuristic.
+    #[arg(long, default_value = "none")]
+    pub alb: String,
+    /// specialized (bit-identical to EPSILOD) | generic.
+    #[arg(long, default_value = "specialized")]
+    pub kernel: String,
+    /// Result array: .npy, .txt (EPSILOD's text format) or .dat (raw little-endian).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// JSON report.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Seed for anything random.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// No progress bar and no summary.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Runs the command line; returns the process exit status.
+pub fn main() -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    2
+                } else {
+                    0
+                };
+            }
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("bad arguments")
+                .trim_start_matches("error: ");
+            eprintln!("error: {first} (see 'epsilod --help')");
+            return 2;
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => run(&args),
+        Command::List => {
+            print!("{}", list());
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// What `epsilod run` was asked to run.
+enum Target {
+    Library(Library),
+    Spec(StencilSpec),
+    Gas,
+}
+
+fn resolve(name: &str) -> Result<Target, ConfigError> {
+    if let Some(lib) = Library::by_name(name) {
+        return Ok(Target::Library(lib));
+    }
+    if name == "gas-sim" {
+        return Ok(Target::Gas);
+    }
+    let path = Path::new(name);
+    if path.extension().is_some_and(|e| e == "toml") || path.exists() {
+        return Ok(Target::Spec(StencilSpec::load(path)?));
+    }
+    Err(ConfigError::UnknownStencil(name.to_string()))
+}
+
+/// `4098x4098` or `32` (the same in each of `ndims` dimensions).
+pub fn parse_size(text: &str, ndims: usize) -> Result<Vec<usize>, ConfigError> {
+    let bad = |why: String| ConfigError::Size {
+        size: text.to_string(),
+        why,
+    };
+    let parts: Vec<&str> = text.split('x').collect();
+    let mut sizes = Vec::new();
+    for p in &parts {
+        match p.trim().parse::<usize>() {
+            Ok(0) => return Err(bad("sizes must be at least 1".into())),
+            Ok(n) => sizes.push(n),
+            Err(_) => {
+                return Err(bad(format!(
+                    "'{p}' is not a whole number >= 1 (write sizes like 4098x4098 or 32)"
+                )))
+            }
+        }
+    }
+    match sizes.len() {
+        1 => Ok(vec![sizes[0]; ndims]),
+        n if n == ndims => Ok(sizes),
+        n => Err(bad(format!(
+            "{n} dimensions given, the stencil has {ndims}"
+        ))),
+    }
+}
+
+pub fn parse_iters(text: &str) -> Result<u64, ConfigError> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(ConfigError::Iters(text.to_string())),
+    }
+}
+
+fn devices(args: &RunArgs) -> Result<Vec<DeviceSpec>, ConfigError> {
+    match (&args.device_file, args.devices.is_empty()) {
+        (Some(_), false) => Err(ConfigError::DevicesTwice),
+        (Some(f), true) => load_device_file(f),
+        (None, false) => args.devices.iter().map(|d| DeviceSpec::parse(d)).collect(),
+        (None, true) => Ok(vec![DeviceSpec::cpu(all_cores())]),
+    }
+}
+
+const HEURISTICS: [&str; 5] = [
+    "none",
+    "const-iters",
+    "exp-iters",
+    "double-iters",
+    "next-alb",
+];
+
+/// Validates everything about a run before any work starts.
+pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
+    let target = resolve(&args.stencil)?;
+    let ndims = match &target {
+        Target::Library(l) => l.ndims(),
+        Target::Spec(s) => s.ndims(),
+        Target::Gas => 3,
+    };
+    let size = parse_size(&args.size, ndims)?;
+    let iters = parse_iters(&args.iters)?;
+    let devices = devices(args)?;
+    let partition: Partition = args.partition.parse()?;
+    if !HEURISTICS.contains(&args.alb.as_str()) {
+        return Err(ConfigError::UnknownAlb(args.alb.clone()));
+    }
+    if args.alb != "none" {
+        if !matches!(partition, Partition::Weighted(_)) {
+            return Err(ConfigError::AlbNeedsWeights(args.alb.clone()));
+        }
+        return Err(ConfigError::AlbUnavailable(args.alb.clone()));
+    }
+    let choice: KernelChoice = args.kernel.parse().map_err(ConfigError::Kernel)?;
+    if let Some(o) = &args.output {
+        output::check_writable(o)?;
+    }
+    if let Some(r) = &args.report {
+        check_report_path(r)?;
+    }
+    let progress = !args.quiet && std::io::stderr().is_terminal();
+    match target {
+        Target::Library(lib) => {
+            let st = Stencil::<f32>::library(lib, choice);
+            let (low, high, sz) = (st.low.clone(), st.high.clone(), size.clone());
+            let skel = Skeleton::new(&size, st).init(move |i| basic_init(i, &sz, &low, &high));
+            execute(skel, iters, devices, partition, progress, None, args)
+        }
+        Target::Spec(spec) => {
+            let st = Stencil::<f32>::from_spec(&spec);
+            let (low, high, sz) = (st.low.clone(), st.high.clone(), size.clone());
+            let skel = Skeleton::new(&size, st).init(move |i| basic_init(i, &sz, &low, &high));
+            execute(skel, iters, devices, partition, progress, None, args)
+        }
+        Target::Gas => {
+            let user = [0, 1, 2].map(|d| size[d].saturating_sub(2));
+            if user.contains(&0) {
+                return Err(ConfigError::Size {
+                    size: args.size.clone(),
+                    why: "gas-sim needs at least 3 cells per dimension (a 1-cell border each side)"
+                        .into(),
+                });
+            }
+            let skel = Skeleton::new(&size, gas::stencil()).init(gas::init(user));
+            execute(
+                skel,
+                iters,
+                devices,
+                partition,
+                progress,
+                Some(gas::user_domain(user)),
+                args,
+            )
+        }
+    }
+}
+
+fn check_report_path(path: &Path) -> Result<(), ConfigError> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| ConfigError::Report {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+fn execute<T: OutputCell>(
+    skel: Skeleton<T>,
+    iters: u64,
+    devices: Vec<DeviceSpec>,
+    partition: Partition,
+    progress: bool,
+    output_region: Option<Shape>,
+    args: &RunArgs,
+) -> Result<(), ConfigError> {
+    let skel = skel
+        .iterations(iters)
+        .devices(devices)
+        .partition(partition)
+        .progress(progress);
+    skel.layout()?;
+    let out = skel.run()?;
+    if let Some(path) = &args.output {
+        let view = match &output_region {
+            None => out.grid.view(),
+            Some(r) => out.grid.slice_each_axis(|ax| {
+                let s = r.sig(ax.axis.index());
+                ndarray::Slice::from(s.begin() as isize..s.end() as isize)
+            }),
+        };
+        output::write(path, view)?;
+    }
+    if let Some(path) = &args.report {
+        let text = serde_json::to_string_pretty(&out.report).expect("reports serialise");
+        std::fs::write(path, text).map_err(|e| ConfigError::Report {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+    }
+    if !args.quiet {
+        let r = &out.report;
+        let size = r
+            .config
+            .size
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join("x");
+        println!(
+            "{} {} x {} iterations on {} device(s) [{}], partition {}, {} kernel",
+            r.config.stencil,
+            size,
+            r.config.iters,
+            r.config.devices.len(),
+            r.config.devices.join(" "),
+            r.config.partition,
+            r.config.kernel
+        );
+        println!(
+            "loop {:.3} s, median iteration {:.3} ms, {:.3e} cell updates/s, skeleton overhead {:.3} ms/iteration",
+            r.summary.loop_seconds,
+            r.summary.median_iteration_seconds * 1e3,
+            r.summary.cell_updates_per_second,
+            r.summary.skeleton_overhead_seconds_per_iteration * 1e3
+        );
+    }
+    Ok(())
+}
+
+/// The text of `epsilod list`.
+pub fn list() -> String {
+    let mut s = String::from("library stencils (f32; global size includes the boundary):\n");
+    for lib in Library::ALL {
+        let spec = lib.spec();
+        let shape = spec
+            .low
+            .iter()
+            .zip(&spec.high)
+            .map(|(l, h)| format!("-{l}..{h}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        s += &format!(
+            "  {:<7} {}-d  offsets ({shape})  {} terms / {}\n",
+            lib.name(),
+            lib.ndims(),
+            spec.terms().len(),
+            spec.factor
+        );
+    }
+    s += "apps:\n  gas-sim 3-d  D3Q19 lattice Boltzmann, 19 x f32 cells; --size is the user domain + 2\n";
+    s += "stencil spec files: epsilod run my-stencil.toml (name, low, high, weights, factor)\n";
+    s += &format!(
+        "devices:\n  cpu     {} core(s): cpu, cpu:threads=T\n",
+        all_cores()
+    );
+    s += "  opencl  not in this build (rebuild with --features opencl)\n";
+    s += "  cuda    not in this build (rebuild with --features cuda)\n";
+    s
+}

@@ -1,0 +1,362 @@
+//! Device specifications: `--devices cpu:threads=2,weight=3,slowdown=2@100`
+//! and the TOML device file.
+
+use crate::error::ConfigError;
+use controllers::{Controller, CpuController, Slowdown};
+use kernels::Cell;
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceKind {
+    /// Host cores on a rayon pool.
+    Cpu {
+        threads: usize,
+    },
+    OpenCl {
+        platform: usize,
+        device: usize,
+    },
+    Cuda {
+        device: usize,
+    },
+}
+
+/// One device (one virtual process) as the user asked for it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceSpec {
+    pub kind: DeviceKind,
+    /// Static share of the rows under partition `w<d>`.
+    pub weight: f64,
+    /// Emulated slowness: every kernel takes `factor` times as long from
+    /// iteration `from` on.
+    pub slowdown: Option<(f64, u64)>,
+}
+
+/// Threads of the default device: every core.
+pub fn all_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl DeviceSpec {
+    pub fn cpu(threads: usize) -> DeviceSpec {
+        DeviceSpec {
+            kind: DeviceKind::Cpu { threads },
+            weight: 1.0,
+            slowdown: None,
+        }
+    }
+
+    /// Parses `kind[:key=value,...]`.
+    pub fn parse(text: &str) -> Result<DeviceSpec, ConfigError> {
+        let bad = |why: String| ConfigError::Device {
+            spec: text.to_string(),
+            why,
+        };
+        let (kind, opts) = text.split_once(':').unwrap_or((text, ""));
+        let mut threads = None;
+        let (mut platform, mut device) = (None, None);
+        let mut weight = 1.0;
+        let mut slowdown = None;
+        for opt in opts.split(',').filter(|o| !o.is_empty()) {
+            let (k, v) = opt
+                .split_once('=')
+                .ok_or_else(|| bad(format!("option '{opt}' is not key=value")))?;
+            let int = |v: &str| {
+                v.parse::<usize>()
+                    .map_err(|_| bad(format!("{k}={v}: expected a whole number >= 0")))
+            };
+            match k {
+                "threads" => threads = Some(int(v)?),
+                "platform" => platform = Some(int(v)?),
+                "device" => device = Some(int(v)?),
+                "weight" => weight = parse_weight(v).map_err(bad)?,
+                "slowdown" => slowdown = Some(parse_slowdown(v).map_err(bad)?),
+                _ => {
+                    return Err(bad(format!(
+                    "unknown option '{k}' (options: threads, platform, device, weight, slowdown)"
+                )))
+                }
+            }
+        }
+        let kind = match kind {
+            "cpu" => {
+                if platform.is_some() || device.is_some() {
+                    return Err(bad(
+                        "cpu devices take threads=, not platform=/device=".into()
+                    ));
+                }
+                DeviceKind::Cpu {
+                    threads: check_threads(threads.unwrap_or_else(all_cores)).map_err(bad)?,
+                }
+            }
+            "opencl" => {
+                if threads.is_some() {
+                    return Err(bad(
+                        "opencl devices take platform= and device=, not threads=".into(),
+                    ));
+                }
+                DeviceKind::OpenCl {
+                    platform: platform.unwrap_or(0),
+                    device: device.unwrap_or(0),
+                }
+            }
+            "cuda" => {
+                if threads.is_some() || platform.is_some() {
+                    return Err(bad("cuda devices take device= only".into()));
+                }
+                DeviceKind::Cuda {
+                    device: device.unwrap_or(0),
+                }
+            }
+            _ => {
+                return Err(bad(format!(
+                    "unknown device kind '{kind}' (use cpu, opencl or cuda)"
+                )))
+            }
+        };
+        Ok(DeviceSpec {
+            kind,
+            weight,
+            slowdown,
+        })
+    }
+
+    /// The device's controller, slowed down if asked.
+    pub fn build<T: Cell>(&self) -> Result<Box<dyn Controller<T>>, ConfigError> {
+        let base: Box<dyn Controller<T>> = match self.kind {
+            DeviceKind::Cpu { threads } => Box::new(
+                CpuController::<T>::new(threads)
+                    .map_err(|e| ConfigError::Backend(e.to_string()))?,
+            ),
+            DeviceKind::OpenCl { .. } => {
+                return Err(ConfigError::Unavailable {
+                    kind: "opencl",
+                    feature: "opencl",
+                })
+            }
+            DeviceKind::Cuda { .. } => {
+                return Err(ConfigError::Unavailable {
+                    kind: "cuda",
+                    feature: "cuda",
+                })
+            }
+        };
+        Ok(match self.slowdown {
+            None => base,
+            Some((f, from)) => Box::new(
+                Slowdown::new(base, f, from).map_err(|e| ConfigError::Backend(e.to_string()))?,
+            ),
+        })
+    }
+}
+
+fn check_threads(t: usize) -> Result<usize, String> {
+    if t == 0 {
+        Err("threads=0: a device needs at least one thread".into())
+    } else {
+        Ok(t)
+    }
+}
+
+fn parse_weight(v: &str) -> Result<f64, String> {
+    match v.parse::<f64>() {
+        Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
+        _ => Err(format!("weight={v}: expected a number > 0")),
+    }
+}
+
+/// `F` or `F@ITER`.
+fn parse_slowdown(v: &str) -> Result<(f64, u64), String> {
+    let (f, from) = v.split_once('@').unwrap_or((v, "0"));
+    let factor = match f.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 1.0 => x,
+        _ => {
+            return Err(format!(
+            "slowdown={v}: the factor must be a number >= 1 (e.g. slowdown=3 or slowdown=3@300)"
+        ))
+        }
+    };
+    let from = from.parse::<u64>().map_err(|_| {
+        format!("slowdown={v}: the iteration after '@' must be a whole number >= 0")
+    })?;
+    Ok((factor, from))
+}
+
+impl fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            DeviceKind::Cpu { threads } => write!(f, "cpu:threads={threads}")?,
+            DeviceKind::OpenCl { platform, device } => {
+                write!(f, "opencl:platform={platform},device={device}")?
+            }
+            DeviceKind::Cuda { device } => write!(f, "cuda:device={device}")?,
+        }
+        if self.weight != 1.0 {
+            write!(f, ",weight={}", self.weight)?;
+        }
+        if let Some((s, from)) = self.slowdown {
+            write!(f, ",slowdown={s}@{from}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One `[[device]]` table of a device file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileDevice {
+    kind: String,
+    threads: Option<usize>,
+    platform: Option<usize>,
+    device: Option<usize>,
+    weight: Option<f64>,
+    /// `3` or `"3@300"`.
+    slowdown: Option<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceFile {
+    device: Vec<FileDevice>,
+}
+
+/// Reads a device file:
+/// ```toml
+/// [[device]]
+/// kind = "cpu"
+/// threads = 1
+///
+/// [[device]]
+/// kind = "cpu"
+/// threads = 1
+/// weight = 2
+/// slowdown = "3@300"
+/// ```
+pub fn load_device_file(path: &Path) -> Result<Vec<DeviceSpec>, ConfigError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::DeviceFile {
+        path: name.clone(),
+        why: e.to_string(),
+    })?;
+    parse_device_file(&text, &name)
+}
+
+pub fn parse_device_file(text: &str, name: &str) -> Result<Vec<DeviceSpec>, ConfigError> {
+    let err = |why: String| ConfigError::DeviceFile {
+        path: name.to_string(),
+        why,
+    };
+    let file: DeviceFile = toml::from_str(text).map_err(|e| err(e.message().to_string()))?;
+    if file.device.is_empty() {
+        return Err(err("no [[device]] tables".into()));
+    }
+    file.device
+        .iter()
+        .map(|d| {
+            let mut opts = Vec::new();
+            if let Some(t) = d.threads {
+                opts.push(format!("threads={t}"));
+            }
+            if let Some(p) = d.platform {
+                opts.push(format!("platform={p}"));
+            }
+            if let Some(x) = d.device {
+                opts.push(format!("device={x}"));
+            }
+            if let Some(w) = d.weight {
+                opts.push(format!("weight={w}"));
+            }
+            match &d.slowdown {
+                None => {}
+                Some(toml::Value::String(s)) => opts.push(format!("slowdown={s}")),
+                Some(toml::Value::Integer(i)) => opts.push(format!("slowdown={i}")),
+                Some(toml::Value::Float(x)) => opts.push(format!("slowdown={x}")),
+                Some(other) => {
+                    return Err(err(format!(
+                        "slowdown = {other}: use a number or \"F@ITER\""
+                    )))
+                }
+            }
+            let spec = format!("{}:{}", d.kind, opts.join(","));
+            DeviceSpec::parse(&spec).map_err(|e| err(e.to_string()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_specs() {
+        assert_eq!(
+            DeviceSpec::parse("cpu:threads=2").unwrap(),
+            DeviceSpec::cpu(2)
+        );
+        let s = DeviceSpec::parse("cpu:threads=1,weight=3,slowdown=2.5@100").unwrap();
+        assert_eq!(s.weight, 3.0);
+        assert_eq!(s.slowdown, Some((2.5, 100)));
+        assert_eq!(s.to_string(), "cpu:threads=1,weight=3,slowdown=2.5@100");
+        assert_eq!(
+            DeviceSpec::parse("opencl:platform=1,device=2")
+                .unwrap()
+                .kind,
+            DeviceKind::OpenCl {
+                platform: 1,
+                device: 2
+            }
+        );
+        assert_eq!(
+            DeviceSpec::parse("cuda").unwrap().kind,
+            DeviceKind::Cuda { device: 0 }
+        );
+    }
+
+    #[test]
+    fn rejects_bad_specs_with_reasons() {
+        for (spec, want) in [
+            ("gpu", "unknown device kind 'gpu'"),
+            ("cpu:threads=0", "at least one thread"),
+            ("cpu:threads=-1", "whole number"),
+            ("cpu:threads=x", "whole number"),
+            ("cpu:weight=0", "weight=0"),
+            ("cpu:weight=-2", "weight=-2"),
+            ("cpu:slowdown=-2", "factor must be a number >= 1"),
+            ("cpu:slowdown=0.5", "factor must be a number >= 1"),
+            ("cpu:slowdown=2@x", "after '@'"),
+            ("cpu:speed=2", "unknown option 'speed'"),
+            ("cpu:threads", "not key=value"),
+            ("cpu:device=1", "not platform="),
+            ("cuda:threads=2", "device= only"),
+        ] {
+            let e = DeviceSpec::parse(spec).unwrap_err().to_string();
+            assert!(e.contains(want), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn device_files() {
+        let d = parse_device_file(
+            "[[device]]\nkind = \"cpu\"\nthreads = 1\n[[device]]\nkind = \"cpu\"\nthreads = 1\nweight = 2\nslowdown = \"3@300\"\n",
+            "d.toml",
+        )
+        .unwrap();
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[1].slowdown, Some((3.0, 300)));
+        for (text, want) in [
+            (
+                "[[device]]\nkind = \"cpu\"\nthreads = 0\n",
+                "at least one thread",
+            ),
+            ("[[device]]\nkind = \"fpga\"\n", "unknown device kind"),
+            ("[[device]]\nkind = \"cpu\"\ncolour = 1\n", "unknown field"),
+            ("device = []\n", "no [[device]]"),
+            ("not toml at all", "d.toml"),
+        ] {
+            let e = parse_device_file(text, "d.toml").unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("d.toml"), "{text}: {e}");
+        }
+    }
+}

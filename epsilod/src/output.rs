@@ -1,0 +1,154 @@
+//! Writing result arrays: `.npy`, EPSILOD's `.txt` (one value a line,
+//! `%042.40f`), and raw little-endian `.dat`.
+
+use crate::error::ConfigError;
+use kernels::Cell;
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray_npy::WritableElement;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// A cell made of `COMPONENTS` scalars that output formats can write.
+pub trait OutputCell: Cell {
+    type Scalar: Cell + WritableElement + Into<f64>;
+    const COMPONENTS: usize;
+}
+
+impl OutputCell for f32 {
+    type Scalar = f32;
+    const COMPONENTS: usize = 1;
+}
+impl OutputCell for f64 {
+    type Scalar = f64;
+    const COMPONENTS: usize = 1;
+}
+impl<const N: usize> OutputCell for [f32; N] {
+    type Scalar = f32;
+    const COMPONENTS: usize = N;
+}
+impl<const N: usize> OutputCell for [f64; N] {
+    type Scalar = f64;
+    const COMPONENTS: usize = N;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Npy,
+    Txt,
+    Dat,
+}
+
+impl Format {
+    pub fn from_path(path: &Path) -> Result<Format, ConfigError> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("npy") => Ok(Format::Npy),
+            Some("txt") => Ok(Format::Txt),
+            Some("dat") => Ok(Format::Dat),
+            _ => Err(ConfigError::OutputFormat(path.display().to_string())),
+        }
+    }
+}
+
+/// Checks that `path` has a known extension and can be created, before a
+/// long run rather than after it.
+pub fn check_writable(path: &Path) -> Result<Format, ConfigError> {
+    let f = Format::from_path(path)?;
+    let existed = path.exists();
+    File::options()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| ConfigError::Output {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(f)
+}
+
+/// EPSILOD's text format for one value: `%042.40f`.
+pub fn epsilod_text(v: f64) -> String {
+    format!("{v:042.40}")
+}
+
+/// Writes `grid` (row-major) in the format its extension names.
+pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), ConfigError> {
+    let err = |e: String| ConfigError::Output {
+        path: path.display().to_string(),
+        why: e,
+    };
+    let format = Format::from_path(path)?;
+    let cells: Vec<T> = grid.iter().copied().collect();
+    let scalars: &[T::Scalar] = bytemuck::cast_slice(&cells);
+    match format {
+        Format::Npy => {
+            let mut shape = grid.shape().to_vec();
+            if T::COMPONENTS > 1 {
+                shape.push(T::COMPONENTS);
+            }
+            let arr = ArrayD::from_shape_vec(IxDyn(&shape), scalars.to_vec())
+                .map_err(|e| err(e.to_string()))?;
+            ndarray_npy::write_npy(path, &arr).map_err(|e| err(e.to_string()))
+        }
+        Format::Txt => {
+            let f = File::create(path).map_err(|e| err(e.to_string()))?;
+            let mut w = BufWriter::new(f);
+            for &s in scalars {
+                writeln!(w, "{}", epsilod_text(s.into())).map_err(|e| err(e.to_string()))?;
+            }
+            w.flush().map_err(|e| err(e.to_string()))
+        }
+        Format::Dat => {
+            if cfg!(target_endian = "big") {
+                return Err(err(
+                    "raw .dat output is little-endian; this host is big-endian".into(),
+                ));
+            }
+            std::fs::write(path, bytemuck::cast_slice::<T::Scalar, u8>(scalars))
+                .map_err(|e| err(e.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_format_matches_printf() {
+        // printf("%042.40f\n", 0.25f) and friends.
+        assert_eq!(
+            epsilod_text(0.25),
+            "0.2500000000000000000000000000000000000000"
+        );
+        assert_eq!(epsilod_text(0.25).len() + 1, 43);
+        assert_eq!(
+            epsilod_text(1.0 / 3.0f32 as f64),
+            "0.3333333432674407958984375000000000000000"
+        );
+        assert_eq!(
+            epsilod_text(-1.5),
+            "-1.5000000000000000000000000000000000000000"
+        );
+        assert_eq!(
+            epsilod_text(2.0),
+            "2.0000000000000000000000000000000000000000"
+        );
+    }
+
+    #[test]
+    fn formats_from_names() {
+        assert_eq!(Format::from_path(Path::new("a.npy")).unwrap(), Format::Npy);
+        assert!(matches!(
+            Format::from_path(Path::new("a.csv")),
+            Err(ConfigError::OutputFormat(_))
+        ));
+        assert!(matches!(
+            check_writable(Path::new("/nonexistent-dir/x.npy")),
+            Err(ConfigError::Output { .. })
+        ));
+    }
+}

@@ -1,0 +1,500 @@
+//! The skeleton: a higher-order function that runs an iterative stencil over
+//! any mix of devices. The user gives the domain, the stencil, the
+//! iterations and an init function; the skeleton partitions, allocates,
+//! exchanges halos (overlapped with the inner compute) and gathers the result.
+
+use crate::devices::DeviceSpec;
+use crate::error::ConfigError;
+use crate::report::{median, DeviceIteration, IterationRecord, Report, ReportConfig, Summary};
+use controllers::Controller;
+use hitmap::{in_process, split_border, HaloPlan, InProcess, Layout, Partition, Shape, Transport};
+use kernels::{library_kernel, Cell, Generic, Kernel, KernelChoice, Library, Real, StencilSpec};
+use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Initial value of a cell from its global index (boundary cells included).
+pub type InitFn<T> = Arc<dyn Fn(&[i64]) -> T + Send + Sync>;
+
+/// A stencil as the skeleton needs it: the kernel and the fixed boundary
+/// width on each side of each dimension (boundary cells are never written).
+#[derive(Clone)]
+pub struct Stencil<T> {
+    pub name: String,
+    pub kernel: Arc<dyn Kernel<T>>,
+    pub low: Vec<usize>,
+    pub high: Vec<usize>,
+    pub kernel_kind: String,
+}
+
+impl<T: Real> Stencil<T> {
+    /// A library stencil with the chosen CPU kernel.
+    pub fn library(lib: Library, choice: KernelChoice) -> Stencil<T> {
+        let spec = lib.spec();
+        Stencil {
+            name: lib.name().to_string(),
+            kernel: Arc::from(library_kernel::<T>(lib, choice)),
+            low: spec.low,
+            high: spec.high,
+            kernel_kind: format!("{choice:?}").to_lowercase(),
+        }
+    }
+
+    /// A stencil from a spec (generic kernel).
+    pub fn from_spec(spec: &StencilSpec) -> Stencil<T> {
+        Stencil {
+            name: spec.name.clone(),
+            kernel: Arc::new(Generic::<T>::new(spec)),
+            low: spec.low.clone(),
+            high: spec.high.clone(),
+            kernel_kind: "generic".into(),
+        }
+    }
+}
+
+impl<T: Cell> Stencil<T> {
+    /// Any kernel (custom cell types included), with its boundary widths.
+    pub fn custom(kernel: Arc<dyn Kernel<T>>, low: Vec<usize>, high: Vec<usize>) -> Stencil<T> {
+        Stencil {
+            name: kernel.name().to_string(),
+            kernel,
+            low,
+            high,
+            kernel_kind: "custom".into(),
+        }
+    }
+}
+
+/// The result of a run: the whole global array (boundaries included) and
+/// the report.
+pub struct Outcome<T> {
+    pub grid: ArrayD<T>,
+    pub report: Report,
+}
+
+/// Builder for one run.
+pub struct Skeleton<T> {
+    size: Vec<usize>,
+    stencil: Stencil<T>,
+    iters: u64,
+    init: InitFn<T>,
+    devices: Vec<DeviceSpec>,
+    partition: Partition,
+    progress: bool,
+}
+
+impl<T: Cell> Skeleton<T> {
+    /// A run over a global array of `size` (boundary cells included).
+    /// Defaults: 1 iteration, all-zero init, one CPU device on every core,
+    /// partition `m`.
+    pub fn new(size: &[usize], stencil: Stencil<T>) -> Skeleton<T> {
+        Skeleton {
+            size: size.to_vec(),
+            stencil,
+            iters: 1,
+            init: Arc::new(|_| T::zeroed()),
+            devices: vec![DeviceSpec::cpu(crate::devices::all_cores())],
+            partition: Partition::Multi,
+            progress: false,
+        }
+    }
+
+    pub fn iterations(mut self, n: u64) -> Self {
+        self.iters = n;
+        self
+    }
+
+    pub fn init(mut self, f: impl Fn(&[i64]) -> T + Send + Sync + 'static) -> Self {
+        self.init = Arc::new(f);
+        self
+    }
+
+    pub fn devices(mut self, d: Vec<DeviceSpec>) -> Self {
+        self.devices = d;
+        self
+    }
+
+    pub fn partition(mut self, p: Partition) -> Self {
+        self.partition = p;
+        self
+    }
+
+    /// Shows a progress bar on stderr (when it is a terminal).
+    pub fn progress(mut self, on: bool) -> Self {
+        self.progress = on;
+        self
+    }
+
+    /// The cells that are computed (the global array less its boundary).
+    pub fn interior(&self) -> Result<Shape, ConfigError> {
+        let nd = self.stencil.low.len();
+        let size_str = self
+            .size
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join("x");
+        if self.size.len() != nd {
+            return Err(ConfigError::Size {
+                size: size_str,
+                why: format!(
+                    "stencil '{}' is {nd}-d but the size has {} dimension(s)",
+                    self.stencil.name,
+                    self.size.len()
+                ),
+            });
+        }
+        for d in 0..nd {
+            let border = self.stencil.low[d] + self.stencil.high[d];
+            if self.size[d] <= border {
+                return Err(ConfigError::Size {
+                    size: size_str,
+                    why: format!(
+                        "dimension {d} needs more than {border} cells (the boundary of '{}') to leave an interior",
+                        self.stencil.name
+                    ),
+                });
+            }
+        }
+        Ok(Shape::from_ranges(
+            &(0..nd)
+                .map(|d| {
+                    (
+                        self.stencil.low[d] as i64,
+                        (self.size[d] - self.stencil.high[d]) as i64,
+                    )
+                })
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    /// The layout the run would use (validates sizes, partition and widths).
+    pub fn layout(&self) -> Result<Layout, ConfigError> {
+        let interior = self.interior()?;
+        if self.devices.is_empty() {
+            return Err(ConfigError::Device {
+                spec: String::new(),
+                why: "no devices given".into(),
+            });
+        }
+        let weights: Vec<f64> = self.devices.iter().map(|d| d.weight).collect();
+        let layout = Layout::new(
+            &interior,
+            self.partition,
+            self.devices.len(),
+            Some(&weights),
+        )?;
+        let fp = self.stencil.kernel.footprint();
+        layout.check_width(&fp.low(), &fp.high())?;
+        Ok(layout)
+    }
+
+    /// Runs every iteration and gathers the result.
+    pub fn run(&self) -> Result<Outcome<T>, ConfigError> {
+        let started = Instant::now();
+        let layout = self.layout()?;
+        let plan = HaloPlan::new(&layout, self.stencil.kernel.footprint())?;
+        let ndev = self.devices.len();
+        let progress = AtomicU64::new(0);
+        let shared = Shared {
+            size: &self.size,
+            stencil: &self.stencil,
+            iters: self.iters,
+            init: &self.init,
+            layout: &layout,
+            plan: &plan,
+            progress: &progress,
+        };
+        let endpoints = in_process::<T>(ndev);
+        let results: Vec<Result<VpResult<T>, ConfigError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = endpoints
+                .into_iter()
+                .enumerate()
+                .map(|(p, ep)| {
+                    let shared = &shared;
+                    let spec = &self.devices[p];
+                    std::thread::Builder::new()
+                        .name(format!("epsilod-vp{p}"))
+                        .spawn_scoped(s, move || run_vp(shared, spec, p, ep))
+                        .expect("spawning a virtual process thread")
+                })
+                .collect();
+            if self.progress {
+                // Only runs that last show a bar, so short ones print nothing.
+                let mut bar = None;
+                while !handles.iter().all(|h| h.is_finished()) {
+                    if bar.is_none() && started.elapsed() > Duration::from_secs(1) {
+                        bar = Some(progress_bar(self.iters));
+                    }
+                    if let Some(b) = &bar {
+                        b.set_position(progress.load(Ordering::Relaxed));
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                if let Some(b) = bar {
+                    b.finish_and_clear();
+                }
+            }
+            handles
+                .into_iter()
+                .enumerate()
+                .map(|(p, h)| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(ConfigError::Run {
+                            vp: p,
+                            device: self.devices[p].to_string(),
+                            why: "it panicked (a bug: please report it)".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let results = first_cause(results)?;
+        let grid = self.assemble(&results);
+        let report = self.report(&layout, &results, started.elapsed().as_secs_f64());
+        Ok(Outcome { grid, report })
+    }
+
+    fn assemble(&self, results: &[VpResult<T>]) -> ArrayD<T> {
+        let init = &self.init;
+        let mut grid = ArrayD::from_shape_fn(IxDyn(&self.size), |ix| {
+            let g: Vec<i64> = (0..ix.ndim()).map(|d| ix[d] as i64).collect();
+            init(&g)
+        });
+        for r in results.iter().filter(|r| !r.block.is_empty()) {
+            let view = ArrayViewD::from_shape(IxDyn(&r.block.extents()), &r.data)
+                .expect("a block's data matches its shape");
+            grid.slice_each_axis_mut(|ax| {
+                let s = r.block.sig(ax.axis.index());
+                ndarray::Slice::from(s.begin() as isize..s.end() as isize)
+            })
+            .assign(&view);
+        }
+        grid
+    }
+
+    fn report(&self, layout: &Layout, results: &[VpResult<T>], total: f64) -> Report {
+        let row_dim = layout.cut_dims().first().copied().unwrap_or(0);
+        let iterations: Vec<IterationRecord> = (0..self.iters as usize)
+            .map(|i| IterationRecord {
+                iter: i as u64,
+                seconds: results.iter().map(|r| r.stats[i].wall).fold(0.0, f64::max),
+                devices: results
+                    .iter()
+                    .map(|r| DeviceIteration {
+                        compute_seconds: r.stats[i].compute,
+                        comm_seconds: r.stats[i].comm,
+                        rows: r.block.sig(row_dim).card(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let secs: Vec<f64> = iterations.iter().map(|i| i.seconds).collect();
+        let loop_seconds = results.iter().map(|r| r.loop_seconds).fold(0.0, f64::max);
+        let cells = layout.domain().card() as f64 * self.iters as f64;
+        let n = secs.len().max(1) as f64;
+        let overhead = iterations
+            .iter()
+            .map(|it| {
+                it.seconds
+                    - it.devices
+                        .iter()
+                        .map(|d| d.compute_seconds)
+                        .fold(0.0, f64::max)
+            })
+            .sum::<f64>()
+            / n;
+        Report {
+            config: ReportConfig {
+                stencil: self.stencil.name.clone(),
+                size: self.size.clone(),
+                iters: self.iters,
+                devices: self.devices.iter().map(|d| d.to_string()).collect(),
+                alb: "none".into(),
+                partition: self.partition.to_string(),
+                kernel: self.stencil.kernel_kind.clone(),
+            },
+            summary: Summary {
+                total_seconds: total,
+                loop_seconds,
+                mean_iteration_seconds: secs.iter().sum::<f64>() / n,
+                median_iteration_seconds: median(&secs),
+                rebalances: 0,
+                redistribution_seconds_total: 0.0,
+                cell_updates_per_second: if loop_seconds > 0.0 {
+                    cells / loop_seconds
+                } else {
+                    0.0
+                },
+                skeleton_overhead_seconds_per_iteration: overhead,
+            },
+            iterations,
+            redistributions: Vec::new(),
+            heuristic: Vec::new(),
+        }
+    }
+}
+
+fn progress_bar(iters: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(iters),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} iterations ({eta} left)",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Prefers the error that started a failure over the "peer gone" errors it
+/// caused in the other virtual processes.
+fn first_cause<T>(
+    results: Vec<Result<VpResult<T>, ConfigError>>,
+) -> Result<Vec<VpResult<T>>, ConfigError> {
+    let is_echo =
+        |e: &ConfigError| matches!(e, ConfigError::Run { why, .. } if why.contains("is gone"));
+    let mut echo = None;
+    let mut ok = Vec::new();
+    for r in results {
+        match r {
+            Ok(v) => ok.push(v),
+            Err(e) if is_echo(&e) => echo = echo.or(Some(e)),
+            Err(e) => return Err(e),
+        }
+    }
+    match echo {
+        Some(e) => Err(e),
+        None => Ok(ok),
+    }
+}
+
+/// What every virtual process shares (read-only).
+struct Shared<'a, T> {
+    size: &'a [usize],
+    stencil: &'a Stencil<T>,
+    iters: u64,
+    init: &'a InitFn<T>,
+    layout: &'a Layout,
+    plan: &'a HaloPlan,
+    progress: &'a AtomicU64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct IterStats {
+    wall: f64,
+    compute: f64,
+    comm: f64,
+}
+
+struct VpResult<T> {
+    block: Shape,
+    data: Vec<T>,
+    stats: Vec<IterStats>,
+    loop_seconds: f64,
+}
+
+fn run_vp<T: Cell>(
+    sh: &Shared<'_, T>,
+    spec: &DeviceSpec,
+    p: usize,
+    mut ep: InProcess<T>,
+) -> Result<VpResult<T>, ConfigError> {
+    let fail = |why: String| ConfigError::Run {
+        vp: p,
+        device: spec.to_string(),
+        why,
+    };
+    let mut dev = spec.build::<T>()?;
+    let block = sh.layout.block(p).clone();
+    let fp = sh.stencil.kernel.footprint();
+    let reach_low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
+    let reach_high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
+    let global = Shape::from_sizes(sh.size);
+    let extent = block.expand(&reach_low, &reach_high).intersect(&global);
+
+    let mut stats = Vec::with_capacity(sh.iters as usize);
+    let loop_start;
+    let data = if block.is_empty() {
+        // No rows: nothing to compute or exchange, but stay in step.
+        loop_start = Instant::now();
+        stats.resize(sh.iters as usize, IterStats::default());
+        Vec::new()
+    } else {
+        let e = |x: controllers::DeviceError| fail(x.to_string());
+        let mut cur = dev.alloc(&extent, &extent).map_err(e)?;
+        let mut next = dev.alloc(&extent, &extent).map_err(e)?;
+        let init = sh.init.as_ref();
+        dev.fill(cur, &extent, init).map_err(e)?;
+        dev.fill(next, &extent, init).map_err(e)?;
+        let k = dev.load(sh.stencil.kernel.clone()).map_err(e)?;
+        let cut: Vec<bool> = (0..block.ndims())
+            .map(|d| sh.layout.cut_dims().contains(&d))
+            .collect();
+        // Neighbours below read up to `high` rows into this block, those above `low`.
+        let (strips, inner) = split_border(&block, &reach_high, &reach_low, &cut);
+        let halo = sh.plan.vp(p);
+        let mut spare: Vec<Vec<T>> = Vec::new();
+        loop_start = Instant::now();
+        for it in 0..sh.iters {
+            let t0 = Instant::now();
+            dev.set_iteration(it);
+            for s in &strips {
+                dev.launch(k, cur, next, s).map_err(e)?;
+            }
+            dev.wait().map_err(e)?;
+            let t1 = Instant::now();
+            for x in &halo.sends {
+                let mut buf = spare.pop().unwrap_or_default();
+                buf.clear();
+                for r in &x.regions {
+                    dev.read(next, r, &mut buf).map_err(e)?;
+                }
+                ep.send(x.peer, it, buf).map_err(|t| fail(t.to_string()))?;
+            }
+            let mut comm = t1.elapsed().as_secs_f64();
+            // The inner region computes while the border halos travel.
+            dev.launch(k, cur, next, &inner).map_err(e)?;
+            let t2 = Instant::now();
+            for x in &halo.recvs {
+                let msg = ep.recv(x.peer, it).map_err(|t| fail(t.to_string()))?;
+                if msg.len() != x.card() {
+                    return Err(fail(format!(
+                        "halo from {} has {} cells, expected {}",
+                        x.peer,
+                        msg.len(),
+                        x.card()
+                    )));
+                }
+                let mut off = 0;
+                for r in &x.regions {
+                    dev.write(next, r, &msg[off..off + r.card()]).map_err(e)?;
+                    off += r.card();
+                }
+                spare.push(msg);
+            }
+            dev.wait().map_err(e)?;
+            comm += t2.elapsed().as_secs_f64();
+            std::mem::swap(&mut cur, &mut next);
+            stats.push(IterStats {
+                wall: t0.elapsed().as_secs_f64(),
+                compute: dev.take_kernel_seconds(),
+                comm,
+            });
+            sh.progress.fetch_max(it + 1, Ordering::Relaxed);
+        }
+        let mut out = Vec::with_capacity(block.card());
+        dev.read(cur, &block, &mut out).map_err(e)?;
+        out
+    };
+    Ok(VpResult {
+        block,
+        data,
+        stats,
+        loop_seconds: loop_start.elapsed().as_secs_f64(),
+    })
+}

@@ -1,0 +1,205 @@
+//! The skeleton's results are bit-identical to the naive serial reference,
+//! whatever the number of devices, the partition and the weights.
+
+use epsilod::{ConfigError, DeviceSpec, Partition, Skeleton, Stencil};
+use hitmap::HitmapError;
+use kernels::reference;
+use kernels::{basic_init, KernelChoice, Library};
+use ndarray::ArrayD;
+
+/// A small deterministic generator (the runs must be reproducible).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn noise(idx: &[i64]) -> f32 {
+    let mut h: u64 = 0x51_7cc1_b727_220a;
+    for &i in idx {
+        h = (h ^ i as u64).wrapping_mul(0x100_0000_01b3).rotate_left(29);
+    }
+    ((h >> 42) as f32) / (1u64 << 22) as f32
+}
+
+fn bits(a: &ArrayD<f32>) -> Vec<u32> {
+    a.iter().map(|v| v.to_bits()).collect()
+}
+
+fn configs(rng: &mut Lcg) -> Vec<(Partition, Vec<DeviceSpec>)> {
+    let mut out = Vec::new();
+    for n in 1..=4usize {
+        for part in [
+            Partition::Multi,
+            Partition::Single(0),
+            Partition::Weighted(0),
+        ] {
+            let devs = (0..n)
+                .map(|i| {
+                    let mut d = DeviceSpec::cpu(if i == 1 { 2 } else { 1 });
+                    if part == Partition::Weighted(0) {
+                        d.weight = 0.2 + 3.0 * rng.next();
+                    }
+                    d
+                })
+                .collect();
+            out.push((part, devs));
+        }
+    }
+    out
+}
+
+fn check_library(lib: Library, size: usize, iters: u64, rng: &mut Lcg) {
+    let spec = lib.spec();
+    let sizes = vec![size; lib.ndims()];
+    let (low, high) = (spec.low.clone(), spec.high.clone());
+    let sz = sizes.clone();
+    let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + noise(i);
+    let want = reference::run(
+        &sizes,
+        &spec.low,
+        &spec.high,
+        iters as usize,
+        &init,
+        reference::library_formula(lib),
+    );
+    for (part, devs) in configs(rng) {
+        let desc = format!(
+            "{lib} size {size} iters {iters} {part} {:?}",
+            devs.iter().map(|d| d.to_string()).collect::<Vec<_>>()
+        );
+        let skel = Skeleton::new(
+            &sizes,
+            Stencil::<f32>::library(lib, KernelChoice::Specialized),
+        )
+        .iterations(iters)
+        .init(init.clone())
+        .devices(devs)
+        .partition(part);
+        match skel.run() {
+            Ok(out) => assert_eq!(bits(&out.grid), bits(&want), "{desc}"),
+            // Only legitimately thin blocks may be refused.
+            Err(ConfigError::Layout(HitmapError::TooThin { width, border, .. })) => {
+                assert!(width < border, "{desc}")
+            }
+            Err(e) => panic!("{desc}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn every_library_stencil_on_every_layout() {
+    let mut rng = Lcg(2024);
+    for lib in Library::ALL {
+        for size in [10, 32] {
+            for iters in [1, 100] {
+                // 32^4 x 100 in the naive reference alone takes minutes: 4-d runs
+                // its 100 iterations at size 10 and one at 32.
+                if lib.ndims() == 4 && size == 32 && iters == 100 {
+                    continue;
+                }
+                check_library(lib, size, iters, &mut rng);
+            }
+        }
+    }
+}
+
+#[test]
+fn generic_kernel_matches_its_reference_on_two_dimensional_blocks() {
+    for lib in [Library::S2d8, Library::S3d27, Library::S2df5] {
+        let spec = lib.spec();
+        let sizes = vec![14; lib.ndims()];
+        let init = |i: &[i64]| noise(i);
+        let want = reference::run(
+            &sizes,
+            &spec.low,
+            &spec.high,
+            7,
+            init,
+            reference::generic_formula::<f32>(&spec),
+        );
+        for n in [1, 3, 4] {
+            let out = Skeleton::new(&sizes, Stencil::<f32>::library(lib, KernelChoice::Generic))
+                .iterations(7)
+                .init(init)
+                .devices(vec![DeviceSpec::cpu(1); n])
+                .partition(Partition::Multi)
+                .run()
+                .unwrap();
+            assert_eq!(bits(&out.grid), bits(&want), "{lib} on {n} devices");
+        }
+    }
+}
+
+#[test]
+fn more_devices_than_rows_leaves_some_idle() {
+    let lib = Library::S2d4;
+    let sizes = [5, 9];
+    let init = |i: &[i64]| noise(i);
+    let spec = lib.spec();
+    let want = reference::run(
+        &sizes,
+        &spec.low,
+        &spec.high,
+        5,
+        init,
+        reference::library_formula(lib),
+    );
+    let out = Skeleton::new(
+        &sizes,
+        Stencil::<f32>::library(lib, KernelChoice::Specialized),
+    )
+    .iterations(5)
+    .init(init)
+    .devices(vec![DeviceSpec::cpu(1); 4])
+    .partition(Partition::Single(0))
+    .run()
+    .unwrap();
+    assert_eq!(bits(&out.grid), bits(&want));
+    // Three rows of interior, four devices: the last has none.
+    assert_eq!(out.report.iterations[0].devices[3].rows, 0);
+}
+
+#[test]
+fn report_has_every_iteration_and_device() {
+    let out = Skeleton::new(
+        &[40, 40],
+        Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+    )
+    .iterations(12)
+    .devices(vec![DeviceSpec::cpu(1), DeviceSpec::cpu(1)])
+    .partition(Partition::Single(0))
+    .run()
+    .unwrap();
+    let r = &out.report;
+    assert_eq!(r.iterations.len(), 12);
+    assert!(r.iterations.iter().all(|i| i.devices.len() == 2));
+    assert_eq!(
+        r.iterations[0]
+            .devices
+            .iter()
+            .map(|d| d.rows)
+            .sum::<usize>(),
+        38
+    );
+    assert!(r.summary.loop_seconds > 0.0 && r.summary.total_seconds >= r.summary.loop_seconds);
+    assert!(r
+        .iterations
+        .iter()
+        .all(|i| i.devices.iter().all(|d| d.compute_seconds > 0.0)));
+    let json = serde_json::to_value(r).unwrap();
+    for key in [
+        "config",
+        "summary",
+        "iterations",
+        "redistributions",
+        "heuristic",
+    ] {
+        assert!(json.get(key).is_some(), "{key}");
+    }
+}
