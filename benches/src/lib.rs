@@ -50,3 +50,12 @@ pub fn hand_3d27(src: &[f32], dst: &mut [f32], n: usize) {
         }
     });
 }
+
+/// `iters` Jacobi (2d4) steps on an `n x n` grid, ping-ponging two buffers on
+/// the current rayon pool: the hand-written program the skeleton competes with.
+pub fn hand_2d4_iterations(a: &mut Vec<f32>, b: &mut Vec<f32>, n: usize, iters: usize) {
+    for _ in 0..iters {
+        hand_2d4(a, b, n, n);
+        std::mem::swap(a, b);
+    }
+}

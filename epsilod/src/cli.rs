@@ -38,10 +38,10 @@ pub struct RunArgs {
     pub stencil: String,
     /// Global size including boundary cells: 4098x4098, or 32 for the same in every dimension.
     /// For gas-sim, the user domain is this minus 2 in each dimension.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub size: String,
     /// Iterations.
-    #[arg(long, default_value = "100")]
+    #[arg(long, default_value = "100", allow_hyphen_values = true)]
     pub iters: String,
     /// One device (virtual process) each, repeatable: cpu | cpu:threads=T | opencl |
     /// opencl:platform=P,device=D | cuda | cuda:device=D, each optionally with ,weight=W and

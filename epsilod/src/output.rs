@@ -126,7 +126,7 @@ mod tests {
         );
         assert_eq!(epsilod_text(0.25).len() + 1, 43);
         assert_eq!(
-            epsilod_text(1.0 / 3.0f32 as f64),
+            epsilod_text((1.0f32 / 3.0) as f64),
             "0.3333333432674407958984375000000000000000"
         );
         assert_eq!(

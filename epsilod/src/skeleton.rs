@@ -432,8 +432,17 @@ fn run_vp<T: Cell>(
         dev.fill(cur, &extent, init).map_err(e)?;
         dev.fill(next, &extent, init).map_err(e)?;
         let k = dev.load(sh.stencil.kernel.clone()).map_err(e)?;
+        // Border strips only along axes with neighbours: elsewhere they would
+        // split the work into thin launches for nothing.
+        let topo = sh.layout.topology().dims();
         let cut: Vec<bool> = (0..block.ndims())
-            .map(|d| sh.layout.cut_dims().contains(&d))
+            .map(|d| {
+                sh.layout
+                    .cut_dims()
+                    .iter()
+                    .position(|&c| c == d)
+                    .is_some_and(|axis| topo[axis] > 1)
+            })
             .collect();
         // Neighbours below read up to `high` rows into this block, those above `low`.
         let (strips, inner) = split_border(&block, &reach_high, &reach_low, &cut);

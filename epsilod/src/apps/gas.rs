@@ -104,14 +104,21 @@ pub fn init(user: [usize; 3]) -> impl Fn(&[i64]) -> GasCell + Send + Sync + Clon
 
 /// One lattice update of a cell: keep, or stream then bounce back or collide.
 pub fn step(nb: &Neighbourhood<'_, GasCell>) -> GasCell {
-    let me = nb.centre();
+    step_with(|o| nb.get(&[o[0] as isize, o[1] as isize, o[2] as isize]))
+}
+
+/// The update over any neighbour lookup (`at(offset)` gives the previous cell
+/// at an array offset): the skeleton's kernel and the serial reference share
+/// it, so each can be checked against the other.
+#[inline(always)]
+pub fn step_with(at: impl Fn(&[i64]) -> GasCell) -> GasCell {
+    let me = at(&[0, 0, 0]);
     if me[0] == f32::INFINITY {
         return me;
     }
     let mut d = me;
     for (q, dq) in d.iter_mut().enumerate().skip(1) {
-        let o = offset(q);
-        *dq = nb.get(&[o[0] as isize, o[1] as isize, o[2] as isize])[q];
+        *dq = at(&offset(q))[q];
     }
     if d[0] == f32::NEG_INFINITY {
         let streamed = d;

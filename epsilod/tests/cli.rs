@@ -1,0 +1,388 @@
+//! The `epsilod` binary: bad input gives one clear line and a non-zero exit,
+//! never a panic; good runs write the files cli.md promises.
+
+use kernels::reference;
+use kernels::{basic_init, Library};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn epsilod(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epsilod"))
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs `args` and checks it fails with exactly one stderr line that says
+/// `want`.
+fn fails_with(args: &[&str], want: &str) {
+    let out = epsilod(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line:\n{err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{args:?}: {err}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).display().to_string();
+    std::fs::write(
+        d("bad-devices.toml"),
+        "[[device]]\nkind = \"cpu\"\nthreads = 0\n",
+    )
+    .unwrap();
+    std::fs::write(d("garbage.toml"), "this is = = not toml").unwrap();
+    std::fs::write(
+        d("bad-spec.toml"),
+        "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0]\nfactor = 2\n",
+    )
+    .unwrap();
+    macro_rules! a {
+        ($($x:expr),*) => { vec![$($x.to_string()),*] };
+    }
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (a!["run", "5d7", "--size", "10"], "unknown stencil '5d7'"),
+        (
+            a!["run", "2d4", "--size", "10x10x10"],
+            "3 dimensions given, the stencil has 2",
+        ),
+        (a!["run", "2d4", "--size", "2"], "to leave an interior"),
+        (a!["run", "2d4", "--size", "0x10"], "at least 1"),
+        (a!["run", "2d4", "--size", "-5"], "not a whole number"),
+        (a!["run", "2d4", "--size", "ten"], "not a whole number"),
+        (
+            a!["run", "2d4", "--size", "10", "--iters", "0"],
+            "bad iteration count '0'",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--iters", "-3"],
+            "bad iteration count '-3'",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--iters", "many"],
+            "bad iteration count 'many'",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--devices", "tpu"],
+            "unknown device kind 'tpu'",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--devices", "cpu:threads=0"],
+            "at least one thread",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--devices", "cpu:slowdown=-2"],
+            "factor must be a number >= 1",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--devices", "cpu:weight=0"],
+            "expected a number > 0",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--partition", "x3"],
+            "unknown partition 'x3'",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--partition", "s2"],
+            "partition on dimension 2",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--alb", "sometimes"],
+            "unknown ALB heuristic 'sometimes'",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--alb", "next-alb"],
+            "--partition w0",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--kernel", "fast"],
+            "unknown kernel 'fast'",
+        ),
+        (
+            a![
+                "run",
+                "2d4",
+                "--size",
+                "10",
+                "--device-file",
+                "/nonexistent/devices.toml"
+            ],
+            "bad device file /nonexistent/devices.toml",
+        ),
+        (
+            a![
+                "run",
+                "2d4",
+                "--size",
+                "10",
+                "--device-file",
+                d("bad-devices.toml")
+            ],
+            "at least one thread",
+        ),
+        (
+            a![
+                "run",
+                "2d4",
+                "--size",
+                "10",
+                "--device-file",
+                d("garbage.toml")
+            ],
+            "bad device file",
+        ),
+        (
+            a![
+                "run",
+                "2d4",
+                "--size",
+                "10",
+                "--device-file",
+                d("bad-devices.toml"),
+                "--devices",
+                "cpu"
+            ],
+            "not both",
+        ),
+        (
+            a!["run", "/nonexistent/stencil.toml", "--size", "10"],
+            "cannot read stencil spec",
+        ),
+        (
+            a!["run", d("bad-spec.toml"), "--size", "10"],
+            "needs 3 weights",
+        ),
+        (
+            a!["run", d("garbage.toml"), "--size", "10"],
+            "invalid stencil spec",
+        ),
+        (
+            a![
+                "run",
+                "2d4",
+                "--size",
+                "10",
+                "--output",
+                "/nonexistent/dir/out.npy"
+            ],
+            "cannot write output",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--output", "out.csv"],
+            "unknown output format",
+        ),
+        (
+            a![
+                "run",
+                "2d4",
+                "--size",
+                "10",
+                "--report",
+                "/nonexistent/dir/r.json"
+            ],
+            "cannot write report",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--devices", "opencl"],
+            "rebuild with --features opencl",
+        ),
+        (
+            a![
+                "run",
+                "2dnc8",
+                "--size",
+                "10",
+                "--devices",
+                "cpu",
+                "--devices",
+                "cpu",
+                "--devices",
+                "cpu",
+                "--devices",
+                "cpu",
+                "--partition",
+                "s0"
+            ],
+            "thinner than the stencil border",
+        ),
+        (
+            a!["run", "gas-sim", "--size", "2x10x10"],
+            "gas-sim needs at least 3 cells",
+        ),
+        (
+            a!["run", "2d4", "--size", "10", "--bogus"],
+            "unexpected argument '--bogus'",
+        ),
+        (a!["launch"], "unrecognized subcommand 'launch'"),
+    ];
+    for (args, want) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails_with(&args, want);
+    }
+}
+
+fn txt_values(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn outputs_match_the_reference_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let out = epsilod(&[
+        "run",
+        "2d8",
+        "--size",
+        "32",
+        "--iters",
+        "100",
+        "--devices",
+        "cpu:threads=1",
+        "--devices",
+        "cpu:threads=1,weight=2",
+        "--partition",
+        "w0",
+        "--output",
+        p("r.txt").to_str().unwrap(),
+        "--report",
+        p("r.json").to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spec = Library::S2d8.spec();
+    let sizes = [32usize, 32];
+    let want = reference::run(
+        &sizes,
+        &spec.low,
+        &spec.high,
+        100,
+        |i| basic_init(i, &sizes, &spec.low, &spec.high),
+        reference::library_formula(Library::S2d8),
+    );
+    let lines = txt_values(&p("r.txt"));
+    assert_eq!(lines.len(), 32 * 32);
+    for (line, v) in lines.iter().zip(want.iter()) {
+        assert_eq!(line, &format!("{:042.40}", *v as f64));
+        assert_eq!(line.len() + 1, 43);
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p("r.json")).unwrap()).unwrap();
+    for key in ["stencil", "size", "iters", "devices", "alb", "partition"] {
+        assert!(report["config"].get(key).is_some(), "config.{key}");
+    }
+    for key in [
+        "total_seconds",
+        "loop_seconds",
+        "mean_iteration_seconds",
+        "median_iteration_seconds",
+        "rebalances",
+        "redistribution_seconds_total",
+        "cell_updates_per_second",
+    ] {
+        assert!(report["summary"].get(key).is_some(), "summary.{key}");
+    }
+    let its = report["iterations"].as_array().unwrap();
+    assert_eq!(its.len(), 100);
+    let devs = its[0]["devices"].as_array().unwrap();
+    assert_eq!(devs.len(), 2);
+    // weights 1:2 over 30 interior rows
+    assert_eq!(devs[0]["rows"], 10);
+    assert_eq!(devs[1]["rows"], 20);
+    for key in ["compute_seconds", "comm_seconds", "rows"] {
+        assert!(devs[0].get(key).is_some(), "{key}");
+    }
+
+    // .dat is the same values, raw little-endian; .npy has the header and shape.
+    let out = epsilod(&[
+        "run",
+        "2d8",
+        "--size",
+        "32",
+        "--iters",
+        "100",
+        "--output",
+        p("r.dat").to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(out.status.success());
+    let raw = std::fs::read(p("r.dat")).unwrap();
+    let vals: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(vals, want.iter().copied().collect::<Vec<_>>());
+    let out = epsilod(&[
+        "run",
+        "2d8",
+        "--size",
+        "32",
+        "--iters",
+        "100",
+        "--output",
+        p("r.npy").to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(out.status.success());
+    let npy = std::fs::read(p("r.npy")).unwrap();
+    assert_eq!(&npy[..6], b"\x93NUMPY");
+    let header = String::from_utf8_lossy(&npy[10..128]);
+    assert!(
+        header.contains("'shape': (32, 32)") && header.contains("<f4"),
+        "{header}"
+    );
+    assert_eq!(&npy[npy.len() - raw.len()..], &raw[..]);
+}
+
+#[test]
+fn gas_sim_writes_the_user_domain_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.dat");
+    let out = epsilod(&[
+        "run",
+        "gas-sim",
+        "--size",
+        "12x14x9",
+        "--iters",
+        "3",
+        "--output",
+        path.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        10 * 12 * 7 * 19 * 4
+    );
+}
+
+#[test]
+fn list_names_everything() {
+    let out = epsilod(&["list"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "1dc2", "1dnc4", "2d4", "2d8", "2dnc8", "2df5", "3d6", "3d27", "3dnc12", "3df7", "4d8",
+        "gas-sim", "cpu",
+    ] {
+        assert!(text.contains(name), "{name}");
+    }
+}
