@@ -1,6 +1,7 @@
 //! The `epsilod` command line (cli.md is the contract: names and report keys
 //! must not change).
 
+use crate::alb::Alb;
 use crate::apps::gas;
 use crate::devices::{all_cores, load_device_file, DeviceSpec};
 use crate::error::ConfigError;
@@ -54,7 +55,8 @@ pub struct RunArgs {
     /// m | m<n> | s<d> | w<d> (EPSILOD's meanings).
     #[arg(long, default_value = "m")]
     pub partition: String,
-    /// Load-balancing heuristic.
+    /// Load-balancing heuristic: none | const-iters | exp-iters | double-iters | next-alb |
+    /// cost-aware | welch (the last two are this project's; see docs/alb.md). Needs --partition w0.
     #[arg(long, default_value = "none")]
     pub alb: String,
     /// specialized (bit-identical to EPSILOD) | generic.
@@ -190,14 +192,6 @@ fn devices(args: &RunArgs) -> Result<Vec<DeviceSpec>, ConfigError> {
     }
 }
 
-const HEURISTICS: [&str; 5] = [
-    "none",
-    "const-iters",
-    "exp-iters",
-    "double-iters",
-    "next-alb",
-];
-
 /// Validates everything about a run before any work starts.
 pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
     let target = resolve(&args.stencil)?;
@@ -210,15 +204,7 @@ pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
     let iters = parse_iters(&args.iters)?;
     let devices = devices(args)?;
     let partition: Partition = args.partition.parse()?;
-    if !HEURISTICS.contains(&args.alb.as_str()) {
-        return Err(ConfigError::UnknownAlb(args.alb.clone()));
-    }
-    if args.alb != "none" {
-        if !matches!(partition, Partition::Weighted(_)) {
-            return Err(ConfigError::AlbNeedsWeights(args.alb.clone()));
-        }
-        return Err(ConfigError::AlbUnavailable(args.alb.clone()));
-    }
+    let alb = Alb::named(&args.alb).map_err(|_| ConfigError::UnknownAlb(args.alb.clone()))?;
     let choice: KernelChoice = args.kernel.parse().map_err(ConfigError::Kernel)?;
     if let Some(o) = &args.output {
         output::check_writable(o)?;
@@ -232,13 +218,29 @@ pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
             let st = Stencil::<f32>::library(lib, choice);
             let (low, high, sz) = (st.low.clone(), st.high.clone(), size.clone());
             let skel = Skeleton::new(&size, st).init(move |i| basic_init(i, &sz, &low, &high));
-            execute(skel, iters, devices, partition, progress, None, args)
+            execute(
+                skel.alb(Some(alb)),
+                iters,
+                devices,
+                partition,
+                progress,
+                None,
+                args,
+            )
         }
         Target::Spec(spec) => {
             let st = Stencil::<f32>::from_spec(&spec);
             let (low, high, sz) = (st.low.clone(), st.high.clone(), size.clone());
             let skel = Skeleton::new(&size, st).init(move |i| basic_init(i, &sz, &low, &high));
-            execute(skel, iters, devices, partition, progress, None, args)
+            execute(
+                skel.alb(Some(alb)),
+                iters,
+                devices,
+                partition,
+                progress,
+                None,
+                args,
+            )
         }
         Target::Gas => {
             let user = [0, 1, 2].map(|d| size[d].saturating_sub(2));
@@ -249,7 +251,9 @@ pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
                         .into(),
                 });
             }
-            let skel = Skeleton::new(&size, gas::stencil()).init(gas::init(user));
+            let skel = Skeleton::new(&size, gas::stencil())
+                .init(gas::init(user))
+                .alb(Some(alb));
             execute(
                 skel,
                 iters,

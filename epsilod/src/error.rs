@@ -31,8 +31,6 @@ pub enum ConfigError {
     Kernel(String),
     #[error("give devices with --devices or --device-file, not both")]
     DevicesTwice,
-    #[error("ALB heuristic '{0}' is recognised but the load-balancing mechanism is not in this build yet: use --alb none")]
-    AlbUnavailable(String),
     #[error("cannot write report {path}: {why}")]
     Report { path: String, why: String },
     #[error(

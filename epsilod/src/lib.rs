@@ -15,6 +15,7 @@
 //! println!("{} cell updates/s", out.report.summary.cell_updates_per_second);
 //! ```
 
+pub mod alb;
 pub mod apps;
 pub mod cli;
 pub mod devices;
@@ -22,7 +23,9 @@ pub mod error;
 pub mod output;
 pub mod report;
 pub mod skeleton;
+mod vp;
 
+pub use alb::Alb;
 pub use devices::{DeviceKind, DeviceSpec};
 pub use error::ConfigError;
 pub use hitmap::Partition;

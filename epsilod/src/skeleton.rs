@@ -3,11 +3,12 @@
 //! iterations and an init function; the skeleton partitions, allocates,
 //! exchanges halos (overlapped with the inner compute) and gathers the result.
 
+use crate::alb::Alb;
 use crate::devices::DeviceSpec;
 use crate::error::ConfigError;
 use crate::report::{median, DeviceIteration, IterationRecord, Report, ReportConfig, Summary};
-use controllers::Controller;
-use hitmap::{in_process, split_border, HaloPlan, InProcess, Layout, Partition, Shape, Transport};
+use crate::vp::{self, Shared, VpResult};
+use hitmap::{in_process, Layout, Partition, Shape};
 use kernels::{library_kernel, Cell, Generic, Kernel, KernelChoice, Library, Real, StencilSpec};
 use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,6 +82,7 @@ pub struct Skeleton<T> {
     init: InitFn<T>,
     devices: Vec<DeviceSpec>,
     partition: Partition,
+    alb: Option<Alb>,
     progress: bool,
 }
 
@@ -96,6 +98,7 @@ impl<T: Cell> Skeleton<T> {
             init: Arc::new(|_| T::zeroed()),
             devices: vec![DeviceSpec::cpu(crate::devices::all_cores())],
             partition: Partition::Multi,
+            alb: None,
             progress: false,
         }
     }
@@ -117,6 +120,12 @@ impl<T: Cell> Skeleton<T> {
 
     pub fn partition(mut self, p: Partition) -> Self {
         self.partition = p;
+        self
+    }
+
+    /// Automatic load balancing (needs a weighted partition, `w<d>`).
+    pub fn alb(mut self, alb: Option<Alb>) -> Self {
+        self.alb = alb;
         self
     }
 
@@ -178,6 +187,11 @@ impl<T: Cell> Skeleton<T> {
                 why: "no devices given".into(),
             });
         }
+        if let Some(a) = &self.alb {
+            if a.name != "none" && !matches!(self.partition, Partition::Weighted(_)) {
+                return Err(ConfigError::AlbNeedsWeights(a.name.clone()));
+            }
+        }
         let weights: Vec<f64> = self.devices.iter().map(|d| d.weight).collect();
         let layout = Layout::new(
             &interior,
@@ -194,16 +208,16 @@ impl<T: Cell> Skeleton<T> {
     pub fn run(&self) -> Result<Outcome<T>, ConfigError> {
         let started = Instant::now();
         let layout = self.layout()?;
-        let plan = HaloPlan::new(&layout, self.stencil.kernel.footprint())?;
         let ndev = self.devices.len();
         let progress = AtomicU64::new(0);
+        let alb = self.alb.as_ref().filter(|a| a.name != "none");
         let shared = Shared {
             size: &self.size,
             stencil: &self.stencil,
             iters: self.iters,
             init: &self.init,
             layout: &layout,
-            plan: &plan,
+            alb,
             progress: &progress,
         };
         let endpoints = in_process::<T>(ndev);
@@ -216,7 +230,7 @@ impl<T: Cell> Skeleton<T> {
                     let spec = &self.devices[p];
                     std::thread::Builder::new()
                         .name(format!("epsilod-vp{p}"))
-                        .spawn_scoped(s, move || run_vp(shared, spec, p, ep))
+                        .spawn_scoped(s, move || vp::run(shared, spec, p, ep))
                         .expect("spawning a virtual process thread")
                 })
                 .collect();
@@ -275,7 +289,6 @@ impl<T: Cell> Skeleton<T> {
     }
 
     fn report(&self, layout: &Layout, results: &[VpResult<T>], total: f64) -> Report {
-        let row_dim = layout.cut_dims().first().copied().unwrap_or(0);
         let iterations: Vec<IterationRecord> = (0..self.iters as usize)
             .map(|i| IterationRecord {
                 iter: i as u64,
@@ -285,7 +298,7 @@ impl<T: Cell> Skeleton<T> {
                     .map(|r| DeviceIteration {
                         compute_seconds: r.stats[i].compute,
                         comm_seconds: r.stats[i].comm,
-                        rows: r.block.sig(row_dim).card(),
+                        rows: r.stats[i].rows,
                     })
                     .collect(),
             })
@@ -305,13 +318,14 @@ impl<T: Cell> Skeleton<T> {
             })
             .sum::<f64>()
             / n;
+        let redistributions = results[0].redistributions.clone();
         Report {
             config: ReportConfig {
                 stencil: self.stencil.name.clone(),
                 size: self.size.clone(),
                 iters: self.iters,
                 devices: self.devices.iter().map(|d| d.to_string()).collect(),
-                alb: "none".into(),
+                alb: self.alb.as_ref().map_or("none".into(), |a| a.name.clone()),
                 partition: self.partition.to_string(),
                 kernel: self.stencil.kernel_kind.clone(),
             },
@@ -320,8 +334,8 @@ impl<T: Cell> Skeleton<T> {
                 loop_seconds,
                 mean_iteration_seconds: secs.iter().sum::<f64>() / n,
                 median_iteration_seconds: median(&secs),
-                rebalances: 0,
-                redistribution_seconds_total: 0.0,
+                rebalances: redistributions.len(),
+                redistribution_seconds_total: redistributions.iter().map(|r| r.seconds).sum(),
                 cell_updates_per_second: if loop_seconds > 0.0 {
                     cells / loop_seconds
                 } else {
@@ -330,8 +344,8 @@ impl<T: Cell> Skeleton<T> {
                 skeleton_overhead_seconds_per_iteration: overhead,
             },
             iterations,
-            redistributions: Vec::new(),
-            heuristic: Vec::new(),
+            redistributions,
+            heuristic: results[0].decisions.clone(),
         }
     }
 }
@@ -371,139 +385,4 @@ fn first_cause<T>(
         Some(e) => Err(e),
         None => Ok(ok),
     }
-}
-
-/// What every virtual process shares (read-only).
-struct Shared<'a, T> {
-    size: &'a [usize],
-    stencil: &'a Stencil<T>,
-    iters: u64,
-    init: &'a InitFn<T>,
-    layout: &'a Layout,
-    plan: &'a HaloPlan,
-    progress: &'a AtomicU64,
-}
-
-#[derive(Clone, Copy, Default)]
-struct IterStats {
-    wall: f64,
-    compute: f64,
-    comm: f64,
-}
-
-struct VpResult<T> {
-    block: Shape,
-    data: Vec<T>,
-    stats: Vec<IterStats>,
-    loop_seconds: f64,
-}
-
-fn run_vp<T: Cell>(
-    sh: &Shared<'_, T>,
-    spec: &DeviceSpec,
-    p: usize,
-    mut ep: InProcess<T>,
-) -> Result<VpResult<T>, ConfigError> {
-    let fail = |why: String| ConfigError::Run {
-        vp: p,
-        device: spec.to_string(),
-        why,
-    };
-    let mut dev = spec.build::<T>()?;
-    let block = sh.layout.block(p).clone();
-    let fp = sh.stencil.kernel.footprint();
-    let reach_low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
-    let reach_high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
-    let global = Shape::from_sizes(sh.size);
-    let extent = block.expand(&reach_low, &reach_high).intersect(&global);
-
-    let mut stats = Vec::with_capacity(sh.iters as usize);
-    let loop_start;
-    let data = if block.is_empty() {
-        // No rows: nothing to compute or exchange, but stay in step.
-        loop_start = Instant::now();
-        stats.resize(sh.iters as usize, IterStats::default());
-        Vec::new()
-    } else {
-        let e = |x: controllers::DeviceError| fail(x.to_string());
-        let mut cur = dev.alloc(&extent, &extent).map_err(e)?;
-        let mut next = dev.alloc(&extent, &extent).map_err(e)?;
-        let init = sh.init.as_ref();
-        dev.fill(cur, &extent, init).map_err(e)?;
-        dev.fill(next, &extent, init).map_err(e)?;
-        let k = dev.load(sh.stencil.kernel.clone()).map_err(e)?;
-        // Border strips only along axes with neighbours: elsewhere they would
-        // split the work into thin launches for nothing.
-        let topo = sh.layout.topology().dims();
-        let cut: Vec<bool> = (0..block.ndims())
-            .map(|d| {
-                sh.layout
-                    .cut_dims()
-                    .iter()
-                    .position(|&c| c == d)
-                    .is_some_and(|axis| topo[axis] > 1)
-            })
-            .collect();
-        // Neighbours below read up to `high` rows into this block, those above `low`.
-        let (strips, inner) = split_border(&block, &reach_high, &reach_low, &cut);
-        let halo = sh.plan.vp(p);
-        let mut spare: Vec<Vec<T>> = Vec::new();
-        loop_start = Instant::now();
-        for it in 0..sh.iters {
-            let t0 = Instant::now();
-            dev.set_iteration(it);
-            for s in &strips {
-                dev.launch(k, cur, next, s).map_err(e)?;
-            }
-            dev.wait().map_err(e)?;
-            let t1 = Instant::now();
-            for x in &halo.sends {
-                let mut buf = spare.pop().unwrap_or_default();
-                buf.clear();
-                for r in &x.regions {
-                    dev.read(next, r, &mut buf).map_err(e)?;
-                }
-                ep.send(x.peer, it, buf).map_err(|t| fail(t.to_string()))?;
-            }
-            let mut comm = t1.elapsed().as_secs_f64();
-            // The inner region computes while the border halos travel.
-            dev.launch(k, cur, next, &inner).map_err(e)?;
-            let t2 = Instant::now();
-            for x in &halo.recvs {
-                let msg = ep.recv(x.peer, it).map_err(|t| fail(t.to_string()))?;
-                if msg.len() != x.card() {
-                    return Err(fail(format!(
-                        "halo from {} has {} cells, expected {}",
-                        x.peer,
-                        msg.len(),
-                        x.card()
-                    )));
-                }
-                let mut off = 0;
-                for r in &x.regions {
-                    dev.write(next, r, &msg[off..off + r.card()]).map_err(e)?;
-                    off += r.card();
-                }
-                spare.push(msg);
-            }
-            dev.wait().map_err(e)?;
-            comm += t2.elapsed().as_secs_f64();
-            std::mem::swap(&mut cur, &mut next);
-            stats.push(IterStats {
-                wall: t0.elapsed().as_secs_f64(),
-                compute: dev.take_kernel_seconds(),
-                comm,
-            });
-            sh.progress.fetch_max(it + 1, Ordering::Relaxed);
-        }
-        let mut out = Vec::with_capacity(block.card());
-        dev.read(cur, &block, &mut out).map_err(e)?;
-        out
-    };
-    Ok(VpResult {
-        block,
-        data,
-        stats,
-        loop_seconds: loop_start.elapsed().as_secs_f64(),
-    })
 }

@@ -128,6 +128,31 @@ impl Shape {
         Shape::new(sigs)
     }
 
+    /// The elements of `self` not in `other`, as disjoint shapes. Both must be
+    /// contiguous (stride 1).
+    pub fn difference(&self, other: &Shape) -> Vec<Shape> {
+        let mut rest = self.clone();
+        let mut parts = Vec::new();
+        if self.is_empty() {
+            return parts;
+        }
+        if self.intersect(other).is_empty() {
+            return vec![self.clone()];
+        }
+        for d in 0..self.ndims() {
+            let (r, o) = (rest.sig(d), other.sig(d));
+            let below = Sig::range(r.begin(), o.begin().min(r.end()));
+            let above = Sig::range(o.end().max(r.begin()), r.end());
+            for part in [below, above] {
+                if !part.is_empty() {
+                    parts.push(rest.with_sig(d, part));
+                }
+            }
+            rest = rest.with_sig(d, r.intersect(&o));
+        }
+        parts
+    }
+
     /// Element indices in row-major order.
     pub fn iter(&self) -> ShapeIter {
         ShapeIter {
@@ -232,6 +257,22 @@ mod tests {
             let got: Vec<_> = i.iter().collect();
             prop_assert_eq!(got, want);
             prop_assert_eq!(i.card(), a.iter().filter(|x| bsig.contains(x)).count());
+        }
+
+        #[test]
+        fn difference_is_set_difference(
+            (a, b) in (1usize..4).prop_flat_map(|n| {
+                let one = prop::collection::vec((-5i64..5, 0i64..7), n)
+                    .prop_map(|v| Shape::from_ranges(&v.iter().map(|&(b, l)| (b, b + l)).collect::<Vec<_>>()));
+                (one.clone(), one)
+            })
+        ) {
+            let parts = a.difference(&b);
+            for x in a.iter() {
+                let n = parts.iter().filter(|p| p.contains(&x)).count();
+                prop_assert_eq!(n, usize::from(!b.contains(&x)));
+            }
+            prop_assert!(parts.iter().all(|p| a.contains_shape(p)));
         }
 
         #[test]

@@ -1,0 +1,171 @@
+//! Load balancing: rebalances never change results, conserve every row, and
+//! move work off slow devices.
+
+use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
+use heuristics::{Decision, Heuristic, Snapshot};
+use kernels::reference;
+use kernels::{basic_init, KernelChoice, Library};
+use proptest::prelude::*;
+
+/// Rebalances at given iterations to given weights.
+struct Scripted(Vec<(u64, Vec<f64>)>);
+
+impl Heuristic for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+        match self.0.iter().find(|(at, _)| *at == s.iter) {
+            Some((_, w)) => Decision {
+                weights: Some(w.clone()),
+                ..Decision::yes()
+            },
+            None => Decision::no(),
+        }
+    }
+}
+
+fn noise(idx: &[i64]) -> f32 {
+    let mut h: u64 = 0x2545_f491_4f6c_dd1d;
+    for &i in idx {
+        h = (h ^ i as u64).wrapping_mul(0x100_0000_01b3).rotate_left(31);
+    }
+    ((h >> 42) as f32) / (1u64 << 22) as f32
+}
+
+fn bits(a: &ndarray::ArrayD<f32>) -> Vec<u32> {
+    a.iter().map(|v| v.to_bits()).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+    #[test]
+    fn scripted_rebalances_change_nothing_but_the_layout(
+        which in 0usize..5,
+        size in 16usize..40,
+        devices in 2usize..5,
+        events in prop::collection::vec((2u64..45, prop::collection::vec(0.05f64..5.0, 4)), 0..6),
+    ) {
+        let lib = [Library::S2d4, Library::S2dnc8, Library::S3d27, Library::S2df5, Library::S1dnc4][which];
+        let spec = lib.spec();
+        let size = if lib.ndims() == 3 { size / 2 + 4 } else { size };
+        let sizes = vec![size; lib.ndims()];
+        let iters = 50u64;
+        let script: Vec<(u64, Vec<f64>)> = events.iter().map(|(at, w)| (*at, w[..devices].to_vec())).collect();
+        let s2 = script.clone();
+        let alb = Alb::custom("scripted", move || Box::new(Scripted(s2.clone()))).window(2);
+        let (low, high, sz) = (spec.low.clone(), spec.high.clone(), sizes.clone());
+        let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + noise(i);
+        let run = Skeleton::new(&sizes, Stencil::<f32>::library(lib, KernelChoice::Specialized))
+            .iterations(iters)
+            .init(init.clone())
+            .devices(vec![DeviceSpec::cpu(1); devices])
+            .partition(Partition::Weighted(0))
+            .alb(Some(alb))
+            .run();
+        let out = match run {
+            Ok(o) => o,
+            // A starting layout too thin for the stencil is refused up front.
+            Err(epsilod::ConfigError::Layout(hitmap::HitmapError::TooThin { .. })) => return Ok(()),
+            Err(e) => panic!("{e}"),
+        };
+        let want = reference::run(&sizes, &spec.low, &spec.high, iters as usize, init, reference::library_formula(lib));
+        prop_assert_eq!(bits(&out.grid), bits(&want));
+        // Every iteration, the devices' rows add up to the interior: no row lost or doubled.
+        let interior = size - spec.low[0] - spec.high[0];
+        for it in &out.report.iterations {
+            prop_assert_eq!(it.devices.iter().map(|d| d.rows).sum::<usize>(), interior);
+        }
+        // Every scripted event is acted on, except those that come while the
+        // window refills (2 iterations) after the previous rebalance.
+        let decisions: Vec<(u64, String)> = out.report.heuristic.iter()
+            .filter(|h| h["decision"] != "keep")
+            .map(|h| (h["iter"].as_u64().unwrap(), h["decision"].as_str().unwrap().to_string()))
+            .collect();
+        let mut planned: Vec<u64> = script.iter().map(|(at, _)| *at).filter(|at| at + 1 < iters).collect();
+        planned.sort();
+        planned.dedup();
+        let mut want = Vec::new();
+        let mut next_check = 1;
+        for at in planned {
+            if at >= next_check {
+                want.push(at);
+                let skipped = decisions.iter().any(|(i, d)| *i == at && d.starts_with("skipped"));
+                next_check = if skipped { at + 1 } else { at + 2 };
+            }
+        }
+        prop_assert_eq!(decisions.iter().map(|d| d.0).collect::<Vec<_>>(), want);
+        prop_assert_eq!(out.report.summary.rebalances, out.report.redistributions.len());
+        for r in &out.report.redistributions {
+            prop_assert!((r.weights_after.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+            prop_assert_eq!(r.bytes_moved % 4, 0);
+        }
+    }
+}
+
+fn slow_run(alb: &str, slowdown: &str, iters: u64) -> epsilod::Outcome<f32> {
+    Skeleton::new(
+        &[514, 514],
+        Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+    )
+    .iterations(iters)
+    .devices(vec![
+        DeviceSpec::parse("cpu:threads=1").unwrap(),
+        DeviceSpec::parse(&format!("cpu:threads=1,slowdown={slowdown}")).unwrap(),
+    ])
+    .partition(Partition::Weighted(0))
+    .alb(Some(Alb::named(alb).unwrap()))
+    .run()
+    .unwrap()
+}
+
+#[test]
+fn rows_move_off_a_slow_device() {
+    // A 3x slower device: ideally a quarter of the rows. The margin is wide:
+    // this checks the direction and rough size of the move, not timing.
+    for alb in ["next-alb", "cost-aware", "welch"] {
+        let out = slow_run(alb, "3", 200);
+        let last = out.report.iterations.last().unwrap();
+        let share = last.devices[1].rows as f64 / 512.0;
+        assert!(out.report.summary.rebalances >= 1, "{alb}");
+        assert!(
+            share < 0.4,
+            "{alb}: slow device still has {share:.2} of the rows"
+        );
+        let r = &out.report.redistributions[0];
+        assert_eq!(r.iter, 29, "{alb}: first at the first full window");
+        assert!(
+            r.rows_moved > 0 && r.bytes_moved == r.rows_moved * 512 * 4,
+            "{r:?}"
+        );
+    }
+}
+
+#[test]
+fn our_heuristics_react_to_a_device_slowing_down_later() {
+    for alb in ["cost-aware", "welch"] {
+        let out = slow_run(alb, "4@150", 400);
+        let late: Vec<u64> = out
+            .report
+            .redistributions
+            .iter()
+            .map(|r| r.iter)
+            .filter(|&i| i >= 150)
+            .collect();
+        assert!(!late.is_empty(), "{alb}: no rebalance after the slowdown");
+        assert!(late[0] < 250, "{alb}: first reaction at {}", late[0]);
+    }
+}
+
+#[test]
+fn alb_needs_a_weighted_partition() {
+    let r = Skeleton::new(
+        &[20, 20],
+        Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+    )
+    .devices(vec![DeviceSpec::cpu(1); 2])
+    .partition(Partition::Single(0))
+    .alb(Some(Alb::named("welch").unwrap()))
+    .run();
+    assert!(matches!(r, Err(epsilod::ConfigError::AlbNeedsWeights(_))));
+}

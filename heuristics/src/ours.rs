@@ -1,0 +1,115 @@
+//! Heuristics of our own: they know the remaining iteration count, the
+//! measured cost of a rebalance and the noise of the measurements.
+
+use crate::stats::{balanced_time, welch_t_test};
+use crate::{Decision, DeviceWindow, Heuristic, Rebalanced, Snapshot};
+
+/// The cost of a rebalance before any was measured, in iterations of the
+/// current kind: a guess on the safe side (the skeleton's target is <= 5).
+const PRIOR_COST_ITERATIONS: f64 = 5.0;
+
+/// Rebalance when the predicted saving over the remaining iterations
+/// (`remaining x (worst - balanced)`) exceeds `margin` times the cost of a
+/// rebalance (the mean measured so far), and the imbalance is at least
+/// `min_gain` of an iteration, below which it is indistinguishable from noise.
+pub struct CostAware {
+    pub margin: f64,
+    pub min_gain: f64,
+    costs: Vec<f64>,
+}
+
+impl Default for CostAware {
+    fn default() -> CostAware {
+        CostAware {
+            margin: 2.0,
+            min_gain: 0.05,
+            costs: Vec::new(),
+        }
+    }
+}
+
+fn cost_estimate(costs: &[f64], worst: f64) -> f64 {
+    if costs.is_empty() {
+        PRIOR_COST_ITERATIONS * worst
+    } else {
+        costs.iter().sum::<f64>() / costs.len() as f64
+    }
+}
+
+impl Heuristic for CostAware {
+    fn name(&self) -> &str {
+        "cost-aware"
+    }
+    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+        let worst = s.worst();
+        let balanced = balanced_time(s.devices);
+        let gain = (worst - balanced).max(0.0);
+        let saving = gain * s.remaining as f64;
+        let cost = cost_estimate(&self.costs, worst);
+        let yes = worst > 0.0 && gain / worst >= self.min_gain && saving > self.margin * cost;
+        Decision::when(yes)
+            .with("worst", worst)
+            .with("balanced", balanced)
+            .with("saving", saving)
+            .with("cost", cost)
+    }
+    fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
+        self.costs.push(r.seconds);
+    }
+}
+
+/// Rebalance only when the slowest device is slower than the fastest with
+/// significance (one-sided Welch t-test on their windows, p < `alpha`), by at
+/// least `min_gain` of an iteration, and the saving over the remaining
+/// iterations pays for a rebalance.
+pub struct Welch {
+    pub alpha: f64,
+    pub min_gain: f64,
+    costs: Vec<f64>,
+}
+
+impl Default for Welch {
+    fn default() -> Welch {
+        // alpha is strict because the test runs every iteration.
+        Welch {
+            alpha: 1e-3,
+            min_gain: 0.03,
+            costs: Vec::new(),
+        }
+    }
+}
+
+impl Heuristic for Welch {
+    fn name(&self) -> &str {
+        "welch"
+    }
+    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+        let by_mean = |a: &&DeviceWindow, b: &&DeviceWindow| a.mean().total_cmp(&b.mean());
+        let (Some(slow), Some(fast)) = (
+            s.devices.iter().max_by(by_mean),
+            s.devices.iter().min_by(by_mean),
+        ) else {
+            return Decision::no();
+        };
+        let Some(test) = welch_t_test(&slow.samples, &fast.samples) else {
+            return Decision::no();
+        };
+        let worst = slow.mean();
+        let balanced = balanced_time(s.devices);
+        let gain = (worst - balanced).max(0.0);
+        let cost = cost_estimate(&self.costs, worst);
+        let yes = test.p_greater < self.alpha
+            && worst > 0.0
+            && gain / worst >= self.min_gain
+            && gain * s.remaining as f64 > cost;
+        Decision::when(yes)
+            .with("t", test.t)
+            .with("p", test.p_greater)
+            .with("worst", worst)
+            .with("balanced", balanced)
+            .with("cost", cost)
+    }
+    fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
+        self.costs.push(r.seconds);
+    }
+}

@@ -1,0 +1,130 @@
+//! Statistics the heuristics share.
+
+use crate::DeviceWindow;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// New weights proportional to each device's measured throughput (rows per
+/// second): EPSILOD's `w_k = S / t_k` with `t_k` the time per row. A device
+/// with no rows or no time keeps the mean weight of the others.
+pub fn throughput_weights(devices: &[DeviceWindow]) -> Vec<f64> {
+    let raw: Vec<Option<f64>> = devices
+        .iter()
+        .map(|d| {
+            let t = d.seconds_per_row();
+            (t.is_finite() && t > 0.0).then(|| 1.0 / t)
+        })
+        .collect();
+    let known: Vec<f64> = raw.iter().flatten().copied().collect();
+    let fill = if known.is_empty() {
+        1.0
+    } else {
+        known.iter().sum::<f64>() / known.len() as f64
+    };
+    let w: Vec<f64> = raw.iter().map(|r| r.unwrap_or(fill)).collect();
+    let total: f64 = w.iter().sum();
+    w.iter().map(|x| x / total).collect()
+}
+
+/// Predicted iteration kernel time once rows follow throughput:
+/// all rows over the summed throughput.
+pub fn balanced_time(devices: &[DeviceWindow]) -> f64 {
+    let rows: usize = devices.iter().map(|d| d.rows).sum();
+    let rate: f64 = devices
+        .iter()
+        .map(|d| d.seconds_per_row())
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map(|t| 1.0 / t)
+        .sum();
+    if rate > 0.0 {
+        rows as f64 / rate
+    } else {
+        0.0
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WelchResult {
+    pub t: f64,
+    pub dof: f64,
+    /// One-sided p-value for "a is larger than b".
+    pub p_greater: f64,
+    /// Half-width of the 95% confidence interval of mean(a) - mean(b).
+    pub ci95: f64,
+}
+
+/// Welch's unequal-variance t-test of `a` against `b`.
+pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<WelchResult> {
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let var =
+        |v: &[f64], m: f64| v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0);
+    let (ma, mb) = (mean(a), mean(b));
+    let (va, vb) = (var(a, ma) / na, var(b, mb) / nb);
+    let se2 = va + vb;
+    if se2 <= 0.0 {
+        // No spread at all: the difference is exact.
+        let p = if ma > mb { 0.0 } else { 1.0 };
+        return Some(WelchResult {
+            t: f64::INFINITY.copysign(ma - mb),
+            dof: na + nb - 2.0,
+            p_greater: p,
+            ci95: 0.0,
+        });
+    }
+    let t = (ma - mb) / se2.sqrt();
+    let dof = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    let dist = StudentsT::new(0.0, 1.0, dof).ok()?;
+    Some(WelchResult {
+        t,
+        dof,
+        p_greater: 1.0 - dist.cdf(t),
+        ci95: dist.inverse_cdf(0.975) * se2.sqrt(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(rows: usize, t: f64) -> DeviceWindow {
+        DeviceWindow {
+            rows,
+            samples: vec![t; 30],
+        }
+    }
+
+    #[test]
+    fn weights_follow_throughput() {
+        // Same rows, one device 3x slower: it should get a quarter.
+        let got = throughput_weights(&[w(100, 3.0), w(100, 1.0)]);
+        assert!((got[0] - 0.25).abs() < 1e-12 && (got[1] - 0.75).abs() < 1e-12);
+        // Balanced: 200 rows at 1/3 + 1 rows per unit time -> 150 time units... per row times 0.03 and 0.01.
+        let b = balanced_time(&[w(100, 3.0), w(100, 1.0)]);
+        assert!((b - 1.5).abs() < 1e-12, "{b}");
+        // A device without rows gets the others' mean weight.
+        let got = throughput_weights(&[w(0, 0.0), w(50, 1.0), w(50, 1.0)]);
+        assert!(got.iter().all(|x| (x - 1.0 / 3.0).abs() < 1e-12));
+    }
+
+    #[test]
+    fn welch_matches_a_textbook_case() {
+        // Two samples with known Welch statistics (computed independently).
+        let a = [
+            27.5, 21.0, 19.0, 23.6, 17.0, 17.9, 16.9, 20.1, 21.9, 22.6, 23.1, 19.6, 19.0, 21.7,
+            21.4,
+        ];
+        let b = [
+            27.1, 22.0, 20.8, 23.4, 23.4, 23.5, 25.8, 22.0, 24.8, 20.2, 21.9, 22.1, 22.9, 20.5,
+            24.4,
+        ];
+        let r = welch_t_test(&a, &b).unwrap();
+        assert!((r.t - -2.46).abs() < 0.01, "{r:?}");
+        assert!((r.dof - 24.99).abs() < 0.05, "{r:?}");
+        // two-sided p = 0.021 -> one-sided "a > b" is 1 - 0.0105
+        assert!((r.p_greater - (1.0 - 0.0105)).abs() < 0.002, "{r:?}");
+        assert!(welch_t_test(&a[..1], &b).is_none());
+    }
+}
