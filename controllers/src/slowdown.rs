@@ -5,12 +5,27 @@ use crate::error::DeviceError;
 use hitmap::Shape;
 use kernels::Kernel;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Sleeps most of `d`, then yields until it has passed.
+fn wait_precisely(d: Duration) {
+    const SPIN: Duration = Duration::from_micros(150);
+    let until = Instant::now() + d;
+    if d > SPIN {
+        std::thread::sleep(d - SPIN);
+    }
+    while Instant::now() < until {
+        std::thread::yield_now();
+    }
+}
 
 /// Wraps any controller so that, from iteration `from_iter` on, every kernel
 /// takes `factor` times as long: after each launch it waits the extra
-/// `(factor - 1) x` the measured kernel time (sleeping, so the core is free as
-/// it would be with a slower remote device), and reports the longer time.
+/// `(factor - 1) x` the measured kernel time, and reports the time really
+/// spent. The wait sleeps (freeing the core, as a slower remote device
+/// would) and spins only its last stretch: a plain sleep overshoots by tens
+/// of microseconds, which at sub-millisecond kernels made the device
+/// measurably slower than the factor claimed.
 pub struct Slowdown<C> {
     inner: C,
     factor: f64,
@@ -95,8 +110,9 @@ impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
         self.inner.wait()?;
         let t = self.inner.take_kernel_seconds();
         if self.active() {
-            std::thread::sleep(Duration::from_secs_f64(t * (self.factor - 1.0)));
-            self.seconds += t * self.factor;
+            let start = Instant::now();
+            wait_precisely(Duration::from_secs_f64(t * (self.factor - 1.0)));
+            self.seconds += t + start.elapsed().as_secs_f64();
         } else {
             self.seconds += t;
         }

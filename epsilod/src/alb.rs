@@ -30,7 +30,7 @@ impl Alb {
             name: name.to_string(),
             factory: Arc::new(move || heuristics::by_name(&n).expect("checked above")),
             window: 30,
-            spare: 0.5,
+            spare: 1.0,
         })
     }
 
@@ -43,7 +43,7 @@ impl Alb {
             name: name.to_string(),
             factory: Arc::new(factory),
             window: 30,
-            spare: 0.5,
+            spare: 1.0,
         }
     }
 

@@ -29,6 +29,8 @@ pub enum ConfigError {
     Layout(#[from] hitmap::HitmapError),
     #[error("{0}")]
     Kernel(String),
+    #[error("unknown init '{0}': use basic (EPSILOD's values) or random")]
+    Init(String),
     #[error("give devices with --devices or --device-file, not both")]
     DevicesTwice,
     #[error("cannot write report {path}: {why}")]

@@ -17,6 +17,8 @@ use std::time::Instant;
 
 /// Tags above every iteration number: redistribution traffic.
 const REDISTRIBUTE_TAG: u64 = 1 << 62;
+/// Tags of the per-iteration kernel times.
+const TIMES_TAG: u64 = 1 << 61;
 
 /// What every virtual process reads.
 pub(crate) struct Shared<'a, T> {
@@ -151,6 +153,8 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             heuristic: (a.factory)(),
             windows: Windows::new(self.geo.layout.procs(), a.window),
             rebalances: 0,
+            last_compute: 0.0,
+            fresh_from: 0,
         });
         if let Some(a) = alb.as_mut() {
             a.heuristic.init(sh.iters);
@@ -163,18 +167,26 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             let rows = self.rows_of(self.p);
             let (compute, mut comm) = self.step(it)?;
             if let Some(a) = alb.as_mut() {
+                // Kernel times travel point to point and are read one iteration
+                // later, when they have long arrived: no process waits on the
+                // gather, and all decide on the same numbers at the same iteration.
                 let tg = Instant::now();
-                let times = self
-                    .ep
-                    .all_gather(&[compute])
-                    .map_err(|e| self.net_err(e))?;
+                let peers = self.geo.layout.procs();
+                for q in (0..peers).filter(|&q| q != self.p) {
+                    self.ep
+                        .send_values(q, TIMES_TAG + it, vec![compute])
+                        .map_err(|e| self.net_err(e))?;
+                }
+                if it >= 1 {
+                    let row = self.gather_times(it - 1, a.last_compute)?;
+                    if it > a.fresh_from {
+                        a.windows.push(&row);
+                    }
+                }
+                a.last_compute = compute;
                 comm += tg.elapsed().as_secs_f64();
-                a.windows
-                    .push(&times.iter().map(|t| t[0]).collect::<Vec<_>>());
                 if a.windows.full() && it + 1 < sh.iters {
-                    let rows: Vec<usize> = (0..self.geo.layout.procs())
-                        .map(|q| self.rows_of(q))
-                        .collect();
+                    let rows: Vec<usize> = (0..peers).map(|q| self.rows_of(q)).collect();
                     let windows = a.windows.snapshot(&rows);
                     let snap = Snapshot {
                         iter: it,
@@ -183,25 +195,33 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                         devices: &windows,
                     };
                     let d = a.heuristic.check(&snap);
-                    let mut entry = serde_json::json!({
-                        "iter": it,
-                        "decision": if d.rebalance { "rebalance" } else { "keep" },
+                    // Every process decides; process 0 keeps the record.
+                    let mut entry = (self.p == 0).then(|| {
+                        let mut e = serde_json::json!({
+                            "iter": it,
+                            "decision": if d.rebalance { "rebalance" } else { "keep" },
+                        });
+                        for (k, v) in &d.values {
+                            e[*k] = serde_json::json!(v);
+                        }
+                        e
                     });
-                    for (k, v) in &d.values {
-                        entry[*k] = serde_json::json!(v);
-                    }
                     if d.rebalance {
                         match self.rebalance(it, a, &windows, d.weights.clone())? {
-                            Some(r) => redistributions.push(r),
+                            Some(r) => {
+                                // This iteration's times predate the new layout.
+                                a.fresh_from = it + 1;
+                                redistributions.push(r);
+                            }
                             None => {
-                                entry["decision"] =
-                                    "skipped: blocks would be thinner than the stencil".into()
+                                if let Some(e) = entry.as_mut() {
+                                    e["decision"] =
+                                        "skipped: blocks would be thinner than the stencil".into();
+                                }
                             }
                         }
                     }
-                    if self.p == 0 {
-                        decisions.push(entry);
-                    }
+                    decisions.extend(entry);
                 }
             }
             stats.push(IterStats {
@@ -213,6 +233,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             sh.progress.fetch_max(it + 1, Ordering::Relaxed);
         }
         if let Some(a) = alb.as_mut() {
+            if sh.iters > 0 {
+                // Collect the last times, so no message is left behind.
+                self.gather_times(sh.iters - 1, a.last_compute)?;
+            }
             a.heuristic.end();
         }
         let loop_seconds = started.elapsed().as_secs_f64();
@@ -232,6 +256,23 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             },
             decisions,
         })
+    }
+
+    /// Every process's kernel time of iteration `it` (this one's is `mine`).
+    fn gather_times(&mut self, it: u64, mine: f64) -> Result<Vec<f64>, ConfigError> {
+        (0..self.geo.layout.procs())
+            .map(|q| {
+                if q == self.p {
+                    Ok(mine)
+                } else {
+                    let v = self
+                        .ep
+                        .recv_values(q, TIMES_TAG + it)
+                        .map_err(|e| self.net_err(e))?;
+                    Ok(v.first().copied().unwrap_or(0.0))
+                }
+            })
+            .collect()
     }
 
     /// Rows of process `q` along the balanced (or first cut) dimension.
@@ -322,6 +363,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         windows: &[heuristics::DeviceWindow],
         chosen: Option<Vec<f64>>,
     ) -> Result<Option<Redistribution>, ConfigError> {
+        // Start together, so the time measured is the redistribution's, not
+        // the slow device finishing its last unbalanced iteration.
+        self.ep.barrier().map_err(|e| self.net_err(e))?;
         let t0 = Instant::now();
         let old = self.geo.layout.clone();
         let Partition::Weighted(d) = old.partition() else {
@@ -421,6 +465,10 @@ struct AlbState {
     heuristic: Box<dyn Heuristic>,
     windows: Windows,
     rebalances: usize,
+    /// This process's kernel time of the previous iteration.
+    last_compute: f64,
+    /// First iteration whose times describe the current layout.
+    fresh_from: u64,
 }
 
 fn geometry(

@@ -221,6 +221,10 @@ fn bad_input_is_one_clear_line() {
             "unexpected argument '--bogus'",
         ),
         (a!["launch"], "unrecognized subcommand 'launch'"),
+        (
+            a!["run", "2d4", "--size", "10", "--init", "lumpy"],
+            "unknown init 'lumpy'",
+        ),
     ];
     for (args, want) in &cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();

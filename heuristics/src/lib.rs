@@ -36,6 +36,30 @@ impl DeviceWindow {
         }
     }
 
+    /// Median of the samples (0 if none): robust to the occasional spike a
+    /// shared machine puts into a window.
+    pub fn median(&self) -> f64 {
+        if self.samples.is_empty() {
+            return 0.0;
+        }
+        let mut s = self.samples.clone();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            (s[n / 2 - 1] + s[n / 2]) / 2.0
+        }
+    }
+
+    /// This window summarised by its median: one sample, the same rows.
+    pub fn robust(&self) -> DeviceWindow {
+        DeviceWindow {
+            rows: self.rows,
+            samples: vec![self.median()],
+        }
+    }
+
     /// Unbiased sample variance (0 with fewer than two samples).
     pub fn variance(&self) -> f64 {
         let n = self.samples.len();

@@ -28,6 +28,10 @@ pub trait Transport<T>: Send {
     fn send(&mut self, to: usize, tag: u64, data: Vec<T>) -> Result<(), TransportError>;
     /// Waits for the next message from `from` with `tag`.
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<T>, TransportError>;
+    /// Starts sending a few f64 values (timings); never waits.
+    fn send_values(&mut self, to: usize, tag: u64, values: Vec<f64>) -> Result<(), TransportError>;
+    /// Waits for the next values from `from` with `tag`.
+    fn recv_values(&mut self, from: usize, tag: u64) -> Result<Vec<f64>, TransportError>;
     /// Every process's `values`, indexed by rank. All processes must call it.
     fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError>;
     /// Waits until every process has reached the barrier.
