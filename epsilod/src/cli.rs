@@ -6,6 +6,7 @@ use crate::apps::gas;
 use crate::devices::{all_cores, load_device_file, DeviceSpec};
 use crate::error::ConfigError;
 use crate::output::{self, OutputCell};
+use crate::report::Report;
 use crate::skeleton::{Skeleton, Stencil};
 use clap::{Args, Parser, Subcommand};
 use hitmap::{Partition, Shape};
@@ -28,8 +29,38 @@ struct Cli {
 enum Command {
     /// Run a stencil, an app or a stencil spec file.
     Run(Box<RunArgs>),
+    /// Run each heuristic of --alb (comma-separated) --reps times and print the statistics table.
+    Compare(Box<CompareArgs>),
+    /// Plot per-iteration times (several reports: with and without ALB), per-device kernel time
+    /// and row shares.
+    Plot(PlotArgs),
     /// List the library stencils, the apps and the devices found.
     List,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Reports written by `epsilod run --report`.
+    #[arg(required = true)]
+    pub reports: Vec<PathBuf>,
+    /// The figure: .png or .svg.
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Runs of each heuristic (interleaved, so drift in the machine's load hits all alike).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Also write the table as CSV.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Also write the table (and every run's summary) as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -118,6 +149,8 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Run(args) => run(&args),
+        Command::Compare(args) => compare(&args),
+        Command::Plot(args) => plot(&args),
         Command::List => {
             print!("{}", list());
             Ok(())
@@ -197,8 +230,107 @@ fn devices(args: &RunArgs) -> Result<Vec<DeviceSpec>, ConfigError> {
     }
 }
 
-/// Validates everything about a run before any work starts.
+/// `epsilod compare`: the heuristics of `--alb a,b,c`, `--reps` runs each.
+pub fn compare(args: &CompareArgs) -> Result<(), ConfigError> {
+    let names: Vec<String> = args
+        .run
+        .alb
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    for n in &names {
+        Alb::named(n).map_err(|_| ConfigError::UnknownAlb(n.clone()))?;
+    }
+    if args.reps < 2 {
+        return Err(ConfigError::Compare(format!(
+            "--reps {} is too few for statistics: use at least 2",
+            args.reps
+        )));
+    }
+    if args.run.output.is_some() || args.run.report.is_some() {
+        return Err(ConfigError::Compare(
+            "compare writes no --output or --report: use --csv or --json for its table".into(),
+        ));
+    }
+    for p in [&args.csv, &args.json].into_iter().flatten() {
+        check_report_path(p)?;
+    }
+    let mut reports: Vec<Vec<Report>> = vec![Vec::new(); names.len()];
+    for rep in 0..args.reps {
+        for (h, name) in names.iter().enumerate() {
+            let r = run_config(&args.run, name, false)?;
+            if !args.run.quiet {
+                eprintln!(
+                    "run {}/{} {name}: loop {:.4} s, {} rebalance(s)",
+                    rep + 1,
+                    args.reps,
+                    r.summary.loop_seconds,
+                    r.summary.rebalances
+                );
+            }
+            reports[h].push(r);
+        }
+    }
+    let rows = crate::compare::table(&names, &reports);
+    print!("{}", crate::compare::render(&rows));
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text).map_err(|e| ConfigError::Report {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })
+    };
+    if let Some(p) = &args.csv {
+        write(p, crate::compare::csv(&rows))?;
+    }
+    if let Some(p) = &args.json {
+        let runs: Vec<serde_json::Value> = names
+            .iter()
+            .zip(&reports)
+            .map(|(n, rs)| serde_json::json!({ "heuristic": n, "summaries": rs.iter().map(|r| &r.summary).collect::<Vec<_>>() }))
+            .collect();
+        let doc =
+            serde_json::json!({ "config": reports[0][0].config, "table": rows, "runs": runs });
+        write(
+            p,
+            serde_json::to_string_pretty(&doc).expect("tables serialise"),
+        )?;
+    }
+    Ok(())
+}
+
+/// `epsilod plot`: each report labelled by its heuristic (or file name if two share one).
+pub fn plot(args: &PlotArgs) -> Result<(), ConfigError> {
+    let mut runs = Vec::new();
+    for p in &args.reports {
+        let r = crate::plot::load_report(p)?;
+        runs.push((r.config.alb.clone(), r));
+    }
+    let names: Vec<String> = runs.iter().map(|(n, _)| n.clone()).collect();
+    for (i, p) in args.reports.iter().enumerate() {
+        if names.iter().filter(|n| **n == names[i]).count() > 1 {
+            runs[i].0 = format!(
+                "{} ({})",
+                names[i],
+                p.file_name()
+                    .map_or(String::new(), |f| f.to_string_lossy().into())
+            );
+        }
+    }
+    crate::plot::plot(&runs, &args.output)
+}
+
+/// `epsilod run`: one run, its files, and a summary on stdout.
 pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
+    let r = run_config(args, &args.alb, true)?;
+    if !args.quiet {
+        print_summary(&r);
+    }
+    Ok(())
+}
+
+/// Validates everything about a run before any work starts, runs it with
+/// heuristic `alb`, and writes its output and report when `write`.
+pub fn run_config(args: &RunArgs, alb: &str, write: bool) -> Result<Report, ConfigError> {
     let target = resolve(&args.stencil)?;
     let ndims = match &target {
         Target::Library(l) => l.ndims(),
@@ -209,7 +341,7 @@ pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
     let iters = parse_iters(&args.iters)?;
     let devices = devices(args)?;
     let partition: Partition = args.partition.parse()?;
-    let alb = Alb::named(&args.alb).map_err(|_| ConfigError::UnknownAlb(args.alb.clone()))?;
+    let alb = Alb::named(alb).map_err(|_| ConfigError::UnknownAlb(alb.to_string()))?;
     let choice: KernelChoice = args.kernel.parse().map_err(ConfigError::Kernel)?;
     if let Some(o) = &args.output {
         output::check_writable(o)?;
@@ -217,7 +349,7 @@ pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
     if let Some(r) = &args.report {
         check_report_path(r)?;
     }
-    let progress = !args.quiet && std::io::stderr().is_terminal();
+    let progress = write && !args.quiet && std::io::stderr().is_terminal();
     match target {
         Target::Library(lib) => {
             let st = Stencil::<f32>::library(lib, choice);
@@ -232,6 +364,7 @@ pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
                 progress,
                 None,
                 args,
+                write,
             )
         }
         Target::Spec(spec) => {
@@ -247,6 +380,7 @@ pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
                 progress,
                 None,
                 args,
+                write,
             )
         }
         Target::Gas => {
@@ -269,6 +403,7 @@ pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
                 progress,
                 Some(gas::user_domain(user)),
                 args,
+                write,
             )
         }
     }
@@ -324,6 +459,7 @@ fn check_report_path(path: &Path) -> Result<(), ConfigError> {
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn execute<T: OutputCell>(
     skel: Skeleton<T>,
     iters: u64,
@@ -332,7 +468,8 @@ fn execute<T: OutputCell>(
     progress: bool,
     output_region: Option<Shape>,
     args: &RunArgs,
-) -> Result<(), ConfigError> {
+    write: bool,
+) -> Result<Report, ConfigError> {
     let skel = skel
         .iterations(iters)
         .devices(devices)
@@ -340,6 +477,9 @@ fn execute<T: OutputCell>(
         .progress(progress);
     skel.layout()?;
     let out = skel.run()?;
+    if !write {
+        return Ok(out.report);
+    }
     if let Some(path) = &args.output {
         let view = match &output_region {
             None => out.grid.view(),
@@ -357,34 +497,34 @@ fn execute<T: OutputCell>(
             why: e.to_string(),
         })?;
     }
-    if !args.quiet {
-        let r = &out.report;
-        let size = r
-            .config
-            .size
-            .iter()
-            .map(|s| s.to_string())
-            .collect::<Vec<_>>()
-            .join("x");
-        println!(
-            "{} {} x {} iterations on {} device(s) [{}], partition {}, {} kernel",
-            r.config.stencil,
-            size,
-            r.config.iters,
-            r.config.devices.len(),
-            r.config.devices.join(" "),
-            r.config.partition,
-            r.config.kernel
-        );
-        println!(
+    Ok(out.report)
+}
+
+fn print_summary(r: &Report) {
+    let size = r
+        .config
+        .size
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join("x");
+    println!(
+        "{} {} x {} iterations on {} device(s) [{}], partition {}, {} kernel",
+        r.config.stencil,
+        size,
+        r.config.iters,
+        r.config.devices.len(),
+        r.config.devices.join(" "),
+        r.config.partition,
+        r.config.kernel
+    );
+    println!(
             "loop {:.3} s, median iteration {:.3} ms, {:.3e} cell updates/s, skeleton overhead {:.3} ms/iteration",
             r.summary.loop_seconds,
             r.summary.median_iteration_seconds * 1e3,
             r.summary.cell_updates_per_second,
             r.summary.skeleton_overhead_seconds_per_iteration * 1e3
         );
-    }
-    Ok(())
 }
 
 /// The text of `epsilod list`.

@@ -29,6 +29,10 @@ pub enum ConfigError {
     Layout(#[from] hitmap::HitmapError),
     #[error("{0}")]
     Kernel(String),
+    #[error("{0}")]
+    Compare(String),
+    #[error("cannot plot: {0}")]
+    Plot(String),
     #[error("unknown init '{0}': use basic (EPSILOD's values) or random")]
     Init(String),
     #[error("give devices with --devices or --device-file, not both")]

@@ -18,9 +18,11 @@
 pub mod alb;
 pub mod apps;
 pub mod cli;
+pub mod compare;
 pub mod devices;
 pub mod error;
 pub mod output;
+pub mod plot;
 pub mod report;
 pub mod skeleton;
 mod vp;

@@ -335,7 +335,10 @@ impl<T: Cell> Skeleton<T> {
                 mean_iteration_seconds: secs.iter().sum::<f64>() / n,
                 median_iteration_seconds: median(&secs),
                 rebalances: redistributions.len(),
-                redistribution_seconds_total: redistributions.iter().map(|r| r.seconds).sum(),
+                redistribution_seconds_total: redistributions
+                    .iter()
+                    .map(|r| r.seconds)
+                    .fold(0.0, |a, b| a + b),
                 cell_updates_per_second: if loop_seconds > 0.0 {
                     cells / loop_seconds
                 } else {
@@ -345,7 +348,7 @@ impl<T: Cell> Skeleton<T> {
             },
             iterations,
             redistributions,
-            heuristic: results[0].decisions.clone(),
+            heuristic: results[0].decisions.iter().map(|d| d.to_json()).collect(),
         }
     }
 }

@@ -46,7 +46,24 @@ pub(crate) struct VpResult<T> {
     pub loop_seconds: f64,
     /// Filled by virtual process 0 only (every process sees the same).
     pub redistributions: Vec<Redistribution>,
-    pub decisions: Vec<serde_json::Value>,
+    pub decisions: Vec<DecisionRecord>,
+}
+
+/// One heuristic check, as the report lists it.
+pub(crate) struct DecisionRecord {
+    pub iter: u64,
+    pub outcome: &'static str,
+    pub values: Vec<(&'static str, f64)>,
+}
+
+impl DecisionRecord {
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut e = serde_json::json!({ "iter": self.iter, "decision": self.outcome });
+        for (k, v) in &self.values {
+            e[*k] = serde_json::json!(v);
+        }
+        e
+    }
 }
 
 /// Where this process stands in the current layout.
@@ -195,17 +212,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                         devices: &windows,
                     };
                     let d = a.heuristic.check(&snap);
-                    // Every process decides; process 0 keeps the record.
-                    let mut entry = (self.p == 0).then(|| {
-                        let mut e = serde_json::json!({
-                            "iter": it,
-                            "decision": if d.rebalance { "rebalance" } else { "keep" },
-                        });
-                        for (k, v) in &d.values {
-                            e[*k] = serde_json::json!(v);
-                        }
-                        e
-                    });
+                    let mut outcome = if d.rebalance { "rebalance" } else { "keep" };
                     if d.rebalance {
                         match self.rebalance(it, a, &windows, d.weights.clone())? {
                             Some(r) => {
@@ -213,15 +220,18 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                                 a.fresh_from = it + 1;
                                 redistributions.push(r);
                             }
-                            None => {
-                                if let Some(e) = entry.as_mut() {
-                                    e["decision"] =
-                                        "skipped: blocks would be thinner than the stencil".into();
-                                }
-                            }
+                            None => outcome = "skipped: blocks would be thinner than the stencil",
                         }
                     }
-                    decisions.extend(entry);
+                    // Every process decides; process 0 keeps the record (as
+                    // plain data: JSON is built once, at the end).
+                    if self.p == 0 {
+                        decisions.push(DecisionRecord {
+                            iter: it,
+                            outcome,
+                            values: d.values,
+                        });
+                    }
                 }
             }
             stats.push(IterStats {

@@ -390,3 +390,174 @@ fn list_names_everything() {
         assert!(text.contains(name), "{name}");
     }
 }
+
+#[test]
+fn compare_prints_the_statistics_table_and_writes_csv_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("t.csv");
+    let json = dir.path().join("t.json");
+    let out = epsilod(&[
+        "compare",
+        "2d4",
+        "--size",
+        "130x130",
+        "--iters",
+        "60",
+        "--devices",
+        "cpu:threads=1",
+        "--devices",
+        "cpu:threads=1,slowdown=3",
+        "--partition",
+        "w0",
+        "--alb",
+        "none,next-alb,welch",
+        "--reps",
+        "2",
+        "--init",
+        "random",
+        "--quiet",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 4, "{table}");
+    assert!(
+        lines[0].contains("95% CI of mean")
+            && lines[0].contains("p99")
+            && lines[0].contains("Welch")
+    );
+    assert!(
+        lines[1].starts_with("none")
+            && lines[2].starts_with("next-alb")
+            && lines[3].starts_with("welch")
+    );
+    let csv = std::fs::read_to_string(csv).unwrap();
+    assert_eq!(csv.lines().count(), 4);
+    assert!(csv.starts_with(
+        "heuristic,runs,mean_seconds,sd_seconds,ci95_low,ci95_high,median_seconds,p99_seconds"
+    ));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let rows = doc["table"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in rows {
+        assert_eq!(r["runs"], 2);
+        let (lo, m, hi) = (
+            r["ci95_low"].as_f64().unwrap(),
+            r["mean_seconds"].as_f64().unwrap(),
+            r["ci95_high"].as_f64().unwrap(),
+        );
+        assert!(lo <= m && m <= hi);
+    }
+    // The slow device makes every heuristic rebalance at least once.
+    assert!(rows[1]["mean_rebalances"].as_f64().unwrap() >= 1.0);
+    assert_eq!(doc["runs"][0]["summaries"].as_array().unwrap().len(), 2);
+
+    fails_with(
+        &[
+            "compare",
+            "2d4",
+            "--size",
+            "20",
+            "--alb",
+            "none,bogus",
+            "--partition",
+            "w0",
+        ],
+        "unknown ALB heuristic 'bogus'",
+    );
+    fails_with(
+        &["compare", "2d4", "--size", "20", "--reps", "1"],
+        "at least 2",
+    );
+    fails_with(
+        &["compare", "2d4", "--size", "20", "--output", "x.npy"],
+        "use --csv or --json",
+    );
+}
+
+#[test]
+fn plot_draws_png_and_svg_from_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    for alb in ["none", "cost-aware"] {
+        let out = epsilod(&[
+            "run",
+            "2d4",
+            "--size",
+            "130x130",
+            "--iters",
+            "80",
+            "--devices",
+            "cpu:threads=1",
+            "--devices",
+            "cpu:threads=1,slowdown=3",
+            "--partition",
+            "w0",
+            "--alb",
+            alb,
+            "--report",
+            &p(&format!("{alb}.json")),
+            "--quiet",
+        ]);
+        assert!(out.status.success());
+    }
+    let out = epsilod(&[
+        "plot",
+        &p("none.json"),
+        &p("cost-aware.json"),
+        "-o",
+        &p("fig.png"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(p("fig.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(png.len() > 10_000);
+    let out = epsilod(&[
+        "plot",
+        &p("none.json"),
+        &p("cost-aware.json"),
+        "-o",
+        &p("fig.svg"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = std::fs::read_to_string(p("fig.svg")).unwrap();
+    for text in [
+        "<svg",
+        "Iteration time",
+        "Row share per device (cost-aware)",
+        "none",
+        "cpu:threads=1,slowdown=3@0",
+    ] {
+        assert!(svg.contains(text), "{text}");
+    }
+    std::fs::write(p("junk.json"), "{\"config\": 1}").unwrap();
+    fails_with(
+        &["plot", &p("junk.json"), "-o", &p("x.png")],
+        "is not an epsilod report",
+    );
+    fails_with(
+        &["plot", "/nonexistent/r.json", "-o", &p("x.png")],
+        "cannot read report",
+    );
+    fails_with(
+        &["plot", &p("none.json"), "-o", &p("x.jpg")],
+        "unknown figure format",
+    );
+}

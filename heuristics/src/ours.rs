@@ -69,10 +69,13 @@ impl Heuristic for CostAware {
 /// Rebalance only when the slowest device is slower than the fastest with
 /// significance (one-sided Welch t-test on their windows, p < `alpha`), by at
 /// least `min_gain` of an iteration, and the saving over the remaining
-/// iterations pays for a rebalance.
+/// iterations pays `margin` times for a rebalance. Significance alone is not
+/// enough: two devices that differ by 2% really do differ, and a window of 30
+/// shows it, but moving rows for 2% does not pay on a noisy machine.
 pub struct Welch {
     pub alpha: f64,
     pub min_gain: f64,
+    pub margin: f64,
     costs: Vec<f64>,
 }
 
@@ -81,7 +84,8 @@ impl Default for Welch {
         // alpha is strict because the test runs every iteration.
         Welch {
             alpha: 1e-3,
-            min_gain: 0.03,
+            min_gain: 0.05,
+            margin: 2.0,
             costs: Vec::new(),
         }
     }
@@ -92,25 +96,27 @@ impl Heuristic for Welch {
         "welch"
     }
     fn check(&mut self, s: &Snapshot<'_>) -> Decision {
-        let by_median = |a: &&DeviceWindow, b: &&DeviceWindow| a.median().total_cmp(&b.median());
+        // Medians once: each sorts its window.
+        let robust: Vec<DeviceWindow> = s.devices.iter().map(DeviceWindow::robust).collect();
+        let by_median =
+            |a: &usize, b: &usize| robust[*a].samples[0].total_cmp(&robust[*b].samples[0]);
         let (Some(slow), Some(fast)) = (
-            s.devices.iter().max_by(by_median),
-            s.devices.iter().min_by(by_median),
+            (0..robust.len()).max_by(by_median),
+            (0..robust.len()).min_by(by_median),
         ) else {
             return Decision::no();
         };
+        let (slow, fast, worst) = (&s.devices[slow], &s.devices[fast], robust[slow].samples[0]);
         let Some(test) = welch_t_test(&slow.samples, &fast.samples) else {
             return Decision::no();
         };
-        let robust: Vec<DeviceWindow> = s.devices.iter().map(DeviceWindow::robust).collect();
-        let worst = slow.median();
         let balanced = balanced_time(&robust);
         let gain = (worst - balanced).max(0.0);
         let cost = cost_estimate(&self.costs, worst);
         let yes = test.p_greater < self.alpha
             && worst > 0.0
             && gain / worst >= self.min_gain
-            && gain * s.remaining as f64 > cost;
+            && gain * s.remaining as f64 > self.margin * cost;
         Decision {
             weights: yes.then(|| throughput_weights(&robust)),
             ..Decision::when(yes)

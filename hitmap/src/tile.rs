@@ -35,7 +35,11 @@ impl<T: Copy> Tile<T> {
                 tile: alloc.to_string(),
             });
         }
-        let data = ArrayD::from_elem(IxDyn(&alloc.extents()), fill);
+        let mut data = ArrayD::from_elem(IxDyn(&alloc.extents()), fill);
+        // A zero fill comes from the allocator as untouched pages; write them
+        // now, so rows later moved into the spare capacity do not pay the page
+        // faults inside a rebalance (measured: up to 2x its cost at 2050^2).
+        data.fill(fill);
         Ok(Tile {
             alloc,
             extent,

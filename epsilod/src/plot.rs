@@ -1,0 +1,248 @@
+//! `epsilod plot`: per-iteration time of one or more runs on one truncated
+//! y-range with their mean lines, and, for the balanced run, each device's
+//! compute time and row share over time. PNG or SVG.
+
+use crate::error::ConfigError;
+use crate::report::Report;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::OnceLock;
+
+const FONT_CANDIDATES: [&str; 4] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+];
+
+/// Registers a TrueType font for the labels, once: `EPSILOD_FONT` if set,
+/// else the first common system font found.
+fn ensure_font() -> Result<(), ConfigError> {
+    static FONT: OnceLock<Result<(), String>> = OnceLock::new();
+    FONT.get_or_init(|| {
+        let candidates: Vec<String> = std::env::var("EPSILOD_FONT")
+            .map(|p| vec![p])
+            .unwrap_or_else(|_| FONT_CANDIDATES.iter().map(|s| s.to_string()).collect());
+        let path = candidates.iter().find(|p| Path::new(p).is_file()).ok_or_else(|| {
+            "no TrueType font for the labels: install fonts-dejavu-core, or set EPSILOD_FONT=/path/to/font.ttf".to_string()
+        })?;
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read font {path}: {e}"))?;
+        // Registered fonts live for the whole process.
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+            .map_err(|_| format!("{path} is not a usable TrueType font"))
+    })
+    .clone()
+    .map_err(ConfigError::Plot)
+}
+
+/// Reads a run report written by `epsilod run --report`.
+pub fn load_report(path: &Path) -> Result<Report, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::Plot(format!("cannot read report {}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| ConfigError::Plot(format!("{} is not an epsilod report: {e}", path.display())))
+}
+
+fn perr<E: std::fmt::Display>(e: E) -> ConfigError {
+    ConfigError::Plot(e.to_string())
+}
+
+/// Draws `runs` (label, report) into `out` (.png or .svg).
+pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), ConfigError> {
+    if runs.is_empty() {
+        return Err(ConfigError::Plot("give at least one report".into()));
+    }
+    let ext = out.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if ext != "png" && ext != "svg" {
+        return Err(ConfigError::Plot(format!(
+            "unknown figure format '{}': use a file name ending in .png or .svg",
+            out.display()
+        )));
+    }
+    ensure_font()?;
+    let size = (1200, 1100);
+    match ext {
+        "png" => {
+            let root = BitMapBackend::new(out, size).into_drawing_area();
+            draw(&root, runs)?;
+            root.present().map_err(perr)
+        }
+        _ => {
+            let root = SVGBackend::new(out, size).into_drawing_area();
+            draw(&root, runs)?;
+            root.present().map_err(perr)
+        }
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    runs: &[(String, Report)],
+) -> Result<(), ConfigError>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(perr)?;
+    let panels = root.split_evenly((3, 1));
+    let ms = |s: f64| s * 1e3;
+
+    // 1. Iteration time, every run, one y-range cut at 1.2 x the largest p99
+    //    so a few spikes (rebalances, page faults) do not flatten the rest.
+    let mut p99s = Vec::new();
+    for (_, r) in runs {
+        let mut v: Vec<f64> = r.iterations.iter().map(|i| ms(i.seconds)).collect();
+        v.sort_by(f64::total_cmp);
+        p99s.push(
+            v.get(((v.len() as f64 * 0.99) as usize).min(v.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(1.0),
+        );
+    }
+    let ymax = p99s.iter().cloned().fold(0.0, f64::max).max(1e-6) * 1.2;
+    let xmax = runs
+        .iter()
+        .map(|(_, r)| r.iterations.len())
+        .max()
+        .unwrap_or(1) as f64;
+    let mut chart = ChartBuilder::on(&panels[0])
+        .caption(
+            "Iteration time (y cut at 1.2 x the largest p99; dashed: means)",
+            ("sans-serif", 20),
+        )
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+        .map_err(perr)?;
+    chart
+        .configure_mesh()
+        .x_desc("iteration")
+        .y_desc("ms")
+        .draw()
+        .map_err(perr)?;
+    for (k, (label, r)) in runs.iter().enumerate() {
+        let colour = Palette99::pick(k).to_rgba();
+        let pts = r
+            .iterations
+            .iter()
+            .map(|i| (i.iter as f64, ms(i.seconds).min(ymax)));
+        chart
+            .draw_series(LineSeries::new(pts, colour.stroke_width(1)))
+            .map_err(perr)?
+            .label(label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+        let mean = ms(r.summary.mean_iteration_seconds);
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(0.0, mean), (xmax, mean)],
+                8,
+                4,
+                colour.stroke_width(2),
+            ))
+            .map_err(perr)?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(perr)?;
+
+    // 2 and 3: the devices of the first run that rebalanced (else the first).
+    let (label, r) = runs
+        .iter()
+        .find(|(_, r)| r.summary.rebalances > 0)
+        .unwrap_or(&runs[0]);
+    let ndev = r.iterations.first().map_or(0, |i| i.devices.len());
+    let cmax = r
+        .iterations
+        .iter()
+        .flat_map(|i| i.devices.iter().map(|d| ms(d.compute_seconds)))
+        .fold(0.0, f64::max)
+        .max(1e-6);
+    let xmax = r.iterations.len().max(1) as f64;
+    let mut chart = ChartBuilder::on(&panels[1])
+        .caption(
+            format!("Kernel time per device ({label})"),
+            ("sans-serif", 20),
+        )
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..xmax, 0.0..cmax * 1.05)
+        .map_err(perr)?;
+    chart
+        .configure_mesh()
+        .x_desc("iteration")
+        .y_desc("ms")
+        .draw()
+        .map_err(perr)?;
+    for k in 0..ndev {
+        let colour = Palette99::pick(k).to_rgba();
+        let pts = r
+            .iterations
+            .iter()
+            .map(move |i| (i.iter as f64, ms(i.devices[k].compute_seconds)));
+        chart
+            .draw_series(LineSeries::new(pts, colour.stroke_width(1)))
+            .map_err(perr)?
+            .label(format!(
+                "device {k}: {}",
+                r.config.devices.get(k).map_or("", String::as_str)
+            ))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(perr)?;
+
+    let mut chart = ChartBuilder::on(&panels[2])
+        .caption(
+            format!("Row share per device ({label})"),
+            ("sans-serif", 20),
+        )
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..xmax, 0.0..1.0)
+        .map_err(perr)?;
+    chart
+        .configure_mesh()
+        .x_desc("iteration")
+        .y_desc("share of rows")
+        .draw()
+        .map_err(perr)?;
+    for k in 0..ndev {
+        let colour = Palette99::pick(k).to_rgba();
+        let pts = r.iterations.iter().map(move |i| {
+            let total: usize = i.devices.iter().map(|d| d.rows).sum();
+            (
+                i.iter as f64,
+                i.devices[k].rows as f64 / total.max(1) as f64,
+            )
+        });
+        chart
+            .draw_series(LineSeries::new(pts, colour.stroke_width(2)))
+            .map_err(perr)?
+            .label(format!("device {k}"))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(perr)?;
+    Ok(())
+}
