@@ -1,5 +1,39 @@
 //! The automatic load balancing mechanism's pieces that are not device
 //! work: configuration, the per-device moving windows, and the new weights.
+//!
+//! A heuristic of your own (the example of docs/alb.md): rebalance whenever
+//! the slowest device's median kernel time is 20% above the fastest's.
+//!
+//! ```
+//! use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
+//! use heuristics::{Decision, Heuristic, Snapshot};
+//! use kernels::{KernelChoice, Library};
+//!
+//! struct Spread(f64);
+//!
+//! impl Heuristic for Spread {
+//!     fn name(&self) -> &str {
+//!         "spread"
+//!     }
+//!     fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+//!         let medians: Vec<f64> = s.devices.iter().map(|d| d.median()).collect();
+//!         let (lo, hi) = medians.iter().fold((f64::MAX, 0.0f64), |(l, h), &m| (l.min(m), h.max(m)));
+//!         Decision::when(hi > self.0 * lo).with("spread", hi / lo)
+//!     }
+//! }
+//!
+//! let out = Skeleton::new(&[258, 258], Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized))
+//!     .iterations(120)
+//!     .devices(vec![
+//!         DeviceSpec::parse("cpu:threads=1").unwrap(),
+//!         DeviceSpec::parse("cpu:threads=1,slowdown=3").unwrap(),
+//!     ])
+//!     .partition(Partition::Weighted(0))
+//!     .alb(Some(Alb::custom("spread", || Box::new(Spread(1.2)))))
+//!     .run()
+//!     .unwrap();
+//! assert!(out.report.summary.rebalances >= 1);
+//! ```
 
 use heuristics::{DeviceWindow, Heuristic};
 use std::collections::VecDeque;
