@@ -350,63 +350,53 @@ pub fn run_config(args: &RunArgs, alb: &str, write: bool) -> Result<Report, Conf
         check_report_path(r)?;
     }
     let progress = write && !args.quiet && std::io::stderr().is_terminal();
-    match target {
-        Target::Library(lib) => {
-            let st = Stencil::<f32>::library(lib, choice);
-            let (low, high, sz) = (st.low.clone(), st.high.clone(), size.clone());
-            let skel =
-                Skeleton::new(&size, st).init(stencil_init(&args.init, args.seed, sz, low, high)?);
-            execute(
-                skel.alb(Some(alb)),
-                iters,
-                devices,
-                partition,
-                progress,
-                None,
-                args,
-                write,
-            )
-        }
-        Target::Spec(spec) => {
-            let st = Stencil::<f32>::from_spec(&spec);
-            let (low, high, sz) = (st.low.clone(), st.high.clone(), size.clone());
-            let skel =
-                Skeleton::new(&size, st).init(stencil_init(&args.init, args.seed, sz, low, high)?);
-            execute(
-                skel.alb(Some(alb)),
-                iters,
-                devices,
-                partition,
-                progress,
-                None,
-                args,
-                write,
-            )
-        }
+    let stencil = match target {
+        Target::Library(lib) => Stencil::<f32>::library(lib, choice),
+        Target::Spec(spec) => Stencil::<f32>::from_spec(&spec),
         Target::Gas => {
-            let user = [0, 1, 2].map(|d| size[d].saturating_sub(2));
-            if user.contains(&0) {
-                return Err(ConfigError::Size {
-                    size: args.size.clone(),
-                    why: "gas-sim needs at least 3 cells per dimension (a 1-cell border each side)"
-                        .into(),
-                });
-            }
-            let skel = Skeleton::new(&size, gas::stencil())
-                .init(gas::init(user))
-                .alb(Some(alb));
-            execute(
-                skel,
-                iters,
-                devices,
-                partition,
-                progress,
-                Some(gas::user_domain(user)),
-                args,
-                write,
-            )
+            return run_gas(args, &size, iters, devices, partition, progress, alb, write)
         }
+    };
+    let (low, high, sz) = (stencil.low.clone(), stencil.high.clone(), size.clone());
+    let skel =
+        Skeleton::new(&size, stencil).init(stencil_init(&args.init, args.seed, sz, low, high)?);
+    execute(
+        skel.alb(Some(alb)),
+        iters,
+        devices,
+        partition,
+        progress,
+        None,
+        args,
+        write,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_gas(
+    args: &RunArgs,
+    size: &[usize],
+    iters: u64,
+    devices: Vec<DeviceSpec>,
+    partition: Partition,
+    progress: bool,
+    alb: Alb,
+    write: bool,
+) -> Result<Report, ConfigError> {
+    let user = [0, 1, 2].map(|d| size[d].saturating_sub(2));
+    if user.contains(&0) {
+        return Err(ConfigError::Size {
+            size: args.size.clone(),
+            why: "gas-sim needs at least 3 cells per dimension (a 1-cell border each side)".into(),
+        });
     }
+    let skel = Skeleton::new(size, gas::stencil())
+        .init(gas::init(user))
+        .alb(Some(alb));
+    let domain = Some(gas::user_domain(user));
+    execute(
+        skel, iters, devices, partition, progress, domain, args, write,
+    )
 }
 
 /// A deterministic value in [0, 1) for each index and seed.
@@ -444,19 +434,10 @@ fn stencil_init(
 }
 
 fn check_report_path(path: &Path) -> Result<(), ConfigError> {
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| ConfigError::Report {
-            path: path.display().to_string(),
-            why: e.to_string(),
-        })?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(())
+    output::check_creatable(path).map_err(|why| ConfigError::Report {
+        path: path.display().to_string(),
+        why,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

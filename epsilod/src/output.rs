@@ -50,22 +50,28 @@ impl Format {
     }
 }
 
-/// Checks that `path` has a known extension and can be created, before a
-/// long run rather than after it.
-pub fn check_writable(path: &Path) -> Result<Format, ConfigError> {
-    let f = Format::from_path(path)?;
+/// Errors unless `path` can be created or written, checked before a long run
+/// rather than after it; leaves no file behind that was not there.
+pub fn check_creatable(path: &Path) -> Result<(), String> {
     let existed = path.exists();
     File::options()
         .append(true)
         .create(true)
         .open(path)
-        .map_err(|e| ConfigError::Output {
-            path: path.display().to_string(),
-            why: e.to_string(),
-        })?;
+        .map_err(|e| e.to_string())?;
     if !existed {
         let _ = std::fs::remove_file(path);
     }
+    Ok(())
+}
+
+/// Checks that `path` has a known extension and can be created.
+pub fn check_writable(path: &Path) -> Result<Format, ConfigError> {
+    let f = Format::from_path(path)?;
+    check_creatable(path).map_err(|why| ConfigError::Output {
+        path: path.display().to_string(),
+        why,
+    })?;
     Ok(f)
 }
 

@@ -4,6 +4,7 @@
 
 use crate::error::ConfigError;
 use crate::report::Report;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -47,6 +48,47 @@ pub fn load_report(path: &Path) -> Result<Report, ConfigError> {
 
 fn perr<E: std::fmt::Display>(e: E) -> ConfigError {
     ConfigError::Plot(e.to_string())
+}
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A captioned panel over iterations `0..xmax` and `0..ymax`, its mesh drawn.
+fn panel<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: impl AsRef<str>,
+    xmax: f64,
+    ymax: f64,
+    ydesc: &str,
+) -> Result<Chart<'a, DB>, ConfigError>
+where
+    DB::ErrorType: 'static,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption.as_ref(), ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..xmax, 0.0..ymax)
+        .map_err(perr)?;
+    chart
+        .configure_mesh()
+        .x_desc("iteration")
+        .y_desc(ydesc)
+        .draw()
+        .map_err(perr)?;
+    Ok(chart)
+}
+
+fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>) -> Result<(), ConfigError>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(perr)
 }
 
 /// Draws `runs` (label, report) into `out` (.png or .svg).
@@ -106,22 +148,13 @@ where
         .map(|(_, r)| r.iterations.len())
         .max()
         .unwrap_or(1) as f64;
-    let mut chart = ChartBuilder::on(&panels[0])
-        .caption(
-            "Iteration time (y cut at 1.2 x the largest p99; dashed: means)",
-            ("sans-serif", 20),
-        )
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..xmax, 0.0..ymax)
-        .map_err(perr)?;
-    chart
-        .configure_mesh()
-        .x_desc("iteration")
-        .y_desc("ms")
-        .draw()
-        .map_err(perr)?;
+    let mut chart = panel(
+        &panels[0],
+        "Iteration time (y cut at 1.2 x the largest p99; dashed: means)",
+        xmax,
+        ymax,
+        "ms",
+    )?;
     for (k, (label, r)) in runs.iter().enumerate() {
         let colour = Palette99::pick(k).to_rgba();
         let pts = r
@@ -145,12 +178,7 @@ where
             ))
             .map_err(perr)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(perr)?;
+    legend(&mut chart)?;
 
     // 2 and 3: the devices of the first run that rebalanced (else the first).
     let (label, r) = runs
@@ -165,22 +193,13 @@ where
         .fold(0.0, f64::max)
         .max(1e-6);
     let xmax = r.iterations.len().max(1) as f64;
-    let mut chart = ChartBuilder::on(&panels[1])
-        .caption(
-            format!("Kernel time per device ({label})"),
-            ("sans-serif", 20),
-        )
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..xmax, 0.0..cmax * 1.05)
-        .map_err(perr)?;
-    chart
-        .configure_mesh()
-        .x_desc("iteration")
-        .y_desc("ms")
-        .draw()
-        .map_err(perr)?;
+    let mut chart = panel(
+        &panels[1],
+        format!("Kernel time per device ({label})"),
+        xmax,
+        cmax * 1.05,
+        "ms",
+    )?;
     for k in 0..ndev {
         let colour = Palette99::pick(k).to_rgba();
         let pts = r
@@ -198,29 +217,15 @@ where
                 PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
             });
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(perr)?;
+    legend(&mut chart)?;
 
-    let mut chart = ChartBuilder::on(&panels[2])
-        .caption(
-            format!("Row share per device ({label})"),
-            ("sans-serif", 20),
-        )
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..xmax, 0.0..1.0)
-        .map_err(perr)?;
-    chart
-        .configure_mesh()
-        .x_desc("iteration")
-        .y_desc("share of rows")
-        .draw()
-        .map_err(perr)?;
+    let mut chart = panel(
+        &panels[2],
+        format!("Row share per device ({label})"),
+        xmax,
+        1.0,
+        "share of rows",
+    )?;
     for k in 0..ndev {
         let colour = Palette99::pick(k).to_rgba();
         let pts = r.iterations.iter().map(move |i| {
@@ -238,11 +243,6 @@ where
                 PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
             });
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(perr)?;
+    legend(&mut chart)?;
     Ok(())
 }

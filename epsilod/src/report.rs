@@ -65,20 +65,7 @@ pub struct Redistribution {
     pub weights_after: Vec<f64>,
 }
 
-/// The median of `v` (mean of the middle two for even lengths); 0 if empty.
-pub fn median(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
-}
+pub use heuristics::median;
 
 #[cfg(test)]
 mod tests {

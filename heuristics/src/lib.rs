@@ -15,7 +15,7 @@ mod stats;
 
 pub use epsilod::{ConstIters, DoubleIters, ExpIters, NextAlb, NoAlb};
 pub use ours::{CostAware, Welch};
-pub use stats::{balanced_time, throughput_weights, welch_t_test, WelchResult};
+pub use stats::{balanced_time, median, throughput_weights, welch_t_test, WelchResult};
 use thiserror::Error;
 
 /// One device's timing window: its kernel seconds of the last iterations.
@@ -39,17 +39,7 @@ impl DeviceWindow {
     /// Median of the samples (0 if none): robust to the occasional spike a
     /// shared machine puts into a window.
     pub fn median(&self) -> f64 {
-        if self.samples.is_empty() {
-            return 0.0;
-        }
-        let mut s = self.samples.clone();
-        s.sort_by(f64::total_cmp);
-        let n = s.len();
-        if n % 2 == 1 {
-            s[n / 2]
-        } else {
-            (s[n / 2 - 1] + s[n / 2]) / 2.0
-        }
+        stats::median(&self.samples)
     }
 
     /// This window summarised by its median: one sample, the same rows.

@@ -3,6 +3,21 @@
 use crate::DeviceWindow;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+/// The median of `v` (mean of the middle two for even lengths); 0 if empty.
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
 /// New weights proportional to each device's measured throughput (rows per
 /// second): EPSILOD's `w_k = S / t_k` with `t_k` the time per row. A device
 /// with no rows or no time keeps the mean weight of the others.
