@@ -43,6 +43,11 @@ pub struct IterationRecord {
     pub iter: u64,
     /// Wall time of the iteration on the slowest virtual process.
     pub seconds: f64,
+    /// Loop time at the end of this iteration (slowest virtual process): the
+    /// rate over a span of iterations is the difference of two of these,
+    /// free of the upward bias of taking each iteration's maximum.
+    #[serde(default)]
+    pub elapsed_seconds: f64,
     pub devices: Vec<DeviceIteration>,
 }
 

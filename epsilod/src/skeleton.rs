@@ -293,6 +293,10 @@ impl<T: Cell> Skeleton<T> {
             .map(|i| IterationRecord {
                 iter: i as u64,
                 seconds: results.iter().map(|r| r.stats[i].wall).fold(0.0, f64::max),
+                elapsed_seconds: results
+                    .iter()
+                    .map(|r| r.stats[i].elapsed)
+                    .fold(0.0, f64::max),
                 devices: results
                     .iter()
                     .map(|r| DeviceIteration {

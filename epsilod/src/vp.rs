@@ -34,6 +34,8 @@ pub(crate) struct Shared<'a, T> {
 #[derive(Clone, Copy, Default)]
 pub(crate) struct IterStats {
     pub wall: f64,
+    /// Seconds since the loop started, at the end of this iteration.
+    pub elapsed: f64,
     pub compute: f64,
     pub comm: f64,
     pub rows: usize,
@@ -236,6 +238,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             }
             stats.push(IterStats {
                 wall: t0.elapsed().as_secs_f64(),
+                elapsed: started.elapsed().as_secs_f64(),
                 compute,
                 comm,
                 rows,
