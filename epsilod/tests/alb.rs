@@ -6,6 +6,15 @@ use heuristics::{Decision, Heuristic, Snapshot};
 use kernels::reference;
 use kernels::{basic_init, KernelChoice, Library};
 use proptest::prelude::*;
+use std::sync::Mutex;
+
+/// The tests here time real runs: one at a time, so they do not compete for
+/// the cores with each other.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Rebalances at given iterations to given weights.
 struct Scripted(Vec<(u64, Vec<f64>)>);
@@ -46,6 +55,7 @@ proptest! {
         devices in 2usize..5,
         events in prop::collection::vec((2u64..45, prop::collection::vec(0.05f64..5.0, 4)), 0..6),
     ) {
+        let _one_at_a_time = serial();
         let lib = [Library::S2d4, Library::S2dnc8, Library::S3d27, Library::S2df5, Library::S1dnc4][which];
         let spec = lib.spec();
         let size = if lib.ndims() == 3 { size / 2 + 4 } else { size };
@@ -122,6 +132,7 @@ fn slow_run(alb: &str, slowdown: &str, iters: u64) -> epsilod::Outcome<f32> {
 
 #[test]
 fn rows_move_off_a_slow_device() {
+    let _one_at_a_time = serial();
     // A 3x slower device: ideally a quarter of the rows. The margin is wide:
     // this checks the direction and rough size of the move, not timing.
     for alb in ["next-alb", "cost-aware", "welch"] {
@@ -134,7 +145,12 @@ fn rows_move_off_a_slow_device() {
             "{alb}: slow device still has {share:.2} of the rows"
         );
         let r = &out.report.redistributions[0];
-        assert_eq!(r.iter, 30, "{alb}: first once the window is full");
+        if alb == "next-alb" {
+            assert_eq!(r.iter, 30, "next-alb: first at the first full window");
+        } else {
+            // Ours act on measurements: at once unless noise hides a window.
+            assert!(r.iter <= 60, "{alb}: first rebalance only at {}", r.iter);
+        }
         assert!(
             r.rows_moved > 0 && r.bytes_moved == r.rows_moved * 512 * 4,
             "{r:?}"
@@ -144,6 +160,7 @@ fn rows_move_off_a_slow_device() {
 
 #[test]
 fn our_heuristics_react_to_a_device_slowing_down_later() {
+    let _one_at_a_time = serial();
     for alb in ["cost-aware", "welch"] {
         let out = slow_run(alb, "4@150", 400);
         let late: Vec<u64> = out
