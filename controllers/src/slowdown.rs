@@ -7,7 +7,9 @@ use kernels::Kernel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Sleeps most of `d`, then yields until it has passed.
+/// Sleeps most of `d`, then spins until it has passed. The spin stays in
+/// user space: yielding instead entered the scheduler thousands of times a
+/// second and showed up as scheduling work on the other device's core.
 fn wait_precisely(d: Duration) {
     const SPIN: Duration = Duration::from_micros(150);
     let until = Instant::now() + d;
@@ -15,7 +17,7 @@ fn wait_precisely(d: Duration) {
         std::thread::sleep(d - SPIN);
     }
     while Instant::now() < until {
-        std::thread::yield_now();
+        std::hint::spin_loop();
     }
 }
 

@@ -119,6 +119,7 @@ pub fn main() -> i32 {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

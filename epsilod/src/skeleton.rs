@@ -208,6 +208,16 @@ impl<T: Cell> Skeleton<T> {
     pub fn run(&self) -> Result<Outcome<T>, ConfigError> {
         let started = Instant::now();
         let layout = self.layout()?;
+        tracing::info!(
+            stencil = %self.stencil.name,
+            iters = self.iters,
+            partition = %self.partition,
+            "starting on {} device(s)",
+            self.devices.len()
+        );
+        for (p, (d, b)) in self.devices.iter().zip(layout.blocks()).enumerate() {
+            tracing::debug!("virtual process {p}: {d}, block {b}");
+        }
         let ndev = self.devices.len();
         let progress = AtomicU64::new(0);
         let alb = self.alb.as_ref().filter(|a| a.name != "none");

@@ -215,9 +215,21 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                     };
                     let d = a.heuristic.check(&snap);
                     let mut outcome = if d.rebalance { "rebalance" } else { "keep" };
+                    if self.p == 0 {
+                        tracing::trace!(iter = it, decision = outcome, values = ?d.values, "heuristic check");
+                    }
                     if d.rebalance {
                         match self.rebalance(it, a, &windows, d.weights.clone())? {
                             Some(r) => {
+                                if self.p == 0 {
+                                    tracing::info!(
+                                        iter = it,
+                                        rows_moved = r.rows_moved,
+                                        seconds = r.seconds,
+                                        "rebalanced to weights {:?}",
+                                        r.weights_after
+                                    );
+                                }
                                 // This iteration's times predate the new layout.
                                 a.fresh_from = it + 1;
                                 redistributions.push(r);
