@@ -4,7 +4,7 @@
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::DeviceError;
 use hitmap::{Shape, Tile};
-use kernels::{check_launch, Cell, Frame, Kernel};
+use kernels::{Cell, Frame, Kernel};
 use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
@@ -149,39 +149,16 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         else {
             return Err(DeviceError::UnknownBuffer(src.0));
         };
-        if s.alloc_shape() != d.alloc_shape() {
-            return Err(DeviceError::BufferMismatch(format!(
-                "{} vs {}",
-                s.alloc_shape(),
-                d.alloc_shape()
-            )));
-        }
+        let local = crate::launch::validate(
+            k.as_ref(),
+            (s.alloc_shape(), s.shape()),
+            (d.alloc_shape(), d.shape()),
+            region,
+        )?;
         if region.is_empty() {
             return Ok(());
         }
-        if !d.shape().contains_shape(region) {
-            return Err(DeviceError::Index(hitmap::HitmapError::OutOfTile {
-                region: region.to_string(),
-                tile: d.shape().to_string(),
-            }));
-        }
-        let fp = k.footprint();
-        let low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
-        let high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
-        if region.ndims() != fp.ndims() || !s.shape().contains_shape(&region.expand(&low, &high)) {
-            return Err(DeviceError::ReadsOutside {
-                region: region.to_string(),
-                extent: s.shape().to_string(),
-            });
-        }
         let frame = Frame::row_major(s.alloc_dims());
-        let local: Vec<_> = region
-            .sigs()
-            .iter()
-            .zip(s.alloc_shape().sigs())
-            .map(|(r, a)| (r.begin() - a.begin()) as usize..(r.end() - a.begin()) as usize)
-            .collect();
-        check_launch(k.as_ref(), &frame, &local)?;
         let started = Instant::now();
         let plane = frame.plane();
         let slab = &mut d.as_slice_mut()[local[0].start * plane..local[0].end * plane];

@@ -7,9 +7,14 @@ pub mod conformance;
 mod controller;
 pub mod cpu;
 mod error;
+mod launch;
+#[cfg(feature = "opencl")]
+pub mod opencl;
 pub mod slowdown;
 
 pub use controller::{BufferId, Controller, KernelId};
 pub use cpu::CpuController;
 pub use error::DeviceError;
+#[cfg(feature = "opencl")]
+pub use opencl::OpenClController;
 pub use slowdown::Slowdown;

@@ -509,6 +509,26 @@ fn print_summary(r: &Report) {
         );
 }
 
+#[cfg(feature = "opencl")]
+fn opencl_devices() -> String {
+    let plats = controllers::opencl::platforms();
+    if plats.is_empty() {
+        return "  opencl  no platform found (install one, e.g. pocl-opencl-icd)\n".into();
+    }
+    let mut s = String::new();
+    for (p, (name, devs)) in plats.iter().enumerate() {
+        for (d, dev) in devs.iter().enumerate() {
+            s += &format!("  opencl:platform={p},device={d}  {name}: {dev}\n");
+        }
+    }
+    s
+}
+
+#[cfg(not(feature = "opencl"))]
+fn opencl_devices() -> String {
+    "  opencl  not in this build (rebuild with --features opencl)\n".into()
+}
+
 /// The text of `epsilod list`.
 pub fn list() -> String {
     let mut s = String::from("library stencils (f32; global size includes the boundary):\n");
@@ -535,7 +555,7 @@ pub fn list() -> String {
         "devices:\n  cpu     {} core(s): cpu, cpu:threads=T\n",
         all_cores()
     );
-    s += "  opencl  not in this build (rebuild with --features opencl)\n";
+    s += &opencl_devices();
     s += "  cuda    not in this build (rebuild with --features cuda)\n";
     s
 }

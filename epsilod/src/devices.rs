@@ -130,6 +130,12 @@ impl DeviceSpec {
                 CpuController::<T>::new(threads)
                     .map_err(|e| ConfigError::Backend(e.to_string()))?,
             ),
+            #[cfg(feature = "opencl")]
+            DeviceKind::OpenCl { platform, device } => Box::new(
+                controllers::OpenClController::<T>::new(platform, device)
+                    .map_err(|e| ConfigError::Backend(e.to_string()))?,
+            ),
+            #[cfg(not(feature = "opencl"))]
             DeviceKind::OpenCl { .. } => {
                 return Err(ConfigError::Unavailable {
                     kind: "opencl",

@@ -189,10 +189,24 @@ fn bad_input_is_one_clear_line() {
             ],
             "cannot write report",
         ),
-        (
-            a!["run", "2d4", "--size", "10", "--devices", "opencl"],
-            "rebuild with --features opencl",
-        ),
+        if cfg!(feature = "opencl") {
+            (
+                a![
+                    "run",
+                    "2d4",
+                    "--size",
+                    "10",
+                    "--devices",
+                    "opencl:platform=9"
+                ],
+                "no OpenCL platform 9",
+            )
+        } else {
+            (
+                a!["run", "2d4", "--size", "10", "--devices", "opencl"],
+                "rebuild with --features opencl",
+            )
+        },
         (
             a![
                 "run",

@@ -12,6 +12,7 @@ use std::ops::Range;
 /// specialised kernels in the last bits (a different evaluation order).
 pub struct Generic<T> {
     name: String,
+    spec: StencilSpec,
     footprint: Footprint,
     terms: Vec<(Vec<i64>, T)>,
     factor: T,
@@ -24,6 +25,7 @@ impl<T: Real> Generic<T> {
     pub fn new(spec: &StencilSpec) -> Generic<T> {
         Generic {
             name: spec.name.clone(),
+            spec: spec.clone(),
             footprint: spec.footprint(),
             terms: spec
                 .terms()
@@ -48,6 +50,10 @@ impl<T: Real> Kernel<T> for Generic<T> {
 
     fn footprint(&self) -> &Footprint {
         &self.footprint
+    }
+
+    fn device_source(&self) -> Option<crate::DeviceSource> {
+        Some(crate::device_source::generic_source(&self.spec, T::C_NAME))
     }
 
     fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {

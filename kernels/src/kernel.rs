@@ -18,6 +18,11 @@ pub trait Kernel<T>: Send + Sync {
     /// The offsets read (drives halo plans and the launch check).
     fn footprint(&self) -> &Footprint;
     fn apply(&self, src: &[T], dst_slab: &mut [T], frame: &Frame, region: &[Range<usize>]);
+    /// The kernel as device code (OpenCL C), for device backends; `None` for
+    /// kernels that exist only in Rust.
+    fn device_source(&self) -> Option<crate::DeviceSource> {
+        None
+    }
 }
 
 /// Errors unless `region` and every cell the kernel reads from it lie inside

@@ -62,6 +62,10 @@ impl<T: Real> Kernel<T> for Specialized<T> {
         &self.footprint
     }
 
+    fn device_source(&self) -> Option<crate::DeviceSource> {
+        Some(crate::device_source::library_source(self.lib, T::C_NAME))
+    }
+
     fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {
         match self.lib {
             Library::S1dc2 => sweep(src, dst, frame, region, lin(frame, axis::<1, 2>(1)), |x| {

@@ -1,0 +1,49 @@
+//! The checks every backend makes before a launch, in one place.
+
+use crate::error::DeviceError;
+use hitmap::{HitmapError, Shape};
+use kernels::{check_launch, Frame, Kernel};
+use std::ops::Range;
+
+/// Validates a launch of `kernel` over `region` (global indices) from a
+/// source buffer to a destination buffer, given each one's allocation and
+/// extent; returns the region in local indices of the (shared) allocation.
+pub(crate) fn validate<T>(
+    kernel: &dyn Kernel<T>,
+    src: (&Shape, &Shape),
+    dst: (&Shape, &Shape),
+    region: &Shape,
+) -> Result<Vec<Range<usize>>, DeviceError> {
+    let ((src_alloc, src_extent), (dst_alloc, dst_extent)) = (src, dst);
+    if src_alloc != dst_alloc {
+        return Err(DeviceError::BufferMismatch(format!(
+            "{src_alloc} vs {dst_alloc}"
+        )));
+    }
+    if region.is_empty() {
+        return Ok(vec![0..0; region.ndims()]);
+    }
+    if !dst_extent.contains_shape(region) {
+        return Err(DeviceError::Index(HitmapError::OutOfTile {
+            region: region.to_string(),
+            tile: dst_extent.to_string(),
+        }));
+    }
+    let fp = kernel.footprint();
+    let low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
+    let high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
+    if region.ndims() != fp.ndims() || !src_extent.contains_shape(&region.expand(&low, &high)) {
+        return Err(DeviceError::ReadsOutside {
+            region: region.to_string(),
+            extent: src_extent.to_string(),
+        });
+    }
+    let local: Vec<Range<usize>> = region
+        .sigs()
+        .iter()
+        .zip(src_alloc.sigs())
+        .map(|(r, a)| (r.begin() - a.begin()) as usize..(r.end() - a.begin()) as usize)
+        .collect();
+    check_launch(kernel, &Frame::row_major(&src_alloc.extents()), &local)?;
+    Ok(local)
+}

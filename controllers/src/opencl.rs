@@ -1,0 +1,423 @@
+//! The OpenCL backend (feature `opencl`, `ocl` crate): tiles resident on
+//! the device, transfers only for what the host asks (halos, moved rows,
+//! results), kernels from generated OpenCL C, timed by profiling events.
+//! PoCL runs it on a CPU.
+
+use crate::controller::{BufferId, Controller, KernelId};
+use crate::error::DeviceError;
+use hitmap::{Shape, Sig};
+use kernels::{Cell, Kernel};
+use ocl::enums::ProfilingInfo;
+use ocl::{flags, Buffer, Context, Device, Event, Platform, Program, Queue};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Platform and device discovery is not safe to run from several threads at
+/// once (measured: PoCL then reported no devices to one of two threads), and
+/// every device of a run opens from its own thread.
+static DISCOVERY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn backend<E: std::fmt::Display>(e: E) -> DeviceError {
+    DeviceError::Backend(e.to_string())
+}
+
+/// Every platform and its devices, by name.
+pub fn platforms() -> Vec<(String, Vec<String>)> {
+    let _one = DISCOVERY.lock().unwrap_or_else(|e| e.into_inner());
+    Platform::list()
+        .into_iter()
+        .map(|p| {
+            let devices = Device::list_all(p)
+                .unwrap_or_default()
+                .iter()
+                .map(|d| d.name().unwrap_or_else(|_| "?".into()))
+                .collect();
+            (p.name().unwrap_or_else(|_| "?".into()), devices)
+        })
+        .collect()
+}
+
+struct ClBuf {
+    alloc: Shape,
+    extent: Shape,
+    buf: Buffer<u8>,
+}
+
+struct Loaded<T> {
+    kernel: ocl::Kernel,
+    source: Arc<dyn Kernel<T>>,
+}
+
+pub struct OpenClController<T> {
+    desc: String,
+    device: Device,
+    context: Context,
+    queue: Queue,
+    bufs: Vec<Option<ClBuf>>,
+    kernels: Vec<Loaded<T>>,
+    events: Vec<Event>,
+    _cell: PhantomData<fn() -> T>,
+}
+
+/// Row-major strides of an allocation, in elements.
+fn strides(alloc: &Shape) -> Vec<usize> {
+    let dims = alloc.extents();
+    let mut s = vec![1; dims.len()];
+    for d in (0..dims.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * dims[d + 1];
+    }
+    s
+}
+
+/// Calls `f(element offset in the allocation, cells)` for each contiguous
+/// run of `region` (a row along the last dimension, or single cells where
+/// that dimension is strided), in row-major order.
+fn runs(
+    alloc: &Shape,
+    region: &Shape,
+    mut f: impl FnMut(usize, usize) -> Result<(), DeviceError>,
+) -> Result<(), DeviceError> {
+    if region.is_empty() {
+        return Ok(());
+    }
+    let st = strides(alloc);
+    let last = region.ndims() - 1;
+    let row = region.sig(last);
+    let (starts, len) = if row.stride() == 1 {
+        (
+            region.with_sig(last, Sig::range(row.begin(), row.begin() + 1)),
+            row.card(),
+        )
+    } else {
+        (region.clone(), 1)
+    };
+    for idx in starts.iter() {
+        let off: usize = idx
+            .iter()
+            .zip(alloc.sigs())
+            .zip(&st)
+            .map(|((&i, a), &s)| (i - a.begin()) as usize * s)
+            .sum();
+        f(off, len)?;
+    }
+    Ok(())
+}
+
+impl<T: Cell> OpenClController<T> {
+    /// Device `device` of platform `platform` (as `epsilod list` numbers them).
+    pub fn new(platform: usize, device: usize) -> Result<OpenClController<T>, DeviceError> {
+        let _one = DISCOVERY.lock().unwrap_or_else(|e| e.into_inner());
+        let plats = Platform::list();
+        if plats.is_empty() {
+            return Err(DeviceError::Backend(
+                "no OpenCL platform found: install one (e.g. Debian's pocl-opencl-icd)".into(),
+            ));
+        }
+        let plat = *plats.get(platform).ok_or_else(|| {
+            DeviceError::BadOption(format!(
+                "no OpenCL platform {platform}: there are {}",
+                plats.len()
+            ))
+        })?;
+        let devs = Device::list_all(plat).map_err(backend)?;
+        let dev = *devs.get(device).ok_or_else(|| {
+            DeviceError::BadOption(format!(
+                "no device {device} on OpenCL platform {platform}: it has {}",
+                devs.len()
+            ))
+        })?;
+        let context = Context::builder()
+            .platform(plat)
+            .devices(dev)
+            .build()
+            .map_err(backend)?;
+        let queue =
+            Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE)).map_err(backend)?;
+        let name = dev.name().unwrap_or_else(|_| "?".into());
+        Ok(OpenClController {
+            desc: format!("opencl:platform={platform},device={device} ({name})"),
+            device: dev,
+            context,
+            queue,
+            bufs: Vec::new(),
+            kernels: Vec::new(),
+            events: Vec::new(),
+            _cell: PhantomData,
+        })
+    }
+
+    fn get(&self, b: BufferId) -> Result<&ClBuf, DeviceError> {
+        self.bufs
+            .get(b.0)
+            .and_then(Option::as_ref)
+            .ok_or(DeviceError::UnknownBuffer(b.0))
+    }
+
+    fn new_buffer(&self, cells: usize) -> Result<Buffer<u8>, DeviceError> {
+        // OpenCL has no empty buffers.
+        let bytes = (cells * std::mem::size_of::<T>()).max(1);
+        Buffer::<u8>::builder()
+            .queue(self.queue.clone())
+            .len(bytes)
+            .build()
+            .map_err(backend)
+    }
+
+    fn check_region(b: &ClBuf, region: &Shape) -> Result<(), DeviceError> {
+        if region.ndims() != b.extent.ndims() || !b.extent.contains_shape(region) {
+            return Err(DeviceError::Index(hitmap::HitmapError::OutOfTile {
+                region: region.to_string(),
+                tile: b.extent.to_string(),
+            }));
+        }
+        Ok(())
+    }
+
+    fn write_raw(&self, b: &ClBuf, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
+        let size = std::mem::size_of::<T>();
+        let mut at = 0;
+        runs(&b.alloc, region, |off, len| {
+            let bytes: &[u8] = bytemuck::cast_slice(&data[at..at + len]);
+            b.buf
+                .write(bytes)
+                .offset(off * size)
+                .enq()
+                .map_err(backend)?;
+            at += len;
+            Ok(())
+        })
+    }
+
+    fn read_raw(&self, b: &ClBuf, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
+        let size = std::mem::size_of::<T>();
+        out.reserve(region.card());
+        runs(&b.alloc, region, |off, len| {
+            let mut tmp = vec![T::zeroed(); len];
+            b.buf
+                .read(bytemuck::cast_slice_mut::<T, u8>(&mut tmp))
+                .offset(off * size)
+                .enq()
+                .map_err(backend)?;
+            out.extend_from_slice(&tmp);
+            Ok(())
+        })
+    }
+}
+
+impl<T: Cell> Controller<T> for OpenClController<T> {
+    fn describe(&self) -> String {
+        self.desc.clone()
+    }
+
+    fn alloc(&mut self, extent: &Shape, capacity: &Shape) -> Result<BufferId, DeviceError> {
+        if !extent.is_contiguous() || !capacity.is_contiguous() {
+            return Err(DeviceError::Index(hitmap::HitmapError::StridedTile));
+        }
+        if extent.ndims() != capacity.ndims() || !capacity.contains_shape(extent) {
+            return Err(DeviceError::Index(hitmap::HitmapError::OutOfTile {
+                region: extent.to_string(),
+                tile: capacity.to_string(),
+            }));
+        }
+        let buf = self.new_buffer(capacity.card())?;
+        self.bufs.push(Some(ClBuf {
+            alloc: capacity.clone(),
+            extent: extent.clone(),
+            buf,
+        }));
+        Ok(BufferId(self.bufs.len() - 1))
+    }
+
+    fn free(&mut self, buf: BufferId) -> Result<(), DeviceError> {
+        self.get(buf)?;
+        self.bufs[buf.0] = None;
+        Ok(())
+    }
+
+    fn extent(&self, buf: BufferId) -> Result<Shape, DeviceError> {
+        Ok(self.get(buf)?.extent.clone())
+    }
+
+    fn resize(
+        &mut self,
+        buf: BufferId,
+        extent: &Shape,
+        spare: &[i64],
+    ) -> Result<bool, DeviceError> {
+        let old = self.get(buf)?;
+        if !extent.is_contiguous() || extent.ndims() != old.alloc.ndims() {
+            return Err(DeviceError::Index(hitmap::HitmapError::StridedTile));
+        }
+        if old.alloc.contains_shape(extent) && !extent.is_empty() {
+            self.bufs[buf.0].as_mut().expect("checked").extent = extent.clone();
+            return Ok(false);
+        }
+        let alloc = if extent.is_empty() {
+            extent.clone()
+        } else {
+            extent.expand(spare, spare)
+        };
+        let keep = old.extent.intersect(extent);
+        let mut kept = Vec::new();
+        self.read_raw(old, &keep, &mut kept)?;
+        let next = ClBuf {
+            buf: self.new_buffer(alloc.card())?,
+            alloc,
+            extent: extent.clone(),
+        };
+        self.write_raw(&next, &keep, &kept)?;
+        self.bufs[buf.0] = Some(next);
+        Ok(true)
+    }
+
+    fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
+        let b = self.get(buf)?;
+        Self::check_region(b, region)?;
+        if data.len() != region.card() {
+            return Err(DeviceError::Index(hitmap::HitmapError::LengthMismatch {
+                expected: region.card(),
+                got: data.len(),
+            }));
+        }
+        self.write_raw(b, region, data)
+    }
+
+    fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
+        let b = self.get(buf)?;
+        Self::check_region(b, region)?;
+        self.read_raw(b, region, out)
+    }
+
+    fn fill(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        f: &(dyn Fn(&[i64]) -> T + Sync),
+    ) -> Result<(), DeviceError> {
+        let data: Vec<T> = region.iter().map(|i| f(&i)).collect();
+        self.write(buf, region, &data)
+    }
+
+    fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
+        let src = kernel.device_source().ok_or_else(|| {
+            DeviceError::Backend(format!(
+                "kernel '{}' has no OpenCL source: custom Rust kernels run on cpu devices",
+                kernel.name()
+            ))
+        })?;
+        // Bit-identical to the CPU needs IEEE division; ask for it, and fall
+        // back only for devices that reject the option.
+        let build = |opts: &str| {
+            Program::builder()
+                .src(src.source.clone())
+                .devices(self.device)
+                .cmplr_opt(opts)
+                .build(&self.context)
+        };
+        let program = build("-cl-fp32-correctly-rounded-divide-sqrt")
+            .or_else(|_| build(""))
+            .map_err(|e| {
+                DeviceError::Backend(format!(
+                    "kernel '{}' failed to build for OpenCL: {e}",
+                    kernel.name()
+                ))
+            })?;
+        let k = ocl::Kernel::builder()
+            .program(&program)
+            .name(kernels::device_source::KERNEL_NAME)
+            .queue(self.queue.clone())
+            .arg(None::<&Buffer<u8>>)
+            .arg(None::<&Buffer<u8>>)
+            .arg(0i64)
+            .arg(0i64)
+            .arg(0i64)
+            .arg(0i64)
+            .arg(0i64)
+            .arg(0i64)
+            .build()
+            .map_err(backend)?;
+        self.kernels.push(Loaded {
+            kernel: k,
+            source: kernel,
+        });
+        Ok(KernelId(self.kernels.len() - 1))
+    }
+
+    fn launch(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        let loaded = self
+            .kernels
+            .get(kernel.0)
+            .ok_or(DeviceError::UnknownKernel(kernel.0))?;
+        let (s, d) = (self.get(src)?, self.get(dst)?);
+        if src == dst {
+            return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+        }
+        let local = crate::launch::validate(
+            loaded.source.as_ref(),
+            (&s.alloc, &s.extent),
+            (&d.alloc, &d.extent),
+            region,
+        )?;
+        if region.is_empty() {
+            return Ok(());
+        }
+        // Normalise to four dimensions: leading ones of size 1, stride 0.
+        let st = strides(&s.alloc);
+        let nd = local.len();
+        let mut n = [1usize; 4];
+        let mut sv = [0i64; 4];
+        for dd in 0..nd {
+            n[4 - nd + dd] = local[dd].len();
+            sv[4 - nd + dd] = st[dd] as i64;
+        }
+        let base: usize = local.iter().zip(&st).map(|(r, s)| r.start * s).sum();
+        let k = &loaded.kernel;
+        k.set_arg(0, &s.buf).map_err(backend)?;
+        k.set_arg(1, &d.buf).map_err(backend)?;
+        for (i, v) in [base as i64, sv[0], sv[1], sv[2], sv[3], n[1] as i64]
+            .into_iter()
+            .enumerate()
+        {
+            k.set_arg(2 + i, v).map_err(backend)?;
+        }
+        let mut ev = Event::empty();
+        // SAFETY: the generated kernel reads `src` and writes `dst` only at
+        // the cells of `region` and their stencil reach, which `validate`
+        // checked lie inside both buffers; the buffers are retained by the
+        // kernel's arguments (and by OpenCL) until the command completes.
+        unsafe {
+            k.cmd()
+                .global_work_size([n[3], n[2], n[0] * n[1]])
+                .enew(&mut ev)
+                .enq()
+                .map_err(backend)?;
+        }
+        self.events.push(ev);
+        Ok(())
+    }
+
+    fn wait(&mut self) -> Result<(), DeviceError> {
+        self.queue.finish().map_err(backend)
+    }
+
+    fn take_kernel_seconds(&mut self) -> f64 {
+        let _ = self.queue.finish();
+        let mut ns = 0u64;
+        for ev in self.events.drain(..) {
+            let t = |k| {
+                ev.profiling_info(k)
+                    .ok()
+                    .and_then(|r| r.time().ok())
+                    .unwrap_or(0)
+            };
+            ns += t(ProfilingInfo::End).saturating_sub(t(ProfilingInfo::Start));
+        }
+        ns as f64 * 1e-9
+    }
+}

@@ -1,0 +1,20 @@
+//! The OpenCL backend passes the conformance suite (on PoCL in CI: the test
+//! command installs it). Without any OpenCL platform this fails with the
+//! reason, rather than passing without having run.
+#![cfg(feature = "opencl")]
+
+use controllers::{conformance, OpenClController};
+
+#[test]
+fn opencl_conformance() {
+    if let Err(e) = OpenClController::<f32>::new(0, 0) {
+        panic!("cannot open OpenCL platform 0, device 0: {e} (install pocl-opencl-icd)");
+    }
+    conformance::run_all(&mut || Box::new(OpenClController::<f32>::new(0, 0).unwrap()));
+}
+
+#[test]
+fn bad_platform_and_device_are_errors() {
+    assert!(OpenClController::<f32>::new(99, 0).is_err());
+    assert!(OpenClController::<f32>::new(0, 99).is_err());
+}

@@ -1,0 +1,142 @@
+//! OpenCL devices (PoCL in CI) alone and mixed with CPU devices: results
+//! bit-identical to the serial reference, load balancing across them, and a
+//! clear error for kernels that exist only in Rust.
+#![cfg(feature = "opencl")]
+
+use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
+use kernels::reference;
+use kernels::{basic_init, KernelChoice, Library};
+
+fn noise(idx: &[i64]) -> f32 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
+    for &i in idx {
+        h = (h ^ i as u64).wrapping_mul(0x100_0000_01b3).rotate_left(27);
+    }
+    ((h >> 42) as f32) / (1u64 << 22) as f32
+}
+
+fn bits(a: &ndarray::ArrayD<f32>) -> Vec<u32> {
+    a.iter().map(|v| v.to_bits()).collect()
+}
+
+fn devices(specs: &[&str]) -> Vec<DeviceSpec> {
+    specs
+        .iter()
+        .map(|s| DeviceSpec::parse(s).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_library_stencil_alone_and_mixed() {
+    for lib in Library::ALL {
+        for choice in [KernelChoice::Specialized, KernelChoice::Generic] {
+            let spec = lib.spec();
+            let size = if lib.ndims() >= 3 { 10 } else { 32 };
+            let sizes = vec![size; lib.ndims()];
+            let (low, high, sz) = (spec.low.clone(), spec.high.clone(), sizes.clone());
+            let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + noise(i);
+            let want = match choice {
+                KernelChoice::Specialized => reference::run(
+                    &sizes,
+                    &spec.low,
+                    &spec.high,
+                    20,
+                    &init,
+                    reference::library_formula(lib),
+                ),
+                KernelChoice::Generic => reference::run(
+                    &sizes,
+                    &spec.low,
+                    &spec.high,
+                    20,
+                    &init,
+                    reference::generic_formula::<f32>(&spec),
+                ),
+            };
+            for (devs, part) in [
+                (vec!["opencl"], Partition::Multi),
+                (vec!["cpu:threads=1", "opencl"], Partition::Single(0)),
+                (vec!["opencl", "cpu:threads=1", "opencl"], Partition::Multi),
+            ] {
+                let out = Skeleton::new(&sizes, Stencil::<f32>::library(lib, choice))
+                    .iterations(20)
+                    .init(init.clone())
+                    .devices(devices(&devs))
+                    .partition(part)
+                    .run()
+                    .unwrap_or_else(|e| panic!("{lib} {choice:?} {devs:?}: {e}"));
+                assert_eq!(
+                    bits(&out.grid),
+                    bits(&want),
+                    "{lib} {choice:?} on {devs:?} {part}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn load_balancing_between_cpu_and_opencl() {
+    let lib = Library::S2d4;
+    let spec = lib.spec();
+    let sizes = [130usize, 130];
+    let init = |i: &[i64]| noise(i);
+    let want = reference::run(
+        &sizes,
+        &spec.low,
+        &spec.high,
+        80,
+        init,
+        reference::library_formula(lib),
+    );
+    let out = Skeleton::new(
+        &sizes,
+        Stencil::<f32>::library(lib, KernelChoice::Specialized),
+    )
+    .iterations(80)
+    .init(init)
+    .devices(devices(&["cpu:threads=1", "opencl:slowdown=3"]))
+    .partition(Partition::Weighted(0))
+    .alb(Some(Alb::named("next-alb").unwrap()))
+    .run()
+    .unwrap();
+    assert_eq!(bits(&out.grid), bits(&want));
+    // next-alb rebalances at the first full window, whatever the timings.
+    assert_eq!(out.report.redistributions.first().map(|r| r.iter), Some(30));
+    let rows: Vec<usize> = out
+        .report
+        .iterations
+        .last()
+        .unwrap()
+        .devices
+        .iter()
+        .map(|d| d.rows)
+        .collect();
+    assert_eq!(rows.iter().sum::<usize>(), 128);
+    assert!(out
+        .report
+        .iterations
+        .iter()
+        .all(|i| i.devices[1].compute_seconds > 0.0));
+}
+
+#[test]
+fn rust_only_kernels_say_they_need_a_cpu_device() {
+    let user = [8, 8, 8];
+    let r = Skeleton::new(
+        &epsilod::apps::gas::global_size(user),
+        epsilod::apps::gas::stencil(),
+    )
+    .iterations(2)
+    .init(epsilod::apps::gas::init(user))
+    .devices(devices(&["opencl"]))
+    .run();
+    let e = r
+        .err()
+        .expect("gas-sim has no OpenCL kernel yet")
+        .to_string();
+    assert!(
+        e.contains("no OpenCL source") && e.contains("cpu devices"),
+        "{e}"
+    );
+}
