@@ -121,20 +121,48 @@ fn load_balancing_between_cpu_and_opencl() {
 }
 
 #[test]
+fn gas_sim_on_opencl_matches_the_cpu_bit_for_bit() {
+    use epsilod::apps::gas;
+    let user = [60, 58, 20];
+    let run = |devs: &[&str], part| {
+        Skeleton::new(&gas::global_size(user), gas::stencil())
+            .iterations(15)
+            .init(gas::init(user))
+            .devices(devices(devs))
+            .partition(part)
+            .run()
+            .unwrap()
+            .grid
+    };
+    let cells = |g: &ndarray::ArrayD<gas::GasCell>| -> Vec<u32> {
+        g.iter().flat_map(|c| c.map(f32::to_bits)).collect()
+    };
+    let cpu = cells(&run(&["cpu:threads=1"], Partition::Multi));
+    assert_eq!(
+        cells(&run(&["opencl"], Partition::Multi)),
+        cpu,
+        "opencl alone"
+    );
+    assert_eq!(
+        cells(&run(&["cpu:threads=1", "opencl"], Partition::Single(0))),
+        cpu,
+        "mixed"
+    );
+}
+
+#[test]
 fn rust_only_kernels_say_they_need_a_cpu_device() {
-    let user = [8, 8, 8];
+    let fp = Library::S2d4.spec().footprint();
+    let k = kernels::Custom::new("rust-only", fp, |nb: &kernels::Neighbourhood<f32>| {
+        nb.centre()
+    });
     let r = Skeleton::new(
-        &epsilod::apps::gas::global_size(user),
-        epsilod::apps::gas::stencil(),
+        &[10, 10],
+        Stencil::custom(std::sync::Arc::new(k), vec![1, 1], vec![1, 1]),
     )
-    .iterations(2)
-    .init(epsilod::apps::gas::init(user))
     .devices(devices(&["opencl"]))
     .run();
-    let e = r
-        .err()
-        .expect("gas-sim has no OpenCL kernel yet")
-        .to_string();
+    let e = r.err().expect("no device source").to_string();
     assert!(
         e.contains("no OpenCL source") && e.contains("cpu devices"),
         "{e}"

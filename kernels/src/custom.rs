@@ -33,11 +33,13 @@ impl<T: Copy> Neighbourhood<'_, T> {
     }
 }
 
-/// A kernel from a closure `f(&Neighbourhood) -> new cell`.
+/// A kernel from a closure `f(&Neighbourhood) -> new cell`, optionally with
+/// the same update as device code (then it runs on device backends too).
 pub struct Custom<T, F> {
     name: String,
     footprint: Footprint,
     f: F,
+    device: Option<crate::DeviceSource>,
     _cell: PhantomData<fn() -> T>,
 }
 
@@ -49,8 +51,17 @@ impl<T: Cell, F: Fn(&Neighbourhood<T>) -> T + Send + Sync> Custom<T, F> {
             name: name.to_string(),
             footprint,
             f,
+            device: None,
             _cell: PhantomData,
         }
+    }
+
+    /// The same update in OpenCL C: a kernel named
+    /// [`KERNEL_NAME`](crate::device_source::KERNEL_NAME) with the signature
+    /// `device_source` documents. It must compute exactly what `f` does.
+    pub fn with_device_source(mut self, source: crate::DeviceSource) -> Self {
+        self.device = Some(source);
+        self
     }
 }
 
@@ -61,6 +72,10 @@ impl<T: Cell, F: Fn(&Neighbourhood<T>) -> T + Send + Sync> Kernel<T> for Custom<
 
     fn footprint(&self) -> &Footprint {
         &self.footprint
+    }
+
+    fn device_source(&self) -> Option<crate::DeviceSource> {
+        self.device.clone()
     }
 
     fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {

@@ -59,15 +59,12 @@ fn lit(v: f64, t: &str) -> String {
     }
 }
 
-fn wrap(t: &str, expr: &str, needs_fp64: bool) -> DeviceSource {
-    let fp64 = if needs_fp64 || t == "double" {
-        "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    } else {
-        ""
-    };
-    let source = format!(
-        "{fp64}#pragma OPENCL FP_CONTRACT OFF\n\
-         __kernel void {KERNEL_NAME}(__global const uchar* src_bytes, __global uchar* dst_bytes,\n\
+/// The kernel's opening: its signature, the typed views of the two buffers,
+/// and `c`, the index of the cell this work-item computes. Every kernel,
+/// generated or written by an app, starts with it.
+pub fn prologue(t: &str) -> String {
+    format!(
+        "__kernel void {KERNEL_NAME}(__global const uchar* src_bytes, __global uchar* dst_bytes,\n\
              const long base, const long s0, const long s1, const long s2, const long s3, const long n1)\n\
          {{\n\
              __global const {t}* src = (__global const {t}*)src_bytes;\n\
@@ -75,9 +72,19 @@ fn wrap(t: &str, expr: &str, needs_fp64: bool) -> DeviceSource {
              const long i3 = get_global_id(0);\n\
              const long i2 = get_global_id(1);\n\
              const long z = get_global_id(2);\n\
-             const long c = base + (z / n1) * s0 + (z % n1) * s1 + i2 * s2 + i3 * s3;\n\
-             dst[c] = {expr};\n\
-         }}\n"
+             const long c = base + (z / n1) * s0 + (z % n1) * s1 + i2 * s2 + i3 * s3;\n"
+    )
+}
+
+fn wrap(t: &str, expr: &str, needs_fp64: bool) -> DeviceSource {
+    let fp64 = if needs_fp64 || t == "double" {
+        "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+    } else {
+        ""
+    };
+    let source = format!(
+        "{fp64}#pragma OPENCL FP_CONTRACT OFF\n{}    dst[c] = {expr};\n}}\n",
+        prologue(t)
     );
     DeviceSource {
         source,

@@ -8,7 +8,7 @@
 
 use crate::skeleton::Stencil;
 use hitmap::{Footprint, Shape};
-use kernels::{Custom, Neighbourhood};
+use kernels::{Custom, DeviceSource, Neighbourhood};
 use std::sync::Arc;
 
 pub type GasCell = [f32; 19];
@@ -153,13 +153,66 @@ pub fn footprint() -> Footprint {
     Footprint::new(3, (0..19).map(|q| offset(q).to_vec()).collect())
 }
 
-/// The gas update as a skeleton stencil (boundary one cell wide).
+/// The update in OpenCL C, operation for operation as [`step_with`] (f32,
+/// no contraction, the same order), so device runs are bit-identical.
+pub fn device_source() -> DeviceSource {
+    let head = r#"#pragma OPENCL FP_CONTRACT OFF
+typedef struct { float d[19]; } cell;
+__constant int EX[19] = {0, -1, 1, 0, 0, 0, 0, -1, -1, 1, 1, -1, -1, 1, 1, 0, 0, 0, 0};
+__constant int EY[19] = {0, 0, 0, -1, 1, 0, 0, -1, 1, -1, 1, 0, 0, 0, 0, -1, -1, 1, 1};
+__constant int EZ[19] = {0, 0, 0, 0, 0, -1, 1, 0, 0, 0, 0, -1, 1, -1, 1, -1, 1, -1, 1};
+__constant int OPP[19] = {0, 2, 1, 4, 3, 6, 5, 10, 9, 8, 7, 14, 13, 12, 11, 18, 17, 16, 15};
+float weight(int i) { return i == 0 ? 1.0f / 3.0f : (i <= 6 ? 1.0f / 18.0f : 1.0f / 36.0f); }
+float feq(int i, float p, float vx, float vy, float vz) {
+    const float C = 1.0f;
+    const float d = (C * (float)EX[i]) * vx + (C * (float)EY[i]) * vy + (C * (float)EZ[i]) * vz;
+    const float vv = vx * vx + vy * vy + vz * vz;
+    return weight(i) * p * (1.0f + (1.0f / (C * C)) * (3.0f * d + (9.0f / (2.0f * C * C)) * d * d - 1.5f * vv));
+}
+"#;
+    let body = r#"
+    const float C = 1.0f;
+    cell me = src[c];
+    if (me.d[0] == INFINITY) { dst[c] = me; return; }
+    cell d = me;
+    for (int q = 1; q < 19; q++) {
+        const long off = (long)EY[q] * s1 + (long)EX[q] * s2 + (long)EZ[q] * s3;
+        d.d[q] = src[c + off].d[q];
+    }
+    if (d.d[0] == -INFINITY) {
+        const cell streamed = d;
+        for (int q = 1; q < 19; q++) d.d[q] = streamed.d[OPP[q]];
+        dst[c] = d;
+        return;
+    }
+    float p = 0.0f;
+    for (int q = 0; q < 19; q++) p += d.d[q];
+    float vx = 0.0f, vy = 0.0f, vz = 0.0f;
+    for (int q = 0; q < 19; q++) {
+        vx += (C * (float)EX[q]) * d.d[q];
+        vy += (C * (float)EY[q]) * d.d[q];
+        vz += (C * (float)EZ[q]) * d.d[q];
+    }
+    if (p != 0.0f) {
+        const float r = 1.0f / p;
+        vx = vx * r; vy = vy * r; vz = vz * r;
+    }
+    const float k = 1.0f / 0.65f;
+    for (int q = 0; q < 19; q++) d.d[q] += k * (feq(q, p, vx, vy, vz) - d.d[q]);
+    dst[c] = d;
+}
+"#;
+    DeviceSource {
+        source: format!("{head}{}{body}", kernels::device_source::prologue("cell")),
+        needs_fp64: false,
+    }
+}
+
+/// The gas update as a skeleton stencil (boundary one cell wide), on CPU and
+/// OpenCL devices.
 pub fn stencil() -> Stencil<GasCell> {
-    Stencil::custom(
-        Arc::new(Custom::new("gas-sim", footprint(), step)),
-        vec![1; 3],
-        vec![1; 3],
-    )
+    let kernel = Custom::new("gas-sim", footprint(), step).with_device_source(device_source());
+    Stencil::custom(Arc::new(kernel), vec![1; 3], vec![1; 3])
 }
 
 #[cfg(test)]
