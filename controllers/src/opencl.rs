@@ -46,6 +46,25 @@ struct ClBuf {
 struct Loaded<T> {
     kernel: ocl::Kernel,
     source: Arc<dyn Kernel<T>>,
+    /// This device's preferred work-group multiple and largest work group,
+    /// for this kernel.
+    wg_multiple: usize,
+    wg_max: usize,
+}
+
+/// Work-items per group along the contiguous dimension: the largest multiple
+/// of the device's preferred multiple, up to 256 and the kernel's maximum,
+/// that divides `n` (OpenCL 1.2 needs groups to tile the range); `None` lets
+/// the runtime choose when nothing fits.
+fn work_group(n: usize, multiple: usize, max: usize) -> Option<usize> {
+    if multiple == 0 {
+        return None;
+    }
+    let cap = max.min(256);
+    (1..=cap / multiple)
+        .rev()
+        .map(|k| k * multiple)
+        .find(|&g| n.is_multiple_of(g))
 }
 
 pub struct OpenClController<T> {
@@ -336,9 +355,20 @@ impl<T: Cell> Controller<T> for OpenClController<T> {
             .arg(0i64)
             .build()
             .map_err(backend)?;
+        use ocl::enums::{KernelWorkGroupInfo as Wg, KernelWorkGroupInfoResult as WgR};
+        let wg_multiple = match k.wg_info(self.device, Wg::PreferredWorkGroupSizeMultiple) {
+            Ok(WgR::PreferredWorkGroupSizeMultiple(m)) => m,
+            _ => 0,
+        };
+        let wg_max = match k.wg_info(self.device, Wg::WorkGroupSize) {
+            Ok(WgR::WorkGroupSize(m)) => m,
+            _ => 0,
+        };
         self.kernels.push(Loaded {
             kernel: k,
             source: kernel,
+            wg_multiple,
+            wg_max,
         });
         Ok(KernelId(self.kernels.len() - 1))
     }
@@ -387,16 +417,18 @@ impl<T: Cell> Controller<T> for OpenClController<T> {
             k.set_arg(2 + i, v).map_err(backend)?;
         }
         let mut ev = Event::empty();
+        let gws = [n[3], n[2], n[0] * n[1]];
+        let cmd = k.cmd().global_work_size(gws).enew(&mut ev);
+        let cmd = match work_group(n[3], loaded.wg_multiple, loaded.wg_max) {
+            Some(g) => cmd.local_work_size([g, 1, 1]),
+            None => cmd,
+        };
         // SAFETY: the generated kernel reads `src` and writes `dst` only at
         // the cells of `region` and their stencil reach, which `validate`
         // checked lie inside both buffers; the buffers are retained by the
         // kernel's arguments (and by OpenCL) until the command completes.
         unsafe {
-            k.cmd()
-                .global_work_size([n[3], n[2], n[0] * n[1]])
-                .enew(&mut ev)
-                .enq()
-                .map_err(backend)?;
+            cmd.enq().map_err(backend)?;
         }
         self.events.push(ev);
         Ok(())
@@ -419,5 +451,30 @@ impl<T: Cell> Controller<T> for OpenClController<T> {
             ns += t(ProfilingInfo::End).saturating_sub(t(ProfilingInfo::Start));
         }
         ns as f64 * 1e-9
+    }
+}
+
+impl<T> Drop for OpenClController<T> {
+    /// Commands still queued must finish before their buffers go: PoCL, for
+    /// one, compiles a kernel lazily in its own threads when the command
+    /// runs, and a process that exits meanwhile aborts (seen in CI after a
+    /// test dropped a controller right after a launch).
+    fn drop(&mut self) {
+        let _ = self.queue.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::work_group;
+
+    #[test]
+    fn work_groups_tile_the_range() {
+        assert_eq!(work_group(1024, 32, 1024), Some(256));
+        assert_eq!(work_group(96, 32, 1024), Some(96));
+        assert_eq!(work_group(100, 8, 1024), None);
+        assert_eq!(work_group(100, 4, 1024), Some(100));
+        assert_eq!(work_group(64, 32, 32), Some(32));
+        assert_eq!(work_group(64, 0, 32), None);
     }
 }

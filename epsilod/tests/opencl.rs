@@ -168,3 +168,32 @@ fn rust_only_kernels_say_they_need_a_cpu_device() {
         "{e}"
     );
 }
+
+#[test]
+fn a_kernel_that_fails_to_compile_shows_the_build_log() {
+    let fp = Library::S2d4.spec().footprint();
+    let broken = kernels::DeviceSource {
+        source: format!(
+            "{}    dst[c] = src[c] +* undeclared_thing;\n}}\n",
+            kernels::device_source::prologue("float")
+        ),
+        needs_fp64: false,
+    };
+    let k = kernels::Custom::new("broken", fp, |nb: &kernels::Neighbourhood<f32>| nb.centre())
+        .with_device_source(broken);
+    let r = Skeleton::new(
+        &[10, 10],
+        Stencil::custom(std::sync::Arc::new(k), vec![1, 1], vec![1, 1]),
+    )
+    .devices(devices(&["opencl"]))
+    .run();
+    let e = r.err().expect("the source does not compile").to_string();
+    assert!(
+        e.contains("kernel 'broken' failed to build for OpenCL"),
+        "{e}"
+    );
+    assert!(
+        e.contains("undeclared_thing"),
+        "the build log names the culprit: {e}"
+    );
+}
