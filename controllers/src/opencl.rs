@@ -70,6 +70,10 @@ fn work_group(n: usize, multiple: usize, max: usize) -> Option<usize> {
 pub struct OpenClController<T> {
     desc: String,
     device: Device,
+    /// GPUs get explicit work-group sizes; CPU implementations (PoCL) choose
+    /// better themselves (measured on 2d4 4098^2: 0.95x the CPU backend with
+    /// PoCL's choice, 1.25-1.8x with 256-wide groups).
+    explicit_groups: bool,
     context: Context,
     queue: Queue,
     bufs: Vec<Option<ClBuf>>,
@@ -153,9 +157,14 @@ impl<T: Cell> OpenClController<T> {
         let queue =
             Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE)).map_err(backend)?;
         let name = dev.name().unwrap_or_else(|_| "?".into());
+        let explicit_groups = matches!(
+            dev.info(ocl::enums::DeviceInfo::Type),
+            Ok(ocl::enums::DeviceInfoResult::Type(t)) if t.contains(ocl::flags::DEVICE_TYPE_GPU)
+        );
         Ok(OpenClController {
             desc: format!("opencl:platform={platform},device={device} ({name})"),
             device: dev,
+            explicit_groups,
             context,
             queue,
             bufs: Vec::new(),
@@ -419,7 +428,11 @@ impl<T: Cell> Controller<T> for OpenClController<T> {
         let mut ev = Event::empty();
         let gws = [n[3], n[2], n[0] * n[1]];
         let cmd = k.cmd().global_work_size(gws).enew(&mut ev);
-        let cmd = match work_group(n[3], loaded.wg_multiple, loaded.wg_max) {
+        let group = self
+            .explicit_groups
+            .then(|| work_group(n[3], loaded.wg_multiple, loaded.wg_max))
+            .flatten();
+        let cmd = match group {
             Some(g) => cmd.local_work_size([g, 1, 1]),
             None => cmd,
         };
