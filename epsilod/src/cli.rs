@@ -10,7 +10,7 @@ use crate::report::Report;
 use crate::skeleton::{Skeleton, Stencil};
 use clap::{Args, Parser, Subcommand};
 use hitmap::{Partition, Shape};
-use kernels::{basic_init, KernelChoice, Library, StencilSpec};
+use kernels::{basic_init, random_value, KernelChoice, Library, StencilSpec};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -400,16 +400,6 @@ fn run_gas(
     )
 }
 
-/// A deterministic value in [0, 1) for each index and seed.
-pub fn random_value(idx: &[i64], seed: u64) -> f32 {
-    let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
-    for &i in idx {
-        h = (h ^ i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        h ^= h >> 31;
-    }
-    (h >> 40) as f32 / (1u64 << 24) as f32
-}
-
 fn stencil_init(
     kind: &str,
     seed: u64,
@@ -457,7 +447,6 @@ fn execute<T: OutputCell>(
         .devices(devices)
         .partition(partition)
         .progress(progress);
-    skel.layout()?;
     let out = skel.run()?;
     if !write {
         return Ok(out.report);

@@ -4,7 +4,7 @@
 use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
 use heuristics::{Decision, Heuristic, Snapshot};
 use kernels::reference;
-use kernels::{basic_init, KernelChoice, Library};
+use kernels::{basic_init, random_value, KernelChoice, Library};
 use proptest::prelude::*;
 use std::sync::Mutex;
 
@@ -34,14 +34,6 @@ impl Heuristic for Scripted {
     }
 }
 
-fn noise(idx: &[i64]) -> f32 {
-    let mut h: u64 = 0x2545_f491_4f6c_dd1d;
-    for &i in idx {
-        h = (h ^ i as u64).wrapping_mul(0x100_0000_01b3).rotate_left(31);
-    }
-    ((h >> 42) as f32) / (1u64 << 22) as f32
-}
-
 fn bits(a: &ndarray::ArrayD<f32>) -> Vec<u32> {
     a.iter().map(|v| v.to_bits()).collect()
 }
@@ -65,7 +57,7 @@ proptest! {
         let s2 = script.clone();
         let alb = Alb::custom("scripted", move || Box::new(Scripted(s2.clone()))).window(2);
         let (low, high, sz) = (spec.low.clone(), spec.high.clone(), sizes.clone());
-        let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + noise(i);
+        let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + random_value(i, 2);
         let run = Skeleton::new(&sizes, Stencil::<f32>::library(lib, KernelChoice::Specialized))
             .iterations(iters)
             .init(init.clone())

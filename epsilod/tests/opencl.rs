@@ -5,15 +5,7 @@
 
 use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
 use kernels::reference;
-use kernels::{basic_init, KernelChoice, Library};
-
-fn noise(idx: &[i64]) -> f32 {
-    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-    for &i in idx {
-        h = (h ^ i as u64).wrapping_mul(0x100_0000_01b3).rotate_left(27);
-    }
-    ((h >> 42) as f32) / (1u64 << 22) as f32
-}
+use kernels::{basic_init, random_value, KernelChoice, Library};
 
 fn bits(a: &ndarray::ArrayD<f32>) -> Vec<u32> {
     a.iter().map(|v| v.to_bits()).collect()
@@ -34,7 +26,7 @@ fn every_library_stencil_alone_and_mixed() {
             let size = if lib.ndims() >= 3 { 10 } else { 32 };
             let sizes = vec![size; lib.ndims()];
             let (low, high, sz) = (spec.low.clone(), spec.high.clone(), sizes.clone());
-            let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + noise(i);
+            let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + random_value(i, 3);
             let want = match choice {
                 KernelChoice::Specialized => reference::run(
                     &sizes,
@@ -80,7 +72,7 @@ fn load_balancing_between_cpu_and_opencl() {
     let lib = Library::S2d4;
     let spec = lib.spec();
     let sizes = [130usize, 130];
-    let init = |i: &[i64]| noise(i);
+    let init = |i: &[i64]| random_value(i, 3);
     let want = reference::run(
         &sizes,
         &spec.low,

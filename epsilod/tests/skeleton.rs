@@ -4,7 +4,7 @@
 use epsilod::{ConfigError, DeviceSpec, Partition, Skeleton, Stencil};
 use hitmap::HitmapError;
 use kernels::reference;
-use kernels::{basic_init, KernelChoice, Library};
+use kernels::{basic_init, random_value, KernelChoice, Library};
 use ndarray::ArrayD;
 
 /// A small deterministic generator (the runs must be reproducible).
@@ -17,14 +17,6 @@ impl Lcg {
             .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
-}
-
-fn noise(idx: &[i64]) -> f32 {
-    let mut h: u64 = 0x51_7cc1_b727_220a;
-    for &i in idx {
-        h = (h ^ i as u64).wrapping_mul(0x100_0000_01b3).rotate_left(29);
-    }
-    ((h >> 42) as f32) / (1u64 << 22) as f32
 }
 
 fn bits(a: &ArrayD<f32>) -> Vec<u32> {
@@ -59,7 +51,7 @@ fn check_library(lib: Library, size: usize, iters: u64, rng: &mut Lcg) {
     let sizes = vec![size; lib.ndims()];
     let (low, high) = (spec.low.clone(), spec.high.clone());
     let sz = sizes.clone();
-    let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + noise(i);
+    let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + random_value(i, 1);
     let want = reference::run(
         &sizes,
         &spec.low,
@@ -114,7 +106,7 @@ fn generic_kernel_matches_its_reference_on_two_dimensional_blocks() {
     for lib in [Library::S2d8, Library::S3d27, Library::S2df5] {
         let spec = lib.spec();
         let sizes = vec![14; lib.ndims()];
-        let init = |i: &[i64]| noise(i);
+        let init = |i: &[i64]| random_value(i, 1);
         let want = reference::run(
             &sizes,
             &spec.low,
@@ -140,7 +132,7 @@ fn generic_kernel_matches_its_reference_on_two_dimensional_blocks() {
 fn more_devices_than_rows_leaves_some_idle() {
     let lib = Library::S2d4;
     let sizes = [5, 9];
-    let init = |i: &[i64]| noise(i);
+    let init = |i: &[i64]| random_value(i, 1);
     let spec = lib.spec();
     let want = reference::run(
         &sizes,

@@ -20,7 +20,7 @@ pub use error::{KernelError, SpecError};
 pub use frame::{for_each_row, Frame};
 pub use generic::Generic;
 pub use kernel::{check_launch, launch_serial, Kernel};
-pub use library::{basic_init, Library};
+pub use library::{basic_init, random_value, Library};
 pub use spec::StencilSpec;
 pub use specialized::Specialized;
 

@@ -138,6 +138,18 @@ impl fmt::Display for Library {
     }
 }
 
+/// A deterministic value in [0, 1) for each index and seed: the interior of
+/// `--init random`, and the irregular data tests use so that any misplaced
+/// cell or change of evaluation order shows.
+pub fn random_value(idx: &[i64], seed: u64) -> f32 {
+    let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
+    for &i in idx {
+        h = (h ^ i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^= h >> 31;
+    }
+    (h >> 40) as f32 / (1u64 << 24) as f32
+}
+
 /// EPSILOD's initial value at global index `idx` of a grid of `sizes` with a
 /// boundary `low`/`high` wide: dimension d's low boundary is `2d+1`, its high
 /// boundary `2d+2` (the earlier dimension wins where boundaries meet), the
