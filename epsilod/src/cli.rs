@@ -3,7 +3,8 @@
 
 use crate::alb::Alb;
 use crate::apps::gas;
-use crate::devices::{all_cores, load_device_file, DeviceSpec};
+use crate::cluster::{speaks, Cluster};
+use crate::devices::{all_cores, load_device_file, DeviceSpec, Placed};
 use crate::error::ConfigError;
 use crate::output::{self, OutputCell};
 use crate::report::Report;
@@ -144,8 +145,20 @@ pub fn main() -> i32 {
                 .next()
                 .unwrap_or("bad arguments")
                 .trim_start_matches("error: ");
-            eprintln!("error: {first} (see 'epsilod --help')");
+            if speaks() {
+                eprintln!("error: {first} (see 'epsilod --help')");
+            }
             return 2;
+        }
+    };
+    // Under mpirun every rank runs this; rank 0 alone speaks for them.
+    let cluster = match Cluster::join() {
+        Ok(c) => c,
+        Err(e) => {
+            if speaks() {
+                eprintln!("error: {e}");
+            }
+            return 1;
         }
     };
     let result = match cli.command {
@@ -157,13 +170,22 @@ pub fn main() -> i32 {
             Ok(())
         }
     };
+    let root = cluster.is_root();
+    drop(cluster);
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {e}");
+            if root {
+                eprintln!("error: {e}");
+            }
             1
         }
     }
+}
+
+/// Whether this process prints results: always alone, rank 0 under MPI.
+fn is_root() -> bool {
+    crate::cluster::active().is_none_or(|j| j.rank == 0)
 }
 
 /// What `epsilod run` was asked to run.
@@ -222,12 +244,19 @@ pub fn parse_iters(text: &str) -> Result<u64, ConfigError> {
     }
 }
 
-fn devices(args: &RunArgs) -> Result<Vec<DeviceSpec>, ConfigError> {
+/// The devices and, when a device file places them on ranks, their ranks.
+fn devices(args: &RunArgs, hosts: &[String]) -> Result<Placed, ConfigError> {
     match (&args.device_file, args.devices.is_empty()) {
         (Some(_), false) => Err(ConfigError::DevicesTwice),
-        (Some(f), true) => load_device_file(f),
-        (None, false) => args.devices.iter().map(|d| DeviceSpec::parse(d)).collect(),
-        (None, true) => Ok(vec![DeviceSpec::cpu(all_cores())]),
+        (Some(f), true) => load_device_file(f)?.place(hosts),
+        (None, false) => Ok((
+            args.devices
+                .iter()
+                .map(|d| DeviceSpec::parse(d))
+                .collect::<Result<_, _>>()?,
+            None,
+        )),
+        (None, true) => Ok((vec![DeviceSpec::cpu(all_cores())], None)),
     }
 }
 
@@ -253,14 +282,16 @@ pub fn compare(args: &CompareArgs) -> Result<(), ConfigError> {
             "compare writes no --output or --report: use --csv or --json for its table".into(),
         ));
     }
-    for p in [&args.csv, &args.json].into_iter().flatten() {
-        check_report_path(p)?;
+    if is_root() {
+        for p in [&args.csv, &args.json].into_iter().flatten() {
+            check_report_path(p)?;
+        }
     }
     let mut reports: Vec<Vec<Report>> = vec![Vec::new(); names.len()];
     for rep in 0..args.reps {
         for (h, name) in names.iter().enumerate() {
             let r = run_config(&args.run, name, false)?;
-            if !args.run.quiet {
+            if !args.run.quiet && is_root() {
                 eprintln!(
                     "run {}/{} {name}: loop {:.4} s, {} rebalance(s)",
                     rep + 1,
@@ -271,6 +302,9 @@ pub fn compare(args: &CompareArgs) -> Result<(), ConfigError> {
             }
             reports[h].push(r);
         }
+    }
+    if !is_root() {
+        return Ok(());
     }
     let rows = crate::compare::table(&names, &reports);
     print!("{}", crate::compare::render(&rows));
@@ -323,15 +357,32 @@ pub fn plot(args: &PlotArgs) -> Result<(), ConfigError> {
 /// `epsilod run`: one run, its files, and a summary on stdout.
 pub fn run(args: &RunArgs) -> Result<(), ConfigError> {
     let r = run_config(args, &args.alb, true)?;
-    if !args.quiet {
+    if !args.quiet && is_root() {
         print_summary(&r);
     }
     Ok(())
 }
 
-/// Validates everything about a run before any work starts, runs it with
-/// heuristic `alb`, and writes its output and report when `write`.
-pub fn run_config(args: &RunArgs, alb: &str, write: bool) -> Result<Report, ConfigError> {
+/// A run, checked.
+struct Plan {
+    target: Target,
+    size: Vec<usize>,
+    iters: u64,
+    devices: Vec<DeviceSpec>,
+    placement: Option<Vec<usize>>,
+    partition: Partition,
+    alb: Alb,
+    choice: KernelChoice,
+    progress: bool,
+}
+
+/// Everything that can be wrong with a run, found before any work starts.
+fn prepare(args: &RunArgs, alb: &str, write: bool) -> Result<Plan, ConfigError> {
+    let job = crate::cluster::active();
+    let hosts = job
+        .as_ref()
+        .map_or_else(|| vec![String::from("localhost")], |j| j.hosts.clone());
+    let root = job.as_ref().is_none_or(|j| j.rank == 0);
     let target = resolve(&args.stencil)?;
     let ndims = match &target {
         Target::Library(l) => l.ndims(),
@@ -340,64 +391,101 @@ pub fn run_config(args: &RunArgs, alb: &str, write: bool) -> Result<Report, Conf
     };
     let size = parse_size(&args.size, ndims)?;
     let iters = parse_iters(&args.iters)?;
-    let devices = devices(args)?;
+    let (devices, placement) = devices(args, &hosts)?;
     let partition: Partition = args.partition.parse()?;
     let alb = Alb::named(alb).map_err(|_| ConfigError::UnknownAlb(alb.to_string()))?;
     let choice: KernelChoice = args.kernel.parse().map_err(ConfigError::Kernel)?;
-    if let Some(o) = &args.output {
-        output::check_writable(o)?;
-    }
-    if let Some(r) = &args.report {
-        check_report_path(r)?;
-    }
-    let progress = write && !args.quiet && std::io::stderr().is_terminal();
-    let stencil = match target {
-        Target::Library(lib) => Stencil::<f32>::library(lib, choice),
-        Target::Spec(spec) => Stencil::<f32>::from_spec(&spec),
-        Target::Gas => {
-            return run_gas(args, &size, iters, devices, partition, progress, alb, write)
-        }
-    };
-    let (low, high, sz) = (stencil.low.clone(), stencil.high.clone(), size.clone());
-    let skel =
-        Skeleton::new(&size, stencil).init(stencil_init(&args.init, args.seed, sz, low, high)?);
-    execute(
-        skel.alb(Some(alb)),
-        iters,
-        devices,
-        partition,
-        progress,
-        None,
-        args,
-        write,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn run_gas(
-    args: &RunArgs,
-    size: &[usize],
-    iters: u64,
-    devices: Vec<DeviceSpec>,
-    partition: Partition,
-    progress: bool,
-    alb: Alb,
-    write: bool,
-) -> Result<Report, ConfigError> {
-    let user = [0, 1, 2].map(|d| size[d].saturating_sub(2));
-    if user.contains(&0) {
+    init_is_random(&args.init)?;
+    if matches!(target, Target::Gas) && size.iter().any(|&s| s < 3) {
         return Err(ConfigError::Size {
             size: args.size.clone(),
             why: "gas-sim needs at least 3 cells per dimension (a 1-cell border each side)".into(),
         });
     }
-    let skel = Skeleton::new(size, gas::stencil())
-        .init(gas::init(user))
-        .alb(Some(alb));
-    let domain = Some(gas::user_domain(user));
-    execute(
-        skel, iters, devices, partition, progress, domain, args, write,
+    // Only rank 0 writes, and only its file system matters.
+    if root {
+        if let Some(o) = &args.output {
+            output::check_writable(o)?;
+        }
+        if let Some(r) = &args.report {
+            check_report_path(r)?;
+        }
+    }
+    Ok(Plan {
+        target,
+        size,
+        iters,
+        devices,
+        placement,
+        partition,
+        alb,
+        choice,
+        progress: write && root && !args.quiet && std::io::stderr().is_terminal(),
+    })
+}
+
+/// Validates everything about a run before any work starts (under MPI, on
+/// every rank: one rank's error stops them all), runs it with heuristic
+/// `alb`, and writes its output and report when `write`.
+pub fn run_config(args: &RunArgs, alb: &str, write: bool) -> Result<Report, ConfigError> {
+    let plan = prepare(args, alb, write);
+    if let Some(job) = crate::cluster::active().filter(|j| j.size > 1) {
+        crate::cluster::agree(
+            &job,
+            plan.as_ref()
+                .map(|_| String::new())
+                .map_err(|e| e.to_string()),
+        )?;
+    }
+    let plan = plan?;
+    match plan.target {
+        Target::Library(lib) => {
+            let stencil = Stencil::<f32>::library(lib, plan.choice);
+            execute(
+                stencil_skeleton(stencil, &plan, args)?,
+                &plan,
+                None,
+                args,
+                write,
+            )
+        }
+        Target::Spec(ref spec) => {
+            let stencil = Stencil::<f32>::from_spec(spec);
+            execute(
+                stencil_skeleton(stencil, &plan, args)?,
+                &plan,
+                None,
+                args,
+                write,
+            )
+        }
+        Target::Gas => {
+            let user = [0, 1, 2].map(|d| plan.size[d] - 2);
+            let skel = Skeleton::new(&plan.size, gas::stencil()).init(gas::init(user));
+            let domain = Some(gas::user_domain(user));
+            execute(skel, &plan, domain, args, write)
+        }
+    }
+}
+
+fn stencil_skeleton(
+    stencil: Stencil<f32>,
+    plan: &Plan,
+    args: &RunArgs,
+) -> Result<Skeleton<f32>, ConfigError> {
+    let (low, high, sz) = (stencil.low.clone(), stencil.high.clone(), plan.size.clone());
+    Ok(
+        Skeleton::new(&plan.size, stencil)
+            .init(stencil_init(&args.init, args.seed, sz, low, high)?),
     )
+}
+
+fn init_is_random(kind: &str) -> Result<bool, ConfigError> {
+    match kind {
+        "basic" => Ok(false),
+        "random" => Ok(true),
+        _ => Err(ConfigError::Init(kind.to_string())),
+    }
 }
 
 fn stencil_init(
@@ -407,11 +495,7 @@ fn stencil_init(
     low: Vec<usize>,
     high: Vec<usize>,
 ) -> Result<impl Fn(&[i64]) -> f32 + Send + Sync + 'static, ConfigError> {
-    let random = match kind {
-        "basic" => false,
-        "random" => true,
-        _ => return Err(ConfigError::Init(kind.to_string())),
-    };
+    let random = init_is_random(kind)?;
     Ok(move |i: &[i64]| {
         let b = basic_init(i, &sizes, &low, &high);
         let interior =
@@ -431,24 +515,24 @@ fn check_report_path(path: &Path) -> Result<(), ConfigError> {
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn execute<T: OutputCell>(
     skel: Skeleton<T>,
-    iters: u64,
-    devices: Vec<DeviceSpec>,
-    partition: Partition,
-    progress: bool,
+    plan: &Plan,
     output_region: Option<Shape>,
     args: &RunArgs,
     write: bool,
 ) -> Result<Report, ConfigError> {
-    let skel = skel
-        .iterations(iters)
-        .devices(devices)
-        .partition(partition)
-        .progress(progress);
+    let mut skel = skel
+        .alb(Some(plan.alb.clone()))
+        .iterations(plan.iters)
+        .devices(plan.devices.clone())
+        .partition(plan.partition)
+        .progress(plan.progress);
+    if let Some(p) = &plan.placement {
+        skel = skel.placement(p.clone());
+    }
     let out = skel.run()?;
-    if !write {
+    if !write || !out.is_root() {
         return Ok(out.report);
     }
     if let Some(path) = &args.output {

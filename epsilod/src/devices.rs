@@ -220,15 +220,20 @@ struct FileDevice {
     weight: Option<f64>,
     /// `3` or `"3@300"`.
     slowdown: Option<toml::Value>,
+    /// Under MPI: every rank on this host (`"*"`: on any host) gets the device.
+    host: Option<String>,
+    /// Under MPI: this rank gets the device.
+    rank: Option<usize>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct DeviceFile {
+struct DeviceFileToml {
     device: Vec<FileDevice>,
 }
 
-/// Reads a device file:
+/// A device file: devices in order, each maybe tied to hosts or a rank.
+///
 /// ```toml
 /// [[device]]
 /// kind = "cpu"
@@ -240,7 +245,90 @@ struct DeviceFile {
 /// weight = 2
 /// slowdown = "3@300"
 /// ```
-pub fn load_device_file(path: &Path) -> Result<Vec<DeviceSpec>, ConfigError> {
+///
+/// Under MPI, a file whose tables name no `host` or `rank` deals its devices
+/// out like `--devices`: device `i` to rank `i mod ranks`. Otherwise every
+/// table names a `host` (a host name, or `"*"` for any) or a `rank`, and
+/// each rank gets, in file order, every table naming its rank or its host: a
+/// `host` table gives a device to every rank on that host. Devices are then
+/// numbered rank by rank. A single process is rank 0 on its own host.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceFile {
+    pub path: String,
+    entries: Vec<Entry>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Entry {
+    spec: DeviceSpec,
+    host: Option<String>,
+    rank: Option<usize>,
+}
+
+/// The devices of a run and, when the file places them, their ranks.
+pub type Placed = (Vec<DeviceSpec>, Option<Vec<usize>>);
+
+impl DeviceFile {
+    /// Every device with its rank, for ranks on `hosts` (one per rank).
+    pub fn place(&self, hosts: &[String]) -> Result<Placed, ConfigError> {
+        let selected = self
+            .entries
+            .iter()
+            .filter(|e| e.host.is_some() || e.rank.is_some())
+            .count();
+        if selected == 0 {
+            return Ok((self.entries.iter().map(|e| e.spec.clone()).collect(), None));
+        }
+        if selected < self.entries.len() {
+            return Err(ConfigError::DeviceFile {
+                path: self.path.clone(),
+                why: "some [[device]] tables name a host or rank and some do not: give every table a host (\"*\" for any) or a rank".into(),
+            });
+        }
+        let mut specs = Vec::new();
+        let mut owners = Vec::new();
+        for (r, host) in hosts.iter().enumerate() {
+            let before = specs.len();
+            for e in &self.entries {
+                let by_rank = e.rank == Some(r);
+                let by_host =
+                    e.rank.is_none() && e.host.as_deref().is_some_and(|h| h == "*" || h == host);
+                if by_rank || by_host {
+                    specs.push(e.spec.clone());
+                    owners.push(r);
+                }
+            }
+            if specs.len() == before {
+                return Err(ConfigError::RankWithoutDevice {
+                    rank: r,
+                    host: host.clone(),
+                    why: format!(
+                        "{} has no [[device]] with host = \"{host}\", host = \"*\" or rank = {r}; add one, or run fewer ranks",
+                        self.path
+                    ),
+                });
+            }
+        }
+        if let Some(e) = self
+            .entries
+            .iter()
+            .find(|e| e.rank.is_some_and(|r| r >= hosts.len()))
+        {
+            return Err(ConfigError::DeviceFile {
+                path: self.path.clone(),
+                why: format!(
+                    "a [[device]] is for rank {}, but the job has {} rank(s)",
+                    e.rank.unwrap_or(0),
+                    hosts.len()
+                ),
+            });
+        }
+        Ok((specs, Some(owners)))
+    }
+}
+
+/// Reads a device file (see [`DeviceFile`]).
+pub fn load_device_file(path: &Path) -> Result<DeviceFile, ConfigError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::DeviceFile {
         path: name.clone(),
@@ -249,16 +337,17 @@ pub fn load_device_file(path: &Path) -> Result<Vec<DeviceSpec>, ConfigError> {
     parse_device_file(&text, &name)
 }
 
-pub fn parse_device_file(text: &str, name: &str) -> Result<Vec<DeviceSpec>, ConfigError> {
+pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, ConfigError> {
     let err = |why: String| ConfigError::DeviceFile {
         path: name.to_string(),
         why,
     };
-    let file: DeviceFile = toml::from_str(text).map_err(|e| err(e.message().to_string()))?;
+    let file: DeviceFileToml = toml::from_str(text).map_err(|e| err(e.message().to_string()))?;
     if file.device.is_empty() {
         return Err(err("no [[device]] tables".into()));
     }
-    file.device
+    let entries = file
+        .device
         .iter()
         .map(|d| {
             let mut opts = Vec::new();
@@ -285,10 +374,21 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<Vec<DeviceSpec>, Conf
                     )))
                 }
             }
+            if d.host.as_deref() == Some("") {
+                return Err(err("host = \"\": name a host, or \"*\" for any".into()));
+            }
             let spec = format!("{}:{}", d.kind, opts.join(","));
-            DeviceSpec::parse(&spec).map_err(|e| err(e.to_string()))
+            Ok(Entry {
+                spec: DeviceSpec::parse(&spec).map_err(|e| err(e.to_string()))?,
+                host: d.host.clone(),
+                rank: d.rank,
+            })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(DeviceFile {
+        path: name.to_string(),
+        entries,
+    })
 }
 
 #[cfg(test)]
@@ -349,7 +449,9 @@ mod tests {
             "d.toml",
         )
         .unwrap();
+        let (d, owners) = d.place(&["h".into()]).unwrap();
         assert_eq!(d.len(), 2);
+        assert_eq!(owners, None);
         assert_eq!(d[1].slowdown, Some((3.0, 300)));
         for (text, want) in [
             (
@@ -364,5 +466,54 @@ mod tests {
             let e = parse_device_file(text, "d.toml").unwrap_err().to_string();
             assert!(e.contains(want) && e.contains("d.toml"), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn device_files_place_devices_by_host_and_rank() {
+        let f = parse_device_file(
+            "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\n\
+             [[device]]\nhost = \"gpu01\"\nkind = \"opencl\"\n\
+             [[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 2\nweight = 3\n",
+            "d.toml",
+        )
+        .unwrap();
+        let hosts: Vec<String> = ["n1", "gpu01", "gpu01"].map(String::from).to_vec();
+        let (specs, owners) = f.place(&hosts).unwrap();
+        let names: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            names,
+            [
+                "cpu:threads=1",
+                "cpu:threads=2,weight=3",
+                "cpu:threads=1",
+                "opencl:platform=0,device=0",
+                "cpu:threads=1",
+                "opencl:platform=0,device=0"
+            ]
+        );
+        assert_eq!(owners, Some(vec![0, 0, 1, 1, 2, 2]));
+        // A rank no table reaches is named, with its host.
+        let only_gpu =
+            parse_device_file("[[device]]\nhost = \"gpu01\"\nkind = \"cpu\"\n", "d.toml").unwrap();
+        let e = only_gpu.place(&hosts).unwrap_err().to_string();
+        assert!(e.contains("rank 0 (host n1) has no device"), "{e}");
+        // Tables must all place, or none.
+        let mixed = parse_device_file(
+            "[[device]]\nrank = 0\nkind = \"cpu\"\n[[device]]\nkind = \"cpu\"\n",
+            "d.toml",
+        )
+        .unwrap();
+        let e = mixed.place(&hosts).unwrap_err().to_string();
+        assert!(
+            e.contains("some [[device]] tables name a host or rank"),
+            "{e}"
+        );
+        let far = parse_device_file(
+            "[[device]]\nhost = \"*\"\nkind = \"cpu\"\n[[device]]\nrank = 5\nkind = \"cpu\"\n",
+            "d.toml",
+        )
+        .unwrap();
+        let e = far.place(&hosts).unwrap_err().to_string();
+        assert!(e.contains("rank 5, but the job has 3"), "{e}");
     }
 }

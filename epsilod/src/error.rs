@@ -49,6 +49,30 @@ pub enum ConfigError {
     Output { path: String, why: String },
     #[error("unknown output format '{0}': use a file name ending in .npy, .txt or .dat")]
     OutputFormat(String),
+    #[error("this binary was started by mpirun as one of {size} ranks but was built without MPI: rebuild it with `cargo build --release --features mpi` (or run it without mpirun)")]
+    NoMpi { size: usize },
+    #[error("this program was started by mpirun as one of {size} ranks but never joined the job: call epsilod::Cluster::join() at the start of main")]
+    NotJoined { size: usize },
+    #[error("MPI: {0}")]
+    Mpi(String),
+    #[error("{0}")]
+    Agreed(String),
+    #[error("rank {rank}: {why}")]
+    OnRank { rank: usize, why: String },
+    #[error("rank {rank} was given another run than rank 0 (rank {rank}: {mine}; rank 0: {root}): give every rank the same arguments and device file")]
+    Mismatch {
+        rank: usize,
+        mine: String,
+        root: String,
+    },
+    #[error("{ranks} MPI ranks but only {devices} device(s): give at least one device per rank (repeat --devices), or run fewer ranks (mpirun -np {devices})")]
+    TooManyRanks { ranks: usize, devices: usize },
+    #[error("rank {rank} (host {host}) has no device: {why}")]
+    RankWithoutDevice {
+        rank: usize,
+        host: String,
+        why: String,
+    },
     #[error("virtual process {vp} ({device}) failed: {why}")]
     Run {
         vp: usize,

@@ -18,8 +18,11 @@
 pub mod alb;
 pub mod apps;
 pub mod cli;
+pub mod cluster;
 pub mod compare;
 pub mod devices;
+#[cfg(feature = "mpi")]
+mod distributed;
 pub mod error;
 pub mod output;
 pub mod plot;
@@ -28,6 +31,7 @@ pub mod skeleton;
 mod vp;
 
 pub use alb::Alb;
+pub use cluster::Cluster;
 pub use devices::{DeviceKind, DeviceSpec};
 pub use error::ConfigError;
 pub use hitmap::Partition;

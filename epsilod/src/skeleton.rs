@@ -8,11 +8,11 @@ use crate::devices::DeviceSpec;
 use crate::error::ConfigError;
 use crate::report::{median, DeviceIteration, IterationRecord, Report, ReportConfig, Summary};
 use crate::vp::{self, Shared, VpResult};
-use hitmap::{in_process, Layout, Partition, Shape};
+use hitmap::{in_process, Layout, Partition, Shape, Transport};
 use kernels::{library_kernel, Cell, Generic, Kernel, KernelChoice, Library, Real, StencilSpec};
 use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Initial value of a cell from its global index (boundary cells included).
@@ -69,9 +69,21 @@ impl<T: Cell> Stencil<T> {
 
 /// The result of a run: the whole global array (boundaries included) and
 /// the report.
+///
+/// Under MPI the grid is gathered to rank 0 only (other ranks get an empty
+/// array); every rank gets the same merged report.
 pub struct Outcome<T> {
     pub grid: ArrayD<T>,
     pub report: Report,
+    pub(crate) root: bool,
+}
+
+impl<T> Outcome<T> {
+    /// True where `grid` holds the result: always in one process, on rank 0
+    /// under MPI.
+    pub fn is_root(&self) -> bool {
+        self.root
+    }
 }
 
 /// Builder for one run.
@@ -84,6 +96,7 @@ pub struct Skeleton<T> {
     partition: Partition,
     alb: Option<Alb>,
     progress: bool,
+    placement: Option<Vec<usize>>,
 }
 
 impl<T: Cell> Skeleton<T> {
@@ -100,6 +113,7 @@ impl<T: Cell> Skeleton<T> {
             partition: Partition::Multi,
             alb: None,
             progress: false,
+            placement: None,
         }
     }
 
@@ -127,6 +141,77 @@ impl<T: Cell> Skeleton<T> {
     pub fn alb(mut self, alb: Option<Alb>) -> Self {
         self.alb = alb;
         self
+    }
+
+    /// Under MPI: the rank hosting each device (default: device `i` on rank
+    /// `i mod ranks`). Ignored in a single process.
+    pub fn placement(mut self, ranks: Vec<usize>) -> Self {
+        self.placement = Some(ranks);
+        self
+    }
+
+    /// The rank of each device in a job of `ranks`, checked: every rank
+    /// hosts at least one.
+    pub fn owners(&self, ranks: usize) -> Result<Vec<usize>, ConfigError> {
+        let n = self.devices.len();
+        let owners = match &self.placement {
+            None => {
+                if ranks > n {
+                    return Err(ConfigError::TooManyRanks { ranks, devices: n });
+                }
+                (0..n).map(|i| i % ranks).collect()
+            }
+            Some(p) => {
+                if p.len() != n {
+                    return Err(ConfigError::Mpi(format!(
+                        "the placement names {} ranks for {n} devices",
+                        p.len()
+                    )));
+                }
+                p.clone()
+            }
+        };
+        for r in 0..ranks {
+            if !owners.contains(&r) {
+                return Err(ConfigError::RankWithoutDevice {
+                    rank: r,
+                    host: String::from("?"),
+                    why: "the placement gives it none".into(),
+                });
+            }
+        }
+        if let Some(&r) = owners.iter().find(|&&r| r >= ranks) {
+            return Err(ConfigError::Mpi(format!(
+                "a device is placed on rank {r}, but there are {ranks} ranks"
+            )));
+        }
+        Ok(owners)
+    }
+
+    pub(crate) fn ndims(&self) -> usize {
+        self.size.len()
+    }
+
+    pub(crate) fn shows_progress(&self) -> bool {
+        self.progress
+    }
+
+    /// What every rank must agree on before a distributed run.
+    pub(crate) fn fingerprint(&self) -> String {
+        format!(
+            "{} {:?} x{} [{}] on ranks {:?}, partition {}, alb {}",
+            self.stencil.name,
+            self.size,
+            self.iters,
+            self.devices
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            self.placement,
+            self.partition,
+            self.alb.as_ref().map_or("none", |a| a.name.as_str())
+        )
     }
 
     /// Shows a progress bar on stderr (when it is a terminal).
@@ -204,10 +289,61 @@ impl<T: Cell> Skeleton<T> {
         Ok(layout)
     }
 
-    /// Runs every iteration and gathers the result.
+    /// Runs every iteration and gathers the result. Inside an MPI job
+    /// (see [`Cluster`](crate::Cluster)) every rank calls it with the same
+    /// arguments and runs its own devices.
     pub fn run(&self) -> Result<Outcome<T>, ConfigError> {
+        if let Some(job) = crate::cluster::active().filter(|j| j.size > 1) {
+            #[cfg(feature = "mpi")]
+            return crate::distributed::run(self, &job);
+            #[cfg(not(feature = "mpi"))]
+            unreachable!("a job of {} ranks without the mpi feature", job.size);
+        }
+        if let Some((_, size)) = crate::cluster::launched().filter(|l| l.1 > 1) {
+            return Err(if cfg!(feature = "mpi") {
+                ConfigError::NotJoined { size }
+            } else {
+                ConfigError::NoMpi { size }
+            });
+        }
         let started = Instant::now();
         let layout = self.layout()?;
+        let progress = AtomicU64::new(0);
+        let shared = self.shared(&layout, &progress);
+        let endpoints: Vec<Mutex<Option<_>>> = in_process::<T>(self.devices.len())
+            .into_iter()
+            .map(|e| Mutex::new(Some(e)))
+            .collect();
+        let all: Vec<usize> = (0..self.devices.len()).collect();
+        let results = self.run_vps(
+            &shared,
+            &all,
+            |p| {
+                endpoints[p]
+                    .lock()
+                    .ok()
+                    .and_then(|mut e| e.take())
+                    .ok_or_else(|| ConfigError::Mpi(format!("no endpoint for {p}")))
+            },
+            None,
+            self.progress,
+            started,
+        );
+        let results = first_cause(results)?;
+        let grid = self.assemble(&results);
+        let report = self.report(&layout, &results, started.elapsed().as_secs_f64());
+        Ok(Outcome {
+            grid,
+            report,
+            root: true,
+        })
+    }
+
+    pub(crate) fn shared<'a>(
+        &'a self,
+        layout: &'a Layout,
+        progress: &'a AtomicU64,
+    ) -> Shared<'a, T> {
         tracing::info!(
             stencil = %self.stencil.name,
             iters = self.iters,
@@ -218,43 +354,78 @@ impl<T: Cell> Skeleton<T> {
         for (p, (d, b)) in self.devices.iter().zip(layout.blocks()).enumerate() {
             tracing::debug!("virtual process {p}: {d}, block {b}");
         }
-        let ndev = self.devices.len();
-        let progress = AtomicU64::new(0);
-        let alb = self.alb.as_ref().filter(|a| a.name != "none");
-        let shared = Shared {
+        Shared {
             size: &self.size,
             stencil: &self.stencil,
             iters: self.iters,
             init: &self.init,
-            layout: &layout,
-            alb,
-            progress: &progress,
+            layout,
+            alb: self.alb.as_ref().filter(|a| a.name != "none"),
+            progress,
+        }
+    }
+
+    /// Runs the virtual processes `local`, one thread each, each with the
+    /// endpoint `make` gives it (made in its thread). `fail_fast` is called
+    /// on the first failure, while the others may still be waiting for the
+    /// one that failed (under MPI nothing would tell them).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn run_vps<X, F>(
+        &self,
+        shared: &Shared<'_, T>,
+        local: &[usize],
+        make: F,
+        fail_fast: Option<&dyn Fn(&ConfigError)>,
+        progress: bool,
+        started: Instant,
+    ) -> Vec<Result<VpResult<T>, ConfigError>>
+    where
+        X: Transport<T>,
+        F: Fn(usize) -> Result<X, ConfigError> + Sync,
+    {
+        let panicked = |p: usize| ConfigError::Run {
+            vp: p,
+            device: self.devices[p].to_string(),
+            why: "it panicked (a bug: please report it)".into(),
         };
-        let endpoints = in_process::<T>(ndev);
-        let results: Vec<Result<VpResult<T>, ConfigError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = endpoints
-                .into_iter()
-                .enumerate()
-                .map(|(p, ep)| {
-                    let shared = &shared;
+        std::thread::scope(|s| {
+            let mut handles: Vec<_> = local
+                .iter()
+                .map(|&p| {
+                    let make = &make;
                     let spec = &self.devices[p];
-                    std::thread::Builder::new()
+                    let h = std::thread::Builder::new()
                         .name(format!("epsilod-vp{p}"))
-                        .spawn_scoped(s, move || vp::run(shared, spec, p, ep))
-                        .expect("spawning a virtual process thread")
+                        .spawn_scoped(s, move || vp::run(shared, spec, p, make(p)?))
+                        .expect("spawning a virtual process thread");
+                    Some(h)
                 })
                 .collect();
-            if self.progress {
+            let mut results: Vec<Option<Result<VpResult<T>, ConfigError>>> =
+                local.iter().map(|_| None).collect();
+            if progress || fail_fast.is_some() {
                 // Only runs that last show a bar, so short ones print nothing.
                 let mut bar = None;
-                while !handles.iter().all(|h| h.is_finished()) {
-                    if bar.is_none() && started.elapsed() > Duration::from_secs(1) {
+                while handles.iter().any(Option::is_some) {
+                    for (i, h) in handles.iter_mut().enumerate() {
+                        if h.as_ref().is_some_and(|h| h.is_finished()) {
+                            let r = h
+                                .take()
+                                .and_then(|h| h.join().ok())
+                                .unwrap_or_else(|| Err(panicked(local[i])));
+                            if let (Err(e), Some(f)) = (&r, fail_fast) {
+                                f(e);
+                            }
+                            results[i] = Some(r);
+                        }
+                    }
+                    if progress && bar.is_none() && started.elapsed() > Duration::from_secs(1) {
                         bar = Some(progress_bar(self.iters));
                     }
                     if let Some(b) = &bar {
-                        b.set_position(progress.load(Ordering::Relaxed));
+                        b.set_position(shared.progress.load(Ordering::Relaxed));
                     }
-                    std::thread::sleep(Duration::from_millis(100));
+                    std::thread::sleep(Duration::from_millis(5));
                 }
                 if let Some(b) = bar {
                     b.finish_and_clear();
@@ -262,25 +433,18 @@ impl<T: Cell> Skeleton<T> {
             }
             handles
                 .into_iter()
+                .zip(results)
                 .enumerate()
-                .map(|(p, h)| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(ConfigError::Run {
-                            vp: p,
-                            device: self.devices[p].to_string(),
-                            why: "it panicked (a bug: please report it)".into(),
-                        })
-                    })
+                .map(|(i, (h, r))| match (h, r) {
+                    (_, Some(r)) => r,
+                    (Some(h), None) => h.join().unwrap_or_else(|_| Err(panicked(local[i]))),
+                    (None, None) => Err(panicked(local[i])),
                 })
                 .collect()
-        });
-        let results = first_cause(results)?;
-        let grid = self.assemble(&results);
-        let report = self.report(&layout, &results, started.elapsed().as_secs_f64());
-        Ok(Outcome { grid, report })
+        })
     }
 
-    fn assemble(&self, results: &[VpResult<T>]) -> ArrayD<T> {
+    pub(crate) fn assemble(&self, results: &[VpResult<T>]) -> ArrayD<T> {
         let init = &self.init;
         let mut grid = ArrayD::from_shape_fn(IxDyn(&self.size), |ix| {
             let g: Vec<i64> = (0..ix.ndim()).map(|d| ix[d] as i64).collect();
@@ -298,7 +462,7 @@ impl<T: Cell> Skeleton<T> {
         grid
     }
 
-    fn report(&self, layout: &Layout, results: &[VpResult<T>], total: f64) -> Report {
+    pub(crate) fn report(&self, layout: &Layout, results: &[VpResult<T>], total: f64) -> Report {
         let iterations: Vec<IterationRecord> = (0..self.iters as usize)
             .map(|i| IterationRecord {
                 iter: i as u64,

@@ -22,3 +22,5 @@ pub use sig::Sig;
 pub use tile::Tile;
 pub use topology::Topology;
 pub use transport::{in_process, InProcess, Transport, TransportError};
+#[cfg(feature = "mpi")]
+pub use transport::{MpiTransport, Placement, MAX_TAG};

@@ -1,9 +1,14 @@
 //! Moving data between virtual processes. The skeleton talks only to the
-//! `Transport` trait; threads in one process and MPI ranks both implement it.
+//! `Transport` trait; threads in one process (`InProcess`) and MPI ranks
+//! (`MpiTransport`, feature `mpi`) both implement it.
 
 mod inproc;
+#[cfg(feature = "mpi")]
+mod mpi;
 
 pub use inproc::{in_process, InProcess};
+#[cfg(feature = "mpi")]
+pub use mpi::{MpiTransport, Placement, MAX_TAG};
 use thiserror::Error;
 
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -20,7 +25,10 @@ pub enum TransportError {
 /// between `size()` virtual processes.
 ///
 /// Messages between a pair with the same tag arrive in the order sent.
-pub trait Transport<T>: Send {
+///
+/// Not `Send` in general: an MPI endpoint owns requests that stay in the
+/// thread that made them, so endpoints are made where they are used.
+pub trait Transport<T> {
     /// This virtual process.
     fn rank(&self) -> usize;
     fn size(&self) -> usize;

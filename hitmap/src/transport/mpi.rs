@@ -1,0 +1,378 @@
+//! The transport across MPI ranks (feature `mpi`): every virtual process is
+//! an endpoint on `MPI_COMM_WORLD`, hosted by one rank; a rank may host
+//! several (each in its own thread, which needs `MPI_THREAD_MULTIPLE`).
+//!
+//! Each message is two MPI messages with the same MPI tag: an 8-byte header
+//! carrying the trait's 64-bit tag (MPI tags are only guaranteed 15 bits),
+//! then the payload, sent zero-copy as bytes. The MPI tag names the sending
+//! and receiving virtual processes within their ranks and the kind of
+//! message, so MPI's non-overtaking rule keeps each header next to its
+//! payload; a receiver that meets another tag first keeps that message for
+//! later, as the in-process transport does.
+
+use super::{Transport, TransportError};
+use bytemuck::Pod;
+use mpi::datatype::Equivalence;
+use mpi::point_to_point::{Destination, Source};
+use mpi::request::{Request, StaticScope};
+use mpi::topology::{Communicator, Process, SimpleCommunicator};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// The MPI standard guarantees tags up to 32767; the top of that range is
+/// left to the cluster's own control messages.
+pub const MAX_TAG: i32 = 32_000;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Kind {
+    Cells = 0,
+    Values = 1,
+    Collective = 2,
+}
+
+/// Where the virtual processes live: `rank[p]` hosts process `p`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    rank: Vec<usize>,
+    /// Index of each process among those of its rank.
+    slot: Vec<usize>,
+    per_rank: usize,
+}
+
+impl Placement {
+    /// Processes placed on ranks; fails when MPI tags cannot name every pair
+    /// of processes that share a rank pair (more than 103 on one rank).
+    pub fn new(rank: Vec<usize>) -> Result<Placement, TransportError> {
+        let mut count: HashMap<usize, usize> = HashMap::new();
+        let slot = rank
+            .iter()
+            .map(|r| {
+                let c = count.entry(*r).or_default();
+                *c += 1;
+                *c - 1
+            })
+            .collect();
+        let per_rank = count.values().copied().max().unwrap_or(1);
+        if 3 * per_rank * per_rank > MAX_TAG as usize {
+            return Err(TransportError::Other(format!(
+                "{per_rank} virtual processes on one rank: MPI tags can name at most 103; run more ranks"
+            )));
+        }
+        Ok(Placement {
+            rank,
+            slot,
+            per_rank,
+        })
+    }
+
+    pub fn rank_of(&self, p: usize) -> usize {
+        self.rank[p]
+    }
+
+    pub fn len(&self) -> usize {
+        self.rank.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rank.is_empty()
+    }
+
+    fn tag(&self, from: usize, to: usize, kind: Kind) -> i32 {
+        ((self.slot[from] * self.per_rank + self.slot[to]) * 3 + kind as usize) as i32
+    }
+}
+
+/// A payload handed to MPI: leaked so that a request may borrow it for
+/// `'static`, and reclaimed once the request has completed. Owned buffers
+/// need this because sends must not block: two neighbours that each send
+/// before receiving would deadlock on any message too large for MPI's eager
+/// protocol (a 4098-cell halo row already is, on shared memory).
+struct Leaked<U> {
+    ptr: *mut U,
+    len: usize,
+    cap: usize,
+}
+
+impl<U: Pod> Leaked<U> {
+    fn new(v: Vec<U>) -> (Leaked<U>, &'static [u8]) {
+        let mut v = std::mem::ManuallyDrop::new(v);
+        let (ptr, len, cap) = (v.as_mut_ptr(), v.len(), v.capacity());
+        // SAFETY: the Vec is not dropped (ManuallyDrop) until `reclaim`, which
+        // runs only after MPI has finished reading, so the bytes stay valid
+        // while any request borrows them. U is Pod: every byte is
+        // initialised and may be read as u8.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(ptr.cast::<u8>().cast_const(), std::mem::size_of_val(&v[..]))
+        };
+        (Leaked { ptr, len, cap }, bytes)
+    }
+
+    /// Frees the payload; only once no request borrows it.
+    fn reclaim(self) {
+        // SAFETY: ptr/len/cap are the parts of the Vec leaked in `new`, and
+        // `self` (their only record) is consumed here.
+        drop(unsafe { Vec::from_raw_parts(self.ptr, self.len, self.cap) });
+    }
+}
+
+/// A message in flight: its two requests and the buffers they read.
+struct InFlight<U: Pod> {
+    requests: Vec<Request<'static, [u8], StaticScope>>,
+    header: Leaked<u64>,
+    body: Leaked<U>,
+}
+
+impl<U: Pod> InFlight<U> {
+    fn free(self) {
+        debug_assert!(self.requests.is_empty());
+        self.header.reclaim();
+        self.body.reclaim();
+    }
+}
+
+/// Sends of one payload type: starts them, frees what has been sent.
+struct Outbox<U: Pod> {
+    in_flight: Vec<InFlight<U>>,
+}
+
+impl<U: Pod> Outbox<U> {
+    fn new() -> Outbox<U> {
+        Outbox {
+            in_flight: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, dest: &Process<'_>, mpi_tag: i32, tag: u64, data: Vec<U>) {
+        self.collect_finished();
+        let (header, header_bytes) = Leaked::new(vec![tag]);
+        let (body, body_bytes) = Leaked::new(data);
+        let requests = vec![
+            dest.immediate_send_with_tag(StaticScope, header_bytes, mpi_tag),
+            dest.immediate_send_with_tag(StaticScope, body_bytes, mpi_tag),
+        ];
+        self.in_flight.push(InFlight {
+            requests,
+            header,
+            body,
+        });
+    }
+
+    /// Frees the buffers of the sends that have completed.
+    fn collect_finished(&mut self) {
+        for mut f in std::mem::take(&mut self.in_flight) {
+            f.requests = std::mem::take(&mut f.requests)
+                .into_iter()
+                .filter_map(|r| r.test().err())
+                .collect();
+            if f.requests.is_empty() {
+                f.free();
+            } else {
+                self.in_flight.push(f);
+            }
+        }
+    }
+}
+
+impl<U: Pod> Drop for Outbox<U> {
+    fn drop(&mut self) {
+        // Buffers may be freed only once MPI is done with them.
+        for mut f in self.in_flight.drain(..) {
+            for r in f.requests.drain(..) {
+                r.wait_without_status();
+            }
+            f.free();
+        }
+    }
+}
+
+/// One virtual process's endpoint on MPI.
+///
+/// Not `Send`: it owns MPI requests, so it is made in the thread that uses
+/// it.
+pub struct MpiTransport<T: Pod> {
+    me: usize,
+    placement: Arc<Placement>,
+    world: SimpleCommunicator,
+    cells_out: Outbox<T>,
+    values_out: Outbox<f64>,
+    cells: HashMap<(usize, u64), VecDeque<Vec<T>>>,
+    values: HashMap<(usize, Kind, u64), VecDeque<Vec<f64>>>,
+    collectives: u64,
+}
+
+impl<T: Pod> MpiTransport<T> {
+    /// The endpoint of virtual process `me`; MPI must be initialised and
+    /// `me` hosted by this rank.
+    pub fn new(me: usize, placement: Arc<Placement>) -> Result<MpiTransport<T>, TransportError> {
+        if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+            return Err(TransportError::Other("MPI is not initialised".into()));
+        }
+        let world = SimpleCommunicator::world();
+        if me >= placement.len() {
+            return Err(TransportError::NoSuchPeer {
+                peer: me,
+                size: placement.len(),
+            });
+        }
+        if placement.rank_of(me) != world.rank() as usize {
+            return Err(TransportError::Other(format!(
+                "virtual process {me} belongs to rank {}, not {}",
+                placement.rank_of(me),
+                world.rank()
+            )));
+        }
+        Ok(MpiTransport {
+            me,
+            placement,
+            world,
+            cells_out: Outbox::new(),
+            values_out: Outbox::new(),
+            cells: HashMap::new(),
+            values: HashMap::new(),
+            collectives: 0,
+        })
+    }
+
+    fn check_peer(&self, q: usize) -> Result<(), TransportError> {
+        if q >= self.placement.len() {
+            Err(TransportError::NoSuchPeer {
+                peer: q,
+                size: self.placement.len(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn post_values(
+        &mut self,
+        to: usize,
+        kind: Kind,
+        tag: u64,
+        values: Vec<f64>,
+    ) -> Result<(), TransportError> {
+        self.check_peer(to)?;
+        let mpi_tag = self.placement.tag(self.me, to, kind);
+        let dest = self
+            .world
+            .process_at_rank(self.placement.rank_of(to) as i32);
+        self.values_out.send(&dest, mpi_tag, tag, values);
+        Ok(())
+    }
+
+    /// The next message of `kind` from `from`: its tag and payload.
+    fn next_message<U: Pod>(
+        &self,
+        from: usize,
+        kind: Kind,
+    ) -> Result<(u64, Vec<U>), TransportError> {
+        let mpi_tag = self.placement.tag(from, self.me, kind);
+        let source = self
+            .world
+            .process_at_rank(self.placement.rank_of(from) as i32);
+        let mut header = [0u8; 8];
+        let (msg, _) = source.matched_probe_with_tag(mpi_tag);
+        msg.matched_receive_into(&mut header[..]);
+        let (msg, status) = source.matched_probe_with_tag(mpi_tag);
+        let bytes = status.count(u8::equivalent_datatype()) as usize;
+        let elem = std::mem::size_of::<U>();
+        if elem == 0 || bytes % elem != 0 {
+            return Err(TransportError::Other(format!(
+                "a message from virtual process {from} has {bytes} bytes, not a whole number of {elem}-byte values"
+            )));
+        }
+        let mut v = vec![U::zeroed(); bytes / elem];
+        msg.matched_receive_into(bytemuck::cast_slice_mut::<U, u8>(&mut v));
+        Ok((u64::from_le_bytes(header), v))
+    }
+
+    fn recv_values_of(
+        &mut self,
+        from: usize,
+        kind: Kind,
+        tag: u64,
+    ) -> Result<Vec<f64>, TransportError> {
+        self.check_peer(from)?;
+        if let Some(v) = self
+            .values
+            .get_mut(&(from, kind, tag))
+            .and_then(VecDeque::pop_front)
+        {
+            return Ok(v);
+        }
+        loop {
+            let (got, v) = self.next_message::<f64>(from, kind)?;
+            if got == tag {
+                return Ok(v);
+            }
+            self.values
+                .entry((from, kind, got))
+                .or_default()
+                .push_back(v);
+        }
+    }
+}
+
+impl<T: Pod> Transport<T> for MpiTransport<T> {
+    fn rank(&self) -> usize {
+        self.me
+    }
+
+    fn size(&self) -> usize {
+        self.placement.len()
+    }
+
+    fn send(&mut self, to: usize, tag: u64, data: Vec<T>) -> Result<(), TransportError> {
+        self.check_peer(to)?;
+        let mpi_tag = self.placement.tag(self.me, to, Kind::Cells);
+        let dest = self
+            .world
+            .process_at_rank(self.placement.rank_of(to) as i32);
+        self.cells_out.send(&dest, mpi_tag, tag, data);
+        Ok(())
+    }
+
+    fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<T>, TransportError> {
+        self.check_peer(from)?;
+        if let Some(v) = self
+            .cells
+            .get_mut(&(from, tag))
+            .and_then(VecDeque::pop_front)
+        {
+            return Ok(v);
+        }
+        loop {
+            let (got, v) = self.next_message::<T>(from, Kind::Cells)?;
+            if got == tag {
+                return Ok(v);
+            }
+            self.cells.entry((from, got)).or_default().push_back(v);
+        }
+    }
+
+    fn send_values(&mut self, to: usize, tag: u64, values: Vec<f64>) -> Result<(), TransportError> {
+        self.post_values(to, Kind::Values, tag, values)
+    }
+
+    fn recv_values(&mut self, from: usize, tag: u64) -> Result<Vec<f64>, TransportError> {
+        self.recv_values_of(from, Kind::Values, tag)
+    }
+
+    fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError> {
+        let tag = self.collectives;
+        self.collectives += 1;
+        let me = self.me;
+        for to in (0..self.placement.len()).filter(|&q| q != me) {
+            self.post_values(to, Kind::Collective, tag, values.to_vec())?;
+        }
+        (0..self.placement.len())
+            .map(|from| {
+                if from == self.me {
+                    Ok(values.to_vec())
+                } else {
+                    self.recv_values_of(from, Kind::Collective, tag)
+                }
+            })
+            .collect()
+    }
+}
