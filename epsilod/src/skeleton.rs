@@ -199,16 +199,22 @@ impl<T: Cell> Skeleton<T> {
     /// What every rank must agree on before a distributed run.
     pub(crate) fn fingerprint(&self) -> String {
         format!(
-            "{} {:?} x{} [{}] on ranks {:?}, partition {}, alb {}",
+            "{} {} x {} iterations, devices [{}] on ranks {}, partition {}, alb {}",
             self.stencil.name,
-            self.size,
+            self.size
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join("x"),
             self.iters,
             self.devices
                 .iter()
                 .map(|d| d.to_string())
                 .collect::<Vec<_>>()
                 .join(" "),
-            self.placement,
+            self.placement
+                .as_ref()
+                .map_or("i mod ranks".into(), |p| format!("{p:?}")),
             self.partition,
             self.alb.as_ref().map_or("none", |a| a.name.as_str())
         )
