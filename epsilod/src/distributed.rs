@@ -38,6 +38,16 @@ pub(crate) fn run<T: Cell>(sk: &Skeleton<T>, job: &JobInfo) -> Result<Outcome<T>
             },
             e => e,
         })?;
+        // A rank whose blocks are all empty would only wait on the others.
+        if let Some(r) = (0..job.size).find(|&r| {
+            (0..owners.len()).all(|p| owners[p] != r || layout.block(p).is_empty())
+        }) {
+            return Err(ConfigError::IdleRank {
+                rank: r,
+                cells: layout.domain().card(),
+                ranks: job.size,
+            });
+        }
         let here = owners.iter().filter(|&&r| r == job.rank).count();
         if here > 1 && !job.threads_multiple {
             return Err(ConfigError::Mpi(format!(

@@ -67,6 +67,12 @@ pub enum ConfigError {
     },
     #[error("{ranks} MPI ranks but only {devices} device(s): give at least one device per rank (repeat --devices), or run fewer ranks (mpirun -np {devices})")]
     TooManyRanks { ranks: usize, devices: usize },
+    #[error("rank {rank} would compute no rows: {cells} interior cells are too few for {ranks} ranks; run fewer ranks or a larger size")]
+    IdleRank {
+        rank: usize,
+        cells: usize,
+        ranks: usize,
+    },
     #[error("rank {rank} (host {host}) has no device: {why}")]
     RankWithoutDevice {
         rank: usize,

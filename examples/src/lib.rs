@@ -1,14 +1,30 @@
-//! Shared by the example binaries: report an error as one line, never a
-//! backtrace.
+//! Shared by the example binaries: join the MPI job when mpirun started
+//! the program, and report an error as one line, never a backtrace.
 
 use std::process::ExitCode;
 
-/// Prints `error: ...` (with its causes) and fails, or succeeds.
-pub fn finish(result: anyhow::Result<()>) -> ExitCode {
+/// Joins the job (see `epsilod::Cluster`), runs `app`, and prints its error
+/// as `error: ...` with its causes. Under MPI only rank 0 prints: every rank
+/// meets the same error (a rank failing alone ends the job itself).
+pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
+    let cluster = match epsilod::Cluster::join() {
+        Ok(c) => c,
+        Err(e) => {
+            if epsilod::cluster::speaks() {
+                eprintln!("error: {e}");
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = app();
+    let root = cluster.is_root();
+    drop(cluster);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            if root {
+                eprintln!("error: {e:#}");
+            }
             ExitCode::FAILURE
         }
     }

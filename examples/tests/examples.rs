@@ -81,3 +81,52 @@ fn examples_run_and_reject_bad_input_in_one_line() {
     assert!(!out.status.success());
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// The examples under real mpirun write what they write alone.
+#[cfg(feature = "mpi")]
+#[test]
+fn examples_under_mpirun_write_what_they_write_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |np: Option<usize>, exe: &str, args: &[&str], out: &std::path::Path| {
+        let mut c = match np {
+            None => Command::new(exe),
+            Some(n) => {
+                let mut c = Command::new("mpirun");
+                c.args(["--oversubscribe", "-np", &n.to_string(), exe])
+                    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+                c
+            }
+        };
+        let o = c
+            .args(args)
+            .arg(out)
+            .output()
+            .expect("mpirun (openmpi-bin) is installed");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let s2 = env!("CARGO_BIN_EXE_stencil2d4");
+    let args = [
+        "--size",
+        "66",
+        "--iters",
+        "20",
+        "--devices",
+        "3",
+        "--output",
+    ];
+    let (a, b) = (dir.path().join("a.dat"), dir.path().join("b.dat"));
+    let alone = run(None, s2, &args, &a);
+    let ranks = run(Some(3), s2, &args, &b);
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    // Rank 0 alone prints the probe line.
+    let probe = |s: &str| s.lines().filter(|l| l.starts_with("temperature")).count();
+    assert_eq!((probe(&alone), probe(&ranks)), (1, 1), "{ranks}");
+    let gas = env!("CARGO_BIN_EXE_gas-sim");
+    let args = ["--devices", "2", "10", "8", "6", "4"];
+    let (a, b) = (dir.path().join("ga.dat"), dir.path().join("gb.dat"));
+    run(None, gas, &args, &a);
+    run(Some(2), gas, &args, &b);
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+}

@@ -27,13 +27,18 @@ fn launch() {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .spawn()
         .unwrap_or_else(|e| {
-            panic!("cannot start mpirun ({e}): install OpenMPI (openmpi-bin) to test the mpi feature")
+            panic!(
+                "cannot start mpirun ({e}): install OpenMPI (openmpi-bin) to test the mpi feature"
+            )
         });
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         if let Some(status) = child.try_wait().expect("waiting for mpirun") {
             assert!(status.success(), "a rank failed: {status}");
-            println!("mpi transport: {RANKS} ranks, {} virtual processes: ok", PLACEMENT.len());
+            println!(
+                "mpi transport: {RANKS} ranks, {} virtual processes: ok",
+                PLACEMENT.len()
+            );
             return;
         }
         if Instant::now() > deadline {
@@ -45,13 +50,19 @@ fn launch() {
 }
 
 fn rank_main() {
-    let (universe, threading) = mpi::initialize_with_threading(mpi::Threading::Multiple)
-        .expect("MPI initialises once");
-    assert_eq!(threading, mpi::Threading::Multiple, "two processes share a rank");
+    let (universe, threading) =
+        mpi::initialize_with_threading(mpi::Threading::Multiple).expect("MPI initialises once");
+    assert_eq!(
+        threading,
+        mpi::Threading::Multiple,
+        "two processes share a rank"
+    );
     use mpi::topology::Communicator;
     let rank = universe.world().rank() as usize;
     let placement = Arc::new(Placement::new(PLACEMENT.to_vec()).unwrap());
-    let mine: Vec<usize> = (0..PLACEMENT.len()).filter(|&p| PLACEMENT[p] == rank).collect();
+    let mine: Vec<usize> = (0..PLACEMENT.len())
+        .filter(|&p| PLACEMENT[p] == rank)
+        .collect();
     std::thread::scope(|s| {
         for &p in &mine {
             let placement = placement.clone();
@@ -68,23 +79,31 @@ fn exchange(p: usize, placement: Arc<Placement>) {
     ep.send(next, 7, vec![p as u32; 3]).unwrap();
     ep.send(next, 1 << 62, vec![100 + p as u32]).unwrap();
     ep.send_values(next, 7, vec![p as f64 + 0.5]).unwrap();
+    ep.send_values(next, 8, vec![p as f64 + 0.25]).unwrap();
     // Large enough for MPI's rendezvous protocol: every process sends before
     // it receives, which deadlocks unless sends are non-blocking.
     let big: Vec<u32> = (0..1_000_000).map(|i| i ^ p as u32).collect();
     ep.send(next, 9, big).unwrap();
     // Out of send order: the 64-bit tags keep them apart.
     let b = ep.recv(prev, 1 << 62).unwrap();
+    let w = ep.recv_values(prev, 8).unwrap();
     let v = ep.recv_values(prev, 7).unwrap();
     let big = ep.recv(prev, 9).unwrap();
     let a = ep.recv(prev, 7).unwrap();
     assert_eq!(a, vec![prev as u32; 3]);
     assert_eq!(b, vec![100 + prev as u32]);
     assert_eq!(v, vec![prev as f64 + 0.5]);
+    assert_eq!(w, vec![prev as f64 + 0.25]);
     assert_eq!(big.len(), 1_000_000);
-    assert!(big.iter().enumerate().all(|(i, &x)| x == i as u32 ^ prev as u32));
+    assert!(big
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == i as u32 ^ prev as u32));
     for round in 0..3 {
         let g = ep.all_gather(&[p as f64 * 2.0 + round as f64]).unwrap();
-        let want: Vec<Vec<f64>> = (0..n).map(|q| vec![q as f64 * 2.0 + round as f64]).collect();
+        let want: Vec<Vec<f64>> = (0..n)
+            .map(|q| vec![q as f64 * 2.0 + round as f64])
+            .collect();
         assert_eq!(g, want);
     }
     ep.barrier().unwrap();
@@ -92,5 +111,7 @@ fn exchange(p: usize, placement: Arc<Placement>) {
         ep.recv(n + 2, 0),
         Err(TransportError::NoSuchPeer { peer, size }) if peer == n + 2 && size == n
     ));
-    assert!(MpiTransport::<u32>::new(n, Arc::new(Placement::new(PLACEMENT.to_vec()).unwrap())).is_err());
+    assert!(
+        MpiTransport::<u32>::new(n, Arc::new(Placement::new(PLACEMENT.to_vec()).unwrap())).is_err()
+    );
 }

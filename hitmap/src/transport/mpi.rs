@@ -276,7 +276,7 @@ impl<T: Pod> MpiTransport<T> {
         let (msg, status) = source.matched_probe_with_tag(mpi_tag);
         let bytes = status.count(u8::equivalent_datatype()) as usize;
         let elem = std::mem::size_of::<U>();
-        if elem == 0 || bytes % elem != 0 {
+        if elem == 0 || !bytes.is_multiple_of(elem) {
             return Err(TransportError::Other(format!(
                 "a message from virtual process {from} has {bytes} bytes, not a whole number of {elem}-byte values"
             )));

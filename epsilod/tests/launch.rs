@@ -1,0 +1,26 @@
+//! A program started by mpirun must join the job before it runs anything:
+//! the launcher's environment is simulated (alone in this test binary, as
+//! it changes the process's environment).
+
+use epsilod::{ConfigError, Skeleton, Stencil};
+use kernels::{KernelChoice, Library};
+
+#[test]
+fn a_program_started_by_mpirun_that_never_joined_is_told_what_to_do() {
+    std::env::set_var("OMPI_COMM_WORLD_SIZE", "2");
+    std::env::set_var("OMPI_COMM_WORLD_RANK", "0");
+    let e = Skeleton::new(
+        &[10, 10],
+        Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+    )
+    .run()
+    .err()
+    .expect("a run outside the job");
+    if cfg!(feature = "mpi") {
+        assert!(matches!(e, ConfigError::NotJoined { size: 2 }), "{e}");
+        assert!(e.to_string().contains("call epsilod::Cluster::join()"));
+    } else {
+        assert!(matches!(e, ConfigError::NoMpi { size: 2 }), "{e}");
+        assert!(e.to_string().contains("--features mpi"));
+    }
+}

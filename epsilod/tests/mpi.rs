@@ -1,0 +1,550 @@
+//! Distributed runs under real `mpirun` (OpenMPI, `--oversubscribe` on the
+//! CI's 2 cores): results and reports as in one process, ALB across ranks,
+//! and jobs that fail end, with a message, within a time limit.
+#![cfg(feature = "mpi")]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One job at a time: several oversubscribed jobs at once on 2 cores would
+/// only make each slower.
+static JOBS: Mutex<()> = Mutex::new(());
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_epsilod")
+}
+
+/// Waits for `cmd` at most LIMIT; a job still running then is a hang.
+fn run_bounded(mut cmd: Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start {cmd:?} ({e}): install OpenMPI (openmpi-bin) to test the mpi feature"
+            )
+        });
+    let start = Instant::now();
+    while child.try_wait().expect("waiting").is_none() {
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("{cmd:?} hung for {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collecting output")
+}
+
+fn mpirun_cmd(np: usize) -> Command {
+    let mut c = Command::new("mpirun");
+    c.args(["--oversubscribe", "-np", &np.to_string()])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
+}
+
+fn mpirun(np: usize, args: &[&str]) -> Output {
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = mpirun_cmd(np);
+    c.arg(bin()).args(args);
+    run_bounded(c)
+}
+
+fn alone(args: &[&str]) -> Output {
+    let mut c = Command::new(bin());
+    c.args(args);
+    run_bounded(c)
+}
+
+fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what}: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn path(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+fn report(p: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// Runs `args` alone and on `np` ranks; the output files must be
+/// byte-identical and the reports alike in everything but timings.
+fn same_as_one_process(np: usize, args: &[&str], dir: &Path, tag: &str) {
+    let (a, b) = (
+        path(dir, &format!("{tag}-1.dat")),
+        path(dir, &format!("{tag}-n.dat")),
+    );
+    let (ra, rb) = (
+        path(dir, &format!("{tag}-1.json")),
+        path(dir, &format!("{tag}-n.json")),
+    );
+    let mut one = args.to_vec();
+    one.extend(["--quiet", "--output", &a, "--report", &ra]);
+    ok(&alone(&one), tag);
+    let mut many = args.to_vec();
+    many.extend(["--quiet", "--output", &b, "--report", &rb]);
+    let o = mpirun(np, &many);
+    ok(&o, &format!("{tag} on {np} ranks"));
+    assert!(
+        std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+        "{tag}: {np} ranks differ from one process"
+    );
+    let (ra, rb) = (report(&ra), report(&rb));
+    assert_eq!(ra["config"], rb["config"], "{tag}");
+    let (ia, ib) = (
+        ra["iterations"].as_array().unwrap(),
+        rb["iterations"].as_array().unwrap(),
+    );
+    assert_eq!(ia.len(), ib.len(), "{tag}");
+    for (x, y) in ia.iter().zip(ib) {
+        let rows = |v: &serde_json::Value| {
+            v["devices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["rows"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(rows(x), rows(y), "{tag}: rows per device");
+    }
+}
+
+const CPU1: &str = "cpu:threads=1";
+
+#[test]
+fn every_library_stencil_matches_one_process_on_2_3_and_4_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let stencils = [
+        ("1dc2", "130"),
+        ("1dnc4", "130"),
+        ("2d4", "34"),
+        ("2d8", "34"),
+        ("2dnc8", "34"),
+        ("2df5", "34"),
+        ("3d6", "16"),
+        ("3d27", "16"),
+        ("3dnc12", "16"),
+        ("3df7", "16"),
+        ("4d8", "9"),
+    ];
+    // Four devices on 2, 3 and 4 ranks (so ranks host one or two), under
+    // three partitions, one with unequal weights.
+    let runs: [(usize, &str, [&str; 4]); 3] = [
+        (2, "m", [CPU1; 4]),
+        (
+            3,
+            "w0",
+            [
+                "cpu:threads=1,weight=1",
+                "cpu:threads=1,weight=2",
+                "cpu:threads=1,weight=3",
+                "cpu:threads=1,weight=1",
+            ],
+        ),
+        (4, "s0", [CPU1; 4]),
+    ];
+    for (name, size) in stencils {
+        for (np, partition, devices) in &runs {
+            let mut args = vec!["run", name, "--size", size, "--iters", "7"];
+            args.extend(["--partition", partition, "--init", "random", "--seed", "5"]);
+            for d in devices {
+                args.extend(["--devices", d]);
+            }
+            same_as_one_process(*np, &args, dir.path(), &format!("{name}-{np}"));
+        }
+    }
+}
+
+#[test]
+fn gas_sim_matches_one_process_on_2_3_and_4_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    for np in [2, 3, 4] {
+        let mut args = vec!["run", "gas-sim", "--size", "14x12x10", "--iters", "6"];
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        same_as_one_process(np, &args, dir.path(), &format!("gas-{np}"));
+    }
+}
+
+#[test]
+fn a_device_file_places_devices_per_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("devices.toml");
+    // Every rank gets a one-thread device; rank 0 a second, heavier one.
+    std::fs::write(
+        &file,
+        "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\n\n[[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\nweight = 2\n",
+    )
+    .unwrap();
+    let out = path(dir.path(), "placed.dat");
+    let rep = path(dir.path(), "placed.json");
+    let o = mpirun(
+        3,
+        &[
+            "run",
+            "2d8",
+            "--size",
+            "40",
+            "--iters",
+            "5",
+            "--partition",
+            "w0",
+            "--device-file",
+            file.to_str().unwrap(),
+            "--output",
+            &out,
+            "--report",
+            &rep,
+            "--quiet",
+        ],
+    );
+    ok(&o, "device file");
+    // The same devices, in the order the file deals them, in one process.
+    let one = path(dir.path(), "one.dat");
+    let w2 = "cpu:threads=1,weight=2";
+    ok(
+        &alone(&[
+            "run",
+            "2d8",
+            "--size",
+            "40",
+            "--iters",
+            "5",
+            "--partition",
+            "w0",
+            "--devices",
+            CPU1,
+            "--devices",
+            w2,
+            "--devices",
+            CPU1,
+            "--devices",
+            CPU1,
+            "--output",
+            &one,
+            "--quiet",
+        ]),
+        "one process",
+    );
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&one).unwrap());
+    let devices = report(&rep)["config"]["devices"].clone();
+    assert_eq!(
+        devices,
+        serde_json::json!([CPU1, w2, CPU1, CPU1]),
+        "devices numbered rank by rank"
+    );
+}
+
+#[test]
+fn alb_moves_rows_off_a_slow_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rep, one) = (
+        path(dir.path(), "alb.dat"),
+        path(dir.path(), "alb.json"),
+        path(dir.path(), "one.dat"),
+    );
+    let slow = "cpu:threads=1,slowdown=3";
+    let base = [
+        "run",
+        "2d4",
+        "--size",
+        "514",
+        "--iters",
+        "300",
+        "--partition",
+        "w0",
+        "--init",
+        "random",
+        "--devices",
+        CPU1,
+        "--devices",
+        slow,
+        "--quiet",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--alb", "next-alb", "--output", &out, "--report", &rep]);
+    ok(&mpirun(2, &args), "ALB on 2 ranks");
+    let r = report(&rep);
+    assert!(
+        r["summary"]["rebalances"].as_u64().unwrap() >= 1,
+        "no rebalance"
+    );
+    let last = &r["iterations"].as_array().unwrap().last().unwrap()["devices"];
+    let rows = |d: usize| last[d]["rows"].as_u64().unwrap();
+    assert!(rows(0) > 2 * rows(1), "rows {} / {}", rows(0), rows(1));
+    for it in r["iterations"].as_array().unwrap() {
+        let total: u64 = (0..2)
+            .map(|d| it["devices"][d]["rows"].as_u64().unwrap())
+            .sum();
+        assert_eq!(total, 512, "every interior row owned once");
+    }
+    // Rebalances across ranks change nothing in the result.
+    let mut args = base.to_vec();
+    args.extend(["--output", &one]);
+    ok(&alone(&args), "one process, no ALB");
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&one).unwrap());
+}
+
+#[test]
+fn a_rank_that_fails_ends_the_job_with_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    // Rank 1's device cannot start (an OpenCL platform that is not there,
+    // or no OpenCL in this build): rank 0 is already waiting for its halos.
+    std::fs::write(
+        &file,
+        "[[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\n\n[[device]]\nrank = 1\nkind = \"opencl\"\nplatform = 99\n",
+    )
+    .unwrap();
+    let o = mpirun(
+        2,
+        &[
+            "run",
+            "2d4",
+            "--size",
+            "66",
+            "--iters",
+            "1000",
+            "--device-file",
+            file.to_str().unwrap(),
+            "--quiet",
+        ],
+    );
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("error: rank 1: "), "{e}");
+    assert!(e.to_lowercase().contains("opencl"), "{e}");
+}
+
+#[test]
+fn a_rank_that_dies_ends_the_job() {
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = mpirun_cmd(2);
+    c.arg(bin()).args([
+        "run",
+        "2d4",
+        "--size",
+        "514",
+        "--iters",
+        "100000000",
+        "--devices",
+        CPU1,
+        "--devices",
+        CPU1,
+        "--quiet",
+    ]);
+    let mut job = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill one rank once both are running.
+    let start = Instant::now();
+    let victim = loop {
+        let ranks = children_named(job.id(), "epsilod");
+        if ranks.len() == 2 {
+            std::thread::sleep(Duration::from_millis(300));
+            break ranks[1];
+        }
+        assert!(start.elapsed() < LIMIT, "the ranks never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let killed = Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = job.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > LIMIT {
+            let _ = job.kill();
+            panic!("the job hung after a rank died");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!status.success(), "{status}");
+}
+
+/// Processes whose parent is `parent` and whose command is `name`.
+fn children_named(parent: u32, name: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...
+        let Some((comm, rest)) = stat.split_once(") ") else {
+            continue;
+        };
+        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+        if ppid == Some(parent) && comm.ends_with(&format!("({name}")) {
+            out.push(pid);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn clear_errors_for_jobs_that_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // More ranks than devices: said once, by rank 0.
+    let o = mpirun(
+        3,
+        &[
+            "run",
+            "2d4",
+            "--size",
+            "34",
+            "--devices",
+            CPU1,
+            "--devices",
+            CPU1,
+        ],
+    );
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    let want = "error: 3 MPI ranks but only 2 device(s): give at least one device per rank (repeat --devices), or run fewer ranks (mpirun -np 2)";
+    assert_eq!(e.matches(want).count(), 1, "{e}");
+    // More ranks than rows.
+    let o = mpirun(
+        4,
+        &[
+            "run",
+            "2d4",
+            "--size",
+            "5x40",
+            "--partition",
+            "s0",
+            "--devices",
+            CPU1,
+            "--devices",
+            CPU1,
+            "--devices",
+            CPU1,
+            "--devices",
+            CPU1,
+        ],
+    );
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert_eq!(
+        e.matches("error: rank 3 would compute no rows").count(),
+        1,
+        "{e}"
+    );
+    // Ranks given different device files (one per side of mpirun's ':').
+    let (f1, f2) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
+    std::fs::write(
+        &f1,
+        "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &f2,
+        "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\nweight = 2\n",
+    )
+    .unwrap();
+    let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = mpirun_cmd(1);
+    let common = [
+        "run",
+        "2d4",
+        "--size",
+        "34",
+        "--iters",
+        "3",
+        "--device-file",
+    ];
+    c.arg(bin()).args(common).arg(&f1);
+    c.args([":", "-np", "1", bin()]).args(common).arg(&f2);
+    let o = run_bounded(c);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("error: rank 1 was given another run than rank 0")
+            && e.contains("give every rank the same arguments and device file"),
+        "{e}"
+    );
+    // A device file that leaves a rank without devices.
+    let f3 = dir.path().join("c.toml");
+    std::fs::write(&f3, "[[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\n").unwrap();
+    drop(_one);
+    let o = mpirun(
+        2,
+        &[
+            "run",
+            "2d4",
+            "--size",
+            "34",
+            "--device-file",
+            f3.to_str().unwrap(),
+        ],
+    );
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(
+        e.contains("error: rank 1 (host ") && e.contains("has no device"),
+        "{e}"
+    );
+}
+
+#[cfg(feature = "opencl")]
+#[test]
+fn opencl_devices_join_cpu_devices_across_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, size) in [("2d4", "66"), ("3d27", "18")] {
+        let args = [
+            "run",
+            name,
+            "--size",
+            size,
+            "--iters",
+            "6",
+            "--init",
+            "random",
+            "--devices",
+            CPU1,
+            "--devices",
+            "opencl",
+            "--devices",
+            CPU1,
+        ];
+        same_as_one_process(2, &args, dir.path(), &format!("ocl-{name}"));
+    }
+    let args = [
+        "run",
+        "gas-sim",
+        "--size",
+        "10",
+        "--iters",
+        "4",
+        "--devices",
+        "opencl",
+        "--devices",
+        CPU1,
+    ];
+    same_as_one_process(2, &args, dir.path(), "ocl-gas");
+}
