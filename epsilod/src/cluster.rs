@@ -176,6 +176,7 @@ pub(crate) fn agree(info: &JobInfo, mine: Result<String, String>) -> Result<(), 
 }
 
 /// The common verdict on every rank's `ok:`/`err:` view.
+#[cfg(any(feature = "mpi", test))]
 fn verdict(all: &[String]) -> Result<(), ConfigError> {
     for (r, v) in all.iter().enumerate() {
         if let Some(e) = v.strip_prefix("err:") {

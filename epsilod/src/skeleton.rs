@@ -188,15 +188,18 @@ impl<T: Cell> Skeleton<T> {
         Ok(owners)
     }
 
+    #[cfg(feature = "mpi")]
     pub(crate) fn ndims(&self) -> usize {
         self.size.len()
     }
 
+    #[cfg(feature = "mpi")]
     pub(crate) fn shows_progress(&self) -> bool {
         self.progress
     }
 
     /// What every rank must agree on before a distributed run.
+    #[cfg(feature = "mpi")]
     pub(crate) fn fingerprint(&self) -> String {
         format!(
             "{} {} x {} iterations, devices [{}] on ranks {}, partition {}, alb {}",
