@@ -169,9 +169,54 @@ pub fn launch_errors(c: &mut dyn Controller<f32>) {
     assert!(c.launch(k, a, b, &flat).is_err());
 }
 
+/// Boxes of 1 to 4 dimensions (columns, slabs, interior blocks) inside an
+/// allocation larger than the extent: reads return the cells at those
+/// indices, writes land there and nowhere else.
+pub fn boxes(c: &mut dyn Controller<f32>) {
+    for nd in 1..=4usize {
+        let ext = Shape::from_ranges(
+            &(0..nd)
+                .map(|d| (d as i64 - 1, 6 + d as i64))
+                .collect::<Vec<_>>(),
+        );
+        let cap = ext.expand(
+            &(0..nd)
+                .map(|d| if d == 0 { 2 } else { 0 })
+                .collect::<Vec<_>>(),
+            &(0..nd)
+                .map(|d| if d == 0 { 3 } else { 0 })
+                .collect::<Vec<_>>(),
+        );
+        let b = c.alloc(&ext, &cap).expect("alloc");
+        c.fill(b, &ext, &probe_value).expect("fill");
+        let mut want: std::collections::HashMap<Vec<i64>, f32> =
+            ext.iter().map(|i| (i.clone(), probe_value(&i))).collect();
+        let last = nd - 1;
+        let column = ext.with_sig(last, Sig::range(2, 3));
+        let inner = ext.shrink(&vec![1; nd], &vec![2; nd]);
+        let slab = ext.with_sig(0, Sig::range(3, 5));
+        for (k, r) in [column, inner, slab].iter().enumerate() {
+            let got = read_all(c, b, r);
+            let expect: Vec<f32> = r.iter().map(|i| want[&i]).collect();
+            assert_eq!(got, expect, "{nd}-d read of {r}");
+            let data: Vec<f32> = (0..r.card())
+                .map(|i| 1000.0 * (k + 1) as f32 + i as f32)
+                .collect();
+            c.write(b, r, &data).expect("write");
+            for (i, v) in r.iter().zip(&data) {
+                want.insert(i, *v);
+            }
+            let all: Vec<f32> = ext.iter().map(|i| want[&i]).collect();
+            assert_eq!(read_all(c, b, &ext), all, "{nd}-d write of {r}");
+        }
+        c.free(b).unwrap();
+    }
+}
+
 /// Runs every check on fresh controllers from `make`.
 pub fn run_all(make: &mut dyn FnMut() -> Box<dyn Controller<f32>>) {
     transfers(make().as_mut());
+    boxes(make().as_mut());
     resizing(make().as_mut());
     library_kernels(make().as_mut());
     launch_errors(make().as_mut());

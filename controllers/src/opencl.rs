@@ -126,6 +126,74 @@ fn runs(
     Ok(())
 }
 
+/// One rectangular transfer: up to three dimensions of a region in one
+/// command (clEnqueue*BufferRect), in bytes along the last dimension.
+struct Rect {
+    /// Origin in the allocation: byte in the row, row, slice.
+    origin: [usize; 3],
+    /// Bytes along the row, rows, slices.
+    region: [usize; 3],
+    row_pitch: usize,
+    slice_pitch: usize,
+    /// Cells this piece holds on the host (packed row-major).
+    cells: usize,
+}
+
+/// Calls `f` for each rectangular piece of `region`, in row-major order:
+/// one piece for regions of up to three dimensions, one per index of the
+/// outer dimensions beyond. `None` where a dimension is strided (then
+/// `runs` moves it).
+fn rects(
+    alloc: &Shape,
+    region: &Shape,
+    size: usize,
+    mut f: impl FnMut(Rect) -> Result<(), DeviceError>,
+) -> Option<Result<(), DeviceError>> {
+    if region.is_empty() || region.sigs().iter().any(|s| s.stride() != 1) {
+        return None;
+    }
+    let n = region.ndims();
+    let ext = alloc.extents();
+    let rel = |d: usize, i: i64| (i - alloc.sig(d).begin()) as usize;
+    // The last three dimensions (padded with size-1 ones) form the box.
+    let dim = |k: usize| (k < n).then(|| n - 1 - k);
+    let count = |k: usize| dim(k).map_or(1, |d| region.sig(d).card());
+    let row_pitch = dim(0).map_or(size, |d| ext[d] * size);
+    let slice_pitch = dim(1).map_or(row_pitch, |d| ext[d] * row_pitch);
+    let slice_len = dim(2).map_or(1, |d| ext[d]);
+    let mut outer = region.clone();
+    for d in n.saturating_sub(3)..n {
+        let b = region.sig(d).begin();
+        outer = outer.with_sig(d, Sig::range(b, b + 1));
+    }
+    let cells = count(0) * count(1) * count(2);
+    for idx in outer.iter() {
+        // Outer dimensions fold into the slice index: the allocation is
+        // row-major, so one step of dimension d is (its stride / slice) slices.
+        let mut z = dim(2).map_or(0, |d| rel(d, idx[d]));
+        let mut scale = slice_len;
+        for d in (0..n.saturating_sub(3)).rev() {
+            z += rel(d, idx[d]) * scale;
+            scale *= ext[d];
+        }
+        let r = Rect {
+            origin: [
+                dim(0).map_or(0, |d| rel(d, idx[d]) * size),
+                dim(1).map_or(0, |d| rel(d, idx[d])),
+                z,
+            ],
+            region: [count(0) * size, count(1), count(2)],
+            row_pitch,
+            slice_pitch,
+            cells,
+        };
+        if let Err(e) = f(r) {
+            return Some(Err(e));
+        }
+    }
+    Some(Ok(()))
+}
+
 impl<T: Cell> OpenClController<T> {
     /// Device `device` of platform `platform` (as `epsilod list` numbers them).
     pub fn new(platform: usize, device: usize) -> Result<OpenClController<T>, DeviceError> {
@@ -204,6 +272,28 @@ impl<T: Cell> OpenClController<T> {
     fn write_raw(&self, b: &ClBuf, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
         let size = std::mem::size_of::<T>();
         let mut at = 0;
+        // A column halo is one command, not one per row.
+        let rect = rects(&b.alloc, region, size, |r| {
+            let bytes: &[u8] = bytemuck::cast_slice(&data[at..at + r.cells]);
+            b.buf
+                .write(bytes)
+                .rect(
+                    r.origin,
+                    [0; 3],
+                    r.region,
+                    r.row_pitch,
+                    r.slice_pitch,
+                    r.region[0],
+                    r.region[0] * r.region[1],
+                )
+                .enq()
+                .map_err(backend)?;
+            at += r.cells;
+            Ok(())
+        });
+        if let Some(done) = rect {
+            return done;
+        }
         runs(&b.alloc, region, |off, len| {
             let bytes: &[u8] = bytemuck::cast_slice(&data[at..at + len]);
             b.buf
@@ -219,6 +309,27 @@ impl<T: Cell> OpenClController<T> {
     fn read_raw(&self, b: &ClBuf, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
         let size = std::mem::size_of::<T>();
         out.reserve(region.card());
+        let rect = rects(&b.alloc, region, size, |r| {
+            let mut tmp = vec![T::zeroed(); r.cells];
+            b.buf
+                .read(bytemuck::cast_slice_mut::<T, u8>(&mut tmp))
+                .rect(
+                    r.origin,
+                    [0; 3],
+                    r.region,
+                    r.row_pitch,
+                    r.slice_pitch,
+                    r.region[0],
+                    r.region[0] * r.region[1],
+                )
+                .enq()
+                .map_err(backend)?;
+            out.extend_from_slice(&tmp);
+            Ok(())
+        });
+        if let Some(done) = rect {
+            return done;
+        }
         runs(&b.alloc, region, |off, len| {
             let mut tmp = vec![T::zeroed(); len];
             b.buf

@@ -3,7 +3,7 @@
 
 use crate::alb::Alb;
 use crate::apps::gas;
-use crate::cluster::{speaks, Cluster};
+use crate::cluster::{print_error, speaks, Cluster};
 use crate::devices::{all_cores, load_device_file, DeviceSpec, Placed};
 use crate::error::ConfigError;
 use crate::output::{self, OutputCell};
@@ -146,7 +146,7 @@ pub fn main() -> i32 {
                 .unwrap_or("bad arguments")
                 .trim_start_matches("error: ");
             if speaks() {
-                eprintln!("error: {first} (see 'epsilod --help')");
+                print_error(&format!("{first} (see 'epsilod --help')"));
             }
             return 2;
         }
@@ -156,7 +156,7 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             if speaks() {
-                eprintln!("error: {e}");
+                print_error(&e.to_string());
             }
             return 1;
         }
@@ -176,7 +176,7 @@ pub fn main() -> i32 {
         Ok(()) => 0,
         Err(e) => {
             if root {
-                eprintln!("error: {e}");
+                print_error(&e.to_string());
             }
             1
         }

@@ -42,7 +42,8 @@ pub struct Cluster {
     _universe: Option<mpi::environment::Universe>,
 }
 
-/// `(rank, size)` when a launcher (mpirun, mpiexec, srun with PMI) started
+/// `(rank, size)` when a launcher (OpenMPI's mpirun, a PMI-2 launcher such as
+/// `srun --mpi=pmi2` or MPICH's mpiexec) started
 /// this process as one of several, read from its environment, so it is
 /// known before (and without) MPI.
 pub fn launched() -> Option<(usize, usize)> {
@@ -53,7 +54,6 @@ fn launched_from(var: impl Fn(&str) -> Option<String>) -> Option<(usize, usize)>
     for (rank, size) in [
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
         ("PMI_RANK", "PMI_SIZE"),
-        ("PMIX_RANK", "PMIX_SIZE"),
     ] {
         if let Some(n) = var(size).and_then(|s| s.parse::<usize>().ok()) {
             let r = var(rank).and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -67,6 +67,15 @@ fn launched_from(var: impl Fn(&str) -> Option<String>) -> Option<(usize, usize)>
 /// rank 0 only, even before MPI is up.
 pub fn speaks() -> bool {
     launched().is_none_or(|(r, _)| r == 0)
+}
+
+/// Prints `error: <message>` on stderr in one write: under mpirun, stderr
+/// is a pipe shared with mpirun's own messages, and a line written in
+/// pieces (as `eprintln!` writes a formatted error) can be split by them.
+pub fn print_error(message: &str) {
+    use std::io::Write;
+    let line = format!("error: {message}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// The error for a build without MPI started as one rank of `size`.

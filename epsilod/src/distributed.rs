@@ -77,7 +77,7 @@ pub(crate) fn run<T: Cell>(sk: &Skeleton<T>, job: &JobInfo) -> Result<Outcome<T>
     let abort = move |e: &ConfigError| {
         // The others wait for messages this rank will never send: only
         // ending the whole job stops them.
-        eprintln!("error: rank {rank}: {e}");
+        crate::cluster::print_error(&format!("rank {rank}: {e}"));
         SimpleCommunicator::world().abort(1)
     };
     let results = sk.run_vps(

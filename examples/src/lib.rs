@@ -11,7 +11,7 @@ pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             if epsilod::cluster::speaks() {
-                eprintln!("error: {e}");
+                epsilod::cluster::print_error(&e.to_string());
             }
             return ExitCode::FAILURE;
         }
@@ -23,7 +23,7 @@ pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             if root {
-                eprintln!("error: {e:#}");
+                epsilod::cluster::print_error(&format!("{e:#}"));
             }
             ExitCode::FAILURE
         }
