@@ -67,6 +67,22 @@ fn work_group(n: usize, multiple: usize, max: usize) -> Option<usize> {
         .find(|&g| n.is_multiple_of(g))
 }
 
+/// Groups for launches only a few cells wide (a column border strip): left
+/// to itself PoCL makes one work-group per row there, and waking a thread per
+/// group costs ~70 us a row (measured: a 2048-row column strip took longer
+/// than the 2048x1022 inner region). Whole rows of the strip, as many as fit
+/// in 256 work-items, when they tile the range.
+fn thin_groups(width: usize, rows: usize, max: usize) -> Option<[usize; 3]> {
+    if width == 0 || width >= 64 {
+        return None;
+    }
+    let most = (max.min(256) / width).max(1);
+    let g = (1..=most.min(rows))
+        .rev()
+        .find(|&g| rows.is_multiple_of(g))?;
+    (g > 1).then_some([width, g, 1])
+}
+
 pub struct OpenClController<T> {
     desc: String,
     device: Device,
@@ -543,9 +559,10 @@ impl<T: Cell> Controller<T> for OpenClController<T> {
             .explicit_groups
             .then(|| work_group(n[3], loaded.wg_multiple, loaded.wg_max))
             .flatten();
-        let cmd = match group {
-            Some(g) => cmd.local_work_size([g, 1, 1]),
-            None => cmd,
+        let cmd = match (group, thin_groups(n[3], n[2], loaded.wg_max)) {
+            (Some(g), _) => cmd.local_work_size([g, 1, 1]),
+            (None, Some(l)) => cmd.local_work_size(l),
+            (None, None) => cmd,
         };
         // SAFETY: the generated kernel reads `src` and writes `dst` only at
         // the cells of `region` and their stencil reach, which `validate`
@@ -590,7 +607,18 @@ impl<T> Drop for OpenClController<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::work_group;
+    use super::{thin_groups, work_group};
+
+    #[test]
+    fn thin_launches_group_whole_rows() {
+        assert_eq!(thin_groups(1, 2048, 4096), Some([1, 256, 1]));
+        assert_eq!(thin_groups(2, 2047, 4096), Some([2, 89, 1]));
+        assert_eq!(thin_groups(3, 7, 4096), Some([3, 7, 1]));
+        assert_eq!(thin_groups(1, 1, 4096), None);
+        assert_eq!(thin_groups(64, 2048, 4096), None);
+        assert_eq!(thin_groups(0, 2048, 4096), None);
+        assert_eq!(thin_groups(1, 2048, 64), Some([1, 64, 1]));
+    }
 
     #[test]
     fn work_groups_tile_the_range() {
