@@ -210,6 +210,42 @@ fn rects(
     Some(Ok(()))
 }
 
+/// One transfer command's worth of a region.
+enum Piece {
+    Rect(Rect),
+    /// A contiguous run at this element offset in the allocation.
+    Run {
+        offset: usize,
+        cells: usize,
+    },
+}
+
+impl Piece {
+    fn cells(&self) -> usize {
+        match self {
+            Piece::Rect(r) => r.cells,
+            Piece::Run { cells, .. } => *cells,
+        }
+    }
+}
+
+/// The transfer commands for `region`, in row-major order: rectangles where
+/// it is contiguous in every dimension (a column halo is one command, not one
+/// per row), contiguous runs where it is strided.
+fn pieces(
+    alloc: &Shape,
+    region: &Shape,
+    size: usize,
+    mut f: impl FnMut(Piece) -> Result<(), DeviceError>,
+) -> Result<(), DeviceError> {
+    match rects(alloc, region, size, |r| f(Piece::Rect(r))) {
+        Some(done) => done,
+        None => runs(alloc, region, |offset, cells| {
+            f(Piece::Run { offset, cells })
+        }),
+    }
+}
+
 impl<T: Cell> OpenClController<T> {
     /// Device `device` of platform `platform` (as `epsilod list` numbers them).
     pub fn new(platform: usize, device: usize) -> Result<OpenClController<T>, DeviceError> {
@@ -288,12 +324,13 @@ impl<T: Cell> OpenClController<T> {
     fn write_raw(&self, b: &ClBuf, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
         let size = std::mem::size_of::<T>();
         let mut at = 0;
-        // A column halo is one command, not one per row.
-        let rect = rects(&b.alloc, region, size, |r| {
-            let bytes: &[u8] = bytemuck::cast_slice(&data[at..at + r.cells]);
-            b.buf
-                .write(bytes)
-                .rect(
+        pieces(&b.alloc, region, size, |p| {
+            let n = p.cells();
+            let cmd = b
+                .buf
+                .write(bytemuck::cast_slice::<T, u8>(&data[at..at + n]));
+            let cmd = match p {
+                Piece::Rect(r) => cmd.rect(
                     r.origin,
                     [0; 3],
                     r.region,
@@ -301,35 +338,27 @@ impl<T: Cell> OpenClController<T> {
                     r.slice_pitch,
                     r.region[0],
                     r.region[0] * r.region[1],
-                )
-                .enq()
-                .map_err(backend)?;
-            at += r.cells;
-            Ok(())
-        });
-        if let Some(done) = rect {
-            return done;
-        }
-        runs(&b.alloc, region, |off, len| {
-            let bytes: &[u8] = bytemuck::cast_slice(&data[at..at + len]);
-            b.buf
-                .write(bytes)
-                .offset(off * size)
-                .enq()
-                .map_err(backend)?;
-            at += len;
+                ),
+                Piece::Run { offset, .. } => cmd.offset(offset * size),
+            };
+            cmd.enq().map_err(backend)?;
+            at += n;
             Ok(())
         })
     }
 
     fn read_raw(&self, b: &ClBuf, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
         let size = std::mem::size_of::<T>();
-        out.reserve(region.card());
-        let rect = rects(&b.alloc, region, size, |r| {
-            let mut tmp = vec![T::zeroed(); r.cells];
-            b.buf
-                .read(bytemuck::cast_slice_mut::<T, u8>(&mut tmp))
-                .rect(
+        let mut at = out.len();
+        // Straight into `out`: no staging copy.
+        out.resize(at + region.card(), T::zeroed());
+        pieces(&b.alloc, region, size, |p| {
+            let n = p.cells();
+            let cmd = b
+                .buf
+                .read(bytemuck::cast_slice_mut::<T, u8>(&mut out[at..at + n]));
+            let cmd = match p {
+                Piece::Rect(r) => cmd.rect(
                     r.origin,
                     [0; 3],
                     r.region,
@@ -337,23 +366,11 @@ impl<T: Cell> OpenClController<T> {
                     r.slice_pitch,
                     r.region[0],
                     r.region[0] * r.region[1],
-                )
-                .enq()
-                .map_err(backend)?;
-            out.extend_from_slice(&tmp);
-            Ok(())
-        });
-        if let Some(done) = rect {
-            return done;
-        }
-        runs(&b.alloc, region, |off, len| {
-            let mut tmp = vec![T::zeroed(); len];
-            b.buf
-                .read(bytemuck::cast_slice_mut::<T, u8>(&mut tmp))
-                .offset(off * size)
-                .enq()
-                .map_err(backend)?;
-            out.extend_from_slice(&tmp);
+                ),
+                Piece::Run { offset, .. } => cmd.offset(offset * size),
+            };
+            cmd.enq().map_err(backend)?;
+            at += n;
             Ok(())
         })
     }

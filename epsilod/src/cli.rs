@@ -170,17 +170,18 @@ pub fn main() -> i32 {
             Ok(())
         }
     };
-    let root = cluster.is_root();
-    drop(cluster);
-    match result {
+    let code = match result {
         Ok(()) => 0,
         Err(e) => {
-            if root {
+            if cluster.is_root() {
                 print_error(&e.to_string());
             }
             1
         }
-    }
+    };
+    // Waits for every rank (see Cluster): printed first, so nothing is lost.
+    drop(cluster);
+    code
 }
 
 /// Whether this process prints results: always alone, rank 0 under MPI.
@@ -438,34 +439,23 @@ pub fn run_config(args: &RunArgs, alb: &str, write: bool) -> Result<Report, Conf
         )?;
     }
     let plan = plan?;
-    match plan.target {
-        Target::Library(lib) => {
-            let stencil = Stencil::<f32>::library(lib, plan.choice);
-            execute(
-                stencil_skeleton(stencil, &plan, args)?,
-                &plan,
-                None,
-                args,
-                write,
-            )
-        }
-        Target::Spec(ref spec) => {
-            let stencil = Stencil::<f32>::from_spec(spec);
-            execute(
-                stencil_skeleton(stencil, &plan, args)?,
-                &plan,
-                None,
-                args,
-                write,
-            )
-        }
+    let stencil = match plan.target {
+        Target::Library(lib) => Stencil::<f32>::library(lib, plan.choice),
+        Target::Spec(ref spec) => Stencil::<f32>::from_spec(spec),
         Target::Gas => {
             let user = [0, 1, 2].map(|d| plan.size[d] - 2);
             let skel = Skeleton::new(&plan.size, gas::stencil()).init(gas::init(user));
             let domain = Some(gas::user_domain(user));
-            execute(skel, &plan, domain, args, write)
+            return execute(skel, &plan, domain, args, write);
         }
-    }
+    };
+    execute(
+        stencil_skeleton(stencil, &plan, args)?,
+        &plan,
+        None,
+        args,
+        write,
+    )
 }
 
 fn stencil_skeleton(

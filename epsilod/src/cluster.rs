@@ -34,7 +34,8 @@ pub struct JobInfo {
 
 static ACTIVE: Mutex<Option<JobInfo>> = Mutex::new(None);
 
-/// Membership of the job; MPI stays up while it lives.
+/// Membership of the job; MPI stays up while it lives. Print what must be
+/// printed before dropping it: dropping waits for every rank.
 pub struct Cluster {
     info: JobInfo,
     // Dropped after `info` is unregistered: finalises MPI.
@@ -78,11 +79,6 @@ pub fn print_error(message: &str) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
-/// The error for a build without MPI started as one rank of `size`.
-fn no_mpi(size: usize) -> ConfigError {
-    ConfigError::NoMpi { size }
-}
-
 impl Cluster {
     /// Joins the job: starts MPI when a launcher started several ranks, and
     /// learns every rank's host.
@@ -90,13 +86,12 @@ impl Cluster {
         let launch = launched().filter(|&(_, size)| size > 1);
         #[cfg(not(feature = "mpi"))]
         if let Some((_, size)) = launch {
-            return Err(no_mpi(size));
+            return Err(ConfigError::NoMpi { size });
         }
         #[cfg(feature = "mpi")]
         if launch.is_some() {
             return Cluster::join_mpi();
         }
-        let _ = no_mpi;
         let info = JobInfo {
             rank: 0,
             size: 1,
@@ -149,20 +144,12 @@ impl Cluster {
     pub fn is_root(&self) -> bool {
         self.info.rank == 0
     }
-
-    pub fn info(&self) -> &JobInfo {
-        &self.info
-    }
-
-    /// Every rank offers its own view of a run's configuration (or why it
-    /// could not build one); all get the same verdict: the first rank's
-    /// error, or a mismatch error naming the first rank that differs. A
-    /// single process agrees with itself.
-    pub fn agree(&self, mine: Result<String, String>) -> Result<(), ConfigError> {
-        agree(&self.info, mine)
-    }
 }
 
+/// Every rank offers its own view of a run (or why it could not build
+/// one); all get the same verdict: the first rank's error, or a mismatch
+/// error naming the first rank that differs. A single process agrees with
+/// itself.
 pub(crate) fn agree(info: &JobInfo, mine: Result<String, String>) -> Result<(), ConfigError> {
     if info.size == 1 {
         return mine.map(|_| ()).map_err(ConfigError::Agreed);
@@ -223,6 +210,18 @@ fn register(info: &JobInfo) -> Result<(), ConfigError> {
 impl Drop for Cluster {
     fn drop(&mut self) {
         *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        #[cfg(feature = "mpi")]
+        if let Some(u) = &self._universe {
+            use mpi::traits::*;
+            if std::thread::panicking() {
+                // The others may be waiting for this rank: end them all.
+                u.world().abort(1);
+            }
+            // No rank leaves before all are done: mpirun kills the job as
+            // soon as one rank exits non-zero, which could cut off rank 0
+            // before it prints the error every rank met (seen in tests).
+            u.world().barrier();
+        }
     }
 }
 
@@ -266,7 +265,7 @@ mod tests {
 
     #[test]
     fn a_build_without_mpi_says_how_to_rebuild() {
-        let e = no_mpi(4).to_string();
+        let e = ConfigError::NoMpi { size: 4 }.to_string();
         assert!(e.contains("4 ranks") && e.contains("--features mpi"), "{e}");
     }
 

@@ -30,14 +30,7 @@ pub(crate) fn run<T: Cell>(sk: &Skeleton<T>, job: &JobInfo) -> Result<Outcome<T>
     // Everything that can fail on one rank alone is settled before any rank
     // starts: a rank that bailed out early would leave the others waiting.
     let prepared = sk.layout().and_then(|layout| {
-        let owners = sk.owners(job.size).map_err(|e| match e {
-            ConfigError::RankWithoutDevice { rank, why, .. } => ConfigError::RankWithoutDevice {
-                rank,
-                host: job.hosts[rank].clone(),
-                why,
-            },
-            e => e,
-        })?;
+        let owners = sk.owners(&job.hosts)?;
         // A rank whose blocks are all empty would only wait on the others.
         if let Some(r) = (0..job.size).find(|&r| {
             (0..owners.len()).all(|p| owners[p] != r || layout.block(p).is_empty())
@@ -244,6 +237,26 @@ fn broadcast_from_root(data: Option<Vec<u8>>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{DeviceSpec, Stencil};
+    use kernels::{KernelChoice, Library};
+
+    #[test]
+    fn devices_are_dealt_to_ranks_and_every_rank_needs_one() {
+        let hosts = |n: usize| (0..n).map(|i| format!("n{i}")).collect::<Vec<_>>();
+        let sk = Skeleton::new(
+            &[10, 10],
+            Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+        )
+        .devices(vec![DeviceSpec::cpu(1); 5]);
+        assert_eq!(sk.owners(&hosts(2)).unwrap(), vec![0, 1, 0, 1, 0]);
+        let e = sk.owners(&hosts(6)).unwrap_err().to_string();
+        assert!(e.starts_with("6 MPI ranks but only 5 device(s)"), "{e}");
+        let placed = sk.placement(vec![0, 0, 2, 2, 0]);
+        let e = placed.owners(&hosts(3)).unwrap_err().to_string();
+        assert!(e.starts_with("rank 1 (host n1) has no device"), "{e}");
+        let e = placed.owners(&hosts(2)).unwrap_err().to_string();
+        assert!(e.contains("placed on rank 2, but there are 2 ranks"), "{e}");
+    }
 
     #[test]
     fn block_descriptions_round_trip() {

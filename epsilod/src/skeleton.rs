@@ -150,10 +150,11 @@ impl<T: Cell> Skeleton<T> {
         self
     }
 
-    /// The rank of each device in a job of `ranks`, checked: every rank
-    /// hosts at least one.
-    pub fn owners(&self, ranks: usize) -> Result<Vec<usize>, ConfigError> {
-        let n = self.devices.len();
+    /// The rank of each device in a job whose ranks run on `hosts`,
+    /// checked: every rank hosts at least one.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn owners(&self, hosts: &[String]) -> Result<Vec<usize>, ConfigError> {
+        let (n, ranks) = (self.devices.len(), hosts.len());
         let owners = match &self.placement {
             None => {
                 if ranks > n {
@@ -171,19 +172,19 @@ impl<T: Cell> Skeleton<T> {
                 p.clone()
             }
         };
-        for r in 0..ranks {
-            if !owners.contains(&r) {
-                return Err(ConfigError::RankWithoutDevice {
-                    rank: r,
-                    host: String::from("?"),
-                    why: "the placement gives it none".into(),
-                });
-            }
-        }
         if let Some(&r) = owners.iter().find(|&&r| r >= ranks) {
             return Err(ConfigError::Mpi(format!(
                 "a device is placed on rank {r}, but there are {ranks} ranks"
             )));
+        }
+        for (r, host) in hosts.iter().enumerate() {
+            if !owners.contains(&r) {
+                return Err(ConfigError::RankWithoutDevice {
+                    rank: r,
+                    host: host.clone(),
+                    why: "the placement gives it none".into(),
+                });
+            }
         }
         Ok(owners)
     }

@@ -78,6 +78,13 @@ fn path(dir: &Path, name: &str) -> String {
     dir.join(name).display().to_string()
 }
 
+/// Writes a device file into `dir`; returns its path.
+fn device_file(dir: &Path, name: &str, tables: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, tables).unwrap();
+    p.display().to_string()
+}
+
 fn report(p: &str) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
@@ -185,13 +192,13 @@ fn gas_sim_matches_one_process_on_2_3_and_4_ranks() {
 #[test]
 fn a_device_file_places_devices_per_rank() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("devices.toml");
     // Every rank gets a one-thread device; rank 0 a second, heavier one.
-    std::fs::write(
-        &file,
-        "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\n\n[[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\nweight = 2\n",
-    )
-    .unwrap();
+    let file = device_file(
+        dir.path(),
+        "devices.toml",
+        "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\n\n\
+         [[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\nweight = 2\n",
+    );
     let out = path(dir.path(), "placed.dat");
     let rep = path(dir.path(), "placed.json");
     let o = mpirun(
@@ -206,7 +213,7 @@ fn a_device_file_places_devices_per_rank() {
             "--partition",
             "w0",
             "--device-file",
-            file.to_str().unwrap(),
+            &file,
             "--output",
             &out,
             "--report",
@@ -304,14 +311,14 @@ fn alb_moves_rows_off_a_slow_rank() {
 #[test]
 fn a_rank_that_fails_ends_the_job_with_its_message() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("bad.toml");
     // Rank 1's device cannot start (an OpenCL platform that is not there,
     // or no OpenCL in this build): rank 0 is already waiting for its halos.
-    std::fs::write(
-        &file,
-        "[[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\n\n[[device]]\nrank = 1\nkind = \"opencl\"\nplatform = 99\n",
-    )
-    .unwrap();
+    let file = device_file(
+        dir.path(),
+        "bad.toml",
+        "[[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\n\n\
+         [[device]]\nrank = 1\nkind = \"opencl\"\nplatform = 99\n",
+    );
     let o = mpirun(
         2,
         &[
@@ -322,7 +329,7 @@ fn a_rank_that_fails_ends_the_job_with_its_message() {
             "--iters",
             "1000",
             "--device-file",
-            file.to_str().unwrap(),
+            &file,
             "--quiet",
         ],
     );
@@ -456,17 +463,16 @@ fn clear_errors_for_jobs_that_cannot_run() {
         "{e}"
     );
     // Ranks given different device files (one per side of mpirun's ':').
-    let (f1, f2) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
-    std::fs::write(
-        &f1,
+    let f1 = device_file(
+        dir.path(),
+        "a.toml",
         "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\n",
-    )
-    .unwrap();
-    std::fs::write(
-        &f2,
+    );
+    let f2 = device_file(
+        dir.path(),
+        "b.toml",
         "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\nweight = 2\n",
-    )
-    .unwrap();
+    );
     let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = mpirun_cmd(1);
     let common = [
@@ -489,20 +495,13 @@ fn clear_errors_for_jobs_that_cannot_run() {
         "{e}"
     );
     // A device file that leaves a rank without devices.
-    let f3 = dir.path().join("c.toml");
-    std::fs::write(&f3, "[[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\n").unwrap();
-    drop(_one);
-    let o = mpirun(
-        2,
-        &[
-            "run",
-            "2d4",
-            "--size",
-            "34",
-            "--device-file",
-            f3.to_str().unwrap(),
-        ],
+    let f3 = device_file(
+        dir.path(),
+        "c.toml",
+        "[[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\n",
     );
+    drop(_one);
+    let o = mpirun(2, &["run", "2d4", "--size", "34", "--device-file", &f3]);
     assert!(!o.status.success());
     let e = stderr(&o);
     assert!(

@@ -17,15 +17,16 @@ pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
         }
     };
     let result = app();
-    let root = cluster.is_root();
-    drop(cluster);
-    match result {
+    let code = match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            if root {
+            if cluster.is_root() {
                 epsilod::cluster::print_error(&format!("{e:#}"));
             }
             ExitCode::FAILURE
         }
-    }
+    };
+    // Waits for every rank (see Cluster): printed first, so nothing is lost.
+    drop(cluster);
+    code
 }

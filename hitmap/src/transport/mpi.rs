@@ -185,54 +185,17 @@ impl<U: Pod> Drop for Outbox<U> {
     }
 }
 
-/// One virtual process's endpoint on MPI.
-///
-/// Not `Send`: it owns MPI requests, so it is made in the thread that uses
-/// it.
-pub struct MpiTransport<T: Pod> {
+/// Where one virtual process sits, and the communicator it talks on.
+struct Link {
     me: usize,
     placement: Arc<Placement>,
     world: SimpleCommunicator,
-    cells_out: Outbox<T>,
-    values_out: Outbox<f64>,
-    cells: HashMap<(usize, u64), VecDeque<Vec<T>>>,
-    values: HashMap<(usize, Kind, u64), VecDeque<Vec<f64>>>,
-    collectives: u64,
 }
 
-impl<T: Pod> MpiTransport<T> {
-    /// The endpoint of virtual process `me`; MPI must be initialised and
-    /// `me` hosted by this rank.
-    pub fn new(me: usize, placement: Arc<Placement>) -> Result<MpiTransport<T>, TransportError> {
-        if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
-            return Err(TransportError::Other("MPI is not initialised".into()));
-        }
-        let world = SimpleCommunicator::world();
-        if me >= placement.len() {
-            return Err(TransportError::NoSuchPeer {
-                peer: me,
-                size: placement.len(),
-            });
-        }
-        if placement.rank_of(me) != world.rank() as usize {
-            return Err(TransportError::Other(format!(
-                "virtual process {me} belongs to rank {}, not {}",
-                placement.rank_of(me),
-                world.rank()
-            )));
-        }
-        Ok(MpiTransport {
-            me,
-            placement,
-            world,
-            cells_out: Outbox::new(),
-            values_out: Outbox::new(),
-            cells: HashMap::new(),
-            values: HashMap::new(),
-            collectives: 0,
-        })
-    }
+/// Messages that arrived before they were asked for, by sender, kind and tag.
+type Stash<U> = HashMap<(usize, Kind, u64), VecDeque<Vec<U>>>;
 
+impl Link {
     fn check_peer(&self, q: usize) -> Result<(), TransportError> {
         if q >= self.placement.len() {
             Err(TransportError::NoSuchPeer {
@@ -244,20 +207,46 @@ impl<T: Pod> MpiTransport<T> {
         }
     }
 
-    fn post_values(
-        &mut self,
+    fn post<U: Pod>(
+        &self,
+        out: &mut Outbox<U>,
         to: usize,
         kind: Kind,
         tag: u64,
-        values: Vec<f64>,
+        data: Vec<U>,
     ) -> Result<(), TransportError> {
         self.check_peer(to)?;
         let mpi_tag = self.placement.tag(self.me, to, kind);
         let dest = self
             .world
             .process_at_rank(self.placement.rank_of(to) as i32);
-        self.values_out.send(&dest, mpi_tag, tag, values);
+        out.send(&dest, mpi_tag, tag, data);
         Ok(())
+    }
+
+    /// The next message of `kind` from `from` whose header says `tag`;
+    /// messages with other tags wait in `stash` until asked for.
+    fn take<U: Pod>(
+        &self,
+        stash: &mut Stash<U>,
+        from: usize,
+        kind: Kind,
+        tag: u64,
+    ) -> Result<Vec<U>, TransportError> {
+        self.check_peer(from)?;
+        if let Some(v) = stash
+            .get_mut(&(from, kind, tag))
+            .and_then(VecDeque::pop_front)
+        {
+            return Ok(v);
+        }
+        loop {
+            let (got, v) = self.next_message::<U>(from, kind)?;
+            if got == tag {
+                return Ok(v);
+            }
+            stash.entry((from, kind, got)).or_default().push_back(v);
+        }
     }
 
     /// The next message of `kind` from `from`: its tag and payload.
@@ -285,92 +274,104 @@ impl<T: Pod> MpiTransport<T> {
         msg.matched_receive_into(bytemuck::cast_slice_mut::<U, u8>(&mut v));
         Ok((u64::from_le_bytes(header), v))
     }
+}
 
-    fn recv_values_of(
-        &mut self,
-        from: usize,
-        kind: Kind,
-        tag: u64,
-    ) -> Result<Vec<f64>, TransportError> {
-        self.check_peer(from)?;
-        if let Some(v) = self
-            .values
-            .get_mut(&(from, kind, tag))
-            .and_then(VecDeque::pop_front)
-        {
-            return Ok(v);
+/// One virtual process's endpoint on MPI.
+///
+/// Not `Send`: it owns MPI requests, so it is made in the thread that uses
+/// it.
+pub struct MpiTransport<T: Pod> {
+    link: Link,
+    cells_out: Outbox<T>,
+    values_out: Outbox<f64>,
+    cells: Stash<T>,
+    values: Stash<f64>,
+    collectives: u64,
+}
+
+impl<T: Pod> MpiTransport<T> {
+    /// The endpoint of virtual process `me`; MPI must be initialised and
+    /// `me` hosted by this rank.
+    pub fn new(me: usize, placement: Arc<Placement>) -> Result<MpiTransport<T>, TransportError> {
+        if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+            return Err(TransportError::Other("MPI is not initialised".into()));
         }
-        loop {
-            let (got, v) = self.next_message::<f64>(from, kind)?;
-            if got == tag {
-                return Ok(v);
-            }
-            self.values
-                .entry((from, kind, got))
-                .or_default()
-                .push_back(v);
+        let world = SimpleCommunicator::world();
+        if me >= placement.len() {
+            return Err(TransportError::NoSuchPeer {
+                peer: me,
+                size: placement.len(),
+            });
         }
+        if placement.rank_of(me) != world.rank() as usize {
+            return Err(TransportError::Other(format!(
+                "virtual process {me} belongs to rank {}, not {}",
+                placement.rank_of(me),
+                world.rank()
+            )));
+        }
+        Ok(MpiTransport {
+            link: Link {
+                me,
+                placement,
+                world,
+            },
+            cells_out: Outbox::new(),
+            values_out: Outbox::new(),
+            cells: HashMap::new(),
+            values: HashMap::new(),
+            collectives: 0,
+        })
     }
 }
 
 impl<T: Pod> Transport<T> for MpiTransport<T> {
     fn rank(&self) -> usize {
-        self.me
+        self.link.me
     }
 
     fn size(&self) -> usize {
-        self.placement.len()
+        self.link.placement.len()
     }
 
     fn send(&mut self, to: usize, tag: u64, data: Vec<T>) -> Result<(), TransportError> {
-        self.check_peer(to)?;
-        let mpi_tag = self.placement.tag(self.me, to, Kind::Cells);
-        let dest = self
-            .world
-            .process_at_rank(self.placement.rank_of(to) as i32);
-        self.cells_out.send(&dest, mpi_tag, tag, data);
-        Ok(())
+        self.link
+            .post(&mut self.cells_out, to, Kind::Cells, tag, data)
     }
 
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<T>, TransportError> {
-        self.check_peer(from)?;
-        if let Some(v) = self
-            .cells
-            .get_mut(&(from, tag))
-            .and_then(VecDeque::pop_front)
-        {
-            return Ok(v);
-        }
-        loop {
-            let (got, v) = self.next_message::<T>(from, Kind::Cells)?;
-            if got == tag {
-                return Ok(v);
-            }
-            self.cells.entry((from, got)).or_default().push_back(v);
-        }
+        self.link.take(&mut self.cells, from, Kind::Cells, tag)
     }
 
     fn send_values(&mut self, to: usize, tag: u64, values: Vec<f64>) -> Result<(), TransportError> {
-        self.post_values(to, Kind::Values, tag, values)
+        self.link
+            .post(&mut self.values_out, to, Kind::Values, tag, values)
     }
 
     fn recv_values(&mut self, from: usize, tag: u64) -> Result<Vec<f64>, TransportError> {
-        self.recv_values_of(from, Kind::Values, tag)
+        self.link.take(&mut self.values, from, Kind::Values, tag)
     }
 
     fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError> {
         let tag = self.collectives;
         self.collectives += 1;
-        let me = self.me;
-        for to in (0..self.placement.len()).filter(|&q| q != me) {
-            self.post_values(to, Kind::Collective, tag, values.to_vec())?;
+        let (me, n) = (self.link.me, self.link.placement.len());
+        for to in (0..n).filter(|&q| q != me) {
+            self.link.post(
+                &mut self.values_out,
+                to,
+                Kind::Collective,
+                tag,
+                values.to_vec(),
+            )?;
         }
-        (0..self.placement.len())
+        (0..n)
             .map(|from| {
-                if from == self.me {
+                if from == me {
                     Ok(values.to_vec())
                 } else {
-                    self.recv_values_of(from, Kind::Collective, tag)
+                    self.link
+                        .take(&mut self.values, from, Kind::Collective, tag)
                 }
             })
             .collect()
