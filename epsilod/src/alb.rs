@@ -29,7 +29,7 @@
 //!         DeviceSpec::parse("cpu:threads=1,slowdown=3").unwrap(),
 //!     ])
 //!     .partition(Partition::Weighted(0))
-//!     .alb(Some(Alb::custom("spread", || Box::new(Spread(1.2)))))
+//!     .alb(Alb::custom("spread", || Box::new(Spread(1.2))))
 //!     .run()
 //!     .unwrap();
 //! assert!(out.report.summary.rebalances >= 1);
@@ -45,7 +45,9 @@ pub type HeuristicFactory = Arc<dyn Fn() -> Box<dyn Heuristic> + Send + Sync>;
 /// Load balancing for a run: which heuristic, and the moving-average window.
 #[derive(Clone)]
 pub struct Alb {
+    /// The heuristic's name, as reports show it.
     pub name: String,
+    /// Makes each virtual process its copy of the heuristic.
     pub factory: HeuristicFactory,
     /// Iterations in the moving window (EPSILOD: 30). No decision until full.
     pub window: usize,
@@ -56,16 +58,18 @@ pub struct Alb {
 }
 
 impl Alb {
-    /// A heuristic by its command-line name (see `heuristics::NAMES`).
-    pub fn named(name: &str) -> Result<Alb, heuristics::UnknownHeuristic> {
+    /// A heuristic by its command-line name (see `heuristics::NAMES`);
+    /// `none` is no load balancing.
+    pub fn parse(name: &str) -> Result<Option<Alb>, heuristics::UnknownHeuristic> {
+        // Built once here so an unknown name fails now, not in every process.
         heuristics::by_name(name)?;
+        if name == "none" {
+            return Ok(None);
+        }
         let n = name.to_string();
-        Ok(Alb {
-            name: name.to_string(),
-            factory: Arc::new(move || heuristics::by_name(&n).expect("checked above")),
-            window: 30,
-            spare: 1.0,
-        })
+        Ok(Some(Alb::custom(name, move || {
+            heuristics::by_name(&n).unwrap_or_else(|_| Box::new(heuristics::NoAlb))
+        })))
     }
 
     /// Your own heuristic.
@@ -81,6 +85,7 @@ impl Alb {
         }
     }
 
+    /// Iterations in the moving window (at least 2).
     pub fn window(mut self, w: usize) -> Alb {
         self.window = w.max(2);
         self
@@ -94,6 +99,7 @@ pub struct Windows {
 }
 
 impl Windows {
+    /// Empty windows of `len` iterations for `devices` devices.
     pub fn new(devices: usize, len: usize) -> Windows {
         Windows {
             len,
@@ -101,6 +107,7 @@ impl Windows {
         }
     }
 
+    /// One iteration's times, one per device.
     pub fn push(&mut self, times: &[f64]) {
         for (w, &t) in self.times.iter_mut().zip(times) {
             if w.len() == self.len {
@@ -110,14 +117,17 @@ impl Windows {
         }
     }
 
+    /// Whether every window holds `len` times.
     pub fn full(&self) -> bool {
         self.times.iter().all(|w| w.len() == self.len)
     }
 
+    /// Forgets every time (after a rebalance).
     pub fn clear(&mut self) {
         self.times.iter_mut().for_each(VecDeque::clear);
     }
 
+    /// The windows as heuristics see them, with each device's rows.
     pub fn snapshot(&self, rows: &[usize]) -> Vec<DeviceWindow> {
         self.times
             .iter()

@@ -1,37 +1,71 @@
 //! Device specifications: `--devices cpu:threads=2,weight=3,slowdown=2@100`
-//! and the TOML device file.
+//! and the TOML device file. Both fill one [`DeviceOptions`], checked in one
+//! place.
 
-use crate::error::ConfigError;
-use controllers::{Controller, CpuController, Slowdown};
+use crate::error::SetupError;
+use controllers::{Controller, CpuController, DeviceError, Slowdown};
 use kernels::Cell;
 use serde::Deserialize;
 use std::fmt;
 use std::path::Path;
 
+/// Which device, of which backend.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceKind {
     /// Host cores on a rayon pool.
     Cpu {
+        /// Threads of its pool.
         threads: usize,
     },
+    /// An OpenCL device (feature `opencl`), as `epsilod list` numbers them.
     OpenCl {
+        /// Platform number.
         platform: usize,
+        /// Device number on that platform.
         device: usize,
     },
+    /// A CUDA device (feature `cuda`).
     Cuda {
+        /// Device ordinal.
         device: usize,
     },
+}
+
+/// An emulated slow device: every kernel takes `factor` times as long from
+/// iteration `from_iter` on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SlowdownSpec {
+    /// At least 1.
+    pub factor: f64,
+    /// The first slow iteration.
+    pub from_iter: u64,
 }
 
 /// One device (one virtual process) as the user asked for it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceSpec {
+    /// Which device.
     pub kind: DeviceKind,
     /// Static share of the rows under partition `w<d>`.
     pub weight: f64,
-    /// Emulated slowness: every kernel takes `factor` times as long from
-    /// iteration `from` on.
-    pub slowdown: Option<(f64, u64)>,
+    /// Emulated slowness.
+    pub slowdown: Option<SlowdownSpec>,
+}
+
+/// The options a device may be given, however they were written: the
+/// `key=value` list of `--devices` or the fields of a device file's table.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceOptions {
+    /// CPU threads.
+    pub threads: Option<usize>,
+    /// OpenCL platform.
+    pub platform: Option<usize>,
+    /// OpenCL or CUDA device number.
+    pub device: Option<usize>,
+    /// Static share (> 0).
+    pub weight: Option<f64>,
+    /// Emulated slowness.
+    pub slowdown: Option<SlowdownSpec>,
 }
 
 /// Threads of the default device: every core.
@@ -40,6 +74,7 @@ pub fn all_cores() -> usize {
 }
 
 impl DeviceSpec {
+    /// A CPU device of `threads` threads.
     pub fn cpu(threads: usize) -> DeviceSpec {
         DeviceSpec {
             kind: DeviceKind::Cpu { threads },
@@ -49,16 +84,13 @@ impl DeviceSpec {
     }
 
     /// Parses `kind[:key=value,...]`.
-    pub fn parse(text: &str) -> Result<DeviceSpec, ConfigError> {
-        let bad = |why: String| ConfigError::Device {
+    pub fn parse(text: &str) -> Result<DeviceSpec, SetupError> {
+        let bad = |why: String| SetupError::Device {
             spec: text.to_string(),
             why,
         };
         let (kind, opts) = text.split_once(':').unwrap_or((text, ""));
-        let mut threads = None;
-        let (mut platform, mut device) = (None, None);
-        let mut weight = 1.0;
-        let mut slowdown = None;
+        let mut o = DeviceOptions::default();
         for opt in opts.split(',').filter(|o| !o.is_empty()) {
             let (k, v) = opt
                 .split_once('=')
@@ -68,11 +100,11 @@ impl DeviceSpec {
                     .map_err(|_| bad(format!("{k}={v}: expected a whole number >= 0")))
             };
             match k {
-                "threads" => threads = Some(int(v)?),
-                "platform" => platform = Some(int(v)?),
-                "device" => device = Some(int(v)?),
-                "weight" => weight = parse_weight(v).map_err(bad)?,
-                "slowdown" => slowdown = Some(parse_slowdown(v).map_err(bad)?),
+                "threads" => o.threads = Some(int(v)?),
+                "platform" => o.platform = Some(int(v)?),
+                "device" => o.device = Some(int(v)?),
+                "weight" => o.weight = Some(parse_weight(v).map_err(bad)?),
+                "slowdown" => o.slowdown = Some(parse_slowdown(v).map_err(bad)?),
                 _ => {
                     return Err(bad(format!(
                     "unknown option '{k}' (options: threads, platform, device, weight, slowdown)"
@@ -80,80 +112,79 @@ impl DeviceSpec {
                 }
             }
         }
+        DeviceSpec::from_options(kind, &o).map_err(bad)
+    }
+
+    /// A device of `kind` (`cpu`, `opencl`, `cuda`) with options `o`,
+    /// checked: each kind takes only its own options.
+    pub fn from_options(kind: &str, o: &DeviceOptions) -> Result<DeviceSpec, String> {
         let kind = match kind {
             "cpu" => {
-                if platform.is_some() || device.is_some() {
-                    return Err(bad(
-                        "cpu devices take threads=, not platform=/device=".into()
-                    ));
+                if o.platform.is_some() || o.device.is_some() {
+                    return Err("cpu devices take threads=, not platform=/device=".into());
                 }
                 DeviceKind::Cpu {
-                    threads: check_threads(threads.unwrap_or_else(all_cores)).map_err(bad)?,
+                    threads: check_threads(o.threads.unwrap_or_else(all_cores))?,
                 }
             }
             "opencl" => {
-                if threads.is_some() {
-                    return Err(bad(
-                        "opencl devices take platform= and device=, not threads=".into(),
-                    ));
+                if o.threads.is_some() {
+                    return Err("opencl devices take platform= and device=, not threads=".into());
                 }
                 DeviceKind::OpenCl {
-                    platform: platform.unwrap_or(0),
-                    device: device.unwrap_or(0),
+                    platform: o.platform.unwrap_or(0),
+                    device: o.device.unwrap_or(0),
                 }
             }
             "cuda" => {
-                if threads.is_some() || platform.is_some() {
-                    return Err(bad("cuda devices take device= only".into()));
+                if o.threads.is_some() || o.platform.is_some() {
+                    return Err("cuda devices take device= only".into());
                 }
                 DeviceKind::Cuda {
-                    device: device.unwrap_or(0),
+                    device: o.device.unwrap_or(0),
                 }
             }
             _ => {
-                return Err(bad(format!(
+                return Err(format!(
                     "unknown device kind '{kind}' (use cpu, opencl or cuda)"
-                )))
+                ))
             }
         };
+        if let Some(w) = o.weight {
+            check_weight(w, &w.to_string())?;
+        }
         Ok(DeviceSpec {
             kind,
-            weight,
-            slowdown,
+            weight: o.weight.unwrap_or(1.0),
+            slowdown: o.slowdown,
         })
     }
 
     /// The device's controller, slowed down if asked.
-    pub fn build<T: Cell>(&self) -> Result<Box<dyn Controller<T>>, ConfigError> {
+    pub fn build<T: Cell>(&self) -> Result<Box<dyn Controller<T>>, DeviceError> {
         let base: Box<dyn Controller<T>> = match self.kind {
-            DeviceKind::Cpu { threads } => Box::new(
-                CpuController::<T>::new(threads)
-                    .map_err(|e| ConfigError::Backend(e.to_string()))?,
-            ),
+            DeviceKind::Cpu { threads } => Box::new(CpuController::<T>::new(threads)?),
             #[cfg(feature = "opencl")]
-            DeviceKind::OpenCl { platform, device } => Box::new(
-                controllers::OpenClController::<T>::new(platform, device)
-                    .map_err(|e| ConfigError::Backend(e.to_string()))?,
-            ),
+            DeviceKind::OpenCl { platform, device } => {
+                Box::new(controllers::OpenClController::<T>::new(platform, device)?)
+            }
             #[cfg(not(feature = "opencl"))]
             DeviceKind::OpenCl { .. } => {
-                return Err(ConfigError::Unavailable {
-                    kind: "opencl",
-                    feature: "opencl",
-                })
+                return Err(DeviceError::Backend(
+                    "device kind 'opencl' is not available in this build: rebuild with --features opencl".into(),
+                ))
             }
             DeviceKind::Cuda { .. } => {
-                return Err(ConfigError::Unavailable {
-                    kind: "cuda",
-                    feature: "cuda",
-                })
+                return Err(DeviceError::Backend(if cfg!(feature = "cuda") {
+                    "the CUDA backend is not implemented yet: use opencl for NVIDIA GPUs meanwhile".into()
+                } else {
+                    "device kind 'cuda' is not available in this build: rebuild with --features cuda".into()
+                }))
             }
         };
         Ok(match self.slowdown {
             None => base,
-            Some((f, from)) => Box::new(
-                Slowdown::new(base, f, from).map_err(|e| ConfigError::Backend(e.to_string()))?,
-            ),
+            Some(s) => Box::new(Slowdown::new(base, s.factor, s.from_iter)?),
         })
     }
 }
@@ -167,14 +198,19 @@ fn check_threads(t: usize) -> Result<usize, String> {
 }
 
 fn parse_weight(v: &str) -> Result<f64, String> {
-    match v.parse::<f64>() {
-        Ok(w) if w.is_finite() && w > 0.0 => Ok(w),
-        _ => Err(format!("weight={v}: expected a number > 0")),
+    check_weight(v.parse::<f64>().unwrap_or(f64::NAN), v)
+}
+
+fn check_weight(w: f64, text: &str) -> Result<f64, String> {
+    if w.is_finite() && w > 0.0 {
+        Ok(w)
+    } else {
+        Err(format!("weight={text}: expected a number > 0"))
     }
 }
 
 /// `F` or `F@ITER`.
-fn parse_slowdown(v: &str) -> Result<(f64, u64), String> {
+fn parse_slowdown(v: &str) -> Result<SlowdownSpec, String> {
     let (f, from) = v.split_once('@').unwrap_or((v, "0"));
     let factor = match f.parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 1.0 => x,
@@ -184,10 +220,10 @@ fn parse_slowdown(v: &str) -> Result<(f64, u64), String> {
         ))
         }
     };
-    let from = from.parse::<u64>().map_err(|_| {
+    let from_iter = from.parse::<u64>().map_err(|_| {
         format!("slowdown={v}: the iteration after '@' must be a whole number >= 0")
     })?;
-    Ok((factor, from))
+    Ok(SlowdownSpec { factor, from_iter })
 }
 
 impl fmt::Display for DeviceSpec {
@@ -202,8 +238,8 @@ impl fmt::Display for DeviceSpec {
         if self.weight != 1.0 {
             write!(f, ",weight={}", self.weight)?;
         }
-        if let Some((s, from)) = self.slowdown {
-            write!(f, ",slowdown={s}@{from}")?;
+        if let Some(s) = self.slowdown {
+            write!(f, ",slowdown={}@{}", s.factor, s.from_iter)?;
         }
         Ok(())
     }
@@ -219,11 +255,19 @@ struct FileDevice {
     device: Option<usize>,
     weight: Option<f64>,
     /// `3` or `"3@300"`.
-    slowdown: Option<toml::Value>,
+    slowdown: Option<FileSlowdown>,
     /// Under MPI: every rank on this host (`"*"`: on any host) gets the device.
     host: Option<String>,
     /// Under MPI: this rank gets the device.
     rank: Option<usize>,
+}
+
+/// A slowdown as a device file may write it.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FileSlowdown {
+    Factor(f64),
+    Text(String),
 }
 
 #[derive(Deserialize)]
@@ -254,6 +298,7 @@ struct DeviceFileToml {
 /// numbered rank by rank. A single process is rank 0 on its own host.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceFile {
+    /// Where it was read from (for messages).
     pub path: String,
     entries: Vec<Entry>,
 }
@@ -270,7 +315,7 @@ pub type Placed = (Vec<DeviceSpec>, Option<Vec<usize>>);
 
 impl DeviceFile {
     /// Every device with its rank, for ranks on `hosts` (one per rank).
-    pub fn place(&self, hosts: &[String]) -> Result<Placed, ConfigError> {
+    pub fn place(&self, hosts: &[String]) -> Result<Placed, SetupError> {
         let selected = self
             .entries
             .iter()
@@ -280,7 +325,7 @@ impl DeviceFile {
             return Ok((self.entries.iter().map(|e| e.spec.clone()).collect(), None));
         }
         if selected < self.entries.len() {
-            return Err(ConfigError::DeviceFile {
+            return Err(SetupError::DeviceFile {
                 path: self.path.clone(),
                 why: "some [[device]] tables name a host or rank and some do not: give every table a host (\"*\" for any) or a rank".into(),
             });
@@ -299,7 +344,7 @@ impl DeviceFile {
                 }
             }
             if specs.len() == before {
-                return Err(ConfigError::RankWithoutDevice {
+                return Err(SetupError::RankWithoutDevice {
                     rank: r,
                     host: host.clone(),
                     why: format!(
@@ -314,7 +359,7 @@ impl DeviceFile {
             .iter()
             .find(|e| e.rank.is_some_and(|r| r >= hosts.len()))
         {
-            return Err(ConfigError::DeviceFile {
+            return Err(SetupError::DeviceFile {
                 path: self.path.clone(),
                 why: format!(
                     "a [[device]] is for rank {}, but the job has {} rank(s)",
@@ -328,17 +373,18 @@ impl DeviceFile {
 }
 
 /// Reads a device file (see [`DeviceFile`]).
-pub fn load_device_file(path: &Path) -> Result<DeviceFile, ConfigError> {
+pub fn load_device_file(path: &Path) -> Result<DeviceFile, SetupError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::DeviceFile {
+    let text = std::fs::read_to_string(path).map_err(|e| SetupError::DeviceFile {
         path: name.clone(),
         why: e.to_string(),
     })?;
     parse_device_file(&text, &name)
 }
 
-pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, ConfigError> {
-    let err = |why: String| ConfigError::DeviceFile {
+/// Parses a device file's text (`name` is for messages).
+pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupError> {
+    let err = |why: String| SetupError::DeviceFile {
         path: name.to_string(),
         why,
     };
@@ -350,36 +396,25 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, ConfigErr
         .device
         .iter()
         .map(|d| {
-            let mut opts = Vec::new();
-            if let Some(t) = d.threads {
-                opts.push(format!("threads={t}"));
-            }
-            if let Some(p) = d.platform {
-                opts.push(format!("platform={p}"));
-            }
-            if let Some(x) = d.device {
-                opts.push(format!("device={x}"));
-            }
-            if let Some(w) = d.weight {
-                opts.push(format!("weight={w}"));
-            }
-            match &d.slowdown {
-                None => {}
-                Some(toml::Value::String(s)) => opts.push(format!("slowdown={s}")),
-                Some(toml::Value::Integer(i)) => opts.push(format!("slowdown={i}")),
-                Some(toml::Value::Float(x)) => opts.push(format!("slowdown={x}")),
-                Some(other) => {
-                    return Err(err(format!(
-                        "slowdown = {other}: use a number or \"F@ITER\""
-                    )))
+            let slowdown = match &d.slowdown {
+                None => None,
+                Some(FileSlowdown::Factor(x)) => {
+                    Some(parse_slowdown(&x.to_string()).map_err(&err)?)
                 }
-            }
+                Some(FileSlowdown::Text(t)) => Some(parse_slowdown(t).map_err(&err)?),
+            };
+            let options = DeviceOptions {
+                threads: d.threads,
+                platform: d.platform,
+                device: d.device,
+                weight: d.weight,
+                slowdown,
+            };
             if d.host.as_deref() == Some("") {
                 return Err(err("host = \"\": name a host, or \"*\" for any".into()));
             }
-            let spec = format!("{}:{}", d.kind, opts.join(","));
             Ok(Entry {
-                spec: DeviceSpec::parse(&spec).map_err(|e| err(e.to_string()))?,
+                spec: DeviceSpec::from_options(&d.kind, &options).map_err(&err)?,
                 host: d.host.clone(),
                 rank: d.rank,
             })
@@ -403,7 +438,13 @@ mod tests {
         );
         let s = DeviceSpec::parse("cpu:threads=1,weight=3,slowdown=2.5@100").unwrap();
         assert_eq!(s.weight, 3.0);
-        assert_eq!(s.slowdown, Some((2.5, 100)));
+        assert_eq!(
+            s.slowdown,
+            Some(SlowdownSpec {
+                factor: 2.5,
+                from_iter: 100
+            })
+        );
         assert_eq!(s.to_string(), "cpu:threads=1,weight=3,slowdown=2.5@100");
         assert_eq!(
             DeviceSpec::parse("opencl:platform=1,device=2")
@@ -452,7 +493,13 @@ mod tests {
         let (d, owners) = d.place(&["h".into()]).unwrap();
         assert_eq!(d.len(), 2);
         assert_eq!(owners, None);
-        assert_eq!(d[1].slowdown, Some((3.0, 300)));
+        assert_eq!(
+            d[1].slowdown,
+            Some(SlowdownSpec {
+                factor: 3.0,
+                from_iter: 300
+            })
+        );
         for (text, want) in [
             (
                 "[[device]]\nkind = \"cpu\"\nthreads = 0\n",
@@ -460,6 +507,19 @@ mod tests {
             ),
             ("[[device]]\nkind = \"fpga\"\n", "unknown device kind"),
             ("[[device]]\nkind = \"cpu\"\ncolour = 1\n", "unknown field"),
+            (
+                "[[device]]\nkind = \"cpu\"\nweight = -1\n",
+                "expected a number > 0",
+            ),
+            (
+                "[[device]]\nkind = \"cpu\"\nslowdown = 0.5\n",
+                "factor must be a number >= 1",
+            ),
+            (
+                "[[device]]\nkind = \"cpu\"\nslowdown = \"2@x\"\n",
+                "after '@'",
+            ),
+            ("[[device]]\nkind = \"cpu\"\nslowdown = true\n", "d.toml"),
             ("device = []\n", "no [[device]]"),
             ("not toml at all", "d.toml"),
         ] {

@@ -1,88 +1,228 @@
+//! What can go wrong. Every message says what is wrong and, where there is
+//! one, how to fix it. Causes stay typed (`#[source]`): print a whole chain
+//! with [`chain`].
+
+use controllers::DeviceError;
+use hitmap::{HitmapError, TransportError};
 use thiserror::Error;
 
-/// What can go wrong setting up or running a stencil. Every message says what
-/// is wrong and, where there is one, how to fix it.
+/// A run that cannot start: found before any device is touched.
 #[derive(Debug, Error)]
-pub enum ConfigError {
+pub enum SetupError {
+    /// A `--devices` entry that does not parse.
     #[error("bad device '{spec}': {why}")]
-    Device { spec: String, why: String },
-    #[error("bad device file {path}: {why}")]
-    DeviceFile { path: String, why: String },
-    #[error(
-        "device kind '{kind}' is not available in this build: rebuild with --features {feature}"
-    )]
-    Unavailable {
-        kind: &'static str,
-        feature: &'static str,
+    Device {
+        /// The text given.
+        spec: String,
+        /// What is wrong with it.
+        why: String,
     },
-    #[error("device failure: {0}")]
-    Backend(String),
-    #[error("unknown stencil '{0}': use a library stencil (see 'epsilod list'), an app (gas-sim) or a path to a .toml stencil spec")]
-    UnknownStencil(String),
-    #[error(transparent)]
-    Spec(#[from] kernels::SpecError),
+    /// A device file that cannot be read or placed.
+    #[error("bad device file {path}: {why}")]
+    DeviceFile {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A run needs at least one device.
+    #[error("no devices given: give at least one device")]
+    NoDevices,
+    /// A global size that does not fit the stencil.
     #[error("bad size '{size}': {why}")]
-    Size { size: String, why: String },
-    #[error("bad iteration count '{0}': expected a whole number >= 1")]
-    Iters(String),
-    #[error("{0}")]
-    Layout(#[from] hitmap::HitmapError),
-    #[error("{0}")]
-    Kernel(String),
-    #[error("{0}")]
-    Compare(String),
-    #[error("cannot plot: {0}")]
-    Plot(String),
-    #[error("unknown init '{0}': use basic (EPSILOD's values) or random")]
-    Init(String),
-    #[error("give devices with --devices or --device-file, not both")]
-    DevicesTwice,
-    #[error("cannot write report {path}: {why}")]
-    Report { path: String, why: String },
-    #[error(
-        "unknown ALB heuristic '{0}': use none, const-iters, exp-iters, double-iters or next-alb"
-    )]
-    UnknownAlb(String),
+    Size {
+        /// The size, as `AxB`.
+        size: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A layout that cannot be made (too thin blocks, a bad partition).
+    #[error(transparent)]
+    Layout(#[from] HitmapError),
+    /// ALB moves rows, so it needs weighted blocks.
     #[error("ALB heuristic '{0}' needs a weighted partition: add --partition w0")]
     AlbNeedsWeights(String),
-    #[error("cannot write output {path}: {why}")]
-    Output { path: String, why: String },
-    #[error("unknown output format '{0}': use a file name ending in .npy, .txt or .dat")]
-    OutputFormat(String),
+    /// Started by a launcher as one of several ranks, in a build without MPI.
     #[error("this binary was started by mpirun as one of {size} ranks but was built without MPI: rebuild it with `cargo build --release --features mpi` (or run it without mpirun)")]
-    NoMpi { size: usize },
-    #[error("this program was started by mpirun as one of {size} ranks but never joined the job: call epsilod::Cluster::join() at the start of main")]
-    NotJoined { size: usize },
-    #[error("MPI: {0}")]
-    Mpi(String),
-    #[error("{0}")]
-    Agreed(String),
-    #[error("rank {rank}: {why}")]
-    OnRank { rank: usize, why: String },
-    #[error("rank {rank} was given another run than rank 0 (rank {rank}: {mine}; rank 0: {root}): give every rank the same arguments and device file")]
-    Mismatch {
-        rank: usize,
-        mine: String,
-        root: String,
+    NoMpi {
+        /// Ranks in the job.
+        size: usize,
     },
+    /// Started by a launcher, but the program never joined the job.
+    #[error("this program was started by mpirun as one of {size} ranks but never joined the job: call epsilod::Cluster::join() at the start of main")]
+    NotJoined {
+        /// Ranks in the job.
+        size: usize,
+    },
+    /// More ranks than devices.
     #[error("{ranks} MPI ranks but only {devices} device(s): give at least one device per rank (repeat --devices), or run fewer ranks (mpirun -np {devices})")]
-    TooManyRanks { ranks: usize, devices: usize },
+    TooManyRanks {
+        /// Ranks in the job.
+        ranks: usize,
+        /// Devices given.
+        devices: usize,
+    },
+    /// A rank whose blocks would all be empty.
     #[error("rank {rank} would compute no rows: {cells} interior cells are too few for {ranks} ranks; run fewer ranks or a larger size")]
     IdleRank {
+        /// The idle rank.
         rank: usize,
+        /// Interior cells of the run.
         cells: usize,
+        /// Ranks in the job.
         ranks: usize,
     },
+    /// A rank the placement gives no device.
     #[error("rank {rank} (host {host}) has no device: {why}")]
     RankWithoutDevice {
+        /// The rank.
         rank: usize,
+        /// Its host.
         host: String,
+        /// Why.
         why: String,
     },
-    #[error("virtual process {vp} ({device}) failed: {why}")]
-    Run {
+    /// A placement that does not fit the job.
+    #[error("bad placement: {0}")]
+    Placement(String),
+    /// Several devices on one rank need MPI_THREAD_MULTIPLE.
+    #[error("rank {rank} hosts {devices} devices, which needs MPI_THREAD_MULTIPLE, and this MPI library does not provide it: give each rank one device")]
+    NoThreadMultiple {
+        /// The rank.
+        rank: usize,
+        /// Devices placed on it.
+        devices: usize,
+    },
+}
+
+/// What stopped a virtual process.
+#[derive(Debug, Error)]
+pub enum VpError {
+    /// Its device failed (or could not be opened).
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// A message could not be sent or received.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    /// A new layout could not be made during a rebalance.
+    #[error(transparent)]
+    Layout(#[from] HitmapError),
+    /// A peer broke the protocol (a bug, or a damaged message).
+    #[error("{0}")]
+    Protocol(String),
+    /// Its thread panicked.
+    #[error("it panicked (a bug: please report it)")]
+    Panicked,
+}
+
+/// Why a run failed.
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// The run could not start.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// A virtual process failed.
+    #[error("virtual process {vp} ({device}) failed")]
+    Vp {
+        /// Its number.
         vp: usize,
+        /// Its device, as given.
         device: String,
+        /// What stopped it.
+        #[source]
+        cause: VpError,
+    },
+    /// Rank 0 could not start the run (its message, agreed by every rank).
+    #[error("{0}")]
+    Agreed(String),
+    /// Another rank could not start the run.
+    #[error("rank {rank}: {why}")]
+    OnRank {
+        /// The rank.
+        rank: usize,
+        /// Its message.
         why: String,
     },
+    /// Ranks were given different runs.
+    #[error("rank {rank} was given another run than rank 0 (rank {rank}: {mine}; rank 0: {root}): give every rank the same arguments and device file")]
+    Mismatch {
+        /// The first rank that differs.
+        rank: usize,
+        /// Its run.
+        mine: String,
+        /// Rank 0's run.
+        root: String,
+    },
+    /// The MPI control plane failed (gathering results, the report).
+    #[error("MPI: {0}")]
+    Mpi(String),
+}
+
+impl RunError {
+    /// Whether this is a virtual process that stopped only because a peer
+    /// had gone (the echo of another failure, not its cause).
+    pub fn is_peer_gone(&self) -> bool {
+        matches!(
+            self,
+            RunError::Vp {
+                cause: VpError::Transport(TransportError::PeerGone(_)),
+                ..
+            }
+        )
+    }
+}
+
+/// Joining the job failed.
+#[derive(Debug, Error)]
+pub enum ClusterError {
+    /// See [`SetupError::NoMpi`].
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// `Cluster::join` was called while a cluster was held.
+    #[error("the cluster was joined twice: call Cluster::join once")]
+    JoinedTwice,
+    /// MPI could not start.
+    #[error("MPI: {0}")]
+    Mpi(String),
+}
+
+/// `error` and its causes, outermost first, joined by `: ` (one line).
+pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        // Transparent wrappers repeat their cause's text.
+        if !s.ends_with(&text) {
+            s += ": ";
+            s += &text;
+        }
+        cause = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chains_name_the_process_and_the_cause_once() {
+        let e = RunError::Vp {
+            vp: 1,
+            device: "cpu:threads=1".into(),
+            cause: VpError::Protocol("halo from 0 has 3 cells, expected 4".into()),
+        };
+        assert_eq!(
+            chain(&e),
+            "virtual process 1 (cpu:threads=1) failed: halo from 0 has 3 cells, expected 4"
+        );
+        let gone = RunError::Vp {
+            vp: 0,
+            device: "cpu".into(),
+            cause: VpError::Transport(TransportError::PeerGone(2)),
+        };
+        assert!(gone.is_peer_gone());
+        assert!(!e.is_peer_gone());
+    }
 }

@@ -14,26 +14,34 @@
 //!     .unwrap();
 //! println!("{} cell updates/s", out.report.summary.cell_updates_per_second);
 //! ```
+//!
+//! The layers inside: [`Skeleton`] (the builder) validates into a
+//! [`RunPlan`]; the executor runs one thread per local virtual process
+//! (`vp`), each with a device and a transport endpoint; a [`Cluster`]
+//! decides whether the job is this process or several MPI ranks.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod alb;
-pub mod apps;
-pub mod cli;
 pub mod cluster;
-pub mod compare;
 pub mod devices;
-#[cfg(feature = "mpi")]
-mod distributed;
 pub mod error;
+mod executor;
 pub mod output;
-pub mod plot;
+pub mod plan;
 pub mod report;
 pub mod skeleton;
+pub mod stencil;
+mod tag;
 mod vp;
 
 pub use alb::Alb;
-pub use cluster::Cluster;
-pub use devices::{DeviceKind, DeviceSpec};
-pub use error::ConfigError;
+pub use cluster::{Cluster, JobInfo};
+pub use devices::{DeviceKind, DeviceOptions, DeviceSpec, SlowdownSpec};
+pub use error::{ClusterError, RunError, SetupError, VpError};
+pub use executor::Outcome;
 pub use hitmap::Partition;
+pub use plan::{Observer, RunPlan};
 pub use report::Report;
-pub use skeleton::{InitFn, Outcome, Skeleton, Stencil};
+pub use skeleton::{RunOptions, Skeleton};
+pub use stencil::{InitFn, KernelKind, Stencil};

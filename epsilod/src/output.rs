@@ -1,17 +1,38 @@
 //! Writing result arrays: `.npy`, EPSILOD's `.txt` (one value a line,
-//! `%042.40f`), and raw little-endian `.dat`.
+//! `%042.40f`), and raw little-endian `.dat`. Output functions are part of
+//! the skeleton's contract (EPSILOD's takes them), so they live here, not
+//! in the command line.
 
-use crate::error::ConfigError;
+use hitmap::Shape;
 use kernels::Cell;
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use ndarray_npy::WritableElement;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use thiserror::Error;
+
+/// Why a result could not be written.
+#[derive(Debug, Error)]
+pub enum OutputError {
+    /// The file name's extension names no format.
+    #[error("unknown output format '{0}': use a file name ending in .npy, .txt or .dat")]
+    Format(String),
+    /// The file could not be created or written.
+    #[error("cannot write output {path}: {why}")]
+    Write {
+        /// The file.
+        path: String,
+        /// The system's reason.
+        why: String,
+    },
+}
 
 /// A cell made of `COMPONENTS` scalars that output formats can write.
 pub trait OutputCell: Cell {
+    /// One component.
     type Scalar: Cell + WritableElement + Into<f64>;
+    /// Components per cell (a column of its own in `.npy`).
     const COMPONENTS: usize;
 }
 
@@ -32,20 +53,25 @@ impl<const N: usize> OutputCell for [f64; N] {
     const COMPONENTS: usize = N;
 }
 
+/// An output file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// NumPy's array file.
     Npy,
+    /// EPSILOD's text: one value a line, `%042.40f`.
     Txt,
+    /// Raw little-endian scalars.
     Dat,
 }
 
 impl Format {
-    pub fn from_path(path: &Path) -> Result<Format, ConfigError> {
+    /// The format a file name's extension names.
+    pub fn from_path(path: &Path) -> Result<Format, OutputError> {
         match path.extension().and_then(|e| e.to_str()) {
             Some("npy") => Ok(Format::Npy),
             Some("txt") => Ok(Format::Txt),
             Some("dat") => Ok(Format::Dat),
-            _ => Err(ConfigError::OutputFormat(path.display().to_string())),
+            _ => Err(OutputError::Format(path.display().to_string())),
         }
     }
 }
@@ -66,9 +92,9 @@ pub fn check_creatable(path: &Path) -> Result<(), String> {
 }
 
 /// Checks that `path` has a known extension and can be created.
-pub fn check_writable(path: &Path) -> Result<Format, ConfigError> {
+pub fn check_writable(path: &Path) -> Result<Format, OutputError> {
     let f = Format::from_path(path)?;
-    check_creatable(path).map_err(|why| ConfigError::Output {
+    check_creatable(path).map_err(|why| OutputError::Write {
         path: path.display().to_string(),
         why,
     })?;
@@ -81,8 +107,8 @@ pub fn epsilod_text(v: f64) -> String {
 }
 
 /// Writes `grid` (row-major) in the format its extension names.
-pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), ConfigError> {
-    let err = |e: String| ConfigError::Output {
+pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), OutputError> {
+    let err = |e: String| OutputError::Write {
         path: path.display().to_string(),
         why: e,
     };
@@ -119,6 +145,37 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
     }
 }
 
+/// A result that can be written without knowing its cell type: what an
+/// app hands the command line.
+pub trait OutputGrid {
+    /// Writes it in the format `path`'s extension names.
+    fn write_to(&self, path: &Path) -> Result<(), OutputError>;
+}
+
+/// A grid, and optionally the part of it that is the result (an app's user
+/// domain within its boundary).
+pub struct Region<T> {
+    /// The whole grid.
+    pub grid: ArrayD<T>,
+    /// The part to write; `None` for all of it.
+    pub region: Option<Shape>,
+}
+
+impl<T: OutputCell> OutputGrid for Region<T> {
+    fn write_to(&self, path: &Path) -> Result<(), OutputError> {
+        match &self.region {
+            None => write(path, self.grid.view()),
+            Some(r) => write(
+                path,
+                self.grid.slice_each_axis(|ax| {
+                    let s = r.sig(ax.axis.index());
+                    ndarray::Slice::from(s.begin() as isize..s.end() as isize)
+                }),
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,11 +207,11 @@ mod tests {
         assert_eq!(Format::from_path(Path::new("a.npy")).unwrap(), Format::Npy);
         assert!(matches!(
             Format::from_path(Path::new("a.csv")),
-            Err(ConfigError::OutputFormat(_))
+            Err(OutputError::Format(_))
         ));
         assert!(matches!(
             check_writable(Path::new("/nonexistent-dir/x.npy")),
-            Err(ConfigError::Output { .. })
+            Err(OutputError::Write { .. })
         ));
     }
 }

@@ -1,45 +1,124 @@
 //! The JSON run report (keys fixed by cli.md: scripts rely on them).
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
 
+/// Everything measured in a run, as `--report` writes it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
+    /// What ran.
     pub config: ReportConfig,
+    /// The totals.
     pub summary: Summary,
+    /// Per iteration, per device.
     pub iterations: Vec<IterationRecord>,
+    /// Every rebalance.
     pub redistributions: Vec<Redistribution>,
-    pub heuristic: Vec<serde_json::Value>,
+    /// Every heuristic check.
+    pub heuristic: Vec<DecisionRecord>,
 }
 
+/// What a heuristic check decided.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum DecisionOutcome {
+    /// Rebalanced.
+    Rebalance,
+    /// Kept the layout.
+    Keep,
+    /// Asked to rebalance, but the new blocks would be thinner than the stencil.
+    SkippedTooThin,
+}
+
+const SKIPPED_TOO_THIN: &str = "skipped: blocks would be thinner than the stencil";
+
+impl fmt::Display for DecisionOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DecisionOutcome::Rebalance => "rebalance",
+            DecisionOutcome::Keep => "keep",
+            DecisionOutcome::SkippedTooThin => SKIPPED_TOO_THIN,
+        })
+    }
+}
+
+impl From<DecisionOutcome> for String {
+    fn from(d: DecisionOutcome) -> String {
+        d.to_string()
+    }
+}
+
+impl TryFrom<String> for DecisionOutcome {
+    type Error = String;
+    fn try_from(s: String) -> Result<DecisionOutcome, String> {
+        match s.as_str() {
+            "rebalance" => Ok(DecisionOutcome::Rebalance),
+            "keep" => Ok(DecisionOutcome::Keep),
+            SKIPPED_TOO_THIN => Ok(DecisionOutcome::SkippedTooThin),
+            _ => Err(format!("unknown decision '{s}'")),
+        }
+    }
+}
+
+/// One heuristic check: the iteration, the outcome and the heuristic's own
+/// values (flattened beside them in the JSON).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRecord {
+    /// The iteration checked.
+    pub iter: u64,
+    /// What was decided.
+    pub decision: DecisionOutcome,
+    /// The values behind the decision, by name.
+    #[serde(flatten)]
+    pub values: BTreeMap<String, f64>,
+}
+
+/// What ran.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReportConfig {
+    /// Stencil or app name.
     pub stencil: String,
+    /// Global size, boundary included.
     pub size: Vec<usize>,
+    /// Iterations.
     pub iters: u64,
+    /// Every device, as `--devices` writes it.
     pub devices: Vec<String>,
+    /// The ALB heuristic (`none` without).
     pub alb: String,
+    /// The partition.
     pub partition: String,
+    /// The kernel kind.
     pub kernel: String,
 }
 
+/// The run's totals.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// Setup, iterations and result assembly.
     pub total_seconds: f64,
     /// The iteration loop alone (the slowest virtual process).
     pub loop_seconds: f64,
+    /// Mean of the iterations' `seconds`.
     pub mean_iteration_seconds: f64,
+    /// Median of the iterations' `seconds`.
     pub median_iteration_seconds: f64,
+    /// Rebalances done.
     pub rebalances: usize,
+    /// Seconds spent redistributing, summed.
     pub redistribution_seconds_total: f64,
+    /// Interior cells times iterations, over `loop_seconds`.
     pub cell_updates_per_second: f64,
     /// Mean per iteration of the iteration time not spent in the slowest
     /// device's kernels: halo packing, messages, waiting, bookkeeping.
     pub skeleton_overhead_seconds_per_iteration: f64,
 }
 
+/// One iteration.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct IterationRecord {
+    /// Its number, from 0.
     pub iter: u64,
     /// Wall time of the iteration on the slowest virtual process.
     pub seconds: f64,
@@ -48,25 +127,35 @@ pub struct IterationRecord {
     /// free of the upward bias of taking each iteration's maximum.
     #[serde(default)]
     pub elapsed_seconds: f64,
+    /// Each device's part, in device order.
     pub devices: Vec<DeviceIteration>,
 }
 
+/// One device in one iteration.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeviceIteration {
     /// Device-timed kernel seconds.
     pub compute_seconds: f64,
     /// Halo packing, sending, receiving (waiting included) and unpacking.
     pub comm_seconds: f64,
+    /// Rows it held along the balanced (or first cut) dimension.
     pub rows: usize,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// One rebalance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Redistribution {
+    /// The iteration after which it happened.
     pub iter: u64,
+    /// Wall seconds on the slowest process.
     pub seconds: f64,
+    /// Rows that changed owner.
     pub rows_moved: usize,
+    /// Bytes of the cells that moved.
     pub bytes_moved: usize,
+    /// Row shares before.
     pub weights_before: Vec<f64>,
+    /// Row shares after.
     pub weights_after: Vec<f64>,
 }
 
@@ -74,7 +163,25 @@ pub use heuristics::median;
 
 #[cfg(test)]
 mod tests {
-    use super::median;
+    use super::*;
+
+    #[test]
+    fn decisions_keep_their_json_keys() {
+        let d = DecisionRecord {
+            iter: 7,
+            decision: DecisionOutcome::SkippedTooThin,
+            values: BTreeMap::from([("imbalance".to_string(), 0.25)]),
+        };
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(v["iter"], 7);
+        assert_eq!(v["decision"], SKIPPED_TOO_THIN);
+        assert_eq!(v["imbalance"], 0.25);
+        let back: DecisionRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(back, d);
+        assert!(
+            serde_json::from_str::<DecisionRecord>(r#"{"iter":1,"decision":"maybe"}"#).is_err()
+        );
+    }
 
     #[test]
     fn medians() {

@@ -3,35 +3,22 @@
 
 use crate::alb::{floor_weights, Alb, Windows};
 use crate::devices::DeviceSpec;
-use crate::error::ConfigError;
-use crate::report::Redistribution;
-use crate::skeleton::{InitFn, Stencil};
+use crate::error::{RunError, VpError};
+use crate::plan::RunPlan;
+use crate::report::{DecisionOutcome, DecisionRecord, Redistribution};
+use crate::tag::Tag;
 use controllers::{BufferId, Controller, DeviceError, KernelId};
 use heuristics::{throughput_weights, Heuristic, Rebalanced, Snapshot};
 use hitmap::{
     split_border, HaloPlan, Layout, Partition, RedistributionPlan, Shape, Transport, TransportError,
 };
 use kernels::Cell;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-/// Tags above every iteration number: redistribution traffic.
-const REDISTRIBUTE_TAG: u64 = 1 << 62;
-/// Tags of the per-iteration kernel times.
-const TIMES_TAG: u64 = 1 << 61;
-
-/// What every virtual process reads.
-pub(crate) struct Shared<'a, T> {
-    pub size: &'a [usize],
-    pub stencil: &'a Stencil<T>,
-    pub iters: u64,
-    pub init: &'a InitFn<T>,
-    pub layout: &'a Layout,
-    pub alb: Option<&'a Alb>,
-    pub progress: &'a AtomicU64,
-}
-
-#[derive(Clone, Copy, Default)]
+/// One iteration of one virtual process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct IterStats {
     pub wall: f64,
     /// Seconds since the loop started, at the end of this iteration.
@@ -41,31 +28,17 @@ pub(crate) struct IterStats {
     pub rows: usize,
 }
 
+/// What a virtual process hands back: its block of the result and its
+/// measurements.
 pub(crate) struct VpResult<T> {
     pub block: Shape,
     pub data: Vec<T>,
     pub stats: Vec<IterStats>,
     pub loop_seconds: f64,
-    /// Filled by virtual process 0 only (every process sees the same).
+    /// Every process records the same rebalances and decisions (all decide
+    /// on the same numbers), so the report may take them from any.
     pub redistributions: Vec<Redistribution>,
     pub decisions: Vec<DecisionRecord>,
-}
-
-/// One heuristic check, as the report lists it.
-pub(crate) struct DecisionRecord {
-    pub iter: u64,
-    pub outcome: &'static str,
-    pub values: Vec<(&'static str, f64)>,
-}
-
-impl DecisionRecord {
-    pub fn to_json(&self) -> serde_json::Value {
-        let mut e = serde_json::json!({ "iter": self.iter, "decision": self.outcome });
-        for (k, v) in &self.values {
-            e[*k] = serde_json::json!(v);
-        }
-        e
-    }
 }
 
 /// Where this process stands in the current layout.
@@ -79,174 +52,124 @@ struct Geometry {
 }
 
 struct Vp<'a, T, X> {
-    sh: &'a Shared<'a, T>,
+    run: &'a RunPlan<T>,
+    progress: &'a AtomicU64,
+    /// This process's number.
     p: usize,
-    device: String,
-    dev: Box<dyn Controller<T>>,
-    ep: X,
+    device_name: String,
+    device: Box<dyn Controller<T>>,
+    transport: X,
     kernel: KernelId,
     cur: BufferId,
     next: BufferId,
-    geo: Geometry,
+    geometry: Geometry,
     reach_low: Vec<i64>,
     reach_high: Vec<i64>,
     global: Shape,
     interior: Shape,
-    /// Received halo buffers, reused for sends.
-    spare_bufs: Vec<Vec<T>>,
+    /// Received halo messages, reused for sends.
+    recycled: Vec<Vec<T>>,
 }
 
+/// Runs virtual process `p` of `run` on the device `spec` describes.
 pub(crate) fn run<T: Cell, X: Transport<T>>(
-    sh: &Shared<'_, T>,
+    run: &RunPlan<T>,
+    progress: &AtomicU64,
     spec: &DeviceSpec,
     p: usize,
-    ep: X,
-) -> Result<VpResult<T>, ConfigError> {
-    let dev = spec.build::<T>()?;
-    let mut vp = Vp::new(sh, p, spec.to_string(), dev, ep)?;
+    transport: X,
+) -> Result<VpResult<T>, RunError> {
+    let fail = |cause: VpError| RunError::Vp {
+        vp: p,
+        device: spec.to_string(),
+        cause,
+    };
+    let device = spec.build::<T>().map_err(|e| fail(e.into()))?;
+    let mut vp = Vp::new(run, progress, p, spec.to_string(), device, transport)?;
     vp.run()
 }
 
 impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
-    fn fail(&self, why: String) -> ConfigError {
-        ConfigError::Run {
+    fn fail(&self, cause: VpError) -> RunError {
+        RunError::Vp {
             vp: self.p,
-            device: self.device.clone(),
-            why,
+            device: self.device_name.clone(),
+            cause,
         }
     }
-    fn dev_err(&self, e: DeviceError) -> ConfigError {
-        self.fail(e.to_string())
+    fn dev_err(&self, e: DeviceError) -> RunError {
+        self.fail(VpError::Device(e))
     }
-    fn net_err(&self, e: TransportError) -> ConfigError {
-        self.fail(e.to_string())
+    fn net_err(&self, e: TransportError) -> RunError {
+        self.fail(VpError::Transport(e))
     }
 
     fn new(
-        sh: &'a Shared<'a, T>,
+        run: &'a RunPlan<T>,
+        progress: &'a AtomicU64,
         p: usize,
-        device: String,
-        mut dev: Box<dyn Controller<T>>,
-        ep: X,
-    ) -> Result<Vp<'a, T, X>, ConfigError> {
-        let fp = sh.stencil.kernel.footprint();
+        device_name: String,
+        mut device: Box<dyn Controller<T>>,
+        transport: X,
+    ) -> Result<Vp<'a, T, X>, RunError> {
+        let fail = |cause: VpError| RunError::Vp {
+            vp: p,
+            device: device_name.clone(),
+            cause,
+        };
+        let fp = run.stencil.kernel.footprint();
         let reach_low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
         let reach_high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
-        let global = Shape::from_sizes(sh.size);
-        let geo = geometry(sh.layout.clone(), fp, p, &reach_low, &reach_high, &global)?;
-        let err = |e: DeviceError| ConfigError::Run {
-            vp: p,
-            device: device.clone(),
-            why: e.to_string(),
-        };
-        let spare = spare_rows(sh.alb, &geo);
+        let global = Shape::from_sizes(&run.size);
+        let geo = geometry(run.layout.clone(), fp, p, &reach_low, &reach_high, &global)
+            .map_err(|e| fail(e.into()))?;
+        let err = |e: DeviceError| fail(e.into());
+        let spare = spare_rows(run.alb.as_ref(), &geo);
         let capacity = geo.extent.expand(&spare, &spare).intersect(&global);
-        let cur = dev.alloc(&geo.extent, &capacity).map_err(err)?;
-        let next = dev.alloc(&geo.extent, &capacity).map_err(err)?;
-        dev.fill(cur, &geo.extent, sh.init.as_ref()).map_err(err)?;
-        dev.fill(next, &geo.extent, sh.init.as_ref()).map_err(err)?;
-        let kernel = dev.load(sh.stencil.kernel.clone()).map_err(err)?;
-        let interior = sh.layout.domain().clone();
+        let cur = device.alloc(&geo.extent, &capacity).map_err(err)?;
+        let next = device.alloc(&geo.extent, &capacity).map_err(err)?;
+        device
+            .fill(cur, &geo.extent, run.init.as_ref())
+            .map_err(err)?;
+        device
+            .fill(next, &geo.extent, run.init.as_ref())
+            .map_err(err)?;
+        let kernel = device.load(run.stencil.kernel.clone()).map_err(err)?;
+        let interior = run.layout.domain().clone();
         Ok(Vp {
-            sh,
+            run,
+            progress,
             p,
+            device_name,
             device,
-            dev,
-            ep,
+            transport,
             kernel,
             cur,
             next,
-            geo,
+            geometry: geo,
             reach_low,
             reach_high,
             global,
             interior,
-            spare_bufs: Vec::new(),
+            recycled: Vec::new(),
         })
     }
 
-    fn run(&mut self) -> Result<VpResult<T>, ConfigError> {
-        let sh = self.sh;
-        let mut stats = Vec::with_capacity(sh.iters as usize);
-        let mut alb = sh.alb.map(|a| AlbState {
-            heuristic: (a.factory)(),
-            windows: Windows::new(self.geo.layout.procs(), a.window),
-            rebalances: 0,
-            last_compute: 0.0,
-            fresh_from: 0,
-        });
-        if let Some(a) = alb.as_mut() {
-            a.heuristic.init(sh.iters);
-        }
-        let mut redistributions = Vec::new();
-        let mut decisions = Vec::new();
+    fn run(&mut self) -> Result<VpResult<T>, RunError> {
+        let iters = self.run.iters;
+        let mut stats = Vec::with_capacity(iters as usize);
+        let mut alb = self
+            .run
+            .alb
+            .as_ref()
+            .map(|a| AlbState::new(a, self.geometry.layout.procs(), iters));
         let started = Instant::now();
-        for it in 0..sh.iters {
+        for it in 0..iters {
             let t0 = Instant::now();
             let rows = self.rows_of(self.p);
             let (compute, mut comm) = self.step(it)?;
             if let Some(a) = alb.as_mut() {
-                // Kernel times travel point to point and are read one iteration
-                // later, when they have long arrived: no process waits on the
-                // gather, and all decide on the same numbers at the same iteration.
-                let tg = Instant::now();
-                let peers = self.geo.layout.procs();
-                for q in (0..peers).filter(|&q| q != self.p) {
-                    self.ep
-                        .send_values(q, TIMES_TAG + it, vec![compute])
-                        .map_err(|e| self.net_err(e))?;
-                }
-                if it >= 1 {
-                    let row = self.gather_times(it - 1, a.last_compute)?;
-                    if it > a.fresh_from {
-                        a.windows.push(&row);
-                    }
-                }
-                a.last_compute = compute;
-                comm += tg.elapsed().as_secs_f64();
-                if a.windows.full() && it + 1 < sh.iters {
-                    let rows: Vec<usize> = (0..peers).map(|q| self.rows_of(q)).collect();
-                    let windows = a.windows.snapshot(&rows);
-                    let snap = Snapshot {
-                        iter: it,
-                        rebalances: a.rebalances,
-                        remaining: sh.iters - 1 - it,
-                        devices: &windows,
-                    };
-                    let d = a.heuristic.check(&snap);
-                    let mut outcome = if d.rebalance { "rebalance" } else { "keep" };
-                    if self.p == 0 {
-                        tracing::trace!(iter = it, decision = outcome, values = ?d.values, "heuristic check");
-                    }
-                    if d.rebalance {
-                        match self.rebalance(it, a, &windows, d.weights.clone())? {
-                            Some(r) => {
-                                if self.p == 0 {
-                                    tracing::info!(
-                                        iter = it,
-                                        rows_moved = r.rows_moved,
-                                        seconds = r.seconds,
-                                        "rebalanced to weights {:?}",
-                                        r.weights_after
-                                    );
-                                }
-                                // This iteration's times predate the new layout.
-                                a.fresh_from = it + 1;
-                                redistributions.push(r);
-                            }
-                            None => outcome = "skipped: blocks would be thinner than the stencil",
-                        }
-                    }
-                    // Every process decides; process 0 keeps the record (as
-                    // plain data: JSON is built once, at the end).
-                    if self.p == 0 {
-                        decisions.push(DecisionRecord {
-                            iter: it,
-                            outcome,
-                            values: d.values,
-                        });
-                    }
-                }
+                comm += self.balance(a, it, compute)?;
             }
             stats.push(IterStats {
                 wall: t0.elapsed().as_secs_f64(),
@@ -255,44 +178,114 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 comm,
                 rows,
             });
-            sh.progress.fetch_max(it + 1, Ordering::Relaxed);
+            self.progress.fetch_max(it + 1, Ordering::Relaxed);
         }
-        if let Some(a) = alb.as_mut() {
-            if sh.iters > 0 {
-                // Collect the last times, so no message is left behind.
-                self.gather_times(sh.iters - 1, a.last_compute)?;
+        let (redistributions, decisions) = match alb {
+            Some(mut a) => {
+                if iters > 0 {
+                    // Collect the last times, so no message is left behind.
+                    self.gather_times(iters - 1, a.last_compute)?;
+                }
+                a.heuristic.end();
+                (a.redistributions, a.decisions)
             }
-            a.heuristic.end();
-        }
+            None => (Vec::new(), Vec::new()),
+        };
         let loop_seconds = started.elapsed().as_secs_f64();
-        let mut data = Vec::with_capacity(self.geo.block.card());
-        self.dev
-            .read(self.cur, &self.geo.block, &mut data)
+        let mut data = Vec::with_capacity(self.geometry.block.card());
+        self.device
+            .read(self.cur, &self.geometry.block, &mut data)
             .map_err(|e| self.dev_err(e))?;
         Ok(VpResult {
-            block: self.geo.block.clone(),
+            block: self.geometry.block.clone(),
             data,
             stats,
             loop_seconds,
-            redistributions: if self.p == 0 {
-                redistributions
-            } else {
-                Vec::new()
-            },
+            redistributions,
             decisions,
         })
     }
 
+    /// ALB after iteration `it` (kernel seconds `compute`): share the time,
+    /// read the others' of the iteration before, and, once the windows are
+    /// full, ask the heuristic and maybe rebalance. Returns the seconds
+    /// spent exchanging times.
+    fn balance(&mut self, a: &mut AlbState, it: u64, compute: f64) -> Result<f64, RunError> {
+        // Kernel times travel point to point and are read one iteration
+        // later, when they have long arrived: no process waits on the
+        // gather, and all decide on the same numbers at the same iteration.
+        let tg = Instant::now();
+        let peers = self.geometry.layout.procs();
+        for q in (0..peers).filter(|&q| q != self.p) {
+            self.transport
+                .send_values(q, Tag::Times(it).encode(), vec![compute])
+                .map_err(|e| self.net_err(e))?;
+        }
+        if it >= 1 {
+            let row = self.gather_times(it - 1, a.last_compute)?;
+            if it > a.fresh_from {
+                a.windows.push(&row);
+            }
+        }
+        a.last_compute = compute;
+        let comm = tg.elapsed().as_secs_f64();
+        if !a.windows.full() || it + 1 >= self.run.iters {
+            return Ok(comm);
+        }
+        let rows: Vec<usize> = (0..peers).map(|q| self.rows_of(q)).collect();
+        let windows = a.windows.snapshot(&rows);
+        let snap = Snapshot {
+            iter: it,
+            rebalances: a.rebalances,
+            remaining: self.run.iters - 1 - it,
+            devices: &windows,
+        };
+        let d = a.heuristic.check(&snap);
+        let mut outcome = if d.rebalance {
+            DecisionOutcome::Rebalance
+        } else {
+            DecisionOutcome::Keep
+        };
+        if self.p == 0 {
+            tracing::trace!(iter = it, decision = %outcome, values = ?d.values, "heuristic check");
+        }
+        if d.rebalance {
+            match self.rebalance(it, a, &windows, d.weights.clone())? {
+                Some(r) => {
+                    if self.p == 0 {
+                        tracing::info!(
+                            iter = it,
+                            rows_moved = r.rows_moved,
+                            seconds = r.seconds,
+                            "rebalanced to weights {:?}",
+                            r.weights_after
+                        );
+                    }
+                    // This iteration's times predate the new layout.
+                    a.fresh_from = it + 1;
+                    a.redistributions.push(r);
+                }
+                None => outcome = DecisionOutcome::SkippedTooThin,
+            }
+        }
+        a.decisions.push(DecisionRecord {
+            iter: it,
+            decision: outcome,
+            values: d.values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        });
+        Ok(comm)
+    }
+
     /// Every process's kernel time of iteration `it` (this one's is `mine`).
-    fn gather_times(&mut self, it: u64, mine: f64) -> Result<Vec<f64>, ConfigError> {
-        (0..self.geo.layout.procs())
+    fn gather_times(&mut self, it: u64, mine: f64) -> Result<Vec<f64>, RunError> {
+        (0..self.geometry.layout.procs())
             .map(|q| {
                 if q == self.p {
                     Ok(mine)
                 } else {
                     let v = self
-                        .ep
-                        .recv_values(q, TIMES_TAG + it)
+                        .transport
+                        .recv_values(q, Tag::Times(it).encode())
                         .map_err(|e| self.net_err(e))?;
                     Ok(v.first().copied().unwrap_or(0.0))
                 }
@@ -302,77 +295,88 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
 
     /// Rows of process `q` along the balanced (or first cut) dimension.
     fn rows_of(&self, q: usize) -> usize {
-        let d = self.geo.layout.cut_dims().first().copied().unwrap_or(0);
-        self.geo.layout.block(q).sig(d).card()
+        let d = self
+            .geometry
+            .layout
+            .cut_dims()
+            .first()
+            .copied()
+            .unwrap_or(0);
+        self.geometry.layout.block(q).sig(d).card()
     }
 
     /// One iteration: border strips, their halos sent while the inner region
     /// computes, halos received. Returns (kernel seconds, exchange seconds).
-    fn step(&mut self, it: u64) -> Result<(f64, f64), ConfigError> {
+    fn step(&mut self, it: u64) -> Result<(f64, f64), RunError> {
         let (k, cur, next) = (self.kernel, self.cur, self.next);
-        self.dev.set_iteration(it);
-        for i in 0..self.geo.strips.len() {
-            let s = &self.geo.strips[i];
-            self.dev
+        self.device.set_iteration(it);
+        for i in 0..self.geometry.strips.len() {
+            let s = &self.geometry.strips[i];
+            self.device
                 .launch(k, cur, next, s)
                 .map_err(|e| self.dev_err(e))?;
         }
-        self.dev.wait().map_err(|e| self.dev_err(e))?;
+        self.device.wait().map_err(|e| self.dev_err(e))?;
         let t1 = Instant::now();
-        self.post_sends(next, it)?;
+        self.post_sends(next, Tag::Halo(it).encode())?;
         let mut comm = t1.elapsed().as_secs_f64();
-        let inner = self.geo.inner.clone();
-        self.dev
+        let inner = self.geometry.inner.clone();
+        self.device
             .launch(k, cur, next, &inner)
             .map_err(|e| self.dev_err(e))?;
         let t2 = Instant::now();
-        self.complete_recvs(next, it)?;
-        self.dev.wait().map_err(|e| self.dev_err(e))?;
+        self.complete_recvs(next, Tag::Halo(it).encode())?;
+        self.device.wait().map_err(|e| self.dev_err(e))?;
         comm += t2.elapsed().as_secs_f64();
         std::mem::swap(&mut self.cur, &mut self.next);
-        Ok((self.dev.take_kernel_seconds(), comm))
+        Ok((self.device.take_kernel_seconds(), comm))
     }
 
     /// Sends every neighbour its halo cells from `buf`.
-    fn post_sends(&mut self, buf: BufferId, tag: u64) -> Result<(), ConfigError> {
-        for i in 0..self.geo.plan.vp(self.p).sends.len() {
-            let mut msg = self.spare_bufs.pop().unwrap_or_default();
+    fn post_sends(&mut self, buf: BufferId, tag: u64) -> Result<(), RunError> {
+        for i in 0..self.geometry.plan.vp(self.p).sends.len() {
+            let mut msg = self.recycled.pop().unwrap_or_default();
             msg.clear();
-            let x = &self.geo.plan.vp(self.p).sends[i];
+            let x = &self.geometry.plan.vp(self.p).sends[i];
             for r in &x.regions {
-                self.dev
+                self.device
                     .read(buf, r, &mut msg)
                     .map_err(|e| self.dev_err(e))?;
             }
             let peer = x.peer;
-            self.ep.send(peer, tag, msg).map_err(|e| self.net_err(e))?;
+            self.transport
+                .send(peer, tag, msg)
+                .map_err(|e| self.net_err(e))?;
         }
         Ok(())
     }
 
     /// Receives every neighbour's cells into the halo of `buf`.
-    fn complete_recvs(&mut self, buf: BufferId, tag: u64) -> Result<(), ConfigError> {
-        for i in 0..self.geo.plan.vp(self.p).recvs.len() {
+    fn complete_recvs(&mut self, buf: BufferId, tag: u64) -> Result<(), RunError> {
+        for i in 0..self.geometry.plan.vp(self.p).recvs.len() {
             let (peer, card) = {
-                let x = &self.geo.plan.vp(self.p).recvs[i];
+                let x = &self.geometry.plan.vp(self.p).recvs[i];
                 (x.peer, x.card())
             };
-            let msg = self.ep.recv(peer, tag).map_err(|e| self.net_err(e))?;
+            let msg = self
+                .transport
+                .recv(peer, tag)
+                .map_err(|e| self.net_err(e))?;
             if msg.len() != card {
-                return Err(self.fail(format!(
+                return Err(self.fail(VpError::Protocol(format!(
                     "halo from {peer} has {} cells, expected {card}",
                     msg.len()
-                )));
+                ))));
             }
             let mut off = 0;
-            let x = &self.geo.plan.vp(self.p).recvs[i];
+            let x = &self.geometry.plan.vp(self.p).recvs[i];
             for r in &x.regions {
-                self.dev
+                self.device
                     .write(buf, r, &msg[off..off + r.card()])
                     .map_err(|e| self.dev_err(e))?;
                 off += r.card();
             }
-            self.spare_bufs.push(msg);
+            self.recycled.push(msg);
         }
         Ok(())
     }
@@ -387,40 +391,45 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         a: &mut AlbState,
         windows: &[heuristics::DeviceWindow],
         chosen: Option<Vec<f64>>,
-    ) -> Result<Option<Redistribution>, ConfigError> {
+    ) -> Result<Option<Redistribution>, RunError> {
         // Start together, so the time measured is the redistribution's, not
         // the slow device finishing its last unbalanced iteration.
-        self.ep.barrier().map_err(|e| self.net_err(e))?;
+        self.transport.barrier().map_err(|e| self.net_err(e))?;
         let t0 = Instant::now();
-        let old = self.geo.layout.clone();
+        let old = self.geometry.layout.clone();
         let Partition::Weighted(d) = old.partition() else {
-            return Err(self.fail("load balancing needs a weighted partition (w<d>)".into()));
+            return Err(self.fail(VpError::Protocol(
+                "load balancing needs a weighted partition (w<d>)".into(),
+            )));
         };
         let rows = old.domain().sig(d).card();
-        let fp = self.sh.stencil.kernel.footprint();
+        let fp = self.run.stencil.kernel.footprint();
         let min_rows = fp.low()[d].max(fp.high()[d]).max(1);
         let proposed = chosen.unwrap_or_else(|| throughput_weights(windows));
         if proposed.len() != old.procs() || proposed.iter().any(|w| !w.is_finite() || *w < 0.0) {
-            return Err(self.fail(format!(
+            return Err(self.fail(VpError::Protocol(format!(
                 "the heuristic proposed invalid weights {proposed:?}"
-            )));
+            ))));
         }
         let Some(weights) = floor_weights(&proposed, rows, min_rows) else {
             return Ok(None);
         };
-        let new = Layout::new(old.domain(), old.partition(), old.procs(), Some(&weights))?;
+        let new = Layout::new(old.domain(), old.partition(), old.procs(), Some(&weights))
+            .map_err(|e| self.fail(e.into()))?;
         if new.check_width(&fp.low(), &fp.high()).is_err() {
             return Ok(None);
         }
-        let plan = RedistributionPlan::new(&old, &new)?;
-        let tag = REDISTRIBUTE_TAG + 2 * a.rebalances as u64;
+        let plan = RedistributionPlan::new(&old, &new).map_err(|e| self.fail(e.into()))?;
+        let tag = Tag::Move(a.rebalances).encode();
         // 1. Rows leaving this process, from the current state.
         for m in plan.sends_of(self.p) {
             let mut msg = Vec::with_capacity(m.region.card());
-            self.dev
+            self.device
                 .read(self.cur, &m.region, &mut msg)
                 .map_err(|e| self.dev_err(e))?;
-            self.ep.send(m.to, tag, msg).map_err(|e| self.net_err(e))?;
+            self.transport
+                .send(m.to, tag, msg)
+                .map_err(|e| self.net_err(e))?;
         }
         // 2. Both buffers to the new extent, kept rows in place.
         let geo = geometry(
@@ -430,36 +439,41 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             &self.reach_low,
             &self.reach_high,
             &self.global,
-        )?;
-        let spare = spare_rows(self.sh.alb, &geo);
+        )
+        .map_err(|e| self.fail(e.into()))?;
+        let spare = spare_rows(self.run.alb.as_ref(), &geo);
         for b in [self.cur, self.next] {
-            self.dev
+            self.device
                 .resize(b, &geo.extent, &spare)
                 .map_err(|e| self.dev_err(e))?;
         }
         // 3. Rows arriving.
         for m in plan.recvs_of(self.p) {
-            let msg = self.ep.recv(m.from, tag).map_err(|e| self.net_err(e))?;
-            self.dev
+            let msg = self
+                .transport
+                .recv(m.from, tag)
+                .map_err(|e| self.net_err(e))?;
+            self.device
                 .write(self.cur, &m.region, &msg)
                 .map_err(|e| self.dev_err(e))?;
         }
         // 4. Boundary cells are never computed: set them from init.
         for part in geo.extent.difference(&self.interior) {
             for b in [self.cur, self.next] {
-                self.dev
-                    .fill(b, &part, self.sh.init.as_ref())
+                self.device
+                    .fill(b, &part, self.run.init.as_ref())
                     .map_err(|e| self.dev_err(e))?;
             }
         }
-        self.geo = geo;
+        self.geometry = geo;
         // 5. Halos of the current state under the new plan.
         let cur = self.cur;
-        self.post_sends(cur, tag + 1)?;
-        self.complete_recvs(cur, tag + 1)?;
+        let refresh = Tag::Refresh(a.rebalances).encode();
+        self.post_sends(cur, refresh)?;
+        self.complete_recvs(cur, refresh)?;
         let mine = t0.elapsed().as_secs_f64();
         let seconds = self
-            .ep
+            .transport
             .all_gather(&[mine])
             .map_err(|e| self.net_err(e))?
             .iter()
@@ -486,6 +500,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     }
 }
 
+/// One process's side of load balancing.
 struct AlbState {
     heuristic: Box<dyn Heuristic>,
     windows: Windows,
@@ -494,6 +509,24 @@ struct AlbState {
     last_compute: f64,
     /// First iteration whose times describe the current layout.
     fresh_from: u64,
+    redistributions: Vec<Redistribution>,
+    decisions: Vec<DecisionRecord>,
+}
+
+impl AlbState {
+    fn new(alb: &Alb, procs: usize, iters: u64) -> AlbState {
+        let mut heuristic = (alb.factory)();
+        heuristic.init(iters);
+        AlbState {
+            heuristic,
+            windows: Windows::new(procs, alb.window),
+            rebalances: 0,
+            last_compute: 0.0,
+            fresh_from: 0,
+            redistributions: Vec::new(),
+            decisions: Vec::new(),
+        }
+    }
 }
 
 fn geometry(
@@ -503,7 +536,7 @@ fn geometry(
     reach_low: &[i64],
     reach_high: &[i64],
     global: &Shape,
-) -> Result<Geometry, ConfigError> {
+) -> Result<Geometry, hitmap::HitmapError> {
     let plan = HaloPlan::new(&layout, fp)?;
     let block = layout.block(p).clone();
     let extent = if block.is_empty() {

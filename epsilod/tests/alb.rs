@@ -1,6 +1,7 @@
 //! Load balancing: rebalances never change results, conserve every row, and
 //! move work off slow devices.
 
+use epsilod::report::DecisionOutcome;
 use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
 use heuristics::{Decision, Heuristic, Snapshot};
 use kernels::reference;
@@ -63,12 +64,19 @@ proptest! {
             .init(init.clone())
             .devices(vec![DeviceSpec::cpu(1); devices])
             .partition(Partition::Weighted(0))
-            .alb(Some(alb))
+            .alb(alb)
             .run();
         let out = match run {
             Ok(o) => o,
             // A starting layout too thin for the stencil is refused up front.
-            Err(epsilod::ConfigError::Layout(hitmap::HitmapError::TooThin { .. })) => return Ok(()),
+            Err(epsilod::RunError::Setup(epsilod::SetupError::Layout(hitmap::HitmapError::TooThin { width, border, .. }))) => {
+                // Only a start thinner than the stencil may be refused.
+                prop_assert!(width < border);
+                // Equal starting weights: the thinnest block has floor(rows / devices).
+                let rows = size - spec.low[0] - spec.high[0];
+                prop_assert!(rows / devices < border, "{rows} rows over {devices} devices refused");
+                return Ok(());
+            }
             Err(e) => panic!("{e}"),
         };
         let want = reference::run(&sizes, &spec.low, &spec.high, iters as usize, init, reference::library_formula(lib));
@@ -81,9 +89,9 @@ proptest! {
         // Every scripted event is acted on, except those that come while the
         // window fills: times arrive one iteration late, so a window of 2 is
         // first full at iteration 2, and 3 iterations after a rebalance.
-        let decisions: Vec<(u64, String)> = out.report.heuristic.iter()
-            .filter(|h| h["decision"] != "keep")
-            .map(|h| (h["iter"].as_u64().unwrap(), h["decision"].as_str().unwrap().to_string()))
+        let decisions: Vec<(u64, DecisionOutcome)> = out.report.heuristic.iter()
+            .filter(|h| h.decision != DecisionOutcome::Keep)
+            .map(|h| (h.iter, h.decision.clone()))
             .collect();
         let mut planned: Vec<u64> = script.iter().map(|(at, _)| *at).filter(|at| at + 1 < iters).collect();
         planned.sort();
@@ -93,7 +101,7 @@ proptest! {
         for at in planned {
             if at >= next_check {
                 want.push(at);
-                let skipped = decisions.iter().any(|(i, d)| *i == at && d.starts_with("skipped"));
+                let skipped = decisions.iter().any(|(i, d)| *i == at && *d == DecisionOutcome::SkippedTooThin);
                 next_check = if skipped { at + 1 } else { at + 3 };
             }
         }
@@ -117,7 +125,7 @@ fn slow_run(alb: &str, slowdown: &str, iters: u64) -> epsilod::Outcome<f32> {
         DeviceSpec::parse(&format!("cpu:threads=1,slowdown={slowdown}")).unwrap(),
     ])
     .partition(Partition::Weighted(0))
-    .alb(Some(Alb::named(alb).unwrap()))
+    .alb(Alb::parse(alb).unwrap())
     .run()
     .unwrap()
 }
@@ -175,7 +183,12 @@ fn alb_needs_a_weighted_partition() {
     )
     .devices(vec![DeviceSpec::cpu(1); 2])
     .partition(Partition::Single(0))
-    .alb(Some(Alb::named("welch").unwrap()))
+    .alb(Alb::parse("welch").unwrap())
     .run();
-    assert!(matches!(r, Err(epsilod::ConfigError::AlbNeedsWeights(_))));
+    assert!(matches!(
+        r,
+        Err(epsilod::RunError::Setup(
+            epsilod::SetupError::AlbNeedsWeights(_)
+        ))
+    ));
 }

@@ -2,7 +2,7 @@
 //! the launcher's environment is simulated (alone in this test binary, as
 //! it changes the process's environment).
 
-use epsilod::{ConfigError, Skeleton, Stencil};
+use epsilod::{RunError, SetupError, Skeleton, Stencil};
 use kernels::{KernelChoice, Library};
 
 #[test]
@@ -17,10 +17,16 @@ fn a_program_started_by_mpirun_that_never_joined_is_told_what_to_do() {
     .err()
     .expect("a run outside the job");
     if cfg!(feature = "mpi") {
-        assert!(matches!(e, ConfigError::NotJoined { size: 2 }), "{e}");
+        assert!(
+            matches!(e, RunError::Setup(SetupError::NotJoined { size: 2 })),
+            "{e}"
+        );
         assert!(e.to_string().contains("call epsilod::Cluster::join()"));
     } else {
-        assert!(matches!(e, ConfigError::NoMpi { size: 2 }), "{e}");
+        assert!(
+            matches!(e, RunError::Setup(SetupError::NoMpi { size: 2 })),
+            "{e}"
+        );
         assert!(e.to_string().contains("--features mpi"));
     }
 }

@@ -11,7 +11,7 @@ pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
         Ok(c) => c,
         Err(e) => {
             if epsilod::cluster::speaks() {
-                epsilod::cluster::print_error(&e.to_string());
+                epsilod::cluster::print_error(&epsilod::error::chain(&e));
             }
             return ExitCode::FAILURE;
         }

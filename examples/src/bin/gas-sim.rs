@@ -5,8 +5,8 @@
 
 use anyhow::Result;
 use clap::Parser;
-use epsilod::apps::gas;
 use epsilod::{output, DeviceSpec, Partition, Skeleton};
+use epsilod_apps::gas;
 
 #[derive(Parser)]
 struct Args {

@@ -2,8 +2,8 @@
 //! y-range with their mean lines, and, for the balanced run, each device's
 //! compute time and row share over time. PNG or SVG.
 
-use crate::error::ConfigError;
-use crate::report::Report;
+use crate::error::CliError;
+use epsilod::Report;
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -19,7 +19,7 @@ const FONT_CANDIDATES: [&str; 4] = [
 
 /// Registers a TrueType font for the labels, once: `EPSILOD_FONT` if set,
 /// else the first common system font found.
-fn ensure_font() -> Result<(), ConfigError> {
+fn ensure_font() -> Result<(), CliError> {
     static FONT: OnceLock<Result<(), String>> = OnceLock::new();
     FONT.get_or_init(|| {
         let candidates: Vec<String> = std::env::var("EPSILOD_FONT")
@@ -35,19 +35,19 @@ fn ensure_font() -> Result<(), ConfigError> {
             .map_err(|_| format!("{path} is not a usable TrueType font"))
     })
     .clone()
-    .map_err(ConfigError::Plot)
+    .map_err(CliError::Plot)
 }
 
 /// Reads a run report written by `epsilod run --report`.
-pub fn load_report(path: &Path) -> Result<Report, ConfigError> {
+pub fn load_report(path: &Path) -> Result<Report, CliError> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| ConfigError::Plot(format!("cannot read report {}: {e}", path.display())))?;
+        .map_err(|e| CliError::Plot(format!("cannot read report {}: {e}", path.display())))?;
     serde_json::from_str(&text)
-        .map_err(|e| ConfigError::Plot(format!("{} is not an epsilod report: {e}", path.display())))
+        .map_err(|e| CliError::Plot(format!("{} is not an epsilod report: {e}", path.display())))
 }
 
-fn perr<E: std::fmt::Display>(e: E) -> ConfigError {
-    ConfigError::Plot(e.to_string())
+fn perr<E: std::fmt::Display>(e: E) -> CliError {
+    CliError::Plot(e.to_string())
 }
 
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -59,7 +59,7 @@ fn panel<'a, DB: DrawingBackend>(
     xmax: f64,
     ymax: f64,
     ydesc: &str,
-) -> Result<Chart<'a, DB>, ConfigError>
+) -> Result<Chart<'a, DB>, CliError>
 where
     DB::ErrorType: 'static,
 {
@@ -79,7 +79,7 @@ where
     Ok(chart)
 }
 
-fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>) -> Result<(), ConfigError>
+fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>) -> Result<(), CliError>
 where
     DB::ErrorType: 'static,
 {
@@ -92,13 +92,13 @@ where
 }
 
 /// Draws `runs` (label, report) into `out` (.png or .svg).
-pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), ConfigError> {
+pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), CliError> {
     if runs.is_empty() {
-        return Err(ConfigError::Plot("give at least one report".into()));
+        return Err(CliError::Plot("give at least one report".into()));
     }
     let ext = out.extension().and_then(|e| e.to_str()).unwrap_or("");
     if ext != "png" && ext != "svg" {
-        return Err(ConfigError::Plot(format!(
+        return Err(CliError::Plot(format!(
             "unknown figure format '{}': use a file name ending in .png or .svg",
             out.display()
         )));
@@ -122,7 +122,7 @@ pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), ConfigError> {
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     runs: &[(String, Report)],
-) -> Result<(), ConfigError>
+) -> Result<(), CliError>
 where
     DB::ErrorType: 'static,
 {

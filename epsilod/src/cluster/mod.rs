@@ -7,9 +7,9 @@
 //! feature) the job is this one process.
 //!
 //! ```no_run
-//! fn main() -> Result<(), epsilod::ConfigError> {
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let cluster = epsilod::Cluster::join()?;
-//!     // ... Skeleton::new(...).run()? on every rank ...
+//!     // ... Skeleton::new(...).run_in(&cluster)? on every rank ...
 //!     if cluster.is_root() {
 //!         // only rank 0 holds the gathered grid
 //!     }
@@ -17,13 +17,19 @@
 //! }
 //! ```
 
-use crate::error::ConfigError;
+use crate::error::{ClusterError, RunError, SetupError};
+use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
+
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 
 /// What a run needs to know about the job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobInfo {
+    /// This process's rank.
     pub rank: usize,
+    /// Ranks in the job.
     pub size: usize,
     /// Host name of every rank.
     pub hosts: Vec<String>,
@@ -32,6 +38,20 @@ pub struct JobInfo {
     pub threads_multiple: bool,
 }
 
+impl JobInfo {
+    /// A process on its own.
+    pub fn alone() -> JobInfo {
+        JobInfo {
+            rank: 0,
+            size: 1,
+            hosts: vec![local_host()],
+            threads_multiple: true,
+        }
+    }
+}
+
+/// The job joined by this process, for [`Skeleton::run`](crate::Skeleton::run),
+/// which takes no cluster. `run_in` is told explicitly.
 static ACTIVE: Mutex<Option<JobInfo>> = Mutex::new(None);
 
 /// Membership of the job; MPI stays up while it lives. Print what must be
@@ -40,7 +60,7 @@ pub struct Cluster {
     info: JobInfo,
     // Dropped after `info` is unregistered: finalises MPI.
     #[cfg(feature = "mpi")]
-    _universe: Option<mpi::environment::Universe>,
+    _universe: Option<::mpi::environment::Universe>,
 }
 
 /// `(rank, size)` when a launcher (OpenMPI's mpirun, a PMI-2 launcher such as
@@ -82,22 +102,17 @@ pub fn print_error(message: &str) {
 impl Cluster {
     /// Joins the job: starts MPI when a launcher started several ranks, and
     /// learns every rank's host.
-    pub fn join() -> Result<Cluster, ConfigError> {
+    pub fn join() -> Result<Cluster, ClusterError> {
         let launch = launched().filter(|&(_, size)| size > 1);
         #[cfg(not(feature = "mpi"))]
         if let Some((_, size)) = launch {
-            return Err(ConfigError::NoMpi { size });
+            return Err(SetupError::NoMpi { size }.into());
         }
         #[cfg(feature = "mpi")]
         if launch.is_some() {
             return Cluster::join_mpi();
         }
-        let info = JobInfo {
-            rank: 0,
-            size: 1,
-            hosts: vec![local_host()],
-            threads_multiple: true,
-        };
+        let info = JobInfo::alone();
         register(&info)?;
         Ok(Cluster {
             info,
@@ -107,15 +122,15 @@ impl Cluster {
     }
 
     #[cfg(feature = "mpi")]
-    fn join_mpi() -> Result<Cluster, ConfigError> {
-        use mpi::traits::*;
-        let (universe, threading) = mpi::initialize_with_threading(mpi::Threading::Multiple)
+    fn join_mpi() -> Result<Cluster, ClusterError> {
+        use ::mpi::traits::*;
+        let (universe, threading) = ::mpi::initialize_with_threading(::mpi::Threading::Multiple)
             .ok_or_else(|| {
-                ConfigError::Mpi("MPI was already initialised: join the cluster once".into())
+                ClusterError::Mpi("MPI was already initialised: join the cluster once".into())
             })?;
         let world = universe.world();
-        let host = mpi::environment::processor_name().unwrap_or_else(|_| local_host());
-        let hosts = crate::distributed::all_gather_bytes(host.as_bytes())
+        let host = ::mpi::environment::processor_name().unwrap_or_else(|_| local_host());
+        let hosts = mpi::all_gather_bytes(host.as_bytes())
             .into_iter()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .collect();
@@ -123,7 +138,7 @@ impl Cluster {
             rank: world.rank() as usize,
             size: world.size() as usize,
             hosts,
-            threads_multiple: threading == mpi::Threading::Multiple,
+            threads_multiple: threading == ::mpi::Threading::Multiple,
         };
         register(&info)?;
         Ok(Cluster {
@@ -132,12 +147,27 @@ impl Cluster {
         })
     }
 
+    /// This process's rank.
     pub fn rank(&self) -> usize {
         self.info.rank
     }
 
+    /// Ranks in the job.
     pub fn size(&self) -> usize {
         self.info.size
+    }
+
+    /// The job as a run sees it.
+    pub fn info(&self) -> &JobInfo {
+        &self.info
+    }
+
+    /// Every rank offers its own view of something (or why it has none);
+    /// all get the same verdict: the first failing rank's message, or a
+    /// mismatch naming the first rank whose view differs from rank 0's.
+    /// Alone, a process agrees with itself.
+    pub fn agree(&self, mine: Result<String, String>) -> Result<(), RunError> {
+        agree(&self.info, mine)
     }
 
     /// Rank 0: the one that gathers results and writes files.
@@ -146,62 +176,70 @@ impl Cluster {
     }
 }
 
-/// Every rank offers its own view of a run (or why it could not build
-/// one); all get the same verdict: the first rank's error, or a mismatch
-/// error naming the first rank that differs. A single process agrees with
-/// itself.
-pub(crate) fn agree(info: &JobInfo, mine: Result<String, String>) -> Result<(), ConfigError> {
+/// A rank's view of a run, as the agreement sends it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum View {
+    /// The run it would start.
+    Ready(String),
+    /// Why it cannot start one.
+    Failed(String),
+}
+
+pub(crate) fn agree(info: &JobInfo, mine: Result<String, String>) -> Result<(), RunError> {
+    let view = match mine {
+        Ok(s) => View::Ready(s),
+        Err(e) => View::Failed(e),
+    };
     if info.size == 1 {
-        return mine.map(|_| ()).map_err(ConfigError::Agreed);
+        return verdict(&[view]);
     }
     #[cfg(feature = "mpi")]
     {
-        let text = match &mine {
-            Ok(s) => format!("ok:{s}"),
-            Err(e) => format!("err:{e}"),
-        };
-        let all = crate::distributed::all_gather_bytes(text.as_bytes());
-        let all: Vec<String> = all
-            .into_iter()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .collect();
+        let bytes = serde_json::to_vec(&view).expect("views serialise");
+        let all = mpi::all_gather_bytes(&bytes)
+            .iter()
+            .map(|b| {
+                serde_json::from_slice(b)
+                    .map_err(|e| RunError::Mpi(format!("a rank's view arrived damaged: {e}")))
+            })
+            .collect::<Result<Vec<View>, _>>()?;
         verdict(&all)
     }
     #[cfg(not(feature = "mpi"))]
-    unreachable!("a job of several ranks needs the mpi feature")
+    Err(SetupError::NoMpi { size: info.size }.into())
 }
 
-/// The common verdict on every rank's `ok:`/`err:` view.
-#[cfg(any(feature = "mpi", test))]
-fn verdict(all: &[String]) -> Result<(), ConfigError> {
+/// The common verdict on every rank's view, in rank order.
+pub(crate) fn verdict(all: &[View]) -> Result<(), RunError> {
     for (r, v) in all.iter().enumerate() {
-        if let Some(e) = v.strip_prefix("err:") {
+        if let View::Failed(e) = v {
             return Err(if r == 0 {
-                ConfigError::Agreed(e.to_string())
+                RunError::Agreed(e.clone())
             } else {
-                ConfigError::OnRank {
+                RunError::OnRank {
                     rank: r,
-                    why: e.to_string(),
+                    why: e.clone(),
                 }
             });
         }
     }
+    let text = |v: &View| match v {
+        View::Ready(s) | View::Failed(s) => s.clone(),
+    };
     if let Some(r) = all.iter().position(|v| *v != all[0]) {
-        return Err(ConfigError::Mismatch {
+        return Err(RunError::Mismatch {
             rank: r,
-            mine: all[r].trim_start_matches("ok:").to_string(),
-            root: all[0].trim_start_matches("ok:").to_string(),
+            mine: text(&all[r]),
+            root: text(&all[0]),
         });
     }
     Ok(())
 }
 
-fn register(info: &JobInfo) -> Result<(), ConfigError> {
+fn register(info: &JobInfo) -> Result<(), ClusterError> {
     let mut a = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
     if a.is_some() {
-        return Err(ConfigError::Mpi(
-            "the cluster was joined twice: call Cluster::join once".into(),
-        ));
+        return Err(ClusterError::JoinedTwice);
     }
     *a = Some(info.clone());
     Ok(())
@@ -212,7 +250,7 @@ impl Drop for Cluster {
         *ACTIVE.lock().unwrap_or_else(|p| p.into_inner()) = None;
         #[cfg(feature = "mpi")]
         if let Some(u) = &self._universe {
-            use mpi::traits::*;
+            use ::mpi::traits::*;
             if std::thread::panicking() {
                 // The others may be waiting for this rank: end them all.
                 u.world().abort(1);
@@ -225,9 +263,18 @@ impl Drop for Cluster {
     }
 }
 
-/// The job joined by this process, if any.
-pub(crate) fn active() -> Option<JobInfo> {
-    ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).clone()
+/// The job joined by this process; alone when none was joined, and an
+/// error when a launcher started this process as one of several ranks that
+/// never joined.
+pub(crate) fn current() -> Result<JobInfo, SetupError> {
+    if let Some(job) = ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        return Ok(job);
+    }
+    match launched().filter(|l| l.1 > 1) {
+        Some((_, size)) if cfg!(feature = "mpi") => Err(SetupError::NotJoined { size }),
+        Some((_, size)) => Err(SetupError::NoMpi { size }),
+        None => Ok(JobInfo::alone()),
+    }
 }
 
 /// This machine's name, without MPI.
@@ -265,27 +312,36 @@ mod tests {
 
     #[test]
     fn a_build_without_mpi_says_how_to_rebuild() {
-        let e = ConfigError::NoMpi { size: 4 }.to_string();
+        let e = SetupError::NoMpi { size: 4 }.to_string();
         assert!(e.contains("4 ranks") && e.contains("--features mpi"), "{e}");
     }
 
     #[test]
     fn verdicts_name_the_rank() {
         let v = |xs: &[&str]| {
-            verdict(&xs.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-                .map_err(|e| e.to_string())
+            let views: Vec<View> = xs
+                .iter()
+                .map(|s| match s.strip_prefix("err:") {
+                    Some(e) => View::Failed(e.to_string()),
+                    None => View::Ready(s.to_string()),
+                })
+                .collect();
+            verdict(&views).map_err(|e| e.to_string())
         };
-        assert!(v(&["ok:a", "ok:a", "ok:a"]).is_ok());
-        let e = v(&["ok:a", "ok:a", "ok:b"]).unwrap_err();
+        assert!(v(&["a", "a", "a"]).is_ok());
+        let e = v(&["a", "a", "b"]).unwrap_err();
         assert!(
-            e.contains("rank 2") && e.contains("b") && e.contains("a"),
+            e.starts_with("rank 2 was given another run than rank 0 (rank 2: b; rank 0: a)"),
             "{e}"
         );
-        let e = v(&["ok:a", "err:no file", "ok:a"]).unwrap_err();
-        assert!(e.starts_with("rank 1: no file"), "{e}");
+        let e = v(&["a", "err:no file", "a"]).unwrap_err();
+        assert_eq!(e, "rank 1: no file");
         assert_eq!(
             v(&["err:bad size", "err:bad size"]).unwrap_err(),
             "bad size"
         );
+        // A rank that failed with the text another rank offers as its run
+        // still fails: the kind is part of the view.
+        assert!(v(&["x", "err:x"]).is_err());
     }
 }

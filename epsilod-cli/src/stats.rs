@@ -3,7 +3,7 @@
 //! confidence interval of the mean (Student t), median, 99th percentile, and
 //! the 95% Welch interval of the difference of means against a baseline.
 
-use crate::report::Report;
+use epsilod::Report;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 use statrs::statistics::{Data, Distribution, Max, Min, OrderStatistics};

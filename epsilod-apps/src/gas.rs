@@ -6,11 +6,14 @@
 //! `z = g2 - 1`; each coordinate is compared with the extent of the axis it
 //! runs along (the original's sizes coincide for the cubic runs it reports).
 
-use crate::skeleton::Stencil;
+use crate::{App, AppOutcome};
+use epsilod::output::Region;
+use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
 use hitmap::{Footprint, Shape};
 use kernels::{Custom, DeviceSource, Neighbourhood};
 use std::sync::Arc;
 
+/// One lattice site: its 19 populations.
 pub type GasCell = [f32; 19];
 
 /// Lattice velocities `(x, y, z)`.
@@ -36,6 +39,7 @@ pub const E: [[i64; 3]; 19] = [
     [0, 1, 1],
 ];
 
+/// The population opposite each (bounce-back swaps them).
 pub const OPPOSITE: [usize; 19] = [
     0, 2, 1, 4, 3, 6, 5, 10, 9, 8, 7, 14, 13, 12, 11, 18, 17, 16, 15,
 ];
@@ -213,6 +217,51 @@ float feq(int i, float p, float vx, float vy, float vz) {
 pub fn stencil() -> Stencil<GasCell> {
     let kernel = Custom::new("gas-sim", footprint(), step).with_device_source(device_source());
     Stencil::custom(Arc::new(kernel), vec![1; 3], vec![1; 3])
+}
+
+/// gas-sim as an [`App`]: `--size` is the user domain plus 2 per dimension.
+pub struct GasSim;
+
+impl App for GasSim {
+    fn name(&self) -> &'static str {
+        "gas-sim"
+    }
+    fn about(&self) -> &'static str {
+        "3-d  D3Q19 lattice Boltzmann, 19 x f32 cells; --size is the user domain + 2"
+    }
+    fn ndims(&self) -> usize {
+        3
+    }
+    fn check_size(&self, size: &[usize]) -> Result<(), String> {
+        if size.iter().any(|&s| s < 3) {
+            return Err(
+                "gas-sim needs at least 3 cells per dimension (a 1-cell border each side)".into(),
+            );
+        }
+        Ok(())
+    }
+    fn run(
+        &self,
+        size: &[usize],
+        options: &RunOptions,
+        cluster: &Cluster,
+    ) -> Result<AppOutcome, RunError> {
+        let user = [0, 1, 2].map(|d| size[d] - 2);
+        let out = Skeleton::new(size, stencil())
+            .init(init(user))
+            .options(options)
+            .run_in(cluster)?;
+        let root = out.is_root();
+        Ok(AppOutcome {
+            report: out.report,
+            output: root.then(|| {
+                Box::new(Region {
+                    grid: out.grid,
+                    region: Some(user_domain(user)),
+                }) as Box<dyn epsilod::output::OutputGrid>
+            }),
+        })
+    }
 }
 
 #[cfg(test)]

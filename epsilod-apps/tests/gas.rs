@@ -1,8 +1,8 @@
 //! The gas simulation: the same bits on any layout, and the physics'
 //! conservation laws.
 
-use epsilod::apps::gas::{self, GasCell};
 use epsilod::{DeviceSpec, Partition, Skeleton};
+use epsilod_apps::gas::{self, GasCell};
 use kernels::reference;
 use ndarray::{ArrayD, Dimension};
 

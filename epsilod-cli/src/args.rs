@@ -1,0 +1,142 @@
+//! The arguments (cli.md is the contract: names and meanings must not
+//! change). Values that parse alone are parsed here, into types; the size
+//! waits for the stencil, which says how many dimensions it has.
+
+use clap::{Args, Parser, Subcommand};
+use hitmap::Partition;
+use kernels::KernelChoice;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "epsilod",
+    version,
+    about = "Iterative stencil loops on heterogeneous devices, with automatic load balancing"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a stencil, an app or a stencil spec file.
+    Run(Box<RunArgs>),
+    /// Run each heuristic of --alb (comma-separated) --reps times and print the statistics table.
+    Compare(Box<CompareArgs>),
+    /// Plot per-iteration times (several reports: with and without ALB), per-device kernel time
+    /// and row shares.
+    Plot(PlotArgs),
+    /// List the library stencils, the apps and the devices found.
+    List,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// Reports written by `epsilod run --report`.
+    #[arg(required = true)]
+    pub reports: Vec<PathBuf>,
+    /// The figure: .png or .svg.
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Runs of each heuristic (interleaved, so drift in the machine's load hits all alike).
+    #[arg(long, default_value_t = 5)]
+    pub reps: usize,
+    /// Also write the table as CSV.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Also write the table (and every run's summary) as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Initial values of a stencil run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitKind {
+    /// EPSILOD's: boundary values, interior 0.
+    Basic,
+    /// The same boundaries, interior uniform in [0, 1) from --seed.
+    Random,
+}
+
+fn parse_init(s: &str) -> Result<InitKind, String> {
+    match s {
+        "basic" => Ok(InitKind::Basic),
+        "random" => Ok(InitKind::Random),
+        _ => Err(format!(
+            "unknown init '{s}': use basic (EPSILOD's values) or random"
+        )),
+    }
+}
+
+fn parse_iters(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "bad iteration count '{s}': expected a whole number >= 1"
+        )),
+    }
+}
+
+fn parse_partition(s: &str) -> Result<Partition, String> {
+    s.parse::<Partition>().map_err(|e| e.to_string())
+}
+
+fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
+    s.parse::<KernelChoice>()
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A library stencil (see 'epsilod list'), an app (see 'epsilod list') or a path to a
+    /// stencil spec file (.toml).
+    pub stencil: String,
+    /// Global size including boundary cells: 4098x4098, or 32 for the same in every dimension.
+    /// For apps, see 'epsilod list'.
+    #[arg(long, allow_hyphen_values = true)]
+    pub size: String,
+    /// Iterations.
+    #[arg(long, default_value = "100", allow_hyphen_values = true, value_parser = parse_iters)]
+    pub iters: u64,
+    /// One device (virtual process) each, repeatable: cpu | cpu:threads=T | opencl |
+    /// opencl:platform=P,device=D | cuda | cuda:device=D, each optionally with ,weight=W and
+    /// ,slowdown=F or ,slowdown=F@ITER. Default: one cpu device on every core.
+    #[arg(long = "devices")]
+    pub devices: Vec<String>,
+    /// A TOML device file instead of --devices.
+    #[arg(long)]
+    pub device_file: Option<PathBuf>,
+    /// m | m<n> | s<d> | w<d> (EPSILOD's meanings).
+    #[arg(long, default_value = "m", value_parser = parse_partition)]
+    pub partition: Partition,
+    /// Load-balancing heuristic (see docs/alb.md): none | const-iters | exp-iters |
+    /// double-iters | next-alb | cost-aware | welch. Needs --partition w0.
+    #[arg(long, default_value = "none")]
+    pub alb: String,
+    /// specialized (bit-identical to EPSILOD) | generic.
+    #[arg(long, default_value = "specialized", value_parser = parse_kernel)]
+    pub kernel: KernelChoice,
+    /// Result array: .npy, .txt (EPSILOD's text format) or .dat (raw little-endian).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// JSON report.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Initial values: basic (EPSILOD's: boundary values, interior 0) | random (the same
+    /// boundaries, interior uniform in [0, 1) from --seed; keeps values clear of the slow
+    /// subnormal range, for timing studies).
+    #[arg(long, default_value = "basic", value_parser = parse_init)]
+    pub init: InitKind,
+    /// Seed for anything random.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// No progress bar and no summary.
+    #[arg(long)]
+    pub quiet: bool,
+}

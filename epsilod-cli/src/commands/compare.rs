@@ -1,0 +1,74 @@
+//! `epsilod compare`: the heuristics of `--alb a,b,c`, `--reps` runs each.
+
+use super::run::run_config;
+use super::{check_report_path, write_report};
+use crate::args::CompareArgs;
+use crate::error::CliError;
+use crate::stats;
+use epsilod::{Alb, Cluster, Report};
+
+pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
+    let names: Vec<String> = args
+        .run
+        .alb
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .collect();
+    for n in &names {
+        Alb::parse(n)?;
+    }
+    if args.reps < 2 {
+        return Err(CliError::Compare(format!(
+            "--reps {} is too few for statistics: use at least 2",
+            args.reps
+        )));
+    }
+    if args.run.output.is_some() || args.run.report.is_some() {
+        return Err(CliError::Compare(
+            "compare writes no --output or --report: use --csv or --json for its table".into(),
+        ));
+    }
+    if cluster.is_root() {
+        for p in [&args.csv, &args.json].into_iter().flatten() {
+            check_report_path(p)?;
+        }
+    }
+    let mut reports: Vec<Vec<Report>> = vec![Vec::new(); names.len()];
+    for rep in 0..args.reps {
+        for (h, name) in names.iter().enumerate() {
+            let r = run_config(&args.run, name, false, cluster)?;
+            if !args.run.quiet && cluster.is_root() {
+                eprintln!(
+                    "run {}/{} {name}: loop {:.4} s, {} rebalance(s)",
+                    rep + 1,
+                    args.reps,
+                    r.summary.loop_seconds,
+                    r.summary.rebalances
+                );
+            }
+            reports[h].push(r);
+        }
+    }
+    if !cluster.is_root() {
+        return Ok(());
+    }
+    let rows = stats::table(&names, &reports);
+    print!("{}", stats::render(&rows));
+    if let Some(p) = &args.csv {
+        write_report(p, stats::csv(&rows))?;
+    }
+    if let Some(p) = &args.json {
+        let runs: Vec<serde_json::Value> = names
+            .iter()
+            .zip(&reports)
+            .map(|(n, rs)| serde_json::json!({ "heuristic": n, "summaries": rs.iter().map(|r| &r.summary).collect::<Vec<_>>() }))
+            .collect();
+        let doc =
+            serde_json::json!({ "config": reports[0][0].config, "table": rows, "runs": runs });
+        write_report(
+            p,
+            serde_json::to_string_pretty(&doc).expect("tables serialise"),
+        )?;
+    }
+    Ok(())
+}

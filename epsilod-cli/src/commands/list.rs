@@ -1,0 +1,66 @@
+//! `epsilod list`: the library stencils, the apps and the devices found.
+
+use epsilod::devices::all_cores;
+use kernels::Library;
+
+#[cfg(feature = "opencl")]
+fn opencl_devices() -> String {
+    let plats = controllers::opencl::platforms();
+    if plats.is_empty() {
+        return "  opencl  no platform found (install one, e.g. pocl-opencl-icd)\n".into();
+    }
+    let mut s = String::new();
+    for (p, (name, devs)) in plats.iter().enumerate() {
+        for (d, dev) in devs.iter().enumerate() {
+            s += &format!("  opencl:platform={p},device={d}  {name}: {dev}\n");
+        }
+    }
+    s
+}
+
+#[cfg(not(feature = "opencl"))]
+fn opencl_devices() -> String {
+    "  opencl  not in this build (rebuild with --features opencl)\n".into()
+}
+
+fn cuda_devices() -> String {
+    if cfg!(feature = "cuda") {
+        "  cuda    the CUDA backend is not implemented yet (use opencl for NVIDIA GPUs)\n".into()
+    } else {
+        "  cuda    not in this build (rebuild with --features cuda)\n".into()
+    }
+}
+
+/// The text of `epsilod list`.
+pub fn list() -> String {
+    let mut s = String::from("library stencils (f32; global size includes the boundary):\n");
+    for lib in Library::ALL {
+        let spec = lib.spec();
+        let shape = spec
+            .low
+            .iter()
+            .zip(&spec.high)
+            .map(|(l, h)| format!("-{l}..{h}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        s += &format!(
+            "  {:<7} {}-d  offsets ({shape})  {} terms / {}\n",
+            lib.name(),
+            lib.ndims(),
+            spec.terms().len(),
+            spec.factor
+        );
+    }
+    s += "apps:\n";
+    for app in epsilod_apps::all() {
+        s += &format!("  {:<7} {}\n", app.name(), app.about());
+    }
+    s += "stencil spec files: epsilod run my-stencil.toml (name, low, high, weights, factor)\n";
+    s += &format!(
+        "devices:\n  cpu     {} core(s): cpu, cpu:threads=T\n",
+        all_cores()
+    );
+    s += &opencl_devices();
+    s += &cuda_devices();
+    s
+}

@@ -1,0 +1,39 @@
+//! One module per command.
+
+mod compare;
+mod list;
+mod plot;
+mod run;
+
+use crate::args::Command;
+use crate::error::CliError;
+use epsilod::Cluster;
+
+/// Runs `command` in `cluster`.
+pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
+    match command {
+        Command::Run(args) => run::run(&args, cluster),
+        Command::Compare(args) => compare::compare(&args, cluster),
+        Command::Plot(args) => plot::plot(&args),
+        Command::List => {
+            print!("{}", list::list());
+            Ok(())
+        }
+    }
+}
+
+/// Errors unless a report or table can be written at `path`.
+fn check_report_path(path: &std::path::Path) -> Result<(), CliError> {
+    epsilod::output::check_creatable(path).map_err(|why| CliError::Report {
+        path: path.display().to_string(),
+        why,
+    })
+}
+
+/// Writes `text` to the report or table file `path`.
+fn write_report(path: &std::path::Path, text: String) -> Result<(), CliError> {
+    std::fs::write(path, text).map_err(|e| CliError::Report {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })
+}

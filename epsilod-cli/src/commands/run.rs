@@ -1,0 +1,239 @@
+//! `epsilod run`: one run, its files, and a summary on stdout.
+
+use super::{check_report_path, write_report};
+use crate::args::RunArgs;
+use crate::error::CliError;
+use crate::init::stencil_init;
+use crate::progress::Bar;
+use epsilod::devices::{all_cores, load_device_file, Placed};
+use epsilod::error::chain;
+use epsilod::{output, Alb, Cluster, DeviceSpec, Report, RunOptions, Skeleton, Stencil};
+use epsilod_apps::App;
+use kernels::{Library, StencilSpec};
+use std::io::IsTerminal;
+use std::path::Path;
+
+pub fn run(args: &RunArgs, cluster: &Cluster) -> Result<(), CliError> {
+    let r = run_config(args, &args.alb, true, cluster)?;
+    if !args.quiet && cluster.is_root() {
+        print_summary(&r);
+    }
+    Ok(())
+}
+
+/// What `epsilod run` was asked to run.
+enum Target {
+    Library(Library),
+    Spec(StencilSpec),
+    App(&'static dyn App),
+}
+
+fn resolve(name: &str) -> Result<Target, CliError> {
+    if let Some(lib) = Library::by_name(name) {
+        return Ok(Target::Library(lib));
+    }
+    if let Some(app) = epsilod_apps::find(name) {
+        return Ok(Target::App(app));
+    }
+    let path = Path::new(name);
+    if path.extension().is_some_and(|e| e == "toml") || path.exists() {
+        return Ok(Target::Spec(StencilSpec::load(path)?));
+    }
+    Err(CliError::UnknownStencil {
+        name: name.to_string(),
+        apps: epsilod_apps::all()
+            .iter()
+            .map(|a| a.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+impl Target {
+    fn ndims(&self) -> usize {
+        match self {
+            Target::Library(l) => l.ndims(),
+            Target::Spec(s) => s.ndims(),
+            Target::App(a) => a.ndims(),
+        }
+    }
+}
+
+/// `4098x4098` or `32` (the same in each of `ndims` dimensions).
+pub fn parse_size(text: &str, ndims: usize) -> Result<Vec<usize>, CliError> {
+    let bad = |why: String| CliError::Size {
+        size: text.to_string(),
+        why,
+    };
+    let mut sizes = Vec::new();
+    for p in text.split('x') {
+        match p.trim().parse::<usize>() {
+            Ok(0) => return Err(bad("sizes must be at least 1".into())),
+            Ok(n) => sizes.push(n),
+            Err(_) => {
+                return Err(bad(format!(
+                    "'{p}' is not a whole number >= 1 (write sizes like 4098x4098 or 32)"
+                )))
+            }
+        }
+    }
+    match sizes.len() {
+        1 => Ok(vec![sizes[0]; ndims]),
+        n if n == ndims => Ok(sizes),
+        n => Err(bad(format!(
+            "{n} dimensions given, the stencil has {ndims}"
+        ))),
+    }
+}
+
+/// The devices and, when a device file places them on ranks, their ranks.
+fn devices(args: &RunArgs, hosts: &[String]) -> Result<Placed, CliError> {
+    Ok(match (&args.device_file, args.devices.is_empty()) {
+        (Some(_), false) => return Err(CliError::DevicesTwice),
+        (Some(f), true) => load_device_file(f)?.place(hosts)?,
+        (None, false) => (
+            args.devices
+                .iter()
+                .map(|d| DeviceSpec::parse(d))
+                .collect::<Result<_, _>>()?,
+            None,
+        ),
+        (None, true) => (vec![DeviceSpec::cpu(all_cores())], None),
+    })
+}
+
+/// A run whose arguments are all checked.
+struct Checked {
+    target: Target,
+    size: Vec<usize>,
+    options: RunOptions,
+}
+
+/// Everything that can be wrong with a run, found before any work starts.
+fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliError> {
+    let target = resolve(&args.stencil)?;
+    let size = parse_size(&args.size, target.ndims())?;
+    let (devices, placement) = devices(args, &cluster.info().hosts)?;
+    let alb = Alb::parse(alb)?;
+    if let Target::App(app) = &target {
+        app.check_size(&size).map_err(|why| CliError::Size {
+            size: args.size.clone(),
+            why,
+        })?;
+    }
+    // Only rank 0 writes, and only its file system matters.
+    if cluster.is_root() {
+        if let Some(o) = &args.output {
+            output::check_writable(o)?;
+        }
+        if let Some(r) = &args.report {
+            check_report_path(r)?;
+        }
+    }
+    Ok(Checked {
+        target,
+        size,
+        options: RunOptions {
+            iters: args.iters,
+            devices,
+            partition: args.partition,
+            alb,
+            placement,
+            observer: None,
+        },
+    })
+}
+
+/// Validates everything about a run before any work starts (under MPI, on
+/// every rank: one rank's error stops them all), runs it with heuristic
+/// `alb`, and writes its output and report when `write`.
+pub fn run_config(
+    args: &RunArgs,
+    alb: &str,
+    write: bool,
+    cluster: &Cluster,
+) -> Result<Report, CliError> {
+    let checked = check(args, alb, cluster);
+    if cluster.size() > 1 {
+        cluster.agree(
+            checked
+                .as_ref()
+                .map(|_| String::new())
+                .map_err(|e| chain(e)),
+        )?;
+    }
+    let Checked {
+        target,
+        size,
+        mut options,
+    } = checked?;
+    let shows_progress =
+        write && cluster.is_root() && !args.quiet && std::io::stderr().is_terminal();
+    let bar = shows_progress.then(|| Bar::new(args.iters));
+    options.observer = bar.as_ref().map(Bar::observer);
+    let stencil = match target {
+        Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
+        Target::Spec(ref spec) => Stencil::<f32>::from_spec(spec),
+        Target::App(app) => {
+            let out = app.run(&size, &options, cluster)?;
+            drop(bar);
+            if let (true, Some(grid), Some(path)) = (write, &out.output, &args.output) {
+                grid.write_to(path)?;
+            }
+            return finish(out.report, args, write && cluster.is_root());
+        }
+    };
+    let init = stencil_init(
+        args.init,
+        args.seed,
+        size.clone(),
+        stencil.low.clone(),
+        stencil.high.clone(),
+    );
+    let out = Skeleton::new(&size, stencil)
+        .init(init)
+        .options(&options)
+        .run_in(cluster)?;
+    drop(bar);
+    if let (true, true, Some(path)) = (write, out.is_root(), &args.output) {
+        output::write(path, out.grid.view())?;
+    }
+    let root = out.is_root();
+    finish(out.report, args, write && root)
+}
+
+/// Writes the report where asked (when `write`) and hands it back.
+fn finish(report: Report, args: &RunArgs, write: bool) -> Result<Report, CliError> {
+    if let (true, Some(path)) = (write, &args.report) {
+        let text = serde_json::to_string_pretty(&report).expect("reports serialise");
+        write_report(path, text)?;
+    }
+    Ok(report)
+}
+
+fn print_summary(r: &Report) {
+    let size = r
+        .config
+        .size
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join("x");
+    println!(
+        "{} {} x {} iterations on {} device(s) [{}], partition {}, {} kernel",
+        r.config.stencil,
+        size,
+        r.config.iters,
+        r.config.devices.len(),
+        r.config.devices.join(" "),
+        r.config.partition,
+        r.config.kernel
+    );
+    println!(
+        "loop {:.3} s, median iteration {:.3} ms, {:.3e} cell updates/s, skeleton overhead {:.3} ms/iteration",
+        r.summary.loop_seconds,
+        r.summary.median_iteration_seconds * 1e3,
+        r.summary.cell_updates_per_second,
+        r.summary.skeleton_overhead_seconds_per_iteration * 1e3
+    );
+}

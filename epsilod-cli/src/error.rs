@@ -1,0 +1,62 @@
+//! The command line's errors: the library's, and the ones only a command
+//! line has (arguments, files it writes, plots).
+
+use epsilod::output::OutputError;
+use epsilod::{ClusterError, RunError, SetupError};
+use thiserror::Error;
+
+/// Anything a command can fail with; `main` prints it as one line.
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// The run could not start.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// The run failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// Joining the MPI job failed.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The result could not be written.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+    /// A stencil spec file is wrong.
+    #[error(transparent)]
+    Spec(#[from] kernels::SpecError),
+    /// An unknown heuristic (the message lists every one).
+    #[error(transparent)]
+    Alb(#[from] heuristics::UnknownHeuristic),
+    /// Neither a library stencil, an app nor a spec file.
+    #[error("unknown stencil '{name}': use a library stencil (see 'epsilod list'), an app ({apps}) or a path to a .toml stencil spec")]
+    UnknownStencil {
+        /// What was given.
+        name: String,
+        /// Every app's name.
+        apps: String,
+    },
+    /// A size that does not parse or fit the stencil.
+    #[error("bad size '{size}': {why}")]
+    Size {
+        /// What was given.
+        size: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// Both `--devices` and `--device-file`.
+    #[error("give devices with --devices or --device-file, not both")]
+    DevicesTwice,
+    /// A report or table file that cannot be written.
+    #[error("cannot write report {path}: {why}")]
+    Report {
+        /// The file.
+        path: String,
+        /// Why.
+        why: String,
+    },
+    /// `compare` was asked something it cannot do.
+    #[error("{0}")]
+    Compare(String),
+    /// `plot` failed.
+    #[error("cannot plot: {0}")]
+    Plot(String),
+}

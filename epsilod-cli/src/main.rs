@@ -1,0 +1,87 @@
+//! The `epsilod` command line: `run`, `compare`, `plot` and `list` (cli.md
+//! is the contract). Exit status 0 on success; otherwise one line on
+//! stderr saying what is wrong and how to fix it.
+
+mod args;
+mod commands;
+mod error;
+mod init;
+mod plot;
+mod progress;
+mod stats;
+
+use args::Cli;
+use clap::Parser;
+use epsilod::cluster::{print_error, speaks};
+use epsilod::error::chain;
+use epsilod::Cluster;
+use std::io::IsTerminal;
+
+fn main() {
+    std::process::exit(run());
+}
+
+/// Runs the command line; returns the process exit status.
+fn run() -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return bad_arguments(e),
+    };
+    // Under mpirun every rank runs this; rank 0 alone speaks for them.
+    let cluster = match Cluster::join() {
+        Ok(c) => c,
+        Err(e) => {
+            if speaks() {
+                print_error(&chain(&e));
+            }
+            return 1;
+        }
+    };
+    let code = match commands::dispatch(cli.command, &cluster) {
+        Ok(()) => 0,
+        Err(e) => {
+            if cluster.is_root() {
+                print_error(&chain(&e));
+            }
+            1
+        }
+    };
+    // Waits for every rank (see Cluster): printed first, so nothing is lost.
+    drop(cluster);
+    code
+}
+
+/// Help and version go to stdout with status 0; anything else is one line.
+fn bad_arguments(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            2
+        } else {
+            0
+        };
+    }
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .next()
+        .unwrap_or("bad arguments")
+        .trim_start_matches("error: ");
+    if speaks() {
+        print_error(&format!("{first} (see 'epsilod --help')"));
+    }
+    2
+}

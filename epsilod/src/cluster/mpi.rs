@@ -1,0 +1,270 @@
+//! A run spread over MPI ranks (feature `mpi`): the [`Job`] whose virtual
+//! processes talk over `MpiTransport`, and whose rank 0 gathers the blocks
+//! and statistics into the grid and report a single process would make.
+//!
+//! Control messages (agreement, gathering) use `MPI_COMM_WORLD` from the
+//! thread that started the run, only while no virtual process runs, with
+//! tags above the transport's.
+
+use super::{print_error, JobInfo};
+use crate::error::{chain, RunError, VpError};
+use crate::executor::Job;
+use crate::report::{DecisionRecord, Redistribution, Report};
+use crate::vp::{IterStats, VpResult};
+use hitmap::{MpiTransport, Placement, Shape, Sig, MAX_TAG};
+use kernels::Cell;
+use mpi::datatype::PartitionMut;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, OnceLock};
+
+const META_TAG: i32 = MAX_TAG + 1;
+const DATA_TAG: i32 = MAX_TAG + 2;
+
+/// This rank's part of an MPI job.
+pub(crate) struct MpiJob<'a> {
+    info: &'a JobInfo,
+    placement: OnceLock<Arc<Placement>>,
+}
+
+impl<'a> MpiJob<'a> {
+    pub(crate) fn new(info: &'a JobInfo) -> MpiJob<'a> {
+        MpiJob {
+            info,
+            placement: OnceLock::new(),
+        }
+    }
+}
+
+/// A block's place and measurements (its cells travel apart, as bytes).
+#[derive(Serialize, Deserialize)]
+struct Meta {
+    vp: usize,
+    /// `(begin, end, stride)` per dimension.
+    block: Vec<(i64, i64, i64)>,
+    stats: Vec<IterStats>,
+    loop_seconds: f64,
+    redistributions: Vec<Redistribution>,
+    decisions: Vec<DecisionRecord>,
+}
+
+impl Meta {
+    fn of<T>(vp: usize, r: &VpResult<T>) -> Meta {
+        Meta {
+            vp,
+            block: r
+                .block
+                .sigs()
+                .iter()
+                .map(|s| (s.begin(), s.end(), s.stride()))
+                .collect(),
+            stats: r.stats.clone(),
+            loop_seconds: r.loop_seconds,
+            redistributions: r.redistributions.clone(),
+            decisions: r.decisions.clone(),
+        }
+    }
+
+    fn into_result<T>(self) -> (usize, VpResult<T>) {
+        let block = Shape::new(
+            self.block
+                .iter()
+                .map(|&(b, e, s)| Sig::new(b, e, s))
+                .collect(),
+        );
+        (
+            self.vp,
+            VpResult {
+                block,
+                data: Vec::new(),
+                stats: self.stats,
+                loop_seconds: self.loop_seconds,
+                redistributions: self.redistributions,
+                decisions: self.decisions,
+            },
+        )
+    }
+}
+
+impl<T: Cell> Job<T> for MpiJob<'_> {
+    type Endpoint = MpiTransport<T>;
+
+    fn info(&self) -> &JobInfo {
+        self.info
+    }
+
+    fn agree(&self, mine: Result<String, String>) -> Result<(), RunError> {
+        super::agree(self.info, mine)
+    }
+
+    fn place(&self, owners: &[usize]) -> Result<(), RunError> {
+        let placement =
+            Placement::new(owners.to_vec()).map_err(|e| RunError::Mpi(e.to_string()))?;
+        let _ = self.placement.set(Arc::new(placement));
+        Ok(())
+    }
+
+    fn endpoint(&self, p: usize) -> Result<MpiTransport<T>, VpError> {
+        let placement = self
+            .placement
+            .get()
+            .ok_or_else(|| VpError::Protocol("endpoints before placement".into()))?;
+        Ok(MpiTransport::<T>::new(p, placement.clone())?)
+    }
+
+    fn fails_fast(&self) -> bool {
+        true
+    }
+
+    fn on_failure(&self, error: &RunError) {
+        // The others wait for messages this rank will never send: only
+        // ending the whole job stops them.
+        print_error(&format!("rank {}: {}", self.info.rank, chain(error)));
+        SimpleCommunicator::world().abort(1)
+    }
+
+    fn gather(
+        &self,
+        owners: &[usize],
+        mine: Vec<(usize, VpResult<T>)>,
+    ) -> Result<Option<Vec<VpResult<T>>>, RunError> {
+        let world = SimpleCommunicator::world();
+        if self.info.rank != 0 {
+            let root = world.process_at_rank(0);
+            for (p, r) in &mine {
+                let meta = serde_json::to_vec(&Meta::of(*p, r)).expect("metadata serialises");
+                root.send_with_tag(&meta[..], META_TAG);
+                root.send_with_tag(bytemuck::cast_slice::<T, u8>(&r.data), DATA_TAG);
+            }
+            return Ok(None);
+        }
+        let mut all: Vec<Option<VpResult<T>>> = (0..owners.len()).map(|_| None).collect();
+        for (p, r) in mine {
+            all[p] = Some(r);
+        }
+        for p in (0..owners.len()).filter(|&p| owners[p] != 0) {
+            let from = world.process_at_rank(owners[p] as i32);
+            let (meta, _) = from.receive_vec_with_tag::<u8>(META_TAG);
+            let meta: Meta = serde_json::from_slice(&meta).map_err(|e| {
+                RunError::Mpi(format!(
+                    "virtual process {p}'s description arrived damaged: {e}"
+                ))
+            })?;
+            let (q, mut r) = meta.into_result::<T>();
+            if q != p {
+                return Err(RunError::Mpi(format!(
+                    "rank {} sent virtual process {q} where {p} was due",
+                    owners[p]
+                )));
+            }
+            let (msg, status) = from.matched_probe_with_tag(DATA_TAG);
+            let bytes = status.count(u8::equivalent_datatype()) as usize;
+            if bytes != r.block.card() * std::mem::size_of::<T>() {
+                return Err(RunError::Mpi(format!(
+                    "virtual process {p} sent {bytes} bytes for a block of {} cells",
+                    r.block.card()
+                )));
+            }
+            r.data = vec![T::zeroed(); r.block.card()];
+            msg.matched_receive_into(bytemuck::cast_slice_mut::<T, u8>(&mut r.data));
+            all[p] = Some(r);
+        }
+        Ok(Some(all.into_iter().flatten().collect()))
+    }
+
+    fn share(&self, report: Option<Report>) -> Result<Report, RunError> {
+        if let Some(r) = report {
+            broadcast_from_root(Some(serde_json::to_vec(&r).expect("reports serialise")));
+            return Ok(r);
+        }
+        serde_json::from_slice(&broadcast_from_root(None))
+            .map_err(|e| RunError::Mpi(format!("the report from rank 0 is unreadable: {e}")))
+    }
+}
+
+/// Every rank's bytes, in rank order.
+pub(crate) fn all_gather_bytes(mine: &[u8]) -> Vec<Vec<u8>> {
+    let world = SimpleCommunicator::world();
+    let n = world.size() as usize;
+    let mut counts = vec![0i32; n];
+    world.all_gather_into(&(mine.len() as i32), &mut counts[..]);
+    let displs: Vec<i32> = counts
+        .iter()
+        .scan(0, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect();
+    let mut all = vec![0u8; counts.iter().map(|&c| c as usize).sum()];
+    {
+        let mut part = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+        world.all_gather_varcount_into(mine, &mut part);
+    }
+    counts
+        .iter()
+        .zip(&displs)
+        .map(|(&c, &d)| all[d as usize..(d + c) as usize].to_vec())
+        .collect()
+}
+
+/// Rank 0's bytes on every rank (rank 0 passes them, the others `None`).
+fn broadcast_from_root(data: Option<Vec<u8>>) -> Vec<u8> {
+    let world = SimpleCommunicator::world();
+    let root = world.process_at_rank(0);
+    let mut len = data.as_ref().map_or(0u64, |d| d.len() as u64);
+    root.broadcast_into(&mut len);
+    let mut buf = data.unwrap_or_else(|| vec![0u8; len as usize]);
+    root.broadcast_into(&mut buf[..]);
+    buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::DecisionOutcome;
+
+    #[test]
+    fn block_descriptions_round_trip_with_rebalances_and_decisions() {
+        let r = VpResult::<f32> {
+            block: Shape::new(vec![Sig::new(3, 9, 1), Sig::new(0, 10, 2)]),
+            data: Vec::new(),
+            stats: vec![
+                IterStats {
+                    wall: 0.5,
+                    elapsed: 1.0,
+                    compute: 0.25,
+                    comm: 0.125,
+                    rows: 6,
+                };
+                3
+            ],
+            loop_seconds: 2.0,
+            redistributions: vec![Redistribution {
+                iter: 1,
+                seconds: 0.5,
+                rows_moved: 3,
+                bytes_moved: 12,
+                weights_before: vec![0.5, 0.5],
+                weights_after: vec![0.25, 0.75],
+            }],
+            decisions: vec![DecisionRecord {
+                iter: 1,
+                decision: DecisionOutcome::Rebalance,
+                values: [("x".to_string(), 1.5)].into(),
+            }],
+        };
+        let bytes = serde_json::to_vec(&Meta::of(7, &r)).unwrap();
+        let (p, back) = serde_json::from_slice::<Meta>(&bytes)
+            .unwrap()
+            .into_result::<f32>();
+        assert_eq!(p, 7);
+        assert_eq!(back.block, r.block);
+        assert_eq!(back.loop_seconds, 2.0);
+        assert_eq!(back.stats, r.stats);
+        assert_eq!(back.redistributions, r.redistributions);
+        assert_eq!(back.decisions, r.decisions);
+        assert!(serde_json::from_slice::<Meta>(&bytes[..bytes.len() / 2]).is_err());
+    }
+}

@@ -1,0 +1,468 @@
+//! Carrying out a [`RunPlan`]: one thread per local virtual process, each
+//! with a transport endpoint, then the results gathered into a grid and a
+//! report. What differs between one process and an MPI job (which virtual
+//! processes are local, how ranks agree, how endpoints are made, how
+//! results reach rank 0) is behind the [`Job`] trait, so the flow below is
+//! the same for both, and testable with a job of simulated ranks.
+
+use crate::cluster::{self, JobInfo};
+use crate::error::{chain, RunError, SetupError, VpError};
+use crate::plan::RunPlan;
+use crate::report::Report;
+use crate::vp::{self, VpResult};
+use hitmap::{in_process, InProcess, Transport};
+use kernels::Cell;
+use ndarray::{ArrayD, IxDyn};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The result of a run: the whole global array (boundaries included) and
+/// the report.
+///
+/// Under MPI the grid is gathered to rank 0 only (other ranks get an empty
+/// array); every rank gets the same merged report.
+pub struct Outcome<T> {
+    /// The global array, boundary included (empty off rank 0).
+    pub grid: ArrayD<T>,
+    /// Measurements of the run.
+    pub report: Report,
+    pub(crate) root: bool,
+}
+
+impl<T> Outcome<T> {
+    /// True where `grid` holds the result: always in one process, on rank 0
+    /// under MPI.
+    pub fn is_root(&self) -> bool {
+        self.root
+    }
+}
+
+/// The processes a run spans and how they talk.
+pub(crate) trait Job<T: Cell>: Sync {
+    /// A virtual process's end of the transport.
+    type Endpoint: Transport<T>;
+
+    /// This process's place in the job.
+    fn info(&self) -> &JobInfo;
+    /// Every rank offers its view of the run; all get the same verdict.
+    fn agree(&self, mine: Result<String, String>) -> Result<(), RunError>;
+    /// Called once the owner of every virtual process is agreed.
+    fn place(&self, owners: &[usize]) -> Result<(), RunError>;
+    /// Virtual process `p`'s endpoint, made in the thread that will use it.
+    fn endpoint(&self, p: usize) -> Result<Self::Endpoint, VpError>;
+    /// Whether a failure must be acted on at once (`on_failure`), because
+    /// peers elsewhere could otherwise wait for it forever.
+    fn fails_fast(&self) -> bool {
+        false
+    }
+    /// The first failure of a local virtual process, while the others may
+    /// still run.
+    fn on_failure(&self, _error: &RunError) {}
+    /// Hands this process's results (by virtual process) to rank 0, which
+    /// gets every result in process order; other ranks get `None`.
+    fn gather(
+        &self,
+        owners: &[usize],
+        mine: Vec<(usize, VpResult<T>)>,
+    ) -> Result<Option<Vec<VpResult<T>>>, RunError>;
+    /// Rank 0's report on every rank (rank 0 passes it).
+    fn share(&self, report: Option<Report>) -> Result<Report, RunError>;
+}
+
+/// Runs `plan` (or agrees to fail with its error) on `job`.
+pub(crate) fn execute<T: Cell, J: Job<T>>(
+    plan: Result<RunPlan<T>, SetupError>,
+    job: &J,
+) -> Result<Outcome<T>, RunError> {
+    let started = Instant::now();
+    // Everything that can fail on one rank alone is settled before any rank
+    // starts: a rank that bailed out early would leave the others waiting.
+    let prepared = plan.and_then(|p| {
+        let owners = p.owners(job.info())?;
+        Ok((p, owners))
+    });
+    let verdict = job.agree(
+        prepared
+            .as_ref()
+            .map(|(p, o)| p.fingerprint(o))
+            .map_err(|e| chain(e)),
+    );
+    let (plan, owners) = prepared?;
+    verdict?;
+    job.place(&owners)?;
+    let rank = job.info().rank;
+    let local: Vec<usize> = (0..owners.len()).filter(|&p| owners[p] == rank).collect();
+    tracing::info!(
+        stencil = %plan.stencil.name,
+        iters = plan.iters,
+        partition = %plan.partition,
+        "starting on {} device(s), {} here",
+        plan.devices.len(),
+        local.len()
+    );
+    for &p in &local {
+        tracing::debug!(
+            "virtual process {p}: {}, block {}",
+            plan.devices[p],
+            plan.layout.block(p)
+        );
+    }
+    let results = run_local(&plan, &local, job);
+    let mine = first_cause(results)?;
+    let all = job.gather(&owners, local.into_iter().zip(mine).collect())?;
+    match all {
+        Some(all) => {
+            let grid = plan.assemble(&all);
+            let report = plan.report(&all, started.elapsed().as_secs_f64());
+            let report = job.share(Some(report))?;
+            Ok(Outcome {
+                grid,
+                report,
+                root: true,
+            })
+        }
+        None => Ok(Outcome {
+            grid: ArrayD::from_shape_vec(IxDyn(&vec![0; plan.size.len()]), Vec::new())
+                .expect("an empty array"),
+            report: job.share(None)?,
+            root: false,
+        }),
+    }
+}
+
+/// Runs the virtual processes `local`, one thread each, telling the job of
+/// the first failure and the plan's observer of progress.
+fn run_local<T: Cell, J: Job<T>>(
+    plan: &RunPlan<T>,
+    local: &[usize],
+    job: &J,
+) -> Vec<Result<VpResult<T>, RunError>> {
+    let progress = AtomicU64::new(0);
+    let panicked = |p: usize| RunError::Vp {
+        vp: p,
+        device: plan.devices[p].to_string(),
+        cause: VpError::Panicked,
+    };
+    std::thread::scope(|s| {
+        let progress = &progress;
+        let mut handles: Vec<_> = local
+            .iter()
+            .map(|&p| {
+                let spec = &plan.devices[p];
+                let h = std::thread::Builder::new()
+                    .name(format!("epsilod-vp{p}"))
+                    .spawn_scoped(s, move || {
+                        let endpoint = job.endpoint(p).map_err(|cause| RunError::Vp {
+                            vp: p,
+                            device: spec.to_string(),
+                            cause,
+                        })?;
+                        vp::run(plan, progress, spec, p, endpoint)
+                    })
+                    .expect("spawning a virtual process thread");
+                Some(h)
+            })
+            .collect();
+        let mut results: Vec<Option<Result<VpResult<T>, RunError>>> =
+            local.iter().map(|_| None).collect();
+        if plan.observer.is_some() || job.fails_fast() {
+            let mut told = 0;
+            while handles.iter().any(Option::is_some) {
+                for (i, h) in handles.iter_mut().enumerate() {
+                    if h.as_ref().is_some_and(|h| h.is_finished()) {
+                        let r = h
+                            .take()
+                            .and_then(|h| h.join().ok())
+                            .unwrap_or_else(|| Err(panicked(local[i])));
+                        if let Err(e) = &r {
+                            job.on_failure(e);
+                        }
+                        results[i] = Some(r);
+                    }
+                }
+                let done = progress.load(Ordering::Relaxed);
+                if let Some(f) = plan.observer.as_ref().filter(|_| done != told) {
+                    f(done);
+                    told = done;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        handles
+            .into_iter()
+            .zip(results)
+            .enumerate()
+            .map(|(i, (h, r))| match (h, r) {
+                (_, Some(r)) => r,
+                (Some(h), None) => h.join().unwrap_or_else(|_| Err(panicked(local[i]))),
+                (None, None) => Err(panicked(local[i])),
+            })
+            .collect()
+    })
+}
+
+/// Prefers the error that started a failure over the "peer gone" errors it
+/// caused in the other virtual processes.
+fn first_cause<T>(
+    results: Vec<Result<VpResult<T>, RunError>>,
+) -> Result<Vec<VpResult<T>>, RunError> {
+    let mut echo = None;
+    let mut ok = Vec::new();
+    for r in results {
+        match r {
+            Ok(v) => ok.push(v),
+            Err(e) if e.is_peer_gone() => echo = echo.or(Some(e)),
+            Err(e) => return Err(e),
+        }
+    }
+    match echo {
+        Some(e) => Err(e),
+        None => Ok(ok),
+    }
+}
+
+/// One process: every virtual process here, over in-process channels.
+pub(crate) struct LocalJob<T> {
+    info: JobInfo,
+    endpoints: Mutex<Vec<Option<InProcess<T>>>>,
+}
+
+impl<T: Cell> LocalJob<T> {
+    pub(crate) fn new(info: JobInfo, devices: usize) -> LocalJob<T> {
+        LocalJob {
+            info,
+            endpoints: Mutex::new(in_process::<T>(devices).into_iter().map(Some).collect()),
+        }
+    }
+}
+
+impl<T: Cell> Job<T> for LocalJob<T> {
+    type Endpoint = InProcess<T>;
+
+    fn info(&self) -> &JobInfo {
+        &self.info
+    }
+
+    fn agree(&self, mine: Result<String, String>) -> Result<(), RunError> {
+        cluster::agree(&self.info, mine)
+    }
+
+    fn place(&self, _owners: &[usize]) -> Result<(), RunError> {
+        Ok(())
+    }
+
+    fn endpoint(&self, p: usize) -> Result<InProcess<T>, VpError> {
+        self.endpoints
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(p)
+            .and_then(Option::take)
+            .ok_or_else(|| VpError::Protocol(format!("no endpoint for virtual process {p}")))
+    }
+
+    fn gather(
+        &self,
+        _owners: &[usize],
+        mut mine: Vec<(usize, VpResult<T>)>,
+    ) -> Result<Option<Vec<VpResult<T>>>, RunError> {
+        mine.sort_by_key(|(p, _)| *p);
+        Ok(Some(mine.into_iter().map(|(_, r)| r).collect()))
+    }
+
+    fn share(&self, report: Option<Report>) -> Result<Report, RunError> {
+        report.ok_or_else(|| RunError::Mpi("a single process has no report to wait for".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The distributed flow without MPI: simulated ranks are threads, each
+    //! running `execute` with a job whose control plane is channels. The
+    //! same code an MPI job runs decides placement, gathers and merges.
+    use super::*;
+    use crate::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
+    use heuristics::{Decision, Heuristic, Snapshot};
+    use kernels::{KernelChoice, Library};
+    use std::sync::mpsc::{channel, Receiver, Sender};
+    use std::sync::Arc;
+
+    type Parcel = (usize, usize, Vec<u8>);
+    /// Results every simulated rank has handed over, by virtual process.
+    type Handed<T> = Arc<Mutex<Vec<(usize, VpResult<T>)>>>;
+
+    /// Rank `rank` of `size` simulated ranks.
+    struct SimRank<T> {
+        info: JobInfo,
+        endpoints: Arc<Mutex<Vec<Option<InProcess<T>>>>>,
+        /// To every rank (its own included), and this rank's inbox.
+        out: Vec<Sender<Parcel>>,
+        inbox: Mutex<Receiver<Parcel>>,
+        results: Handed<T>,
+    }
+
+    impl<T: Cell> SimRank<T> {
+        fn recv(&self) -> Parcel {
+            self.inbox.lock().unwrap().recv().expect("a rank hung up")
+        }
+        fn all_gather(&self, bytes: Vec<u8>) -> Vec<Vec<u8>> {
+            for o in &self.out {
+                o.send((self.info.rank, 0, bytes.clone())).unwrap();
+            }
+            let mut all = vec![Vec::new(); self.info.size];
+            for _ in 0..self.info.size {
+                let (from, _, b) = self.recv();
+                all[from] = b;
+            }
+            all
+        }
+    }
+
+    impl<T: Cell> Job<T> for SimRank<T> {
+        type Endpoint = InProcess<T>;
+        fn info(&self) -> &JobInfo {
+            &self.info
+        }
+        fn agree(&self, mine: Result<String, String>) -> Result<(), RunError> {
+            let bytes = serde_json::to_vec(&match mine {
+                Ok(s) => cluster::View::Ready(s),
+                Err(e) => cluster::View::Failed(e),
+            })
+            .unwrap();
+            let views: Vec<cluster::View> = self
+                .all_gather(bytes)
+                .iter()
+                .map(|b| serde_json::from_slice(b).unwrap())
+                .collect();
+            // The verdict MPI ranks reach, on simulated ranks' views.
+            cluster::verdict(&views)
+        }
+        fn place(&self, _owners: &[usize]) -> Result<(), RunError> {
+            Ok(())
+        }
+        fn endpoint(&self, p: usize) -> Result<InProcess<T>, VpError> {
+            Ok(self.endpoints.lock().unwrap()[p].take().unwrap())
+        }
+        fn gather(
+            &self,
+            owners: &[usize],
+            mine: Vec<(usize, VpResult<T>)>,
+        ) -> Result<Option<Vec<VpResult<T>>>, RunError> {
+            // Results travel through a shared list standing in for MPI
+            // messages; rank 0 waits for every other rank's notice.
+            let n = mine.len();
+            self.results.lock().unwrap().extend(mine);
+            if self.info.rank != 0 {
+                self.out[0].send((self.info.rank, n, Vec::new())).unwrap();
+                return Ok(None);
+            }
+            for _ in 1..self.info.size {
+                self.recv();
+            }
+            let mut all: Vec<_> = std::mem::take(&mut *self.results.lock().unwrap());
+            assert_eq!(all.len(), owners.len());
+            all.sort_by_key(|(p, _)| *p);
+            Ok(Some(all.into_iter().map(|(_, r)| r).collect()))
+        }
+        fn share(&self, report: Option<Report>) -> Result<Report, RunError> {
+            let bytes = report.map(|r| serde_json::to_vec(&r).unwrap());
+            if let Some(b) = &bytes {
+                for o in &self.out[1..] {
+                    o.send((0, 0, b.clone())).unwrap();
+                }
+            }
+            let b = match bytes {
+                Some(b) => b,
+                None => self.recv().2,
+            };
+            Ok(serde_json::from_slice(&b).unwrap())
+        }
+    }
+
+    /// Rebalances at iterations 40 and 80 towards the given weights.
+    struct Scripted;
+    impl Heuristic for Scripted {
+        fn name(&self) -> &str {
+            "scripted"
+        }
+        fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+            let mut d = Decision::when(s.iter == 40 || s.iter == 80).with("at", s.iter as f64);
+            d.weights = Some(if s.iter == 40 {
+                vec![1.0, 3.0]
+            } else {
+                vec![2.0, 1.0]
+            });
+            d
+        }
+    }
+
+    fn skeleton(placement: Vec<usize>) -> Skeleton<f32> {
+        Skeleton::new(
+            &[34, 20],
+            Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+        )
+        .iterations(100)
+        .init(|i| (i[0] * 7 + i[1]) as f32 * 0.25)
+        .devices(vec![DeviceSpec::cpu(1); 2])
+        .partition(Partition::Weighted(0))
+        .alb(Alb::custom("scripted", || Box::new(Scripted)).window(5))
+        .placement(placement)
+    }
+
+    /// Runs `sk` over `ranks` simulated ranks; returns every rank's outcome.
+    fn simulate(sk: &Skeleton<f32>, ranks: usize) -> Vec<Outcome<f32>> {
+        let endpoints = Arc::new(Mutex::new(
+            in_process::<f32>(2)
+                .into_iter()
+                .map(Some)
+                .collect::<Vec<_>>(),
+        ));
+        let results = Arc::new(Mutex::new(Vec::new()));
+        let (txs, rxs): (Vec<_>, Vec<_>) = (0..ranks).map(|_| channel::<Parcel>()).unzip();
+        let jobs: Vec<SimRank<f32>> = rxs
+            .into_iter()
+            .enumerate()
+            .map(|(rank, rx)| SimRank {
+                info: JobInfo {
+                    rank,
+                    size: ranks,
+                    hosts: (0..ranks).map(|r| format!("h{r}")).collect(),
+                    threads_multiple: true,
+                },
+                endpoints: endpoints.clone(),
+                out: txs.clone(),
+                inbox: Mutex::new(rx),
+                results: results.clone(),
+            })
+            .collect();
+        std::thread::scope(|s| {
+            let hs: Vec<_> = jobs
+                .iter()
+                .map(|j| s.spawn(move || execute(sk.plan(), j).unwrap()))
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    #[test]
+    fn the_report_is_whole_wherever_process_zero_runs() {
+        let alone = skeleton(vec![0, 0]).run().unwrap();
+        assert_eq!(alone.report.summary.rebalances, 2);
+        for placement in [vec![0, 1], vec![1, 0]] {
+            let outs = simulate(&skeleton(placement.clone()), 2);
+            let root = outs.iter().find(|o| o.is_root()).unwrap();
+            assert_eq!(root.grid, alone.grid, "placement {placement:?}");
+            for o in &outs {
+                let r = &o.report;
+                assert_eq!(r.summary.rebalances, 2, "placement {placement:?}");
+                assert_eq!(r.redistributions.len(), 2);
+                assert_eq!(
+                    r.redistributions[0].weights_after,
+                    alone.report.redistributions[0].weights_after
+                );
+                assert_eq!(r.heuristic, alone.report.heuristic);
+                assert_eq!(r.iterations.len(), 100);
+            }
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! A run, validated: what [`Skeleton`](crate::Skeleton) builds and the
+//! executors carry out. Nothing in it changes once built, so every rank of a
+//! job can derive the same layout and owners from it.
+
+use crate::alb::Alb;
+use crate::cluster::JobInfo;
+use crate::devices::DeviceSpec;
+use crate::error::SetupError;
+use crate::report::{median, DeviceIteration, IterationRecord, Report, ReportConfig, Summary};
+use crate::stencil::{InitFn, Stencil};
+use crate::vp::VpResult;
+use hitmap::{Layout, Partition, Shape};
+use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
+use std::sync::Arc;
+
+/// Told the number of iterations every local virtual process has finished,
+/// from the thread that started the run, every few milliseconds while it
+/// changes (a progress bar, a watchdog).
+pub type Observer = Arc<dyn Fn(u64) + Send + Sync>;
+
+/// A validated run.
+pub struct RunPlan<T> {
+    pub(crate) size: Vec<usize>,
+    pub(crate) stencil: Stencil<T>,
+    pub(crate) iters: u64,
+    pub(crate) init: InitFn<T>,
+    pub(crate) devices: Vec<DeviceSpec>,
+    pub(crate) partition: Partition,
+    pub(crate) alb: Option<Alb>,
+    pub(crate) layout: Layout,
+    pub(crate) placement: Option<Vec<usize>>,
+    pub(crate) observer: Option<Observer>,
+}
+
+/// Widths per dimension as `AxB`.
+pub(crate) fn size_text(size: &[usize]) -> String {
+    size.iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+/// The cells a stencil computes on a global array of `size`: all but its
+/// boundary.
+pub fn interior<T>(size: &[usize], stencil: &Stencil<T>) -> Result<Shape, SetupError> {
+    let nd = stencil.low.len();
+    let bad = |why: String| SetupError::Size {
+        size: size_text(size),
+        why,
+    };
+    if size.len() != nd {
+        return Err(bad(format!(
+            "stencil '{}' is {nd}-d but the size has {} dimension(s)",
+            stencil.name,
+            size.len()
+        )));
+    }
+    for (d, &width) in size.iter().enumerate() {
+        let border = stencil.low[d] + stencil.high[d];
+        if width <= border {
+            return Err(bad(format!(
+                "dimension {d} needs more than {border} cells (the boundary of '{}') to leave an interior",
+                stencil.name
+            )));
+        }
+    }
+    Ok(Shape::from_ranges(
+        &(0..nd)
+            .map(|d| (stencil.low[d] as i64, (size[d] - stencil.high[d]) as i64))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+impl<T> RunPlan<T> {
+    /// Validates a run: sizes against the stencil's boundary, devices, the
+    /// partition, ALB's need for weights, and block widths.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        size: Vec<usize>,
+        stencil: Stencil<T>,
+        iters: u64,
+        init: InitFn<T>,
+        devices: Vec<DeviceSpec>,
+        partition: Partition,
+        alb: Option<Alb>,
+        placement: Option<Vec<usize>>,
+        observer: Option<Observer>,
+    ) -> Result<RunPlan<T>, SetupError> {
+        let domain = interior(&size, &stencil)?;
+        if devices.is_empty() {
+            return Err(SetupError::NoDevices);
+        }
+        if let Some(a) = &alb {
+            if !matches!(partition, Partition::Weighted(_)) {
+                return Err(SetupError::AlbNeedsWeights(a.name.clone()));
+            }
+        }
+        let weights: Vec<f64> = devices.iter().map(|d| d.weight).collect();
+        let layout = Layout::new(&domain, partition, devices.len(), Some(&weights))?;
+        let fp = stencil.kernel.footprint();
+        layout.check_width(&fp.low(), &fp.high())?;
+        Ok(RunPlan {
+            size,
+            stencil,
+            iters,
+            init,
+            devices,
+            partition,
+            alb,
+            layout,
+            placement,
+            observer,
+        })
+    }
+
+    /// The global size, boundary included.
+    pub fn size(&self) -> &[usize] {
+        &self.size
+    }
+
+    /// Iterations.
+    pub fn iterations(&self) -> u64 {
+        self.iters
+    }
+
+    /// The devices, one virtual process each.
+    pub fn devices(&self) -> &[DeviceSpec] {
+        &self.devices
+    }
+
+    /// How the interior is cut over the devices at the start.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The rank of each virtual process in `job`, checked: every rank hosts
+    /// at least one device with rows, and a rank hosting several can.
+    pub(crate) fn owners(&self, job: &JobInfo) -> Result<Vec<usize>, SetupError> {
+        let (n, ranks) = (self.devices.len(), job.size);
+        let owners = match &self.placement {
+            None if ranks == 1 => vec![0; n],
+            None => {
+                if ranks > n {
+                    return Err(SetupError::TooManyRanks { ranks, devices: n });
+                }
+                (0..n).map(|i| i % ranks).collect()
+            }
+            Some(p) => {
+                if p.len() != n {
+                    return Err(SetupError::Placement(format!(
+                        "it names {} ranks for {n} devices",
+                        p.len()
+                    )));
+                }
+                p.clone()
+            }
+        };
+        if let Some(&r) = owners.iter().find(|&&r| r >= ranks) {
+            return Err(SetupError::Placement(format!(
+                "a device is placed on rank {r}, but there are {ranks} ranks"
+            )));
+        }
+        for (r, host) in job.hosts.iter().enumerate() {
+            if !owners.contains(&r) {
+                return Err(SetupError::RankWithoutDevice {
+                    rank: r,
+                    host: host.clone(),
+                    why: "the placement gives it none".into(),
+                });
+            }
+        }
+        if ranks > 1 {
+            // A rank whose blocks are all empty would only wait on the others.
+            if let Some(r) = (0..ranks)
+                .find(|&r| (0..n).all(|p| owners[p] != r || self.layout.block(p).is_empty()))
+            {
+                return Err(SetupError::IdleRank {
+                    rank: r,
+                    cells: self.layout.domain().card(),
+                    ranks,
+                });
+            }
+        }
+        let here = owners.iter().filter(|&&r| r == job.rank).count();
+        if here > 1 && !job.threads_multiple {
+            return Err(SetupError::NoThreadMultiple {
+                rank: job.rank,
+                devices: here,
+            });
+        }
+        Ok(owners)
+    }
+
+    /// What every rank must agree on before a distributed run.
+    pub(crate) fn fingerprint(&self, owners: &[usize]) -> String {
+        format!(
+            "{} {} x {} iterations, devices [{}] on ranks {owners:?}, partition {}, alb {}",
+            self.stencil.name,
+            size_text(&self.size),
+            self.iters,
+            self.devices
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            self.partition,
+            self.alb.as_ref().map_or("none", |a| a.name.as_str())
+        )
+    }
+
+    /// The whole global array: init values, overwritten by every block.
+    pub(crate) fn assemble(&self, results: &[VpResult<T>]) -> ArrayD<T>
+    where
+        T: Clone,
+    {
+        let init = &self.init;
+        let mut grid = ArrayD::from_shape_fn(IxDyn(&self.size), |ix| {
+            let g: Vec<i64> = (0..ix.ndim()).map(|d| ix[d] as i64).collect();
+            init(&g)
+        });
+        for r in results.iter().filter(|r| !r.block.is_empty()) {
+            let view = ArrayViewD::from_shape(IxDyn(&r.block.extents()), &r.data)
+                .expect("a block's data matches its shape");
+            grid.slice_each_axis_mut(|ax| {
+                let s = r.block.sig(ax.axis.index());
+                ndarray::Slice::from(s.begin() as isize..s.end() as isize)
+            })
+            .assign(&view);
+        }
+        grid
+    }
+
+    /// The report from every virtual process's result (in process order).
+    /// Every process records the same rebalances and decisions, so they are
+    /// taken from whichever came first, wherever it ran.
+    pub(crate) fn report(&self, results: &[VpResult<T>], total: f64) -> Report {
+        let iterations: Vec<IterationRecord> = (0..self.iters as usize)
+            .map(|i| IterationRecord {
+                iter: i as u64,
+                seconds: results.iter().map(|r| r.stats[i].wall).fold(0.0, f64::max),
+                elapsed_seconds: results
+                    .iter()
+                    .map(|r| r.stats[i].elapsed)
+                    .fold(0.0, f64::max),
+                devices: results
+                    .iter()
+                    .map(|r| DeviceIteration {
+                        compute_seconds: r.stats[i].compute,
+                        comm_seconds: r.stats[i].comm,
+                        rows: r.stats[i].rows,
+                    })
+                    .collect(),
+            })
+            .collect();
+        let secs: Vec<f64> = iterations.iter().map(|i| i.seconds).collect();
+        let loop_seconds = results.iter().map(|r| r.loop_seconds).fold(0.0, f64::max);
+        let cells = self.layout.domain().card() as f64 * self.iters as f64;
+        let n = secs.len().max(1) as f64;
+        let overhead = iterations
+            .iter()
+            .map(|it| {
+                it.seconds
+                    - it.devices
+                        .iter()
+                        .map(|d| d.compute_seconds)
+                        .fold(0.0, f64::max)
+            })
+            .sum::<f64>()
+            / n;
+        let first = results.first();
+        let redistributions = first.map_or_else(Vec::new, |r| r.redistributions.clone());
+        Report {
+            config: ReportConfig {
+                stencil: self.stencil.name.clone(),
+                size: self.size.clone(),
+                iters: self.iters,
+                devices: self.devices.iter().map(|d| d.to_string()).collect(),
+                alb: self.alb.as_ref().map_or("none".into(), |a| a.name.clone()),
+                partition: self.partition.to_string(),
+                kernel: self.stencil.kind.to_string(),
+            },
+            summary: Summary {
+                total_seconds: total,
+                loop_seconds,
+                mean_iteration_seconds: secs.iter().sum::<f64>() / n,
+                median_iteration_seconds: median(&secs),
+                rebalances: redistributions.len(),
+                // fold from +0.0: an empty float sum() is -0.0.
+                redistribution_seconds_total: redistributions
+                    .iter()
+                    .map(|r| r.seconds)
+                    .fold(0.0, |a, b| a + b),
+                cell_updates_per_second: if loop_seconds > 0.0 {
+                    cells / loop_seconds
+                } else {
+                    0.0
+                },
+                skeleton_overhead_seconds_per_iteration: overhead,
+            },
+            iterations,
+            redistributions,
+            heuristic: first.map_or_else(Vec::new, |r| r.decisions.clone()),
+        }
+    }
+}

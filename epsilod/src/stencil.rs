@@ -1,0 +1,98 @@
+//! What the skeleton iterates: a kernel with its fixed boundary, and the
+//! init function that gives every cell its first value.
+
+use kernels::{library_kernel, Cell, Generic, Kernel, KernelChoice, Library, Real, StencilSpec};
+use std::fmt;
+use std::sync::Arc;
+
+/// Initial value of a cell from its global index (boundary cells included).
+pub type InitFn<T> = Arc<dyn Fn(&[i64]) -> T + Send + Sync>;
+
+/// Which kind of kernel computes a stencil (the report's `kernel` key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelKind {
+    /// A library stencil in EPSILOD's evaluation order.
+    Specialized,
+    /// Weights times neighbours in lexicographic order.
+    Generic,
+    /// A kernel of the application's own.
+    Custom,
+}
+
+impl From<KernelChoice> for KernelKind {
+    fn from(c: KernelChoice) -> KernelKind {
+        match c {
+            KernelChoice::Specialized => KernelKind::Specialized,
+            KernelChoice::Generic => KernelKind::Generic,
+        }
+    }
+}
+
+impl fmt::Display for KernelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KernelKind::Specialized => "specialized",
+            KernelKind::Generic => "generic",
+            KernelKind::Custom => "custom",
+        })
+    }
+}
+
+/// A stencil as the skeleton needs it: the kernel and the fixed boundary
+/// width on each side of each dimension (boundary cells are never written).
+#[derive(Clone)]
+pub struct Stencil<T> {
+    /// The name reports and logs use.
+    pub name: String,
+    /// The update.
+    pub kernel: Arc<dyn Kernel<T>>,
+    /// Boundary cells below the interior, per dimension.
+    pub low: Vec<usize>,
+    /// Boundary cells above the interior, per dimension.
+    pub high: Vec<usize>,
+    /// What computes it.
+    pub kind: KernelKind,
+}
+
+impl<T: Real> Stencil<T> {
+    /// A library stencil with the chosen CPU kernel.
+    pub fn library(lib: Library, choice: KernelChoice) -> Stencil<T> {
+        let spec = lib.spec();
+        Stencil {
+            name: lib.name().to_string(),
+            kernel: Arc::from(library_kernel::<T>(lib, choice)),
+            low: spec.low,
+            high: spec.high,
+            kind: choice.into(),
+        }
+    }
+
+    /// A stencil from a spec (generic kernel).
+    pub fn from_spec(spec: &StencilSpec) -> Stencil<T> {
+        Stencil {
+            name: spec.name.clone(),
+            kernel: Arc::new(Generic::<T>::new(spec)),
+            low: spec.low.clone(),
+            high: spec.high.clone(),
+            kind: KernelKind::Generic,
+        }
+    }
+}
+
+impl<T: Cell> Stencil<T> {
+    /// Any kernel (custom cell types included), with its boundary widths.
+    pub fn custom(kernel: Arc<dyn Kernel<T>>, low: Vec<usize>, high: Vec<usize>) -> Stencil<T> {
+        Stencil {
+            name: kernel.name().to_string(),
+            kernel,
+            low,
+            high,
+            kind: KernelKind::Custom,
+        }
+    }
+
+    /// Dimensions of the grids it runs on.
+    pub fn ndims(&self) -> usize {
+        self.low.len()
+    }
+}
