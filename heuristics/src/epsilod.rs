@@ -23,12 +23,22 @@ pub struct ConstIters {
 }
 
 impl ConstIters {
+    /// Default `period`: the moving window's length, so each check sees a
+    /// window measured entirely since the last rebalance.
+    pub const PERIOD: u64 = 30;
+
+    /// Every `period` iterations (at least 1).
     pub fn new(period: u64) -> ConstIters {
         let period = period.max(1);
         ConstIters {
             period,
             next: period,
         }
+    }
+
+    /// Iterations between rebalances.
+    pub fn period(&self) -> u64 {
+        self.period
     }
 }
 

@@ -8,15 +8,31 @@
 //! - `welch`: rebalance only when the slowest device is slower than the
 //!   fastest with statistical significance (Welch's t-test on their windows)
 //!   and by a margin worth acting on.
+//!
+//! Every built-in heuristic is one row of [`BUILTIN`]: its name, what it
+//! does, its parameters and their defaults. [`HeuristicSpec`] parses
+//! `name` or `name:key=value,...` (`welch:alpha=0.01`) against that table.
+//! [`testing::assert_deterministic`] checks the one property the skeleton
+//! relies on: two copies fed the same numbers decide alike.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod epsilod;
 mod ours;
+mod registry;
 mod stats;
+pub mod testing;
 
 pub use epsilod::{ConstIters, DoubleIters, ExpIters, NextAlb, NoAlb};
-pub use ours::{CostAware, Welch};
-pub use stats::{balanced_time, median, throughput_weights, welch_t_test, WelchResult};
-use thiserror::Error;
+pub use ours::{CostAware, Welch, PRIOR_COST_ITERATIONS};
+pub use registry::{
+    builtin, by_name, Args, Builtin, HeuristicSpec, Param, ParamKind, SpecError, UnknownHeuristic,
+    Value, BUILTIN, NAMES,
+};
+pub use stats::{
+    balanced_time, mean, median, throughput_weights, variance, welch_t_test, WelchResult,
+};
 
 /// One device's timing window: its kernel seconds of the last iterations.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,12 +44,9 @@ pub struct DeviceWindow {
 }
 
 impl DeviceWindow {
+    /// Mean of the samples (0 if none).
     pub fn mean(&self) -> f64 {
-        if self.samples.is_empty() {
-            0.0
-        } else {
-            self.samples.iter().sum::<f64>() / self.samples.len() as f64
-        }
+        stats::mean(&self.samples)
     }
 
     /// Median of the samples (0 if none): robust to the occasional spike a
@@ -52,12 +65,7 @@ impl DeviceWindow {
 
     /// Unbiased sample variance (0 with fewer than two samples).
     pub fn variance(&self) -> f64 {
-        let n = self.samples.len();
-        if n < 2 {
-            return 0.0;
-        }
-        let m = self.mean();
-        self.samples.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64
+        stats::variance(&self.samples)
     }
 
     /// Mean seconds per row (infinite for a device with no rows).
@@ -79,6 +87,7 @@ pub struct Snapshot<'a> {
     pub rebalances: usize,
     /// Iterations still to run after this one.
     pub remaining: u64,
+    /// Every device's window, in device order.
     pub devices: &'a [DeviceWindow],
 }
 
@@ -99,7 +108,9 @@ impl Snapshot<'_> {
 /// A check's answer and the internal values behind it (for the report).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decision {
+    /// Whether to rebalance now.
     pub rebalance: bool,
+    /// Named internal values behind the answer, for the report.
     pub values: Vec<(&'static str, f64)>,
     /// New weights, one per device; `None` (the usual) means proportional to
     /// each device's measured throughput.
@@ -107,6 +118,7 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// Do not rebalance.
     pub fn no() -> Decision {
         Decision {
             rebalance: false,
@@ -114,6 +126,7 @@ impl Decision {
             weights: None,
         }
     }
+    /// Rebalance, to throughput-proportional weights.
     pub fn yes() -> Decision {
         Decision {
             rebalance: true,
@@ -121,12 +134,14 @@ impl Decision {
             weights: None,
         }
     }
+    /// Rebalance if `rebalance`.
     pub fn when(rebalance: bool) -> Decision {
         Decision {
             rebalance,
             ..Decision::no()
         }
     }
+    /// Adds an internal value to the report of this decision.
     pub fn with(mut self, name: &'static str, v: f64) -> Decision {
         self.values.push((name, v));
         self
@@ -136,7 +151,9 @@ impl Decision {
 /// A rebalance that happened, as heuristics learn from it.
 #[derive(Clone, Debug)]
 pub struct Rebalanced<'a> {
+    /// The iteration after which it happened (0-based).
     pub iter: u64,
+    /// Rebalances so far, this one included.
     pub rebalances: usize,
     /// Windows just before the rebalance.
     pub devices: &'a [DeviceWindow],
@@ -150,37 +167,14 @@ pub struct Rebalanced<'a> {
 /// Every virtual process runs its own copy on the same gathered numbers, so
 /// implementations must be deterministic.
 pub trait Heuristic: Send {
+    /// The name reports show (a built-in's is its [`BUILTIN`] name).
     fn name(&self) -> &str;
+    /// Called once before the run, with the iterations it will do.
     fn init(&mut self, _total_iters: u64) {}
+    /// Whether to rebalance now, given every device's full window.
     fn check(&mut self, s: &Snapshot<'_>) -> Decision;
+    /// Called after each rebalance, with what it cost.
     fn on_redistribute(&mut self, _r: &Rebalanced<'_>) {}
+    /// Called once after the run.
     fn end(&mut self) {}
-}
-
-#[derive(Debug, Clone, PartialEq, Error)]
-#[error("unknown ALB heuristic '{0}': use {list}", list = NAMES.join(", "))]
-pub struct UnknownHeuristic(pub String);
-
-/// Every heuristic by its command-line name.
-pub const NAMES: [&str; 7] = [
-    "none",
-    "const-iters",
-    "exp-iters",
-    "double-iters",
-    "next-alb",
-    "cost-aware",
-    "welch",
-];
-
-pub fn by_name(name: &str) -> Result<Box<dyn Heuristic>, UnknownHeuristic> {
-    Ok(match name {
-        "none" => Box::new(NoAlb),
-        "const-iters" => Box::new(ConstIters::new(30)),
-        "exp-iters" => Box::new(ExpIters::default()),
-        "double-iters" => Box::new(DoubleIters::default()),
-        "next-alb" => Box::new(NextAlb::default()),
-        "cost-aware" => Box::new(CostAware::default()),
-        "welch" => Box::new(Welch::default()),
-        _ => return Err(UnknownHeuristic(name.to_string())),
-    })
 }

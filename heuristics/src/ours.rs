@@ -8,33 +8,47 @@
 use crate::stats::{balanced_time, throughput_weights, welch_t_test};
 use crate::{Decision, DeviceWindow, Heuristic, Rebalanced, Snapshot};
 
-/// The cost of a rebalance before any was measured, in iterations of the
-/// current kind: a guess on the safe side (the skeleton's target is <= 5).
-const PRIOR_COST_ITERATIONS: f64 = 5.0;
+/// The default cost of a rebalance before any was measured, in iterations of
+/// the current kind: a guess on the safe side (the skeleton's target is <= 5).
+pub const PRIOR_COST_ITERATIONS: f64 = 5.0;
 
 /// Rebalance when the predicted saving over the remaining iterations
 /// (`remaining x (worst - balanced)`) exceeds `margin` times the cost of a
 /// rebalance (the mean measured so far), and the imbalance is at least
 /// `min_gain` of an iteration, below which it is indistinguishable from noise.
 pub struct CostAware {
+    /// How many times over the saving must pay for a rebalance.
     pub margin: f64,
+    /// Smallest imbalance worth acting on, as a fraction of an iteration.
     pub min_gain: f64,
+    /// Assumed cost of a rebalance until one is measured, in iterations.
+    pub prior_cost: f64,
     costs: Vec<f64>,
+}
+
+impl CostAware {
+    /// Default `margin`.
+    pub const MARGIN: f64 = 2.0;
+    /// Default `min_gain`.
+    pub const MIN_GAIN: f64 = 0.05;
 }
 
 impl Default for CostAware {
     fn default() -> CostAware {
         CostAware {
-            margin: 2.0,
-            min_gain: 0.05,
+            margin: CostAware::MARGIN,
+            min_gain: CostAware::MIN_GAIN,
+            prior_cost: PRIOR_COST_ITERATIONS,
             costs: Vec::new(),
         }
     }
 }
 
-fn cost_estimate(costs: &[f64], worst: f64) -> f64 {
+/// The mean measured cost of a rebalance, or `prior` iterations of `worst`
+/// seconds before any was measured.
+fn cost_estimate(costs: &[f64], prior: f64, worst: f64) -> f64 {
     if costs.is_empty() {
-        PRIOR_COST_ITERATIONS * worst
+        prior * worst
     } else {
         costs.iter().sum::<f64>() / costs.len() as f64
     }
@@ -50,7 +64,7 @@ impl Heuristic for CostAware {
         let balanced = balanced_time(&robust);
         let gain = (worst - balanced).max(0.0);
         let saving = gain * s.remaining as f64;
-        let cost = cost_estimate(&self.costs, worst);
+        let cost = cost_estimate(&self.costs, self.prior_cost, worst);
         let yes = worst > 0.0 && gain / worst >= self.min_gain && saving > self.margin * cost;
         Decision {
             weights: yes.then(|| throughput_weights(&robust)),
@@ -73,19 +87,33 @@ impl Heuristic for CostAware {
 /// enough: two devices that differ by 2% really do differ, and a window of 30
 /// shows it, but moving rows for 2% does not pay on a noisy machine.
 pub struct Welch {
+    /// Significance level of the one-sided test.
     pub alpha: f64,
+    /// Smallest imbalance worth acting on, as a fraction of an iteration.
     pub min_gain: f64,
+    /// How many times over the saving must pay for a rebalance.
     pub margin: f64,
+    /// Assumed cost of a rebalance until one is measured, in iterations.
+    pub prior_cost: f64,
     costs: Vec<f64>,
+}
+
+impl Welch {
+    /// Default `alpha`: strict, because the test runs every iteration.
+    pub const ALPHA: f64 = 1e-3;
+    /// Default `min_gain`.
+    pub const MIN_GAIN: f64 = 0.05;
+    /// Default `margin`.
+    pub const MARGIN: f64 = 2.0;
 }
 
 impl Default for Welch {
     fn default() -> Welch {
-        // alpha is strict because the test runs every iteration.
         Welch {
-            alpha: 1e-3,
-            min_gain: 0.05,
-            margin: 2.0,
+            alpha: Welch::ALPHA,
+            min_gain: Welch::MIN_GAIN,
+            margin: Welch::MARGIN,
+            prior_cost: PRIOR_COST_ITERATIONS,
             costs: Vec::new(),
         }
     }
@@ -112,7 +140,7 @@ impl Heuristic for Welch {
         };
         let balanced = balanced_time(&robust);
         let gain = (worst - balanced).max(0.0);
-        let cost = cost_estimate(&self.costs, worst);
+        let cost = cost_estimate(&self.costs, self.prior_cost, worst);
         let yes = test.p_greater < self.alpha
             && worst > 0.0
             && gain / worst >= self.min_gain

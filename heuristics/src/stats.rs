@@ -3,6 +3,24 @@
 use crate::DeviceWindow;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+/// The mean of `v`; 0 if empty.
+pub fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// The unbiased sample variance of `v`; 0 with fewer than two values.
+pub fn variance(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(v);
+    v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64
+}
+
 /// The median of `v` (mean of the middle two for even lengths); 0 if empty.
 pub fn median(v: &[f64]) -> f64 {
     if v.is_empty() {
@@ -57,9 +75,12 @@ pub fn balanced_time(devices: &[DeviceWindow]) -> f64 {
     }
 }
 
+/// The statistics of a Welch t-test of `a` against `b`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WelchResult {
+    /// The t statistic: (mean(a) - mean(b)) / se.
     pub t: f64,
+    /// Welch-Satterthwaite degrees of freedom.
     pub dof: f64,
     /// One-sided p-value for "a is larger than b".
     pub p_greater: f64,
@@ -76,17 +97,15 @@ impl WelchResult {
     }
 }
 
-/// Welch's unequal-variance t-test of `a` against `b`.
+/// Welch's unequal-variance t-test of `a` against `b`; `None` when either
+/// has fewer than two samples.
 pub fn welch_t_test(a: &[f64], b: &[f64]) -> Option<WelchResult> {
     let (na, nb) = (a.len() as f64, b.len() as f64);
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    let var =
-        |v: &[f64], m: f64| v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() as f64 - 1.0);
     let (ma, mb) = (mean(a), mean(b));
-    let (va, vb) = (var(a, ma) / na, var(b, mb) / nb);
+    let (va, vb) = (variance(a) / na, variance(b) / nb);
     let se2 = va + vb;
     if se2 <= 0.0 {
         // No spread at all: the difference is exact.
@@ -125,7 +144,8 @@ mod tests {
         // Same rows, one device 3x slower: it should get a quarter.
         let got = throughput_weights(&[w(100, 3.0), w(100, 1.0)]);
         assert!((got[0] - 0.25).abs() < 1e-12 && (got[1] - 0.75).abs() < 1e-12);
-        // Balanced: 200 rows at 1/3 + 1 rows per unit time -> 150 time units... per row times 0.03 and 0.01.
+        // Balanced: 0.03 and 0.01 seconds per row, so together 1/0.03 + 1/0.01
+        // = 133.3 rows per second, and all 200 rows take 1.5 seconds.
         let b = balanced_time(&[w(100, 3.0), w(100, 1.0)]);
         assert!((b - 1.5).abs() < 1e-12, "{b}");
         // A device without rows gets the others' mean weight.

@@ -1,0 +1,89 @@
+//! Checks for heuristic authors.
+//!
+//! The skeleton runs one copy of the heuristic in every virtual process and
+//! relies on all of them deciding alike on the same gathered numbers; a
+//! heuristic that reads a clock, a random source or shared state breaks that
+//! silently (processes would disagree on when to rebalance).
+//! [`assert_deterministic`] checks it.
+
+use crate::{Decision, DeviceWindow, Heuristic, Rebalanced, Snapshot};
+
+/// Iterations before the first check: the skeleton's window length.
+const FIRST_CHECK: u64 = 30;
+
+/// Runs two heuristics made by `factory` side by side on the same
+/// sequence of snapshots, one per element of `windows` (one window per
+/// device), and panics at the first check where their decisions differ.
+/// Returns the iterations after which they rebalanced (so a test can also
+/// check that the script made the heuristic act).
+///
+/// The run mimics the skeleton's: `init` with the total iteration count,
+/// `check` on each snapshot (iterations 29, 30, ...; `remaining` counts
+/// down), `on_redistribute` after every decision to rebalance (costing twice
+/// the slowest device's mean time), `end` at the end. Decisions are compared
+/// bit for bit, the reported values and weights included.
+///
+/// ```
+/// use heuristics::{testing::assert_deterministic, DeviceWindow, Welch};
+/// let slow = |t: f64| vec![
+///     DeviceWindow { rows: 100, samples: vec![t, 1.1 * t, 0.9 * t] },
+///     DeviceWindow { rows: 100, samples: vec![1.0, 1.1, 0.9] },
+/// ];
+/// let at = assert_deterministic(|| Box::new(Welch::default()), &[slow(1.0), slow(3.0)]);
+/// assert!(at.is_empty(), "3 samples are too few to be significant");
+/// ```
+///
+/// # Panics
+/// When two copies decide differently, or `name()` differs between them.
+pub fn assert_deterministic<F>(factory: F, windows: &[Vec<DeviceWindow>]) -> Vec<u64>
+where
+    F: Fn() -> Box<dyn Heuristic>,
+{
+    let (mut a, mut b) = (factory(), factory());
+    assert_eq!(a.name(), b.name(), "two copies report different names");
+    let total = FIRST_CHECK + windows.len() as u64;
+    a.init(total);
+    b.init(total);
+    let mut at = Vec::new();
+    for (step, devices) in windows.iter().enumerate() {
+        let iter = FIRST_CHECK - 1 + step as u64;
+        let s = Snapshot {
+            iter,
+            rebalances: at.len(),
+            remaining: total - 1 - iter,
+            devices,
+        };
+        let (da, db) = (a.check(&s), b.check(&s));
+        assert!(
+            same(&da, &db),
+            "{}: two copies decided differently at check {step} (iteration {iter}):\n{da:?}\n{db:?}",
+            a.name()
+        );
+        if da.rebalance {
+            at.push(iter);
+            let r = Rebalanced {
+                iter,
+                rebalances: at.len(),
+                devices,
+                seconds: 2.0 * s.worst(),
+            };
+            a.on_redistribute(&r);
+            b.on_redistribute(&r);
+        }
+    }
+    a.end();
+    b.end();
+    at
+}
+
+/// Equal bit for bit (so NaN values compare equal to themselves).
+fn same(a: &Decision, b: &Decision) -> bool {
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    a.rebalance == b.rebalance
+        && a.values.len() == b.values.len()
+        && a.values
+            .iter()
+            .zip(&b.values)
+            .all(|((ka, va), (kb, vb))| ka == kb && va.to_bits() == vb.to_bits())
+        && a.weights.as_deref().map(bits) == b.weights.as_deref().map(bits)
+}
