@@ -99,8 +99,16 @@ macro_rules! transport_conformance {
 /// Runs `check` on each of `n` fresh in-process endpoints, one thread each;
 /// panics with the first failure, or after 60 s (a deadlock).
 pub fn run_in_process<T: Cell>(n: usize, check: Check<InProcess<T>>) {
+    run_threads(in_process::<T>(n), check);
+}
+
+/// Runs `check` on each endpoint, one thread each; panics with the first
+/// failure, or after 60 s (a deadlock). For any transport whose endpoints
+/// can move to threads (a wrapper around the in-process one, say).
+pub fn run_threads<X: Send + 'static>(endpoints: Vec<X>, check: Check<X>) {
+    let n = endpoints.len();
     let (done, finished) = channel();
-    let threads: Vec<_> = in_process::<T>(n)
+    let threads: Vec<_> = endpoints
         .into_iter()
         .map(|mut ep| {
             let done = done.clone();

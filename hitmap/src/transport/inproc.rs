@@ -234,4 +234,85 @@ mod tests {
             run_in_process(1, check);
         }
     }
+
+    /// An in-process endpoint with one promise broken, to show the suite
+    /// notices.
+    struct Broken {
+        ep: InProcess<u32>,
+        /// Receives ignore the tag (and sends drop it).
+        tag_blind: bool,
+        /// `barrier` returns at once.
+        no_barrier: bool,
+    }
+
+    impl Transport<u32> for Broken {
+        fn rank(&self) -> usize {
+            self.ep.rank()
+        }
+        fn size(&self) -> usize {
+            self.ep.size()
+        }
+        fn send(&mut self, to: usize, tag: u64, data: Vec<u32>) -> Result<(), TransportError> {
+            let tag = if self.tag_blind { 0 } else { tag };
+            self.ep.send(to, tag, data)
+        }
+        fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u32>, TransportError> {
+            let tag = if self.tag_blind { 0 } else { tag };
+            self.ep.recv(from, tag)
+        }
+        fn send_values(
+            &mut self,
+            to: usize,
+            tag: u64,
+            values: Vec<f64>,
+        ) -> Result<(), TransportError> {
+            self.ep.send_values(to, tag, values)
+        }
+        fn recv_values(&mut self, from: usize, tag: u64) -> Result<Vec<f64>, TransportError> {
+            self.ep.recv_values(from, tag)
+        }
+        fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError> {
+            self.ep.all_gather(values)
+        }
+        fn barrier(&mut self) -> Result<(), TransportError> {
+            if self.no_barrier {
+                Ok(())
+            } else {
+                self.ep.barrier()
+            }
+        }
+    }
+
+    fn broken(n: usize, tag_blind: bool, no_barrier: bool) -> Vec<Broken> {
+        in_process(n)
+            .into_iter()
+            .map(|ep| Broken {
+                ep,
+                tag_blind,
+                no_barrier,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_wrapper_alone_conforms() {
+        for (_, check) in conformance::all::<u32, Broken>() {
+            conformance::run_threads(broken(3, false, false), check);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "assertion")]
+    fn a_tag_blind_transport_fails() {
+        conformance::run_threads(broken(3, true, false), conformance::other_tags_kept_aside);
+    }
+
+    #[test]
+    #[should_panic(expected = "before rank 0 arrived")]
+    fn a_barrier_that_does_not_wait_fails() {
+        conformance::run_threads(
+            broken(3, false, true),
+            conformance::barrier_waits_for_everyone,
+        );
+    }
 }
