@@ -4,30 +4,75 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum HitmapError {
     #[error("tiles must be contiguous (stride 1) in every dimension")]
+    /// A tile over a strided shape.
     StridedTile,
     #[error("region {region} is not inside tile {tile}")]
-    OutOfTile { region: String, tile: String },
+    /// A region outside the tile's extent (both printed).
+    OutOfTile {
+        /// The region asked for.
+        region: String,
+        /// The tile's extent.
+        tile: String,
+    },
     #[error("expected {expected} elements, got {got}")]
-    LengthMismatch { expected: usize, got: usize },
+    /// Data of the wrong length for a region.
+    LengthMismatch {
+        /// Cells in the region.
+        expected: usize,
+        /// Cells given.
+        got: usize,
+    },
     #[error("a layout needs at least one process")]
+    /// A layout over zero processes.
     NoProcesses,
     #[error("partition on dimension {dim}, but the domain has {ndims} dimension(s) (use 0..{max})", max = ndims.saturating_sub(1))]
-    PartitionDim { dim: usize, ndims: usize },
+    /// A partition along a dimension the domain does not have.
+    PartitionDim {
+        /// The dimension asked for.
+        dim: usize,
+        /// The domain's dimensions.
+        ndims: usize,
+    },
     #[error("unknown partition '{0}': use m, m<n>, s<d> or w<d> (e.g. m, m2, s0, w0)")]
+    /// A partition name that does not parse.
     UnknownPartition(String),
     #[error("{expected} weights expected (one per process), got {got}")]
-    WeightCount { expected: usize, got: usize },
+    /// Not one weight (or block) per process.
+    WeightCount {
+        /// Processes.
+        expected: usize,
+        /// Weights (or blocks) given.
+        got: usize,
+    },
     #[error("weight {index} is {value}: weights must be finite and >= 0, and not all zero")]
-    BadWeight { index: usize, value: f64 },
+    /// A negative or non-finite weight, or all weights zero.
+    BadWeight {
+        /// Which weight.
+        index: usize,
+        /// Its value.
+        value: f64,
+    },
     #[error("process {vp} gets {width} row(s) in dimension {dim}, thinner than the stencil border {border}: use fewer processes, another partition or a larger size")]
+    /// A block thinner than the stencil's reach.
     TooThin {
+        /// The process.
         vp: usize,
+        /// The dimension.
         dim: usize,
+        /// Its rows in that dimension.
         width: usize,
+        /// The stencil's reach there.
         border: usize,
     },
     #[error("domain has {domain} dimension(s), stencil footprint has {footprint}")]
-    RankMismatch { domain: usize, footprint: usize },
+    /// A footprint of another dimension count than the domain.
+    RankMismatch {
+        /// The domain's dimensions.
+        domain: usize,
+        /// The footprint's dimensions.
+        footprint: usize,
+    },
     #[error("layouts of different domains cannot be redistributed into each other")]
+    /// Two layouts of different domains.
     DomainMismatch,
 }

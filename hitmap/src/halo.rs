@@ -24,9 +24,11 @@ impl Footprint {
         Footprint { ndims, offsets }
     }
 
+    /// Dimensions of every offset.
     pub fn ndims(&self) -> usize {
         self.ndims
     }
+    /// The offsets read, relative to the cell computed.
     pub fn offsets(&self) -> &[Vec<i64>] {
         &self.offsets
     }
@@ -95,7 +97,9 @@ impl Footprint {
 /// one message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Exchange {
+    /// The other process.
     pub peer: usize,
+    /// The regions, in message order (global indices).
     pub regions: Vec<Shape>,
 }
 
@@ -109,11 +113,14 @@ impl Exchange {
 /// What one virtual process sends and receives, peers in increasing order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VpHalo {
+    /// What it sends, one message per peer.
     pub sends: Vec<Exchange>,
+    /// What it receives, one message per peer.
     pub recvs: Vec<Exchange>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+/// Every process's halo exchanges for one layout and footprint.
 pub struct HaloPlan {
     per_vp: Vec<VpHalo>,
 }
@@ -175,10 +182,12 @@ impl HaloPlan {
         Ok(HaloPlan { per_vp })
     }
 
+    /// Process `p`'s exchanges.
     pub fn vp(&self, p: usize) -> &VpHalo {
         &self.per_vp[p]
     }
 
+    /// Number of processes.
     pub fn procs(&self) -> usize {
         self.per_vp.len()
     }

@@ -184,21 +184,27 @@ impl Layout {
         })
     }
 
+    /// The whole index domain.
     pub fn domain(&self) -> &Shape {
         &self.domain
     }
+    /// How the domain was cut.
     pub fn partition(&self) -> Partition {
         self.partition
     }
+    /// The grid of processes.
     pub fn topology(&self) -> &Topology {
         &self.topology
     }
+    /// Number of processes (blocks).
     pub fn procs(&self) -> usize {
         self.blocks.len()
     }
+    /// Every process's block, by rank (possibly empty).
     pub fn blocks(&self) -> &[Shape] {
         &self.blocks
     }
+    /// Process `p`'s block.
     pub fn block(&self, p: usize) -> &Shape {
         &self.blocks[p]
     }

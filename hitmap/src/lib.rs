@@ -3,6 +3,9 @@
 //! Everything here is about indices and data movement; nothing knows about
 //! devices or stencil arithmetic.
 
+#![warn(missing_docs)]
+
+/// The error type of tiles, layouts and plans.
 pub mod error;
 pub mod halo;
 pub mod layout;

@@ -7,8 +7,11 @@ use crate::shape::Shape;
 /// Cells `region` go from process `from` (old layout) to `to` (new layout).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Move {
+    /// Owner in the old layout.
     pub from: usize,
+    /// Owner in the new layout.
     pub to: usize,
+    /// The cells (global indices).
     pub region: Shape,
 }
 
@@ -22,6 +25,8 @@ pub struct RedistributionPlan {
 }
 
 impl RedistributionPlan {
+    /// The moves from `old` to `new`; both must cover the same domain with
+    /// the same number of processes.
     pub fn new(old: &Layout, new: &Layout) -> Result<RedistributionPlan, HitmapError> {
         if old.domain() != new.domain() {
             return Err(HitmapError::DomainMismatch);
@@ -47,6 +52,7 @@ impl RedistributionPlan {
         Ok(RedistributionPlan { moves })
     }
 
+    /// Every move, by source then destination.
     pub fn moves(&self) -> &[Move] {
         &self.moves
     }
@@ -66,6 +72,7 @@ impl RedistributionPlan {
         self.moves.iter().map(|m| m.region.card()).sum()
     }
 
+    /// Whether no cell changes owner.
     pub fn is_empty(&self) -> bool {
         self.moves.is_empty()
     }

@@ -11,6 +11,7 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// The product of `sigs`; empty if any is.
     pub fn new(sigs: Vec<Sig>) -> Shape {
         // Keep one canonical empty form per dimension count so `==` is set equality.
         if sigs.iter().any(Sig::is_empty) {
@@ -38,12 +39,15 @@ impl Shape {
         }
     }
 
+    /// Number of dimensions.
     pub fn ndims(&self) -> usize {
         self.sigs.len()
     }
+    /// The index set of every dimension.
     pub fn sigs(&self) -> &[Sig] {
         &self.sigs
     }
+    /// The index set of dimension `d`.
     pub fn sig(&self, d: usize) -> Sig {
         self.sigs[d]
     }
@@ -61,6 +65,7 @@ impl Shape {
         self.sigs.iter().map(Sig::card).product()
     }
 
+    /// Whether it has no element.
     pub fn is_empty(&self) -> bool {
         self.card() == 0
     }
@@ -70,10 +75,12 @@ impl Shape {
         self.sigs.iter().all(|s| s.stride() == 1)
     }
 
+    /// Whether `idx` (one index per dimension) is an element.
     pub fn contains(&self, idx: &[i64]) -> bool {
         idx.len() == self.ndims() && self.sigs.iter().zip(idx).all(|(s, &i)| s.contains(i))
     }
 
+    /// Whether every element of `other` is an element.
     pub fn contains_shape(&self, other: &Shape) -> bool {
         other.is_empty()
             || (other.ndims() == self.ndims()

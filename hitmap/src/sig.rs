@@ -41,6 +41,7 @@ impl Sig {
         Sig::new(begin, end, 1)
     }
 
+    /// The first element (0 when empty).
     pub fn begin(&self) -> i64 {
         self.begin
     }
@@ -48,6 +49,7 @@ impl Sig {
     pub fn end(&self) -> i64 {
         self.end
     }
+    /// Distance between consecutive elements.
     pub fn stride(&self) -> i64 {
         self.stride
     }
@@ -56,6 +58,7 @@ impl Sig {
         (!self.is_empty()).then_some(self.end - 1)
     }
 
+    /// Whether it has no element.
     pub fn is_empty(&self) -> bool {
         self.end <= self.begin
     }
@@ -69,6 +72,7 @@ impl Sig {
         }
     }
 
+    /// Whether `i` is an element.
     pub fn contains(&self, i: i64) -> bool {
         i >= self.begin && i < self.end && (i - self.begin) % self.stride == 0
     }

@@ -57,6 +57,7 @@ impl<T: Copy> Tile<T> {
         &self.alloc
     }
 
+    /// Number of dimensions.
     pub fn ndims(&self) -> usize {
         self.alloc.ndims()
     }
@@ -78,6 +79,7 @@ impl<T: Copy> Tile<T> {
             .expect("tiles are always standard row-major")
     }
 
+    /// The whole allocation, row-major, mutable.
     pub fn as_slice_mut(&mut self) -> &mut [T] {
         self.data
             .as_slice_mut()
@@ -106,6 +108,7 @@ impl<T: Copy> Tile<T> {
         )
     }
 
+    /// The cell at global index `idx`, if inside the extent.
     pub fn get(&self, idx: &[i64]) -> Option<&T> {
         if !self.extent.contains(idx) {
             return None;
@@ -113,6 +116,7 @@ impl<T: Copy> Tile<T> {
         self.offset(idx).map(|o| &self.as_slice()[o])
     }
 
+    /// The cell at global index `idx`, mutable, if inside the extent.
     pub fn get_mut(&mut self, idx: &[i64]) -> Option<&mut T> {
         if !self.extent.contains(idx) {
             return None;
@@ -150,6 +154,7 @@ impl<T: Copy> Tile<T> {
         Ok(self.data.slice_each_axis(|ax| sl[ax.axis.index()]))
     }
 
+    /// A mutable view of a sub-selection (any strides) of the extent.
     pub fn select_mut(&mut self, region: &Shape) -> Result<ArrayViewMutD<'_, T>, HitmapError> {
         let sl = self.slices(region)?;
         Ok(self.data.slice_each_axis_mut(|ax| sl[ax.axis.index()]))

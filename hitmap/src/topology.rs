@@ -26,18 +26,22 @@ impl Topology {
         Topology { dims }
     }
 
+    /// A grid with `dims[d]` processes along dimension `d`.
     pub fn from_dims(dims: Vec<usize>) -> Topology {
         Topology { dims }
     }
 
+    /// Processes per dimension.
     pub fn dims(&self) -> &[usize] {
         &self.dims
     }
 
+    /// Number of processes.
     pub fn size(&self) -> usize {
         self.dims.iter().product()
     }
 
+    /// Grid coordinates of `rank`.
     pub fn coords(&self, rank: usize) -> Vec<usize> {
         let mut c = vec![0; self.dims.len()];
         let mut r = rank;
@@ -48,6 +52,7 @@ impl Topology {
         c
     }
 
+    /// The rank at grid coordinates `coords`.
     pub fn rank(&self, coords: &[usize]) -> usize {
         coords
             .iter()

@@ -1,7 +1,10 @@
 //! The MPI transport between real ranks. Run by `cargo test --features mpi`:
 //! this program starts itself under `mpirun -np 3` and each rank hosts some
 //! of five virtual processes, one thread each (so ranks host one or two).
+//! Each runs the hand-written exchange below, then every check of the
+//! transport conformance suite (`hitmap::transport::conformance`) in turn.
 
+use hitmap::transport::conformance;
 use hitmap::{MpiTransport, Placement, Transport, TransportError};
 use std::process::Command;
 use std::sync::Arc;
@@ -36,8 +39,9 @@ fn launch() {
         if let Some(status) = child.try_wait().expect("waiting for mpirun") {
             assert!(status.success(), "a rank failed: {status}");
             println!(
-                "mpi transport: {RANKS} ranks, {} virtual processes: ok",
-                PLACEMENT.len()
+                "mpi transport: {RANKS} ranks, {} virtual processes: exchange and {} conformance checks ok",
+                PLACEMENT.len(),
+                conformance::all::<u32, MpiTransport<u32>>().len()
             );
             return;
         }
@@ -72,8 +76,21 @@ fn rank_main() {
     drop(universe);
 }
 
+/// The exchange, then the conformance checks, on virtual process `p`'s
+/// endpoint.
 fn exchange(p: usize, placement: Arc<Placement>) {
     let mut ep = MpiTransport::<u32>::new(p, placement).unwrap();
+    hand_written(&mut ep);
+    for (name, check) in conformance::all::<u32, MpiTransport<u32>>() {
+        check(&mut ep);
+        if p == 0 {
+            println!("mpi transport conformance: {name} ok");
+        }
+    }
+}
+
+fn hand_written(ep: &mut MpiTransport<u32>) {
+    let p = ep.rank();
     let n = ep.size();
     let (next, prev) = ((p + 1) % n, (p + n - 1) % n);
     ep.send(next, 7, vec![p as u32; 3]).unwrap();

@@ -1,27 +1,36 @@
 use super::{Transport, TransportError};
 use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// What a message of f64 values is for: point to point, or the n-th
+/// collective.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum Key {
-    P2p(u64),
+enum Floats {
     Values(u64),
     Collective(u64),
 }
 
-enum Payload<T> {
-    Cells(Vec<T>),
-    Floats(Vec<f64>),
+/// A message as it travels: the payload's type follows from its kind, so a
+/// receiver never meets cells where it waits for values.
+enum Msg<T> {
+    Cells {
+        from: usize,
+        tag: u64,
+        data: Vec<T>,
+    },
+    Floats {
+        from: usize,
+        key: Floats,
+        data: Vec<f64>,
+    },
 }
 
-struct Msg<T> {
-    from: usize,
-    key: Key,
-    payload: Payload<T>,
-}
+/// Messages that arrived before they were asked for, by sender and key.
+type Pending<K, V> = HashMap<(usize, K), VecDeque<Vec<V>>>;
 
 /// One virtual process's endpoint of the in-process transport (threads and
 /// channels; messages move by handing over the vector, no copy).
@@ -32,7 +41,8 @@ pub struct InProcess<T> {
     rank: usize,
     txs: Vec<Sender<Msg<T>>>,
     rx: Receiver<Msg<T>>,
-    pending: HashMap<(usize, Key), VecDeque<Payload<T>>>,
+    cells: Pending<u64, T>,
+    floats: Pending<Floats, f64>,
     gone: Arc<Vec<AtomicBool>>,
     collectives: u64,
 }
@@ -47,7 +57,8 @@ pub fn in_process<T: Send>(n: usize) -> Vec<InProcess<T>> {
             rank,
             txs: txs.clone(),
             rx,
-            pending: HashMap::new(),
+            cells: HashMap::new(),
+            floats: HashMap::new(),
             gone: gone.clone(),
             collectives: 0,
         })
@@ -58,34 +69,42 @@ const POLL: Duration = Duration::from_millis(20);
 const SPIN: Duration = Duration::from_micros(50);
 
 impl<T: Send> InProcess<T> {
-    fn post(&self, to: usize, key: Key, payload: Payload<T>) -> Result<(), TransportError> {
-        let tx = self.txs.get(to).ok_or(TransportError::NoSuchPeer {
-            peer: to,
-            size: self.txs.len(),
-        })?;
-        tx.send(Msg {
-            from: self.rank,
-            key,
-            payload,
-        })
-        .map_err(|_| TransportError::PeerGone(to))
+    fn check_peer(&self, q: usize) -> Result<(), TransportError> {
+        if q < self.txs.len() {
+            Ok(())
+        } else {
+            Err(TransportError::NoSuchPeer {
+                peer: q,
+                size: self.txs.len(),
+            })
+        }
     }
 
-    fn wait(&mut self, from: usize, key: Key) -> Result<Payload<T>, TransportError> {
-        if from >= self.txs.len() {
-            return Err(TransportError::NoSuchPeer {
-                peer: from,
-                size: self.txs.len(),
-            });
-        }
+    fn post(&self, to: usize, m: Msg<T>) -> Result<(), TransportError> {
+        self.check_peer(to)?;
+        self.txs[to]
+            .send(m)
+            .map_err(|_| TransportError::PeerGone(to))
+    }
+
+    fn post_floats(&self, to: usize, key: Floats, data: Vec<f64>) -> Result<(), TransportError> {
+        let from = self.rank;
+        self.post(to, Msg::Floats { from, key, data })
+    }
+
+    /// Waits for the first message that `take` finds in the pending ones,
+    /// stashing whatever else arrives; `PeerGone` once `from` has gone and
+    /// nothing it sent is left to read.
+    fn wait<R>(
+        &mut self,
+        from: usize,
+        take: impl Fn(&mut Self) -> Option<R>,
+    ) -> Result<R, TransportError> {
+        self.check_peer(from)?;
         let mut spun = Instant::now();
         loop {
-            if let Some(p) = self
-                .pending
-                .get_mut(&(from, key))
-                .and_then(VecDeque::pop_front)
-            {
-                return Ok(p);
+            if let Some(r) = take(self) {
+                return Ok(r);
             }
             // Poll briefly before blocking: a neighbour's halo usually arrives
             // within microseconds, and waking a blocked thread costs tens of
@@ -114,12 +133,25 @@ impl<T: Send> InProcess<T> {
         }
     }
 
-    fn stash(&mut self, m: Msg<T>) {
-        self.pending
-            .entry((m.from, m.key))
-            .or_default()
-            .push_back(m.payload);
+    fn wait_floats(&mut self, from: usize, key: Floats) -> Result<Vec<f64>, TransportError> {
+        self.wait(from, |s| pop(&mut s.floats, from, key))
     }
+
+    fn stash(&mut self, m: Msg<T>) {
+        match m {
+            Msg::Cells { from, tag, data } => {
+                self.cells.entry((from, tag)).or_default().push_back(data)
+            }
+            Msg::Floats { from, key, data } => {
+                self.floats.entry((from, key)).or_default().push_back(data)
+            }
+        }
+    }
+}
+
+/// The oldest pending message from `from` under `key`.
+fn pop<K: Hash + Eq, V>(pending: &mut Pending<K, V>, from: usize, key: K) -> Option<Vec<V>> {
+    pending.get_mut(&(from, key)).and_then(VecDeque::pop_front)
 }
 
 impl<T: Send> Transport<T> for InProcess<T> {
@@ -132,45 +164,34 @@ impl<T: Send> Transport<T> for InProcess<T> {
     }
 
     fn send(&mut self, to: usize, tag: u64, data: Vec<T>) -> Result<(), TransportError> {
-        self.post(to, Key::P2p(tag), Payload::Cells(data))
+        let from = self.rank;
+        self.post(to, Msg::Cells { from, tag, data })
     }
 
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<T>, TransportError> {
-        match self.wait(from, Key::P2p(tag))? {
-            Payload::Cells(v) => Ok(v),
-            Payload::Floats(_) => Err(TransportError::Other(
-                "collective payload on a point-to-point tag".into(),
-            )),
-        }
+        self.wait(from, |s| pop(&mut s.cells, from, tag))
     }
 
     fn send_values(&mut self, to: usize, tag: u64, values: Vec<f64>) -> Result<(), TransportError> {
-        self.post(to, Key::Values(tag), Payload::Floats(values))
+        self.post_floats(to, Floats::Values(tag), values)
     }
 
     fn recv_values(&mut self, from: usize, tag: u64) -> Result<Vec<f64>, TransportError> {
-        match self.wait(from, Key::Values(tag))? {
-            Payload::Floats(v) => Ok(v),
-            Payload::Cells(_) => Err(TransportError::Other("cells on a values tag".into())),
-        }
+        self.wait_floats(from, Floats::Values(tag))
     }
 
     fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError> {
-        let key = Key::Collective(self.collectives);
+        let key = Floats::Collective(self.collectives);
         self.collectives += 1;
-        for to in 0..self.size() {
-            if to != self.rank {
-                self.post(to, key, Payload::Floats(values.to_vec()))?;
-            }
+        for to in (0..self.size()).filter(|&q| q != self.rank) {
+            self.post_floats(to, key, values.to_vec())?;
         }
         (0..self.size())
             .map(|from| {
                 if from == self.rank {
-                    return Ok(values.to_vec());
-                }
-                match self.wait(from, key)? {
-                    Payload::Floats(v) => Ok(v),
-                    Payload::Cells(_) => Err(TransportError::Other("cells on a collective".into())),
+                    Ok(values.to_vec())
+                } else {
+                    self.wait_floats(from, key)
                 }
             })
             .collect()
@@ -186,52 +207,112 @@ impl<T> Drop for InProcess<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::thread;
+    use crate::transport::conformance::{self, run_in_process};
+
+    /// The conformance suite, four processes exchanging u32 cells.
+    mod u32_cells {
+        use super::*;
+        crate::transport_conformance!(u32, InProcess<u32>, |c| run_in_process(4, c));
+    }
+
+    /// The same with f64 cells and two processes (each is the other's
+    /// next and previous neighbour).
+    mod f64_cells_two {
+        use super::*;
+        crate::transport_conformance!(f64, InProcess<f64>, |c| run_in_process(2, c));
+    }
 
     #[test]
-    fn ring_exchange_and_gather() {
-        let eps = in_process::<u32>(4);
-        let handles: Vec<_> = eps
+    fn dropped_peer_is_peer_gone() {
+        conformance::dropped_peer_is_peer_gone::<u32, _>(in_process(2));
+        conformance::dropped_peer_is_peer_gone::<u32, _>(in_process(4));
+    }
+
+    #[test]
+    fn one_process_talks_to_itself() {
+        for (_, check) in conformance::all::<u32, InProcess<u32>>() {
+            run_in_process(1, check);
+        }
+    }
+
+    /// An in-process endpoint with one promise broken, to show the suite
+    /// notices.
+    struct Broken {
+        ep: InProcess<u32>,
+        /// Receives ignore the tag (and sends drop it).
+        tag_blind: bool,
+        /// `barrier` returns at once.
+        no_barrier: bool,
+    }
+
+    impl Transport<u32> for Broken {
+        fn rank(&self) -> usize {
+            self.ep.rank()
+        }
+        fn size(&self) -> usize {
+            self.ep.size()
+        }
+        fn send(&mut self, to: usize, tag: u64, data: Vec<u32>) -> Result<(), TransportError> {
+            let tag = if self.tag_blind { 0 } else { tag };
+            self.ep.send(to, tag, data)
+        }
+        fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<u32>, TransportError> {
+            let tag = if self.tag_blind { 0 } else { tag };
+            self.ep.recv(from, tag)
+        }
+        fn send_values(
+            &mut self,
+            to: usize,
+            tag: u64,
+            values: Vec<f64>,
+        ) -> Result<(), TransportError> {
+            self.ep.send_values(to, tag, values)
+        }
+        fn recv_values(&mut self, from: usize, tag: u64) -> Result<Vec<f64>, TransportError> {
+            self.ep.recv_values(from, tag)
+        }
+        fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError> {
+            self.ep.all_gather(values)
+        }
+        fn barrier(&mut self) -> Result<(), TransportError> {
+            if self.no_barrier {
+                Ok(())
+            } else {
+                self.ep.barrier()
+            }
+        }
+    }
+
+    fn broken(n: usize, tag_blind: bool, no_barrier: bool) -> Vec<Broken> {
+        in_process(n)
             .into_iter()
-            .map(|mut ep| {
-                thread::spawn(move || {
-                    let (r, n) = (ep.rank(), ep.size());
-                    ep.send((r + 1) % n, 7, vec![r as u32; 3]).unwrap();
-                    ep.send((r + 1) % n, 8, vec![100 + r as u32]).unwrap();
-                    ep.send_values((r + 1) % n, 7, vec![r as f64 + 0.5])
-                        .unwrap();
-                    // Receive out of send order: tags keep them apart.
-                    let b = ep.recv((r + n - 1) % n, 8).unwrap();
-                    let a = ep.recv((r + n - 1) % n, 7).unwrap();
-                    // Same tag, other kind: kept apart from the cells.
-                    let v = ep.recv_values((r + n - 1) % n, 7).unwrap();
-                    assert_eq!(v, vec![((r + n - 1) % n) as f64 + 0.5]);
-                    let g = ep.all_gather(&[r as f64 * 2.0]).unwrap();
-                    ep.barrier().unwrap();
-                    (a, b, g)
-                })
+            .map(|ep| Broken {
+                ep,
+                tag_blind,
+                no_barrier,
             })
-            .collect();
-        for (r, h) in handles.into_iter().enumerate() {
-            let (a, b, g) = h.join().unwrap();
-            let left = ((r + 3) % 4) as u32;
-            assert_eq!(a, vec![left; 3]);
-            assert_eq!(b, vec![100 + left]);
-            assert_eq!(g, vec![vec![0.0], vec![2.0], vec![4.0], vec![6.0]]);
+            .collect()
+    }
+
+    #[test]
+    fn the_wrapper_alone_conforms() {
+        for (_, check) in conformance::all::<u32, Broken>() {
+            conformance::run_threads(broken(3, false, false), check);
         }
     }
 
     #[test]
-    fn a_dead_peer_is_an_error_not_a_hang() {
-        let mut eps = in_process::<u8>(2);
-        let dead = eps.pop().unwrap();
-        drop(dead);
-        let mut ep = eps.pop().unwrap();
-        assert_eq!(ep.recv(1, 0), Err(TransportError::PeerGone(1)));
-        assert_eq!(ep.all_gather(&[1.0]), Err(TransportError::PeerGone(1)));
-        assert!(matches!(
-            ep.recv(5, 0),
-            Err(TransportError::NoSuchPeer { peer: 5, size: 2 })
-        ));
+    #[should_panic(expected = "assertion")]
+    fn a_tag_blind_transport_fails() {
+        conformance::run_threads(broken(3, true, false), conformance::other_tags_kept_aside);
+    }
+
+    #[test]
+    #[should_panic(expected = "before rank 0 arrived")]
+    fn a_barrier_that_does_not_wait_fails() {
+        conformance::run_threads(
+            broken(3, false, true),
+            conformance::barrier_waits_for_everyone,
+        );
     }
 }

@@ -11,14 +11,61 @@ pub use inproc::{in_process, InProcess};
 pub use mpi::{MpiTransport, Placement, MAX_TAG};
 use thiserror::Error;
 
+#[cfg(any(test, feature = "conformance"))]
+pub mod conformance;
+
+/// Why a transport operation failed.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum TransportError {
+    /// The peer's endpoint is gone (dropped, its thread failed). In-process
+    /// only: MPI has no way to tell. (The skeleton recognises this message
+    /// by "is gone": keep the text.)
     #[error("virtual process {0} is gone (it failed or stopped early)")]
     PeerGone(usize),
+    /// A rank outside `0..size`.
     #[error("no virtual process {peer}: there are {size}")]
-    NoSuchPeer { peer: usize, size: usize },
-    #[error("transport failure: {0}")]
-    Other(String),
+    NoSuchPeer {
+        /// The rank asked for.
+        peer: usize,
+        /// How many virtual processes there are.
+        size: usize,
+    },
+    /// More virtual processes on one MPI rank than MPI tags can name.
+    #[error(
+        "{per_rank} virtual processes on one rank: MPI tags can name at most {max}; run more ranks"
+    )]
+    TooManyOnRank {
+        /// The most virtual processes placed on one rank.
+        per_rank: usize,
+        /// The most that fit.
+        max: usize,
+    },
+    /// An endpoint made before MPI was initialised or after it finalised.
+    #[error("MPI is not initialised")]
+    MpiNotInitialised,
+    /// An endpoint made on a rank that does not host its virtual process.
+    #[error("virtual process {vp} belongs to rank {owner}, not {rank}")]
+    WrongRank {
+        /// The virtual process.
+        vp: usize,
+        /// The rank that hosts it.
+        owner: usize,
+        /// The rank that tried to make its endpoint.
+        rank: usize,
+    },
+    /// A payload whose length is not a whole number of values: the sender
+    /// used another cell type.
+    #[error(
+        "a message from virtual process {from} has {bytes} bytes, not a whole number of {elem}-byte values"
+    )]
+    Ragged {
+        /// The sender.
+        from: usize,
+        /// The payload's length.
+        bytes: usize,
+        /// The size of one value.
+        elem: usize,
+    },
 }
 
 /// Point-to-point messages of cells and small collectives of f64 values
@@ -28,9 +75,13 @@ pub enum TransportError {
 ///
 /// Not `Send` in general: an MPI endpoint owns requests that stay in the
 /// thread that made them, so endpoints are made where they are used.
+///
+/// The `conformance` module (feature `conformance`) checks these promises on any
+/// implementation.
 pub trait Transport<T> {
     /// This virtual process.
     fn rank(&self) -> usize;
+    /// How many virtual processes there are.
     fn size(&self) -> usize;
     /// Starts sending `data`; never waits for the receiver.
     fn send(&mut self, to: usize, tag: u64, data: Vec<T>) -> Result<(), TransportError>;

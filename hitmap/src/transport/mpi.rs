@@ -2,8 +2,9 @@
 //! an endpoint on `MPI_COMM_WORLD`, hosted by one rank; a rank may host
 //! several (each in its own thread, which needs `MPI_THREAD_MULTIPLE`).
 //!
-//! Each message is two MPI messages with the same MPI tag: an 8-byte header
-//! carrying the trait's 64-bit tag (MPI tags are only guaranteed 15 bits),
+//! Each message is two MPI messages with the same MPI tag: an 8-byte
+//! little-endian header carrying the trait's 64-bit tag (MPI tags are only
+//! guaranteed 15 bits),
 //! then the payload, sent zero-copy as bytes. The MPI tag names the sending
 //! and receiving virtual processes within their ranks and the kind of
 //! message, so MPI's non-overtaking rule keeps each header next to its
@@ -22,6 +23,12 @@ use std::sync::Arc;
 /// The MPI standard guarantees tags up to 32767; the top of that range is
 /// left to the cluster's own control messages.
 pub const MAX_TAG: i32 = 32_000;
+
+/// The most virtual processes one rank may host: `3 n^2` tags must fit
+/// under `MAX_TAG`.
+const MAX_PER_RANK: usize = 103;
+const _: () = assert!(3 * MAX_PER_RANK * MAX_PER_RANK <= MAX_TAG as usize);
+const _: () = assert!(3 * (MAX_PER_RANK + 1) * (MAX_PER_RANK + 1) > MAX_TAG as usize);
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Kind {
@@ -54,9 +61,10 @@ impl Placement {
             .collect();
         let per_rank = count.values().copied().max().unwrap_or(1);
         if 3 * per_rank * per_rank > MAX_TAG as usize {
-            return Err(TransportError::Other(format!(
-                "{per_rank} virtual processes on one rank: MPI tags can name at most 103; run more ranks"
-            )));
+            return Err(TransportError::TooManyOnRank {
+                per_rank,
+                max: MAX_PER_RANK,
+            });
         }
         Ok(Placement {
             rank,
@@ -65,14 +73,20 @@ impl Placement {
         })
     }
 
+    /// The rank hosting virtual process `p`.
+    ///
+    /// # Panics
+    /// If `p >= self.len()`.
     pub fn rank_of(&self, p: usize) -> usize {
         self.rank[p]
     }
 
+    /// How many virtual processes are placed.
     pub fn len(&self) -> usize {
         self.rank.len()
     }
 
+    /// Whether no virtual process is placed.
     pub fn is_empty(&self) -> bool {
         self.rank.is_empty()
     }
@@ -87,6 +101,8 @@ impl Placement {
 /// need this because sends must not block: two neighbours that each send
 /// before receiving would deadlock on any message too large for MPI's eager
 /// protocol (a 4098-cell halo row already is, on shared memory).
+///
+/// Dropping a `Leaked` without `reclaim` leaks the buffer: never unsound.
 struct Leaked<U> {
     ptr: *mut U,
     len: usize,
@@ -97,36 +113,85 @@ impl<U: Pod> Leaked<U> {
     fn new(v: Vec<U>) -> (Leaked<U>, &'static [u8]) {
         let mut v = std::mem::ManuallyDrop::new(v);
         let (ptr, len, cap) = (v.as_mut_ptr(), v.len(), v.capacity());
-        // SAFETY: the Vec is not dropped (ManuallyDrop) until `reclaim`, which
-        // runs only after MPI has finished reading, so the bytes stay valid
-        // while any request borrows them. U is Pod: every byte is
-        // initialised and may be read as u8.
+        // SAFETY: ptr is the start of `len` initialised values of U (from the
+        // Vec), and U is Pod, so its `size_of_val` bytes are initialised and
+        // may be read as u8. The Vec is never dropped (ManuallyDrop) and only
+        // `reclaim`, an `unsafe fn` whose caller promises that nothing
+        // borrows these bytes any more, frees them, so they stay valid for
+        // as long as any borrow of the returned slice can be used.
         let bytes = unsafe {
             std::slice::from_raw_parts(ptr.cast::<u8>().cast_const(), std::mem::size_of_val(&v[..]))
         };
         (Leaked { ptr, len, cap }, bytes)
     }
 
-    /// Frees the payload; only once no request borrows it.
-    fn reclaim(self) {
-        // SAFETY: ptr/len/cap are the parts of the Vec leaked in `new`, and
-        // `self` (their only record) is consumed here.
+    /// Frees the payload.
+    ///
+    /// # Safety
+    /// No reference to the bytes `new` returned with this `Leaked` may be
+    /// used afterwards: every MPI request made with them must have
+    /// completed.
+    unsafe fn reclaim(self) {
+        // SAFETY: ptr/len/cap are the parts of the Vec leaked in `new` (never
+        // changed since), and `self`, their only record, is consumed here, so
+        // the Vec is rebuilt and freed once. The caller promises that nothing
+        // still reads the bytes.
         drop(unsafe { Vec::from_raw_parts(self.ptr, self.len, self.cap) });
     }
 }
 
 /// A message in flight: its two requests and the buffers they read.
+///
+/// The `'static` slices of the buffers exist only inside `start`, which
+/// hands them to the two requests and nothing else, so once those requests
+/// have completed nothing borrows the buffers. `free` therefore waits for
+/// whatever requests are left before it reclaims: a safe fn, whatever the
+/// caller does, at the price of blocking when called early (the outbox calls
+/// it only on completed messages, or when it is dropped).
 struct InFlight<U: Pod> {
     requests: Vec<Request<'static, [u8], StaticScope>>,
-    header: Leaked<u64>,
+    header: Leaked<[u8; 8]>,
     body: Leaked<U>,
 }
 
 impl<U: Pod> InFlight<U> {
-    fn free(self) {
-        debug_assert!(self.requests.is_empty());
-        self.header.reclaim();
-        self.body.reclaim();
+    /// Starts sending the header (`tag`, little-endian) and `data` to `dest`
+    /// under `mpi_tag`.
+    fn start(dest: &Process<'_>, mpi_tag: i32, tag: u64, data: Vec<U>) -> InFlight<U> {
+        let (header, header_bytes) = Leaked::new(vec![tag.to_le_bytes()]);
+        let (body, body_bytes) = Leaked::new(data);
+        let requests = vec![
+            dest.immediate_send_with_tag(StaticScope, header_bytes, mpi_tag),
+            dest.immediate_send_with_tag(StaticScope, body_bytes, mpi_tag),
+        ];
+        InFlight {
+            requests,
+            header,
+            body,
+        }
+    }
+
+    /// Drops the requests that have completed; true when none is left.
+    fn poll(&mut self) -> bool {
+        self.requests = std::mem::take(&mut self.requests)
+            .into_iter()
+            .filter_map(|r| r.test().err())
+            .collect();
+        self.requests.is_empty()
+    }
+
+    /// Waits for the requests still running, then frees the buffers.
+    fn free(mut self) {
+        for r in self.requests.drain(..) {
+            r.wait_without_status();
+        }
+        // SAFETY: the buffers' bytes went only to `self.requests` (see
+        // `start`), and every one of them has completed: earlier, when
+        // `poll` dropped it, or in the wait just above.
+        unsafe {
+            self.header.reclaim();
+            self.body.reclaim();
+        }
     }
 }
 
@@ -144,27 +209,14 @@ impl<U: Pod> Outbox<U> {
 
     fn send(&mut self, dest: &Process<'_>, mpi_tag: i32, tag: u64, data: Vec<U>) {
         self.collect_finished();
-        let (header, header_bytes) = Leaked::new(vec![tag]);
-        let (body, body_bytes) = Leaked::new(data);
-        let requests = vec![
-            dest.immediate_send_with_tag(StaticScope, header_bytes, mpi_tag),
-            dest.immediate_send_with_tag(StaticScope, body_bytes, mpi_tag),
-        ];
-        self.in_flight.push(InFlight {
-            requests,
-            header,
-            body,
-        });
+        self.in_flight
+            .push(InFlight::start(dest, mpi_tag, tag, data));
     }
 
     /// Frees the buffers of the sends that have completed.
     fn collect_finished(&mut self) {
         for mut f in std::mem::take(&mut self.in_flight) {
-            f.requests = std::mem::take(&mut f.requests)
-                .into_iter()
-                .filter_map(|r| r.test().err())
-                .collect();
-            if f.requests.is_empty() {
+            if f.poll() {
                 f.free();
             } else {
                 self.in_flight.push(f);
@@ -175,13 +227,8 @@ impl<U: Pod> Outbox<U> {
 
 impl<U: Pod> Drop for Outbox<U> {
     fn drop(&mut self) {
-        // Buffers may be freed only once MPI is done with them.
-        for mut f in self.in_flight.drain(..) {
-            for r in f.requests.drain(..) {
-                r.wait_without_status();
-            }
-            f.free();
-        }
+        // `free` waits for what is still being sent.
+        self.in_flight.drain(..).for_each(InFlight::free);
     }
 }
 
@@ -266,9 +313,7 @@ impl Link {
         let bytes = status.count(u8::equivalent_datatype()) as usize;
         let elem = std::mem::size_of::<U>();
         if elem == 0 || !bytes.is_multiple_of(elem) {
-            return Err(TransportError::Other(format!(
-                "a message from virtual process {from} has {bytes} bytes, not a whole number of {elem}-byte values"
-            )));
+            return Err(TransportError::Ragged { from, bytes, elem });
         }
         let mut v = vec![U::zeroed(); bytes / elem];
         msg.matched_receive_into(bytemuck::cast_slice_mut::<U, u8>(&mut v));
@@ -294,7 +339,7 @@ impl<T: Pod> MpiTransport<T> {
     /// `me` hosted by this rank.
     pub fn new(me: usize, placement: Arc<Placement>) -> Result<MpiTransport<T>, TransportError> {
         if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
-            return Err(TransportError::Other("MPI is not initialised".into()));
+            return Err(TransportError::MpiNotInitialised);
         }
         let world = SimpleCommunicator::world();
         if me >= placement.len() {
@@ -304,11 +349,11 @@ impl<T: Pod> MpiTransport<T> {
             });
         }
         if placement.rank_of(me) != world.rank() as usize {
-            return Err(TransportError::Other(format!(
-                "virtual process {me} belongs to rank {}, not {}",
-                placement.rank_of(me),
-                world.rank()
-            )));
+            return Err(TransportError::WrongRank {
+                vp: me,
+                owner: placement.rank_of(me),
+                rank: world.rank() as usize,
+            });
         }
         Ok(MpiTransport {
             link: Link {
