@@ -115,8 +115,9 @@ pub struct RunArgs {
     /// m | m<n> | s<d> | w<d> (EPSILOD's meanings).
     #[arg(long, default_value = "m", value_parser = parse_partition)]
     pub partition: Partition,
-    /// Load-balancing heuristic (see docs/alb.md): none | const-iters | exp-iters |
-    /// double-iters | next-alb | cost-aware | welch. Needs --partition w0.
+    /// Load-balancing heuristic (see docs/alb.md and 'epsilod list'): none | const-iters |
+    /// exp-iters | double-iters | next-alb | cost-aware | welch, each optionally with
+    /// parameters, e.g. welch:alpha=0.01. Needs --partition w0.
     #[arg(long, default_value = "none")]
     pub alb: String,
     /// specialized (bit-identical to EPSILOD) | generic.

@@ -23,9 +23,9 @@ pub enum CliError {
     /// A stencil spec file is wrong.
     #[error(transparent)]
     Spec(#[from] kernels::SpecError),
-    /// An unknown heuristic (the message lists every one).
+    /// An unknown heuristic or parameter (the message lists the known ones).
     #[error(transparent)]
-    Alb(#[from] heuristics::UnknownHeuristic),
+    Alb(#[from] heuristics::SpecError),
     /// Neither a library stencil, an app nor a spec file.
     #[error("unknown stencil '{name}': use a library stencil (see 'epsilod list'), an app ({apps}) or a path to a .toml stencil spec")]
     UnknownStencil {

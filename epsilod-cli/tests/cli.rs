@@ -30,6 +30,16 @@ fn fails_with(args: &[&str], want: &str) {
 }
 
 #[test]
+fn an_unknown_heuristic_lists_every_known_one() {
+    let out = epsilod(&["run", "2d4", "--size", "10", "--alb", "sometimes"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    for name in heuristics::NAMES {
+        assert!(err.contains(name), "{name} missing from {err}");
+    }
+}
+
+#[test]
 fn bad_input_is_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = |name: &str| dir.path().join(name).display().to_string();

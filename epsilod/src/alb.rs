@@ -58,18 +58,20 @@ pub struct Alb {
 }
 
 impl Alb {
-    /// A heuristic by its command-line name (see `heuristics::NAMES`);
-    /// `none` is no load balancing.
-    pub fn parse(name: &str) -> Result<Option<Alb>, heuristics::UnknownHeuristic> {
-        // Built once here so an unknown name fails now, not in every process.
-        heuristics::by_name(name)?;
-        if name == "none" {
-            return Ok(None);
+    /// A built-in heuristic as the command line writes it,
+    /// `name[:key=value,...]` (see `heuristics::BUILTIN`); `none` is no load
+    /// balancing. Reports name it in canonical form.
+    pub fn parse(text: &str) -> Result<Option<Alb>, heuristics::SpecError> {
+        let spec: heuristics::HeuristicSpec = text.parse()?;
+        Ok(Alb::builtin(spec))
+    }
+
+    /// A built-in heuristic with its parameters; `None` for `none`.
+    pub fn builtin(spec: heuristics::HeuristicSpec) -> Option<Alb> {
+        if spec.name() == "none" {
+            return None;
         }
-        let n = name.to_string();
-        Ok(Some(Alb::custom(name, move || {
-            heuristics::by_name(&n).unwrap_or_else(|_| Box::new(heuristics::NoAlb))
-        })))
+        Some(Alb::custom(&spec.to_string(), move || spec.build()))
     }
 
     /// Your own heuristic.

@@ -281,6 +281,7 @@ mod tests {
     //! running `execute` with a job whose control plane is channels. The
     //! same code an MPI job runs decides placement, gathers and merges.
     use super::*;
+    use crate::vp::VpMeta;
     use crate::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
     use heuristics::{Decision, Heuristic, Snapshot};
     use kernels::{KernelChoice, Library};
@@ -288,8 +289,6 @@ mod tests {
     use std::sync::Arc;
 
     type Parcel = (usize, usize, Vec<u8>);
-    /// Results every simulated rank has handed over, by virtual process.
-    type Handed<T> = Arc<Mutex<Vec<(usize, VpResult<T>)>>>;
 
     /// Rank `rank` of `size` simulated ranks.
     struct SimRank<T> {
@@ -298,7 +297,6 @@ mod tests {
         /// To every rank (its own included), and this rank's inbox.
         out: Vec<Sender<Parcel>>,
         inbox: Mutex<Receiver<Parcel>>,
-        results: Handed<T>,
     }
 
     impl<T: Cell> SimRank<T> {
@@ -348,18 +346,29 @@ mod tests {
             owners: &[usize],
             mine: Vec<(usize, VpResult<T>)>,
         ) -> Result<Option<Vec<VpResult<T>>>, RunError> {
-            // Results travel through a shared list standing in for MPI
-            // messages; rank 0 waits for every other rank's notice.
-            let n = mine.len();
-            self.results.lock().unwrap().extend(mine);
+            // Results travel as MPI ranks send them: the metadata as serde
+            // JSON, the cells as bytes.
             if self.info.rank != 0 {
-                self.out[0].send((self.info.rank, n, Vec::new())).unwrap();
+                for (p, r) in &mine {
+                    let meta = serde_json::to_vec(&VpMeta::of(*p, r)).unwrap();
+                    let cells = bytemuck::cast_slice::<T, u8>(&r.data).to_vec();
+                    self.out[0].send((self.info.rank, 0, meta)).unwrap();
+                    self.out[0].send((self.info.rank, 1, cells)).unwrap();
+                }
                 return Ok(None);
             }
-            for _ in 1..self.info.size {
-                self.recv();
+            let remote = owners.iter().filter(|&&r| r != 0).count();
+            let mut all = mine;
+            for _ in 0..remote {
+                let (_, _, meta) = self.recv();
+                let (_, _, cells) = self.recv();
+                let (p, mut r) = serde_json::from_slice::<VpMeta>(&meta)
+                    .unwrap()
+                    .into_result::<T>();
+                r.data = vec![T::zeroed(); r.block.card()];
+                bytemuck::cast_slice_mut::<T, u8>(&mut r.data).copy_from_slice(&cells);
+                all.push((p, r));
             }
-            let mut all: Vec<_> = std::mem::take(&mut *self.results.lock().unwrap());
             assert_eq!(all.len(), owners.len());
             all.sort_by_key(|(p, _)| *p);
             Ok(Some(all.into_iter().map(|(_, r)| r).collect()))
@@ -417,7 +426,6 @@ mod tests {
                 .map(Some)
                 .collect::<Vec<_>>(),
         ));
-        let results = Arc::new(Mutex::new(Vec::new()));
         let (txs, rxs): (Vec<_>, Vec<_>) = (0..ranks).map(|_| channel::<Parcel>()).unzip();
         let jobs: Vec<SimRank<f32>> = rxs
             .into_iter()
@@ -432,7 +440,6 @@ mod tests {
                 endpoints: endpoints.clone(),
                 out: txs.clone(),
                 inbox: Mutex::new(rx),
-                results: results.clone(),
             })
             .collect();
         std::thread::scope(|s| {

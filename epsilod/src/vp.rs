@@ -41,6 +41,60 @@ pub(crate) struct VpResult<T> {
     pub decisions: Vec<DecisionRecord>,
 }
 
+/// A result's place and measurements as they travel between ranks (its
+/// cells travel apart, as bytes). Only the MPI job and the executor's
+/// simulated ranks send results across a wire.
+#[cfg(any(feature = "mpi", test))]
+#[derive(Serialize, Deserialize)]
+pub(crate) struct VpMeta {
+    vp: usize,
+    /// `(begin, end, stride)` per dimension.
+    block: Vec<(i64, i64, i64)>,
+    stats: Vec<IterStats>,
+    loop_seconds: f64,
+    redistributions: Vec<Redistribution>,
+    decisions: Vec<DecisionRecord>,
+}
+
+#[cfg(any(feature = "mpi", test))]
+impl VpMeta {
+    pub(crate) fn of<T>(vp: usize, r: &VpResult<T>) -> VpMeta {
+        VpMeta {
+            vp,
+            block: r
+                .block
+                .sigs()
+                .iter()
+                .map(|s| (s.begin(), s.end(), s.stride()))
+                .collect(),
+            stats: r.stats.clone(),
+            loop_seconds: r.loop_seconds,
+            redistributions: r.redistributions.clone(),
+            decisions: r.decisions.clone(),
+        }
+    }
+
+    pub(crate) fn into_result<T>(self) -> (usize, VpResult<T>) {
+        let block = Shape::new(
+            self.block
+                .iter()
+                .map(|&(b, e, s)| hitmap::Sig::new(b, e, s))
+                .collect(),
+        );
+        (
+            self.vp,
+            VpResult {
+                block,
+                data: Vec::new(),
+                stats: self.stats,
+                loop_seconds: self.loop_seconds,
+                redistributions: self.redistributions,
+                decisions: self.decisions,
+            },
+        )
+    }
+}
+
 /// Where this process stands in the current layout.
 struct Geometry {
     layout: Layout,

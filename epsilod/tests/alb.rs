@@ -5,7 +5,7 @@ use epsilod::report::DecisionOutcome;
 use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
 use heuristics::{Decision, Heuristic, Snapshot};
 use kernels::reference;
-use kernels::{basic_init, random_value, KernelChoice, Library};
+use kernels::{KernelChoice, Library};
 use proptest::prelude::*;
 use std::sync::Mutex;
 
@@ -35,9 +35,7 @@ impl Heuristic for Scripted {
     }
 }
 
-fn bits(a: &ndarray::ArrayD<f32>) -> Vec<u32> {
-    a.iter().map(|v| v.to_bits()).collect()
-}
+use epsilod_testkit::{bits, irregular_init};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
@@ -57,8 +55,7 @@ proptest! {
         let script: Vec<(u64, Vec<f64>)> = events.iter().map(|(at, w)| (*at, w[..devices].to_vec())).collect();
         let s2 = script.clone();
         let alb = Alb::custom("scripted", move || Box::new(Scripted(s2.clone()))).window(2);
-        let (low, high, sz) = (spec.low.clone(), spec.high.clone(), sizes.clone());
-        let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + random_value(i, 2);
+        let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 2);
         let run = Skeleton::new(&sizes, Stencil::<f32>::library(lib, KernelChoice::Specialized))
             .iterations(iters)
             .init(init.clone())

@@ -5,11 +5,9 @@
 
 use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
 use kernels::reference;
-use kernels::{basic_init, random_value, KernelChoice, Library};
+use kernels::{random_value, KernelChoice, Library};
 
-fn bits(a: &ndarray::ArrayD<f32>) -> Vec<u32> {
-    a.iter().map(|v| v.to_bits()).collect()
-}
+use epsilod_testkit::{bits, irregular_init};
 
 fn devices(specs: &[&str]) -> Vec<DeviceSpec> {
     specs
@@ -25,8 +23,7 @@ fn every_library_stencil_alone_and_mixed() {
             let spec = lib.spec();
             let size = if lib.ndims() >= 3 { 10 } else { 32 };
             let sizes = vec![size; lib.ndims()];
-            let (low, high, sz) = (spec.low.clone(), spec.high.clone(), sizes.clone());
-            let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + random_value(i, 3);
+            let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 3);
             let want = match choice {
                 KernelChoice::Specialized => reference::run(
                     &sizes,

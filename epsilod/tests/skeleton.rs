@@ -4,24 +4,9 @@
 use epsilod::{DeviceSpec, Partition, RunError, SetupError, Skeleton, Stencil};
 use hitmap::{HitmapError, Layout, Shape};
 use kernels::reference;
-use kernels::{basic_init, random_value, KernelChoice, Library};
-use ndarray::ArrayD;
+use kernels::{random_value, KernelChoice, Library};
 
-/// A small deterministic generator (the runs must be reproducible).
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-fn bits(a: &ArrayD<f32>) -> Vec<u32> {
-    a.iter().map(|v| v.to_bits()).collect()
-}
+use epsilod_testkit::{bits, irregular_init, Lcg};
 
 fn configs(rng: &mut Lcg) -> Vec<(Partition, Vec<DeviceSpec>)> {
     let mut out = Vec::new();
@@ -35,7 +20,7 @@ fn configs(rng: &mut Lcg) -> Vec<(Partition, Vec<DeviceSpec>)> {
                 .map(|i| {
                     let mut d = DeviceSpec::cpu(if i == 1 { 2 } else { 1 });
                     if part == Partition::Weighted(0) {
-                        d.weight = 0.2 + 3.0 * rng.next();
+                        d.weight = 0.2 + 3.0 * rng.uniform();
                     }
                     d
                 })
@@ -70,9 +55,7 @@ fn too_thin(blocks: &[Shape], low: &[usize], high: &[usize]) -> bool {
 fn check_library(lib: Library, size: usize, iters: u64, rng: &mut Lcg) {
     let spec = lib.spec();
     let sizes = vec![size; lib.ndims()];
-    let (low, high) = (spec.low.clone(), spec.high.clone());
-    let sz = sizes.clone();
-    let init = move |i: &[i64]| basic_init(i, &sz, &low, &high) + random_value(i, 1);
+    let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 1);
     let want = reference::run(
         &sizes,
         &spec.low,
@@ -219,6 +202,50 @@ fn report_has_every_iteration_and_device() {
         .iterations
         .iter()
         .all(|i| i.devices.iter().all(|d| d.compute_seconds > 0.0)));
+    // The summary is the arithmetic of the records.
+    let secs: Vec<f64> = r.iterations.iter().map(|i| i.seconds).collect();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1e-9);
+    assert!(close(
+        r.summary.mean_iteration_seconds,
+        secs.iter().sum::<f64>() / 12.0
+    ));
+    let mut sorted = secs.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert!(close(
+        r.summary.median_iteration_seconds,
+        (sorted[5] + sorted[6]) / 2.0
+    ));
+    assert!(close(
+        r.summary.cell_updates_per_second,
+        38.0 * 38.0 * 12.0 / r.summary.loop_seconds
+    ));
+    let overhead = r
+        .iterations
+        .iter()
+        .map(|i| {
+            i.seconds
+                - i.devices
+                    .iter()
+                    .map(|d| d.compute_seconds)
+                    .fold(0.0, f64::max)
+        })
+        .sum::<f64>()
+        / 12.0;
+    assert!(close(
+        r.summary.skeleton_overhead_seconds_per_iteration,
+        overhead
+    ));
+    assert_eq!(r.summary.rebalances, 0);
+    assert_eq!(
+        r.summary.redistribution_seconds_total.to_bits(),
+        0.0f64.to_bits()
+    );
+    // Elapsed times grow, and the last is the loop.
+    assert!(r
+        .iterations
+        .windows(2)
+        .all(|w| w[0].elapsed_seconds <= w[1].elapsed_seconds));
+    assert!(r.iterations[11].elapsed_seconds <= r.summary.loop_seconds);
     let json = serde_json::to_value(r).unwrap();
     for key in [
         "config",

@@ -8,12 +8,7 @@ use crate::stats;
 use epsilod::{Alb, Cluster, Report};
 
 pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
-    let names: Vec<String> = args
-        .run
-        .alb
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .collect();
+    let names = split_heuristics(&args.run.alb);
     for n in &names {
         Alb::parse(n)?;
     }
@@ -71,4 +66,41 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
         )?;
     }
     Ok(())
+}
+
+/// `none,welch:alpha=0.01,margin=3,next-alb` -> `none`,
+/// `welch:alpha=0.01,margin=3`, `next-alb`: names never contain `=`, so a
+/// piece with one continues the parameters of the heuristic before it.
+fn split_heuristics(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in text.split(',').map(str::trim) {
+        match out.last_mut() {
+            Some(last) if piece.contains('=') && last.contains(':') => {
+                last.push(',');
+                last.push_str(piece);
+            }
+            _ => out.push(piece.to_string()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_heuristics;
+
+    #[test]
+    fn parameters_stay_with_their_heuristic() {
+        assert_eq!(
+            split_heuristics("none, welch:alpha=0.01,margin=3,next-alb,const-iters:every=5"),
+            [
+                "none",
+                "welch:alpha=0.01,margin=3",
+                "next-alb",
+                "const-iters:every=5"
+            ]
+        );
+        // A stray parameter stays a piece of its own, and fails to parse there.
+        assert_eq!(split_heuristics("none,every=5"), ["none", "every=5"]);
+    }
 }

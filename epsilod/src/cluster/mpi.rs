@@ -9,14 +9,13 @@
 use super::{print_error, JobInfo};
 use crate::error::{chain, RunError, VpError};
 use crate::executor::Job;
-use crate::report::{DecisionRecord, Redistribution, Report};
-use crate::vp::{IterStats, VpResult};
-use hitmap::{MpiTransport, Placement, Shape, Sig, MAX_TAG};
+use crate::report::Report;
+use crate::vp::{VpMeta, VpResult};
+use hitmap::{MpiTransport, Placement, MAX_TAG};
 use kernels::Cell;
 use mpi::datatype::PartitionMut;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 
 const META_TAG: i32 = MAX_TAG + 1;
@@ -34,56 +33,6 @@ impl<'a> MpiJob<'a> {
             info,
             placement: OnceLock::new(),
         }
-    }
-}
-
-/// A block's place and measurements (its cells travel apart, as bytes).
-#[derive(Serialize, Deserialize)]
-struct Meta {
-    vp: usize,
-    /// `(begin, end, stride)` per dimension.
-    block: Vec<(i64, i64, i64)>,
-    stats: Vec<IterStats>,
-    loop_seconds: f64,
-    redistributions: Vec<Redistribution>,
-    decisions: Vec<DecisionRecord>,
-}
-
-impl Meta {
-    fn of<T>(vp: usize, r: &VpResult<T>) -> Meta {
-        Meta {
-            vp,
-            block: r
-                .block
-                .sigs()
-                .iter()
-                .map(|s| (s.begin(), s.end(), s.stride()))
-                .collect(),
-            stats: r.stats.clone(),
-            loop_seconds: r.loop_seconds,
-            redistributions: r.redistributions.clone(),
-            decisions: r.decisions.clone(),
-        }
-    }
-
-    fn into_result<T>(self) -> (usize, VpResult<T>) {
-        let block = Shape::new(
-            self.block
-                .iter()
-                .map(|&(b, e, s)| Sig::new(b, e, s))
-                .collect(),
-        );
-        (
-            self.vp,
-            VpResult {
-                block,
-                data: Vec::new(),
-                stats: self.stats,
-                loop_seconds: self.loop_seconds,
-                redistributions: self.redistributions,
-                decisions: self.decisions,
-            },
-        )
     }
 }
 
@@ -133,7 +82,7 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
         if self.info.rank != 0 {
             let root = world.process_at_rank(0);
             for (p, r) in &mine {
-                let meta = serde_json::to_vec(&Meta::of(*p, r)).expect("metadata serialises");
+                let meta = serde_json::to_vec(&VpMeta::of(*p, r)).expect("metadata serialises");
                 root.send_with_tag(&meta[..], META_TAG);
                 root.send_with_tag(bytemuck::cast_slice::<T, u8>(&r.data), DATA_TAG);
             }
@@ -146,7 +95,7 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
         for p in (0..owners.len()).filter(|&p| owners[p] != 0) {
             let from = world.process_at_rank(owners[p] as i32);
             let (meta, _) = from.receive_vec_with_tag::<u8>(META_TAG);
-            let meta: Meta = serde_json::from_slice(&meta).map_err(|e| {
+            let meta: VpMeta = serde_json::from_slice(&meta).map_err(|e| {
                 RunError::Mpi(format!(
                     "virtual process {p}'s description arrived damaged: {e}"
                 ))
@@ -223,7 +172,9 @@ fn broadcast_from_root(data: Option<Vec<u8>>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::DecisionOutcome;
+    use crate::report::{DecisionOutcome, DecisionRecord, Redistribution};
+    use crate::vp::IterStats;
+    use hitmap::{Shape, Sig};
 
     #[test]
     fn block_descriptions_round_trip_with_rebalances_and_decisions() {
@@ -255,8 +206,8 @@ mod tests {
                 values: [("x".to_string(), 1.5)].into(),
             }],
         };
-        let bytes = serde_json::to_vec(&Meta::of(7, &r)).unwrap();
-        let (p, back) = serde_json::from_slice::<Meta>(&bytes)
+        let bytes = serde_json::to_vec(&VpMeta::of(7, &r)).unwrap();
+        let (p, back) = serde_json::from_slice::<VpMeta>(&bytes)
             .unwrap()
             .into_result::<f32>();
         assert_eq!(p, 7);
@@ -265,6 +216,6 @@ mod tests {
         assert_eq!(back.stats, r.stats);
         assert_eq!(back.redistributions, r.redistributions);
         assert_eq!(back.decisions, r.decisions);
-        assert!(serde_json::from_slice::<Meta>(&bytes[..bytes.len() / 2]).is_err());
+        assert!(serde_json::from_slice::<VpMeta>(&bytes[..bytes.len() / 2]).is_err());
     }
 }

@@ -1,0 +1,103 @@
+//! Virtual process 0 on rank 1, under real `mpirun`: the report (rebalances,
+//! heuristic decisions) must not depend on which rank holds it, and the
+//! result must stay bit-identical to the serial reference. Starts itself
+//! under `mpirun -np 2`: a plain program, not the test harness.
+
+use epsilod::{Alb, Cluster, DeviceSpec, Partition, Skeleton, Stencil};
+use heuristics::{Decision, Heuristic, Snapshot};
+use kernels::{reference, KernelChoice, Library};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Rebalances at iterations 40 and 80.
+struct Scripted;
+impl Heuristic for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+        let mut d = Decision::when(s.iter == 40 || s.iter == 80).with("at", s.iter as f64);
+        d.weights = Some(if s.iter == 40 {
+            vec![1.0, 3.0]
+        } else {
+            vec![2.0, 1.0]
+        });
+        d
+    }
+}
+
+fn main() {
+    if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() || std::env::var("PMI_SIZE").is_ok() {
+        rank_main();
+    } else {
+        launch();
+    }
+}
+
+fn launch() {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let mut child = Command::new("mpirun")
+        .args(["--oversubscribe", "-np", "2"])
+        .arg(exe)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start mpirun ({e}): install OpenMPI (openmpi-bin) to test the mpi feature"
+            )
+        });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().expect("waiting for mpirun") {
+            assert!(status.success(), "a rank failed: {status}");
+            println!("mpi placement: process 0 on rank 1, report whole: ok");
+            return;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("mpirun hung for 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn rank_main() {
+    let cluster = Cluster::join().expect("joining the job");
+    let size = [34usize, 20];
+    let init = |i: &[i64]| (i[0] * 7 + i[1]) as f32 * 0.25;
+    let out = Skeleton::new(
+        &size,
+        Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+    )
+    .iterations(100)
+    .init(init)
+    .devices(vec![DeviceSpec::cpu(1); 2])
+    .partition(Partition::Weighted(0))
+    .alb(Alb::custom("scripted", || Box::new(Scripted)).window(5))
+    .placement(vec![1, 0])
+    .run_in(&cluster)
+    .expect("the run");
+    let r = &out.report;
+    assert_eq!(r.summary.rebalances, 2, "rank {}", cluster.rank());
+    assert_eq!(r.redistributions.len(), 2);
+    let at: Vec<u64> = r.redistributions.iter().map(|x| x.iter).collect();
+    assert_eq!(at, [40, 80]);
+    assert!(r
+        .heuristic
+        .iter()
+        .any(|d| d.values.get("at") == Some(&80.0)));
+    if cluster.is_root() {
+        let spec = Library::S2d4.spec();
+        let want = reference::run(
+            &size,
+            &spec.low,
+            &spec.high,
+            100,
+            init,
+            reference::library_formula(Library::S2d4),
+        );
+        let bits = |a: &ndarray::ArrayD<f32>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&out.grid), bits(&want));
+    }
+}
