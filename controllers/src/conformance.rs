@@ -1,11 +1,14 @@
-//! The conformance suite every backend runs: call [`run_all`] from a test
-//! with a constructor for the backend. Each check panics with what went wrong.
+//! The conformance suite every backend runs, generated per backend and per
+//! cell type by [`controller_conformance!`](crate::controller_conformance):
+//! one `#[test]` per check, for `f32`, `f64` and a 19-float struct (the gas
+//! simulation's cell), so a failure names the backend, the type and the
+//! check. Each check panics with what went wrong.
 
 use crate::controller::{BufferId, Controller};
 use crate::error::DeviceError;
 use hitmap::{Shape, Sig};
 use kernels::reference;
-use kernels::{basic_init, library_kernel, KernelChoice, Library};
+use kernels::{basic_init, library_kernel, Cell, KernelChoice, Library, Real};
 use std::sync::Arc;
 
 /// An irregular value per index (so misplaced cells show), centred on 0.
@@ -13,59 +16,126 @@ pub fn probe_value(idx: &[i64]) -> f32 {
     kernels::random_value(idx, 17) - 0.5
 }
 
-fn read_all(c: &mut dyn Controller<f32>, b: BufferId, r: &Shape) -> Vec<f32> {
+/// A cell type the suite can check: an irregular value per index and a
+/// distinct value per count, so a misplaced or dropped cell shows.
+pub trait Probe: Cell {
+    /// The value the suite stores at `idx`.
+    fn probe(idx: &[i64]) -> Self;
+    /// The `n`-th value of a written block (distinct for distinct `n`).
+    fn numbered(n: usize) -> Self;
+}
+
+impl Probe for f32 {
+    fn probe(idx: &[i64]) -> f32 {
+        probe_value(idx)
+    }
+    fn numbered(n: usize) -> f32 {
+        n as f32
+    }
+}
+
+impl Probe for f64 {
+    fn probe(idx: &[i64]) -> f64 {
+        // Bits below f32's precision too, so a narrowing path shows.
+        probe_value(idx) as f64 + 1e-12 * kernels::random_value(idx, 5) as f64
+    }
+    fn numbered(n: usize) -> f64 {
+        n as f64 + 0.25
+    }
+}
+
+/// The gas simulation's D3Q19 cell: a struct type a backend must move whole.
+impl Probe for [f32; 19] {
+    fn probe(idx: &[i64]) -> [f32; 19] {
+        std::array::from_fn(|q| probe_value(idx) + q as f32)
+    }
+    fn numbered(n: usize) -> [f32; 19] {
+        std::array::from_fn(|q| (19 * n + q) as f32)
+    }
+}
+
+fn read_all<T: Cell>(c: &mut dyn Controller<T>, b: BufferId, r: &Shape) -> Vec<T> {
     let mut v = Vec::new();
     c.read(b, r, &mut v).expect("read");
     v
 }
 
+fn probes<T: Probe>(r: &Shape) -> Vec<T> {
+    r.iter().map(|i| T::probe(&i)).collect()
+}
+
+/// Bits of a float grid, so `-0.0 != 0.0` and NaNs compare as stored.
+fn bits<T: Real>(v: &[T]) -> Vec<u64> {
+    v.iter().map(|x| x.to_f64().to_bits()).collect()
+}
+
 /// Writes, reads back, fills from indices, and strided sub-regions.
-pub fn transfers(c: &mut dyn Controller<f32>) {
+pub fn transfers<T: Probe>(c: &mut dyn Controller<T>) {
     let ext = Shape::from_ranges(&[(3, 11), (-2, 7)]);
     let cap = Shape::from_ranges(&[(0, 16), (-2, 7)]);
     let b = c.alloc(&ext, &cap).expect("alloc");
     assert_eq!(c.extent(b).unwrap(), ext);
-    c.fill(b, &ext, &probe_value).expect("fill");
-    let want: Vec<f32> = ext.iter().map(|i| probe_value(&i)).collect();
-    assert_eq!(read_all(c, b, &ext), want, "fill then read");
+    c.fill(b, &ext, &T::probe).expect("fill");
+    assert!(read_all(c, b, &ext) == probes::<T>(&ext), "fill then read");
     let sub = Shape::new(vec![Sig::new(4, 11, 3), Sig::range(0, 5)]);
-    let data: Vec<f32> = (0..sub.card()).map(|i| i as f32).collect();
+    let data: Vec<T> = (0..sub.card()).map(T::numbered).collect();
     c.write(b, &sub, &data).expect("write");
-    assert_eq!(read_all(c, b, &sub), data, "strided write then read");
+    assert!(read_all(c, b, &sub) == data, "strided write then read");
     let untouched = Shape::from_ranges(&[(5, 7), (-2, 7)]);
-    let want: Vec<f32> = untouched.iter().map(|i| probe_value(&i)).collect();
-    assert_eq!(read_all(c, b, &untouched), want, "write touched other rows");
-    assert!(c
-        .write(b, &Shape::from_ranges(&[(0, 2), (0, 1)]), &[0.0, 0.0])
-        .is_err());
+    assert!(
+        read_all(c, b, &untouched) == probes::<T>(&untouched),
+        "write touched other rows"
+    );
+    let outside = Shape::from_ranges(&[(0, 2), (0, 1)]);
+    assert!(c.write(b, &outside, &[T::numbered(0); 2]).is_err());
     assert!(c.write(b, &sub, &data[1..]).is_err(), "short data accepted");
     c.free(b).unwrap();
     assert_eq!(c.extent(b), Err(DeviceError::UnknownBuffer(b.0)));
 }
 
 /// Growing and shrinking keeps the shared cells at their global indices.
-pub fn resizing(c: &mut dyn Controller<f32>) {
+pub fn resizing<T: Probe>(c: &mut dyn Controller<T>) {
     let ext = Shape::from_ranges(&[(10, 20), (0, 6)]);
     let b = c.alloc(&ext, &ext.expand(&[4, 0], &[4, 0])).unwrap();
-    c.fill(b, &ext, &probe_value).unwrap();
+    c.fill(b, &ext, &T::probe).unwrap();
     let inside = Shape::from_ranges(&[(7, 23), (0, 6)]);
     assert!(
         !c.resize(b, &inside, &[4, 0]).unwrap(),
         "fits: no reallocation"
     );
     let kept = Shape::from_ranges(&[(10, 20), (0, 6)]);
-    let want: Vec<f32> = kept.iter().map(|i| probe_value(&i)).collect();
-    assert_eq!(read_all(c, b, &kept), want);
+    assert!(read_all(c, b, &kept) == probes::<T>(&kept));
     let beyond = Shape::from_ranges(&[(15, 40), (0, 6)]);
     assert!(c.resize(b, &beyond, &[4, 0]).unwrap(), "must reallocate");
     let kept = Shape::from_ranges(&[(15, 20), (0, 6)]);
-    let want: Vec<f32> = kept.iter().map(|i| probe_value(&i)).collect();
-    assert_eq!(read_all(c, b, &kept), want);
+    assert!(read_all(c, b, &kept) == probes::<T>(&kept));
 }
 
-/// Every library stencil, both kernel kinds, three ping-pong iterations on a
-/// device buffer offset from the origin: bit-identical to the serial reference.
-pub fn library_kernels(c: &mut dyn Controller<f32>) {
+/// Every library stencil as the specialised kernel (whose evaluation order
+/// reference.md fixes for f32): see [`library_kernels`].
+pub fn specialised_kernels(c: &mut dyn Controller<f32>) {
+    library_kernels(c, KernelChoice::Specialized, |lib| {
+        Box::new(reference::library_formula(lib))
+    });
+}
+
+/// Every library stencil as the generic kernel, in any float type: see
+/// [`library_kernels`].
+pub fn generic_kernels<T: Real + Probe>(c: &mut dyn Controller<T>) {
+    library_kernels(c, KernelChoice::Generic, |lib| {
+        Box::new(reference::generic_formula::<T>(&lib.spec()))
+    });
+}
+
+type Formula<T> = Box<dyn Fn(reference::Neighbour<'_, T>) -> T>;
+
+/// Every library stencil, three ping-pong iterations on a device buffer
+/// offset from the origin: bit-identical to the serial reference.
+fn library_kernels<T: Real + Probe>(
+    c: &mut dyn Controller<T>,
+    choice: KernelChoice,
+    formula: impl Fn(Library) -> Formula<T>,
+) {
     for lib in Library::ALL {
         let spec = lib.spec();
         let nd = lib.ndims();
@@ -79,62 +149,39 @@ pub fn library_kernels(c: &mut dyn Controller<f32>) {
                 .collect::<Vec<_>>(),
         );
         let cap = all.expand(&vec![1; nd], &vec![2; nd]);
-        let init = |i: &[i64]| probe_value(i) + basic_init(i, &sizes, &spec.low, &spec.high);
-        for choice in [KernelChoice::Specialized, KernelChoice::Generic] {
-            let k = c
-                .load(Arc::from(library_kernel::<f32>(lib, choice)))
-                .unwrap();
-            let mut a = c.alloc(&all, &cap).unwrap();
-            let mut b = c.alloc(&all, &cap).unwrap();
-            c.fill(a, &all, &init).unwrap();
-            c.fill(b, &all, &init).unwrap();
-            for it in 0..3 {
-                c.set_iteration(it);
-                c.launch(k, a, b, &interior).unwrap();
-                std::mem::swap(&mut a, &mut b);
-            }
-            c.wait().unwrap();
-            assert!(
-                c.take_kernel_seconds() > 0.0,
-                "{lib}: no kernel time measured"
-            );
-            let got = read_all(c, a, &all);
-            let want = match choice {
-                KernelChoice::Specialized => reference::run(
-                    &sizes,
-                    &spec.low,
-                    &spec.high,
-                    3,
-                    init,
-                    reference::library_formula(lib),
-                ),
-                KernelChoice::Generic => reference::run(
-                    &sizes,
-                    &spec.low,
-                    &spec.high,
-                    3,
-                    init,
-                    reference::generic_formula::<f32>(&spec),
-                ),
-            };
-            let same = got
-                .iter()
-                .zip(want.iter())
-                .all(|(x, y)| x.to_bits() == y.to_bits());
-            assert!(
-                same,
-                "{lib} {choice:?}: result differs from the serial reference"
-            );
-            c.free(a).unwrap();
-            c.free(b).unwrap();
+        let init = |i: &[i64]| {
+            T::probe(i) + T::from_f64(basic_init(i, &sizes, &spec.low, &spec.high) as f64)
+        };
+        let k = c.load(Arc::from(library_kernel::<T>(lib, choice))).unwrap();
+        let mut a = c.alloc(&all, &cap).unwrap();
+        let mut b = c.alloc(&all, &cap).unwrap();
+        c.fill(a, &all, &init).unwrap();
+        c.fill(b, &all, &init).unwrap();
+        for it in 0..3 {
+            c.set_iteration(it);
+            c.launch(k, a, b, &interior).unwrap();
+            std::mem::swap(&mut a, &mut b);
         }
+        c.wait().unwrap();
+        assert!(
+            c.take_kernel_seconds() > 0.0,
+            "{lib}: no kernel time measured"
+        );
+        let got = read_all(c, a, &all);
+        let want = reference::run(&sizes, &spec.low, &spec.high, 3, init, formula(lib));
+        assert!(
+            bits(&got) == bits(want.as_slice().expect("row-major")),
+            "{lib} {choice:?}: result differs from the serial reference"
+        );
+        c.free(a).unwrap();
+        c.free(b).unwrap();
     }
 }
 
 /// Bad launches are errors, not panics or silent garbage.
-pub fn launch_errors(c: &mut dyn Controller<f32>) {
+pub fn launch_errors<T: Real>(c: &mut dyn Controller<T>) {
     let k = c
-        .load(Arc::from(library_kernel::<f32>(
+        .load(Arc::from(library_kernel::<T>(
             Library::S2d4,
             KernelChoice::Specialized,
         )))
@@ -172,7 +219,7 @@ pub fn launch_errors(c: &mut dyn Controller<f32>) {
 /// Boxes of 1 to 4 dimensions (columns, slabs, interior blocks) inside an
 /// allocation larger than the extent: reads return the cells at those
 /// indices, writes land there and nowhere else.
-pub fn boxes(c: &mut dyn Controller<f32>) {
+pub fn boxes<T: Probe>(c: &mut dyn Controller<T>) {
     for nd in 1..=4usize {
         let ext = Shape::from_ranges(
             &(0..nd)
@@ -188,36 +235,83 @@ pub fn boxes(c: &mut dyn Controller<f32>) {
                 .collect::<Vec<_>>(),
         );
         let b = c.alloc(&ext, &cap).expect("alloc");
-        c.fill(b, &ext, &probe_value).expect("fill");
-        let mut want: std::collections::HashMap<Vec<i64>, f32> =
-            ext.iter().map(|i| (i.clone(), probe_value(&i))).collect();
+        c.fill(b, &ext, &T::probe).expect("fill");
+        let mut want: std::collections::HashMap<Vec<i64>, T> =
+            ext.iter().map(|i| (i.clone(), T::probe(&i))).collect();
         let last = nd - 1;
         let column = ext.with_sig(last, Sig::range(2, 3));
         let inner = ext.shrink(&vec![1; nd], &vec![2; nd]);
         let slab = ext.with_sig(0, Sig::range(3, 5));
         for (k, r) in [column, inner, slab].iter().enumerate() {
             let got = read_all(c, b, r);
-            let expect: Vec<f32> = r.iter().map(|i| want[&i]).collect();
-            assert_eq!(got, expect, "{nd}-d read of {r}");
-            let data: Vec<f32> = (0..r.card())
-                .map(|i| 1000.0 * (k + 1) as f32 + i as f32)
+            let expect: Vec<T> = r.iter().map(|i| want[&i]).collect();
+            assert!(got == expect, "{nd}-d read of {r}");
+            let data: Vec<T> = (0..r.card())
+                .map(|i| T::numbered(1000 * (k + 1) + i))
                 .collect();
             c.write(b, r, &data).expect("write");
             for (i, v) in r.iter().zip(&data) {
                 want.insert(i, *v);
             }
-            let all: Vec<f32> = ext.iter().map(|i| want[&i]).collect();
-            assert_eq!(read_all(c, b, &ext), all, "{nd}-d write of {r}");
+            let all: Vec<T> = ext.iter().map(|i| want[&i]).collect();
+            assert!(read_all(c, b, &ext) == all, "{nd}-d write of {r}");
         }
         c.free(b).unwrap();
     }
 }
 
-/// Runs every check on fresh controllers from `make`.
+/// Runs every `f32` check on fresh controllers from `make` (for a backend
+/// that cannot be named in the macro, e.g. one built from runtime state).
 pub fn run_all(make: &mut dyn FnMut() -> Box<dyn Controller<f32>>) {
     transfers(make().as_mut());
     boxes(make().as_mut());
     resizing(make().as_mut());
-    library_kernels(make().as_mut());
+    specialised_kernels(make().as_mut());
+    generic_kernels(make().as_mut());
     launch_errors(make().as_mut());
+}
+
+/// Generates the conformance suite for one backend: a module `$name` with
+/// one `#[test]` per check and cell type (submodules `single` for `f32`,
+/// `double` for `f64`, `d3q19` for `[f32; 19]`).
+/// `<T>` names the cell type in the constructor expression, which runs
+/// once per test:
+///
+/// ```
+/// use controllers::{controller_conformance, CpuController};
+/// controller_conformance!(cpu_two_threads, <T> CpuController::<T>::new(2).unwrap());
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! controller_conformance {
+    ($name:ident, <$t:ident> $make:expr) => {
+        #[allow(non_snake_case)]
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            use $crate::conformance as check;
+
+            fn make<$t: check::Probe>() -> Box<dyn $crate::Controller<$t>> {
+                Box::new($make)
+            }
+
+            $crate::controller_conformance!(@tests single = f32:
+                transfers boxes resizing specialised_kernels generic_kernels launch_errors);
+            $crate::controller_conformance!(@tests double = f64:
+                transfers boxes resizing generic_kernels launch_errors);
+            $crate::controller_conformance!(@tests d3q19 = [f32; 19]: transfers boxes resizing);
+        }
+    };
+    (@tests $m:ident = $t:ty: $($check:ident)*) => {
+        mod $m {
+            use super::check;
+            use super::make;
+            $(
+                #[test]
+                fn $check() {
+                    check::$check(make::<$t>().as_mut());
+                }
+            )*
+        }
+    };
 }

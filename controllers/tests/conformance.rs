@@ -1,27 +1,15 @@
 use controllers::{
-    conformance, BufferId, Controller, CpuController, DeviceError, KernelId, Slowdown,
+    conformance, controller_conformance, BufferId, Controller, CpuController, DeviceError,
+    KernelId, Slowdown,
 };
 use hitmap::Shape;
 use kernels::{library_kernel, KernelChoice, Library};
 use std::sync::Arc;
 use std::time::Instant;
 
-#[test]
-fn cpu_one_thread() {
-    conformance::run_all(&mut || Box::new(CpuController::<f32>::new(1).unwrap()));
-}
-
-#[test]
-fn cpu_three_threads() {
-    conformance::run_all(&mut || Box::new(CpuController::<f32>::new(3).unwrap()));
-}
-
-#[test]
-fn slowed_cpu() {
-    conformance::run_all(&mut || {
-        Box::new(Slowdown::new(CpuController::<f32>::new(2).unwrap(), 1.5, 1).unwrap())
-    });
-}
+controller_conformance!(cpu_one_thread, <T> CpuController::<T>::new(1).unwrap());
+controller_conformance!(cpu_three_threads, <T> CpuController::<T>::new(3).unwrap());
+controller_conformance!(slowed_cpu, <T> Slowdown::new(CpuController::<T>::new(2).unwrap(), 1.5, 1).unwrap());
 
 #[test]
 fn zero_threads_is_an_error() {

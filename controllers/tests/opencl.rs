@@ -3,15 +3,11 @@
 //! reason, rather than passing without having run.
 #![cfg(feature = "opencl")]
 
-use controllers::{conformance, OpenClController};
+use controllers::{controller_conformance, OpenClController};
 
-#[test]
-fn opencl_conformance() {
-    if let Err(e) = OpenClController::<f32>::new(0, 0) {
-        panic!("cannot open OpenCL platform 0, device 0: {e} (install pocl-opencl-icd)");
-    }
-    conformance::run_all(&mut || Box::new(OpenClController::<f32>::new(0, 0).unwrap()));
-}
+controller_conformance!(opencl, <T> OpenClController::<T>::new(0, 0).unwrap_or_else(|e| {
+    panic!("cannot open OpenCL platform 0, device 0: {e} (install pocl-opencl-icd)")
+}));
 
 #[test]
 fn bad_platform_and_device_are_errors() {

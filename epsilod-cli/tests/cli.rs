@@ -413,6 +413,13 @@ fn list_names_everything() {
     ] {
         assert!(text.contains(name), "{name}");
     }
+    for h in heuristics::NAMES {
+        assert!(text.contains(&format!("\n  {h} ")), "heuristic {h}");
+    }
+    assert!(
+        text.contains("every=30"),
+        "const-iters' parameter and default"
+    );
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! `epsilod list`: the library stencils, the apps and the devices found.
+//! `epsilod list`: the library stencils, the apps, the load-balancing
+//! heuristics (from their registry) and the devices found.
 
 use epsilod::devices::all_cores;
 use kernels::Library;
@@ -54,6 +55,18 @@ pub fn list() -> String {
     s += "apps:\n";
     for app in epsilod_apps::all() {
         s += &format!("  {:<7} {}\n", app.name(), app.about());
+    }
+    s += "load-balancing heuristics (--alb name[:key=value,...]):\n";
+    for h in heuristics::BUILTIN {
+        s += &format!("  {:<13} {}\n", h.name, h.about);
+        for p in h.params {
+            s += &format!(
+                "      {:<14} {} ({})\n",
+                format!("{}={}", p.key, p.default),
+                p.about,
+                p.kind.expected()
+            );
+        }
     }
     s += "stencil spec files: epsilod run my-stencil.toml (name, low, high, weights, factor)\n";
     s += &format!(

@@ -1,7 +1,9 @@
-//! OpenCL devices (PoCL in CI) alone and mixed with CPU devices: results
-//! bit-identical to the serial reference, load balancing across them, and a
-//! clear error for kernels that exist only in Rust.
-#![cfg(feature = "opencl")]
+//! Device backends alone and mixed with CPU devices, one suite per kind
+//! compiled in (`device_suite!` below): results bit-identical to the serial
+//! reference, load balancing across them, and clear errors for kernels that
+//! exist only in Rust or fail to build. OpenCL runs on PoCL in CI; a backend
+//! that needs hardware CI lacks is listed with `#[ignore = "why"]` and run
+//! with `--ignored` where the hardware exists.
 
 use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
 use kernels::reference;
@@ -16,8 +18,43 @@ fn devices(specs: &[&str]) -> Vec<DeviceSpec> {
         .collect()
 }
 
-#[test]
-fn every_library_stencil_alone_and_mixed() {
+/// One module of tests per device kind: `device_suite!(module, "kind",
+/// attributes...)`; the kind is what `--device` takes (`opencl`, and
+/// `opencl:slowdown=3` is built from it).
+macro_rules! device_suite {
+    ($m:ident, $kind:literal $(, #[$attr:meta])*) => {
+        $(#[$attr])*
+        mod $m {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[test]
+            fn every_library_stencil_alone_and_mixed() {
+                super::every_library_stencil_alone_and_mixed($kind);
+            }
+
+            #[test]
+            fn load_balancing_with_a_cpu() {
+                super::load_balancing_with_a_cpu($kind);
+            }
+
+            #[test]
+            fn rust_only_kernels_say_they_need_a_cpu_device() {
+                super::rust_only_kernels_say_they_need_a_cpu_device($kind);
+            }
+
+            #[test]
+            fn a_kernel_that_fails_to_compile_shows_the_build_log() {
+                super::a_kernel_that_fails_to_compile_shows_the_build_log($kind);
+            }
+        }
+    };
+}
+
+device_suite!(opencl, "opencl", #[cfg(feature = "opencl")]);
+
+#[allow(dead_code)]
+fn every_library_stencil_alone_and_mixed(kind: &str) {
     for lib in Library::ALL {
         for choice in [KernelChoice::Specialized, KernelChoice::Generic] {
             let spec = lib.spec();
@@ -43,9 +80,9 @@ fn every_library_stencil_alone_and_mixed() {
                 ),
             };
             for (devs, part) in [
-                (vec!["opencl"], Partition::Multi),
-                (vec!["cpu:threads=1", "opencl"], Partition::Single(0)),
-                (vec!["opencl", "cpu:threads=1", "opencl"], Partition::Multi),
+                (vec![kind], Partition::Multi),
+                (vec!["cpu:threads=1", kind], Partition::Single(0)),
+                (vec![kind, "cpu:threads=1", kind], Partition::Multi),
             ] {
                 let out = Skeleton::new(&sizes, Stencil::<f32>::library(lib, choice))
                     .iterations(20)
@@ -64,8 +101,8 @@ fn every_library_stencil_alone_and_mixed() {
     }
 }
 
-#[test]
-fn load_balancing_between_cpu_and_opencl() {
+#[allow(dead_code)]
+fn load_balancing_with_a_cpu(kind: &str) {
     let lib = Library::S2d4;
     let spec = lib.spec();
     let sizes = [130usize, 130];
@@ -84,7 +121,7 @@ fn load_balancing_between_cpu_and_opencl() {
     )
     .iterations(80)
     .init(init)
-    .devices(devices(&["cpu:threads=1", "opencl:slowdown=3"]))
+    .devices(devices(&["cpu:threads=1", &format!("{kind}:slowdown=3")]))
     .partition(Partition::Weighted(0))
     .alb(Alb::parse("next-alb").unwrap())
     .run()
@@ -109,8 +146,8 @@ fn load_balancing_between_cpu_and_opencl() {
         .all(|i| i.devices[1].compute_seconds > 0.0));
 }
 
-#[test]
-fn rust_only_kernels_say_they_need_a_cpu_device() {
+#[allow(dead_code)]
+fn rust_only_kernels_say_they_need_a_cpu_device(kind: &str) {
     let fp = Library::S2d4.spec().footprint();
     let k = kernels::Custom::new("rust-only", fp, |nb: &kernels::Neighbourhood<f32>| {
         nb.centre()
@@ -119,7 +156,7 @@ fn rust_only_kernels_say_they_need_a_cpu_device() {
         &[10, 10],
         Stencil::custom(std::sync::Arc::new(k), vec![1, 1], vec![1, 1]),
     )
-    .devices(devices(&["opencl"]))
+    .devices(devices(&[kind]))
     .run();
     let e = epsilod::error::chain(&r.err().expect("no device source"));
     assert!(
@@ -128,8 +165,8 @@ fn rust_only_kernels_say_they_need_a_cpu_device() {
     );
 }
 
-#[test]
-fn a_kernel_that_fails_to_compile_shows_the_build_log() {
+#[allow(dead_code)]
+fn a_kernel_that_fails_to_compile_shows_the_build_log(kind: &str) {
     let fp = Library::S2d4.spec().footprint();
     let broken = kernels::DeviceSource {
         source: format!(
@@ -144,7 +181,7 @@ fn a_kernel_that_fails_to_compile_shows_the_build_log() {
         &[10, 10],
         Stencil::custom(std::sync::Arc::new(k), vec![1, 1], vec![1, 1]),
     )
-    .devices(devices(&["opencl"]))
+    .devices(devices(&[kind]))
     .run();
     let e = epsilod::error::chain(&r.err().expect("the source does not compile"));
     assert!(
