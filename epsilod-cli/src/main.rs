@@ -2,6 +2,8 @@
 //! is the contract). Exit status 0 on success; otherwise one line on
 //! stderr saying what is wrong and how to fix it.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod commands;
 mod error;
