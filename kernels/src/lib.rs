@@ -1,5 +1,6 @@
 //! kernels: stencil descriptions, the stencil library, CPU kernels (generic,
-//! specialised, custom) and the naive serial reference used by tests.
+//! specialised, custom), their device code ([`device`]: dialects, the kernel
+//! ABI) and the naive serial reference used by tests.
 
 pub mod cell;
 pub mod custom;
