@@ -471,22 +471,25 @@ impl<T: Cell> Controller<T> for OpenClController<T> {
     }
 
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
-        let src = kernel.device_source().ok_or_else(|| {
+        use kernels::device::abi::{ArgKind, ARGS, KERNEL_NAME};
+        use kernels::Dialect;
+        let device_kernel = kernel.device_kernel().ok_or_else(|| {
             DeviceError::Backend(format!(
                 "kernel '{}' has no OpenCL source: custom Rust kernels run on cpu devices",
                 kernel.name()
             ))
         })?;
+        let src = device_kernel.source(Dialect::OpenCl);
         // Bit-identical to the CPU needs IEEE division; ask for it, and fall
         // back only for devices that reject the option.
         let build = |opts: &str| {
             Program::builder()
-                .src(src.source.clone())
+                .src(src.clone())
                 .devices(self.device)
                 .cmplr_opt(opts)
                 .build(&self.context)
         };
-        let program = build("-cl-fp32-correctly-rounded-divide-sqrt")
+        let program = build(&Dialect::OpenCl.compiler_options().join(" "))
             .or_else(|_| build(""))
             .map_err(|e| {
                 DeviceError::Backend(format!(
@@ -494,20 +497,18 @@ impl<T: Cell> Controller<T> for OpenClController<T> {
                     kernel.name()
                 ))
             })?;
-        let k = ocl::Kernel::builder()
+        let mut builder = ocl::Kernel::builder();
+        builder
             .program(&program)
-            .name(kernels::device_source::KERNEL_NAME)
-            .queue(self.queue.clone())
-            .arg(None::<&Buffer<u8>>)
-            .arg(None::<&Buffer<u8>>)
-            .arg(0i64)
-            .arg(0i64)
-            .arg(0i64)
-            .arg(0i64)
-            .arg(0i64)
-            .arg(0i64)
-            .build()
-            .map_err(backend)?;
+            .name(KERNEL_NAME)
+            .queue(self.queue.clone());
+        for (_, kind) in ARGS {
+            match kind {
+                ArgKind::Buffer(_) => builder.arg(None::<&Buffer<u8>>),
+                ArgKind::Long(_) => builder.arg(0i64),
+            };
+        }
+        let k = builder.build().map_err(backend)?;
         use ocl::enums::{KernelWorkGroupInfo as Wg, KernelWorkGroupInfoResult as WgR};
         let wg_multiple = match k.wg_info(self.device, Wg::PreferredWorkGroupSizeMultiple) {
             Ok(WgR::PreferredWorkGroupSizeMultiple(m)) => m,
@@ -550,40 +551,34 @@ impl<T: Cell> Controller<T> for OpenClController<T> {
         if region.is_empty() {
             return Ok(());
         }
-        // Normalise to four dimensions: leading ones of size 1, stride 0.
-        let st = strides(&s.alloc);
-        let nd = local.len();
-        let mut n = [1usize; 4];
-        let mut sv = [0i64; 4];
-        for dd in 0..nd {
-            n[4 - nd + dd] = local[dd].len();
-            sv[4 - nd + dd] = st[dd] as i64;
-        }
-        let base: usize = local.iter().zip(&st).map(|(r, s)| r.start * s).sum();
+        use kernels::device::abi::{ArgKind, BufferArg, LaunchArgs, ARGS};
+        let args = LaunchArgs::new(&strides(&s.alloc), &local)?;
         let k = &loaded.kernel;
-        k.set_arg(0, &s.buf).map_err(backend)?;
-        k.set_arg(1, &d.buf).map_err(backend)?;
-        for (i, v) in [base as i64, sv[0], sv[1], sv[2], sv[3], n[1] as i64]
-            .into_iter()
-            .enumerate()
-        {
-            k.set_arg(2 + i, v).map_err(backend)?;
+        for (i, (_, kind)) in ARGS.iter().enumerate() {
+            match kind {
+                ArgKind::Buffer(BufferArg::Src) => k.set_arg(i, &s.buf),
+                ArgKind::Buffer(BufferArg::Dst) => k.set_arg(i, &d.buf),
+                ArgKind::Long(l) => k.set_arg(i, args.value(*l)),
+            }
+            .map_err(backend)?;
         }
         let mut ev = Event::empty();
-        let gws = [n[3], n[2], n[0] * n[1]];
+        let gws = args.grid();
         let cmd = k.cmd().global_work_size(gws).enew(&mut ev);
         let group = self
             .explicit_groups
-            .then(|| work_group(n[3], loaded.wg_multiple, loaded.wg_max))
+            .then(|| work_group(gws[0], loaded.wg_multiple, loaded.wg_max))
             .flatten();
-        let cmd = match (group, thin_groups(n[3], n[2], loaded.wg_max)) {
+        let cmd = match (group, thin_groups(gws[0], gws[1], loaded.wg_max)) {
             (Some(g), _) => cmd.local_work_size([g, 1, 1]),
             (None, Some(l)) => cmd.local_work_size(l),
             (None, None) => cmd,
         };
-        // SAFETY: the generated kernel reads `src` and writes `dst` only at
-        // the cells of `region` and their stencil reach, which `validate`
-        // checked lie inside both buffers; the buffers are retained by the
+        // SAFETY: the kernel reads `src` and writes `dst` only at the cells
+        // of `region` and their stencil reach (generated kernels by
+        // construction, hand-written ones by `DeviceKernel::new`'s contract,
+        // threads past the region return early), which `validate` checked
+        // lie inside both buffers; the buffers are retained by the
         // kernel's arguments (and by OpenCL) until the command completes.
         unsafe {
             cmd.enq().map_err(backend)?;

@@ -10,7 +10,7 @@ use crate::{App, AppOutcome};
 use epsilod::output::Region;
 use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
 use hitmap::{Footprint, Shape};
-use kernels::{Custom, DeviceSource, Neighbourhood};
+use kernels::{CellDecl, Custom, DeviceKernel, DeviceScalar, Neighbourhood, Table};
 use std::sync::Arc;
 
 /// One lattice site: its 19 populations.
@@ -157,65 +157,72 @@ pub fn footprint() -> Footprint {
     Footprint::new(3, (0..19).map(|q| offset(q).to_vec()).collect())
 }
 
-/// The update in OpenCL C, operation for operation as [`step_with`] (f32,
-/// no contraction, the same order), so device runs are bit-identical.
-pub fn device_source() -> DeviceSource {
-    let head = r#"#pragma OPENCL FP_CONTRACT OFF
-typedef struct { float d[19]; } cell;
-__constant int EX[19] = {0, -1, 1, 0, 0, 0, 0, -1, -1, 1, 1, -1, -1, 1, 1, 0, 0, 0, 0};
-__constant int EY[19] = {0, 0, 0, -1, 1, 0, 0, -1, 1, -1, 1, 0, 0, 0, 0, -1, -1, 1, 1};
-__constant int EZ[19] = {0, 0, 0, 0, 0, -1, 1, 0, 0, 0, 0, -1, 1, -1, 1, -1, 1, -1, 1};
-__constant int OPP[19] = {0, 2, 1, 4, 3, 6, 5, 10, 9, 8, 7, 14, 13, 12, 11, 18, 17, 16, 15};
-float weight(int i) { return i == 0 ? 1.0f / 3.0f : (i <= 6 ? 1.0f / 18.0f : 1.0f / 36.0f); }
-float feq(int i, float p, float vx, float vy, float vz) {
-    const float C = 1.0f;
-    const float d = (C * (float)EX[i]) * vx + (C * (float)EY[i]) * vy + (C * (float)EZ[i]) * vz;
-    const float vv = vx * vx + vy * vy + vz * vz;
-    return weight(i) * p * (1.0f + (1.0f / (C * C)) * (3.0f * d + (9.0f / (2.0f * C * C)) * d * d - 1.5f * vv));
-}
-"#;
-    let body = r#"
-    const float C = 1.0f;
+/// The update as device code, operation for operation as [`step_with`] (f32,
+/// no contraction, the same order), so device runs are bit-identical. The
+/// tables and constants are written from the Rust ones; the body serves
+/// every dialect.
+#[allow(unsafe_code)]
+pub fn device_kernel() -> DeviceKernel {
+    let axis = |a: usize| E.map(|e| e[a] as i32);
+    let body = format!(
+        r#"    const float C = {c};
     cell me = src[c];
-    if (me.d[0] == INFINITY) { dst[c] = me; return; }
+    if (me.d[0] == INFINITY) {{ dst[c] = me; return; }}
     cell d = me;
-    for (int q = 1; q < 19; q++) {
-        const long off = (long)EY[q] * s1 + (long)EX[q] * s2 + (long)EZ[q] * s3;
+    for (int q = 1; q < 19; q++) {{
+        const index_t off = (index_t)EY[q] * s1 + (index_t)EX[q] * s2 + (index_t)EZ[q] * s3;
         d.d[q] = src[c + off].d[q];
-    }
-    if (d.d[0] == -INFINITY) {
+    }}
+    if (d.d[0] == -INFINITY) {{
         const cell streamed = d;
         for (int q = 1; q < 19; q++) d.d[q] = streamed.d[OPP[q]];
         dst[c] = d;
         return;
-    }
+    }}
     float p = 0.0f;
     for (int q = 0; q < 19; q++) p += d.d[q];
     float vx = 0.0f, vy = 0.0f, vz = 0.0f;
-    for (int q = 0; q < 19; q++) {
+    for (int q = 0; q < 19; q++) {{
         vx += (C * (float)EX[q]) * d.d[q];
         vy += (C * (float)EY[q]) * d.d[q];
         vz += (C * (float)EZ[q]) * d.d[q];
-    }
-    if (p != 0.0f) {
+    }}
+    if (p != 0.0f) {{
         const float r = 1.0f / p;
         vx = vx * r; vy = vy * r; vz = vz * r;
-    }
-    const float k = 1.0f / 0.65f;
-    for (int q = 0; q < 19; q++) d.d[q] += k * (feq(q, p, vx, vy, vz) - d.d[q]);
+    }}
+    const float k = {k};
+    const float vv = vx * vx + vy * vy + vz * vz;
+    for (int q = 0; q < 19; q++) {{
+        const float e = (C * (float)EX[q]) * vx + (C * (float)EY[q]) * vy + (C * (float)EZ[q]) * vz;
+        const float feq = W[q] * p * (1.0f + (1.0f / (C * C)) * (3.0f * e + (9.0f / (2.0f * C * C)) * e * e - 1.5f * vv));
+        d.d[q] += k * (feq - d.d[q]);
+    }}
     dst[c] = d;
-}
-"#;
-    DeviceSource {
-        source: format!("{head}{}{body}", kernels::device_source::prologue("cell")),
-        needs_fp64: false,
-    }
+"#,
+        c = C.literal(),
+        k = (DELTA_T / TAU).literal(),
+    );
+    let opposite = OPPOSITE.map(|q| q as i32);
+    // SAFETY: the body reads `src` at `c` and at the offsets of `offset(q)`
+    // (EY, EX, EZ on dimensions 0, 1, 2, normalised to s1, s2, s3), which
+    // are exactly `footprint()`, and writes only `dst[c]`; `cell` is 19
+    // floats like `GasCell`.
+    unsafe { DeviceKernel::new(CellDecl::array::<f32>(19), body) }
+        .with_table(Table::ints("EX", &axis(0)))
+        .with_table(Table::ints("EY", &axis(1)))
+        .with_table(Table::ints("EZ", &axis(2)))
+        .with_table(Table::ints("OPP", &opposite))
+        .with_table(Table::reals(
+            "W",
+            &std::array::from_fn::<f32, 19, _>(weight),
+        ))
 }
 
 /// The gas update as a skeleton stencil (boundary one cell wide), on CPU and
 /// OpenCL devices.
 pub fn stencil() -> Stencil<GasCell> {
-    let kernel = Custom::new("gas-sim", footprint(), step).with_device_source(device_source());
+    let kernel = Custom::new("gas-sim", footprint(), step).with_device_kernel(device_kernel());
     Stencil::custom(Arc::new(kernel), vec![1; 3], vec![1; 3])
 }
 
@@ -295,5 +302,21 @@ mod tests {
         assert_eq!(f(&[51, 51, 9])[0], f32::NEG_INFINITY, "sphere centre");
         let fluid = f(&[20, 20, 20]);
         assert_eq!(fluid[0], feq(0, 1.0, [0.1, 0.0, 0.0]));
+    }
+
+    #[test]
+    fn the_device_kernel_is_one_body_for_every_dialect() {
+        let k = device_kernel();
+        for d in kernels::Dialect::ALL {
+            let s = k.source(d);
+            assert!(s.contains(k.body()), "{d}");
+            assert!(s.contains("int OPP[19] = {0, 2, 1, 4, 3, 6, 5, 10, 9, 8, 7, 14, 13, 12, 11, 18, 17, 16, 15};"), "{s}");
+            assert!(
+                s.contains("float W[19] = {0.33333334f, 0.055555556f,"),
+                "{s}"
+            );
+        }
+        assert!(!k.body().contains("__global") && !k.body().contains("long"));
+        assert_eq!(k.cell().bytes(), std::mem::size_of::<GasCell>());
     }
 }

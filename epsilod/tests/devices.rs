@@ -168,15 +168,16 @@ fn rust_only_kernels_say_they_need_a_cpu_device(kind: &str) {
 #[allow(dead_code)]
 fn a_kernel_that_fails_to_compile_shows_the_build_log(kind: &str) {
     let fp = Library::S2d4.spec().footprint();
-    let broken = kernels::DeviceSource {
-        source: format!(
-            "{}    dst[c] = src[c] +* undeclared_thing;\n}}\n",
-            kernels::device_source::prologue("float")
-        ),
-        needs_fp64: false,
+    // SAFETY: the body reads only `src[c]` and writes only `dst[c]`; the
+    // cell is one f32. It never runs: it does not compile.
+    let broken = unsafe {
+        kernels::DeviceKernel::new(
+            kernels::CellDecl::scalar::<f32>(),
+            "    dst[c] = src[c] +* undeclared_thing;\n",
+        )
     };
     let k = kernels::Custom::new("broken", fp, |nb: &kernels::Neighbourhood<f32>| nb.centre())
-        .with_device_source(broken);
+        .with_device_kernel(broken);
     let r = Skeleton::new(
         &[10, 10],
         Stencil::custom(std::sync::Arc::new(k), vec![1, 1], vec![1, 1]),

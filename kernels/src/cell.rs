@@ -1,5 +1,6 @@
 //! What a grid can hold.
 
+use crate::device::DeviceScalar;
 use std::fmt::Debug;
 use std::ops::{Add, Div, Mul};
 
@@ -8,18 +9,19 @@ use std::ops::{Add, Div, Mul};
 pub trait Cell: bytemuck::Pod + Send + Sync + PartialEq + Debug {}
 impl<T: bytemuck::Pod + Send + Sync + PartialEq + Debug> Cell for T {}
 
-/// A floating-point cell, for weighted stencils.
+/// A floating-point cell, for weighted stencils. Every one can also be
+/// computed on devices ([`DeviceScalar`]), so any weighted stencil has
+/// device code.
 pub trait Real:
-    Cell + PartialOrd + Add<Output = Self> + Mul<Output = Self> + Div<Output = Self>
+    Cell + DeviceScalar + PartialOrd + Add<Output = Self> + Mul<Output = Self> + Div<Output = Self>
 {
-    /// The C type name, for generated device code.
-    const C_NAME: &'static str;
+    /// `v` rounded to this type.
     fn from_f64(v: f64) -> Self;
+    /// The value widened (exactly) to f64.
     fn to_f64(self) -> f64;
 }
 
 impl Real for f32 {
-    const C_NAME: &'static str = "float";
     fn from_f64(v: f64) -> f32 {
         v as f32
     }
@@ -29,7 +31,6 @@ impl Real for f32 {
 }
 
 impl Real for f64 {
-    const C_NAME: &'static str = "double";
     fn from_f64(v: f64) -> f64 {
         v
     }

@@ -39,7 +39,7 @@ pub struct Custom<T, F> {
     name: String,
     footprint: Footprint,
     f: F,
-    device: Option<crate::DeviceSource>,
+    device: Option<crate::DeviceKernel>,
     _cell: PhantomData<fn() -> T>,
 }
 
@@ -56,11 +56,21 @@ impl<T: Cell, F: Fn(&Neighbourhood<T>) -> T + Send + Sync> Custom<T, F> {
         }
     }
 
-    /// The same update in OpenCL C: a kernel named
-    /// [`KERNEL_NAME`](crate::device_source::KERNEL_NAME) with the signature
-    /// `device_source` documents. It must compute exactly what `f` does.
-    pub fn with_device_source(mut self, source: crate::DeviceSource) -> Self {
-        self.device = Some(source);
+    /// The same update as device code, for every dialect. It must compute
+    /// exactly what `f` does (see [`DeviceKernel::new`](crate::DeviceKernel::new)).
+    ///
+    /// # Panics
+    ///
+    /// If the kernel's cell is not the size of `T`: the device would then
+    /// read the host's buffers with the wrong layout.
+    pub fn with_device_kernel(mut self, kernel: crate::DeviceKernel) -> Self {
+        assert_eq!(
+            kernel.cell().bytes(),
+            std::mem::size_of::<T>(),
+            "device kernel of '{}': its cell declaration does not match the Rust cell type",
+            self.name
+        );
+        self.device = Some(kernel);
         self
     }
 }
@@ -74,7 +84,7 @@ impl<T: Cell, F: Fn(&Neighbourhood<T>) -> T + Send + Sync> Kernel<T> for Custom<
         &self.footprint
     }
 
-    fn device_source(&self) -> Option<crate::DeviceSource> {
+    fn device_kernel(&self) -> Option<crate::DeviceKernel> {
         self.device.clone()
     }
 

@@ -35,4 +35,10 @@ pub enum KernelError {
         region: Vec<std::ops::Range<usize>>,
         dims: Vec<usize>,
     },
+    #[error("device kernels run regions of 1 to {max} dimensions, not {0}", max = crate::device::abi::DIMS)]
+    DeviceDims(usize),
+    #[error(
+        "a launch needs one stride per region dimension: {strides} strides for a {region}-d region"
+    )]
+    LaunchRank { strides: usize, region: usize },
 }

@@ -52,8 +52,8 @@ impl<T: Real> Kernel<T> for Generic<T> {
         &self.footprint
     }
 
-    fn device_source(&self) -> Option<crate::DeviceSource> {
-        Some(crate::device_source::generic_source(&self.spec, T::C_NAME))
+    fn device_kernel(&self) -> Option<crate::DeviceKernel> {
+        Some(crate::device::exprs::generic::<T>(&self.spec))
     }
 
     fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {

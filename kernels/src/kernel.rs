@@ -18,9 +18,9 @@ pub trait Kernel<T>: Send + Sync {
     /// The offsets read (drives halo plans and the launch check).
     fn footprint(&self) -> &Footprint;
     fn apply(&self, src: &[T], dst_slab: &mut [T], frame: &Frame, region: &[Range<usize>]);
-    /// The kernel as device code (OpenCL C), for device backends; `None` for
-    /// kernels that exist only in Rust.
-    fn device_source(&self) -> Option<crate::DeviceSource> {
+    /// The kernel as device code, for device backends; `None` for kernels
+    /// that exist only in Rust.
+    fn device_kernel(&self) -> Option<crate::DeviceKernel> {
         None
     }
 }

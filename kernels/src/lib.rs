@@ -1,9 +1,10 @@
 //! kernels: stencil descriptions, the stencil library, CPU kernels (generic,
-//! specialised, custom) and the naive serial reference used by tests.
+//! specialised, custom), their device code ([`device`]: dialects, the kernel
+//! ABI) and the naive serial reference used by tests.
 
 pub mod cell;
 pub mod custom;
-pub mod device_source;
+pub mod device;
 pub mod error;
 pub mod frame;
 pub mod generic;
@@ -15,7 +16,7 @@ pub mod specialized;
 
 pub use cell::{Cell, Real};
 pub use custom::{Custom, Neighbourhood};
-pub use device_source::DeviceSource;
+pub use device::{CellDecl, DeviceKernel, DeviceScalar, Dialect, Table};
 pub use error::{KernelError, SpecError};
 pub use frame::{for_each_row, Frame};
 pub use generic::Generic;

@@ -62,8 +62,8 @@ impl<T: Real> Kernel<T> for Specialized<T> {
         &self.footprint
     }
 
-    fn device_source(&self) -> Option<crate::DeviceSource> {
-        Some(crate::device_source::library_source(self.lib, T::C_NAME))
+    fn device_kernel(&self) -> Option<crate::DeviceKernel> {
+        Some(crate::device::exprs::library::<T>(self.lib))
     }
 
     fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {

@@ -1,38 +1,27 @@
-//! OpenCL C for the library stencils and the generic kernel. One kernel
-//! signature for every stencil: the launch region is normalised to four
-//! dimensions (leading ones of size 1), so the host code never changes.
-//! Expressions follow reference.md §1's evaluation order, as the CPU
-//! specialised kernels do; with `FP_CONTRACT OFF` and correctly rounded
-//! division the results are bit-identical. CUDA C would differ only in the
-//! qualifiers and the index lookup (the prologue).
+//! The library stencils and the generic kernel as device kernels, written
+//! once for every dialect. Expressions follow reference.md §1's evaluation
+//! order, as the CPU specialised kernels do; with contraction off and
+//! correctly rounded division the results are bit-identical.
 
+use super::{CellDecl, DeviceKernel, DeviceScalar};
 use crate::library::Library;
 use crate::spec::StencilSpec;
 
-/// A kernel's device code.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeviceSource {
-    /// OpenCL C source of a kernel named [`KERNEL_NAME`].
-    pub source: String,
-    /// Needs double precision (cl_khr_fp64).
-    pub needs_fp64: bool,
-}
-
-pub const KERNEL_NAME: &str = "epsilod_stencil";
-
-/// `src[c + o0*s? + ...]`: the neighbour at `off` of an `nd`-dimensional
+/// `src[c + (o0L) * s? + ...]`: the neighbour at `off` of an `nd`-dimensional
 /// stencil, whose dimension d is the normalised dimension `4 - nd + d`.
 fn x(off: &[i64]) -> String {
     let nd = off.len();
     let mut terms = String::new();
     for (d, &o) in off.iter().enumerate() {
         if o != 0 {
-            terms += &format!(" + ({o}L) * s{}", 4 - nd + d);
+            terms += &format!(" + ({o}L) * s{}", super::abi::DIMS - nd + d);
         }
     }
     format!("src[c{terms}]")
 }
 
+/// Unit offsets `k` away along every axis: dimension 0 below, above,
+/// dimension 1 below, above, ...
 fn axis(nd: usize, k: i64) -> Vec<String> {
     let mut v = Vec::new();
     for d in 0..nd {
@@ -49,58 +38,24 @@ fn sum(v: &[String]) -> String {
     v.join(" + ")
 }
 
-/// A float literal of `v` in type `t` ("float" or "double").
-fn lit(v: f64, t: &str) -> String {
-    if t == "float" {
-        let f = v as f32;
-        format!("{f:?}f")
-    } else {
-        format!("{v:?}")
-    }
-}
-
-/// The kernel's opening: its signature, the typed views of the two buffers,
-/// and `c`, the index of the cell this work-item computes. Every kernel,
-/// generated or written by an app, starts with it.
-pub fn prologue(t: &str) -> String {
-    format!(
-        "__kernel void {KERNEL_NAME}(__global const uchar* src_bytes, __global uchar* dst_bytes,\n\
-             const long base, const long s0, const long s1, const long s2, const long s3, const long n1)\n\
-         {{\n\
-             __global const {t}* src = (__global const {t}*)src_bytes;\n\
-             __global {t}* dst = (__global {t}*)dst_bytes;\n\
-             const long i3 = get_global_id(0);\n\
-             const long i2 = get_global_id(1);\n\
-             const long z = get_global_id(2);\n\
-             const long c = base + (z / n1) * s0 + (z % n1) * s1 + i2 * s2 + i3 * s3;\n"
+fn kernel<T: DeviceScalar>(expr: &str, fp64: bool) -> DeviceKernel {
+    DeviceKernel::generated(
+        CellDecl::scalar::<T>(),
+        format!("    dst[c] = {expr};\n"),
+        fp64,
     )
 }
 
-fn wrap(t: &str, expr: &str, needs_fp64: bool) -> DeviceSource {
-    let fp64 = if needs_fp64 || t == "double" {
-        "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-    } else {
-        ""
-    };
-    let source = format!(
-        "{fp64}#pragma OPENCL FP_CONTRACT OFF\n{}    dst[c] = {expr};\n}}\n",
-        prologue(t)
-    );
-    DeviceSource {
-        source,
-        needs_fp64: needs_fp64 || t == "double",
-    }
-}
-
-/// The specialised kernel of a library stencil for cell type `t`.
-pub fn library_source(lib: Library, t: &str) -> DeviceSource {
-    let c = |v: f64| lit(v, t);
+/// The specialised kernel of a library stencil for cells of type `T`.
+pub fn library<T: DeviceScalar>(lib: Library) -> DeviceKernel {
+    let c = |v: f64| T::literal_of(v);
     let nd = lib.ndims();
     let expr = match lib {
         Library::S1dc2 | Library::S2d4 | Library::S3d6 | Library::S4d8 => {
             format!("({}) / {}", sum(&axis(nd, 1)), c(2.0 * nd as f64))
         }
         Library::S1dnc4 => {
+            // In double whatever the cell type, as the CPU kernel computes it.
             let v = format!(
                 "(0.5 * (double)({} + {}) + (double){} + (double){}) / 3.0",
                 x(&[-2]),
@@ -108,7 +63,7 @@ pub fn library_source(lib: Library, t: &str) -> DeviceSource {
                 x(&[-1]),
                 x(&[1])
             );
-            return wrap(t, &format!("({t})({v})"), true);
+            return kernel::<T>(&format!("(cell)({v})"), true);
         }
         Library::S2d8 => format!(
             "({} * ({}) + ({} + {} + {} + {})) / {}",
@@ -165,20 +120,19 @@ pub fn library_source(lib: Library, t: &str) -> DeviceSource {
             format!("({}) / {}", sum(&all), c(27.0))
         }
     };
-    wrap(t, &expr, false)
+    kernel::<T>(&expr, false)
 }
 
 /// The generic kernel: weights times neighbours in lexicographic order, from
 /// the first term, then divided by the factor (as the CPU generic kernel).
-pub fn generic_source(spec: &StencilSpec, t: &str) -> DeviceSource {
+pub fn generic<T: DeviceScalar>(spec: &StencilSpec) -> DeviceKernel {
     let terms: Vec<String> = spec
         .terms()
         .iter()
-        .map(|(o, w)| format!("{} * {}", lit(*w, t), x(o)))
+        .map(|(o, w)| format!("{} * {}", T::literal_of(*w), x(o)))
         .collect();
-    wrap(
-        t,
-        &format!("({}) / {}", sum(&terms), lit(spec.factor, t)),
+    kernel::<T>(
+        &format!("({}) / {}", sum(&terms), T::literal_of(spec.factor)),
         false,
     )
 }
@@ -186,19 +140,39 @@ pub fn generic_source(spec: &StencilSpec, t: &str) -> DeviceSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::Dialect;
 
     #[test]
     fn sources_read_the_right_neighbours_in_order() {
-        let s = library_source(Library::S2d4, "float").source;
+        let s = library::<f32>(Library::S2d4).source(Dialect::OpenCl);
         assert!(s.contains("dst[c] = (src[c + (-1L) * s2] + src[c + (1L) * s2] + src[c + (-1L) * s3] + src[c + (1L) * s3]) / 4.0f;"), "{s}");
         assert!(s.contains("#pragma OPENCL FP_CONTRACT OFF"));
-        let s = library_source(Library::S1dnc4, "float");
-        assert!(s.needs_fp64 && s.source.contains("cl_khr_fp64"));
-        let g = generic_source(&Library::S2df5.spec(), "float").source;
+        let k = library::<f32>(Library::S1dnc4);
+        assert!(k.needs_fp64() && k.source(Dialect::OpenCl).contains("cl_khr_fp64"));
+        assert!(library::<f64>(Library::S2d4).needs_fp64());
+        assert!(!library::<f32>(Library::S2d4).needs_fp64());
+        let g = generic::<f32>(&Library::S2df5.spec()).source(Dialect::OpenCl);
         assert!(
             g.contains("(1.0f * src[c + (-2L) * s2] + 0.5f * src[c + (-1L) * s2 + (-1L) * s3]"),
             "{g}"
         );
         assert!(g.contains(") / 6.5f;"));
+        let d = generic::<f64>(&Library::S2df5.spec()).source(Dialect::OpenCl);
+        assert!(
+            d.contains(") / 6.5;") && d.contains("typedef double cell;"),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn every_dialect_computes_the_same_expression() {
+        for lib in Library::ALL {
+            for k in [library::<f32>(lib), generic::<f64>(&lib.spec())] {
+                assert!(k.body().contains("dst[c] = "), "{lib}");
+                for d in Dialect::ALL {
+                    assert!(k.source(d).contains(k.body()), "{lib} in {d}");
+                }
+            }
+        }
     }
 }

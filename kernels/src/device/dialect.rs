@@ -1,0 +1,105 @@
+//! Everything that differs between the C dialects device kernels are written
+//! in. Kernel bodies and expressions are dialect-free; only this file knows
+//! OpenCL C from CUDA C.
+
+/// A C-family language a device kernel can be emitted in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// OpenCL C 1.2.
+    OpenCl,
+    /// CUDA C++ (nvcc or NVRTC).
+    Cuda,
+}
+
+impl Dialect {
+    /// Both dialects, for tests and tools that emit every one.
+    pub const ALL: [Dialect; 2] = [Dialect::OpenCl, Dialect::Cuda];
+
+    /// What precedes the kernel function's return type.
+    pub fn kernel_qualifier(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "__kernel",
+            // C linkage so the host finds the kernel by its plain name.
+            Dialect::Cuda => "extern \"C\" __global__",
+        }
+    }
+
+    /// The address-space qualifier of a buffer argument, with its trailing
+    /// space (CUDA pointers need none).
+    pub fn global(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "__global ",
+            Dialect::Cuda => "",
+        }
+    }
+
+    /// The qualifier of a read-only table at file scope.
+    pub fn constant(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "__constant",
+            Dialect::Cuda => "__constant__",
+        }
+    }
+
+    /// A 64-bit signed integer type. CUDA's `long` is 32 bits on Windows.
+    pub fn long_type(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "long",
+            Dialect::Cuda => "long long",
+        }
+    }
+
+    /// The global thread index along `axis` (0, 1 or 2) as a 64-bit value.
+    pub fn global_id(self, axis: usize) -> String {
+        let xyz = ["x", "y", "z"][axis];
+        match self {
+            Dialect::OpenCl => format!("get_global_id({axis})"),
+            // Widened before multiplying: block index times block size
+            // overflows 32 bits on large grids.
+            Dialect::Cuda => format!(
+                "((long long)blockIdx.{xyz} * (long long)blockDim.{xyz} + (long long)threadIdx.{xyz})"
+            ),
+        }
+    }
+
+    /// The lines a source opens with. Contraction into fused multiply-adds
+    /// would change results against the CPU, which never fuses: OpenCL turns
+    /// it off here, CUDA through [`compiler_options`](Self::compiler_options).
+    pub fn preamble(self, fp64: bool) -> String {
+        match self {
+            Dialect::OpenCl => {
+                let fp64 = if fp64 {
+                    "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+                } else {
+                    ""
+                };
+                format!("{fp64}#pragma OPENCL FP_CONTRACT OFF\n")
+            }
+            // NVRTC compiles without the C library headers that define these.
+            Dialect::Cuda => {
+                "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n\
+                 #ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n"
+                    .to_string()
+            }
+        }
+    }
+
+    /// Compiler options for results bit-identical to the CPU: IEEE division
+    /// and square root, no contraction, never fast math. An OpenCL device
+    /// may reject its option; the controller then builds without it.
+    pub fn compiler_options(self) -> &'static [&'static str] {
+        match self {
+            Dialect::OpenCl => &["-cl-fp32-correctly-rounded-divide-sqrt"],
+            Dialect::Cuda => &["--fmad=false", "--prec-div=true", "--prec-sqrt=true"],
+        }
+    }
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Dialect::OpenCl => "OpenCL C",
+            Dialect::Cuda => "CUDA C++",
+        })
+    }
+}

@@ -1,0 +1,340 @@
+//! Device kernels: C-family source for device backends, in any [`Dialect`].
+//!
+//! A [`DeviceKernel`] is a dialect-free body (statements computing `dst[c]`
+//! from `src`), the cell's C declaration and read-only tables. [`source`]
+//! wraps it in one dialect: preamble, tables, the signature written from the
+//! ABI ([`abi::ARGS`]) and a prologue that finds the thread's cell `c` and
+//! returns early outside the launch region, so any grid rounded up to
+//! work-group multiples is legal.
+//!
+//! Names a body can use: `cell` (the cell type; an array cell's components
+//! are `.d[i]`), `index_t` (a 64-bit signed integer), the arguments of
+//! [`abi::ARGS`] (`src`, `dst`, `base`, `s0..s3`, `n0..n3`), `c` (the cell's
+//! element index), `i3`, `i2`, `z` (the thread's grid position) and the
+//! tables. A dimension `d` of a `k`-dimensional kernel is normalised
+//! dimension `4 - k + d`, so a 3-D kernel steps with `s1`, `s2`, `s3`.
+//!
+//! [`source`]: DeviceKernel::source
+
+pub mod abi;
+pub mod dialect;
+pub mod exprs;
+
+pub use abi::{LaunchArgs, KERNEL_NAME};
+pub use dialect::Dialect;
+
+use abi::{ArgKind, BufferArg, ARGS};
+
+/// A scalar type device code can compute in.
+pub trait DeviceScalar: Copy {
+    /// The C type name.
+    const C_TYPE: &'static str;
+    /// Whether the type needs double-precision support on the device.
+    const NEEDS_FP64: bool;
+    /// A C literal of exactly this value, in this type.
+    fn literal(self) -> String;
+    /// A literal of `v` rounded to this type, as `Real::from_f64` rounds it.
+    fn literal_of(v: f64) -> String;
+}
+
+/// C spellings of the values Rust's shortest round-trip formatting cannot
+/// give as a literal.
+fn non_finite(v: f64) -> Option<&'static str> {
+    if v.is_nan() {
+        Some("NAN")
+    } else if v == f64::INFINITY {
+        Some("INFINITY")
+    } else if v == f64::NEG_INFINITY {
+        Some("(-INFINITY)")
+    } else {
+        None
+    }
+}
+
+impl DeviceScalar for f32 {
+    const C_TYPE: &'static str = "float";
+    const NEEDS_FP64: bool = false;
+    fn literal(self) -> String {
+        // `{:?}` is the shortest text that parses back to the same bits.
+        match non_finite(self as f64) {
+            Some(s) => s.to_string(),
+            None => format!("{self:?}f"),
+        }
+    }
+    fn literal_of(v: f64) -> String {
+        (v as f32).literal()
+    }
+}
+
+impl DeviceScalar for f64 {
+    const C_TYPE: &'static str = "double";
+    const NEEDS_FP64: bool = true;
+    fn literal(self) -> String {
+        match non_finite(self) {
+            Some(s) => format!("((double){s})"),
+            None => format!("{self:?}"),
+        }
+    }
+    fn literal_of(v: f64) -> String {
+        v.literal()
+    }
+}
+
+/// The C declaration of a kernel's cell type, always named `cell`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CellDecl {
+    scalar: &'static str,
+    scalar_bytes: usize,
+    /// `None` for a scalar cell, the component count for an array cell.
+    len: Option<usize>,
+    fp64: bool,
+}
+
+impl CellDecl {
+    /// A cell that is one `T` (`typedef float cell;`).
+    pub fn scalar<T: DeviceScalar>() -> CellDecl {
+        CellDecl {
+            scalar: T::C_TYPE,
+            scalar_bytes: std::mem::size_of::<T>(),
+            len: None,
+            fp64: T::NEEDS_FP64,
+        }
+    }
+
+    /// A cell of `len` components of `T`, like Rust's `[T; len]`: a struct
+    /// wrapping the array, since C cannot assign arrays.
+    pub fn array<T: DeviceScalar>(len: usize) -> CellDecl {
+        CellDecl {
+            len: Some(len),
+            ..CellDecl::scalar::<T>()
+        }
+    }
+
+    /// The size of one cell in bytes, as the host lays it out.
+    pub fn bytes(&self) -> usize {
+        self.scalar_bytes * self.len.unwrap_or(1)
+    }
+
+    fn declaration(&self) -> String {
+        match self.len {
+            None => format!("typedef {} cell;\n", self.scalar),
+            Some(n) => format!("typedef struct {{ {} d[{n}]; }} cell;\n", self.scalar),
+        }
+    }
+}
+
+/// A read-only table at file scope, generated from host values so device
+/// and host share one set of constants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Table {
+    name: String,
+    c_type: &'static str,
+    values: Vec<String>,
+    fp64: bool,
+}
+
+impl Table {
+    /// An `int` table. Values must fit 32 bits; they are written as given.
+    pub fn ints(name: &str, values: &[i32]) -> Table {
+        Table {
+            name: name.to_string(),
+            c_type: "int",
+            values: values.iter().map(|v| v.to_string()).collect(),
+            fp64: false,
+        }
+    }
+
+    /// A table of reals, each written as an exact literal.
+    pub fn reals<T: DeviceScalar>(name: &str, values: &[T]) -> Table {
+        Table {
+            name: name.to_string(),
+            c_type: T::C_TYPE,
+            values: values.iter().map(|v| v.literal()).collect(),
+            fp64: T::NEEDS_FP64,
+        }
+    }
+
+    fn declaration(&self, dialect: Dialect) -> String {
+        format!(
+            "{} {} {}[{}] = {{{}}};\n",
+            dialect.constant(),
+            self.c_type,
+            self.name,
+            self.values.len(),
+            self.values.join(", ")
+        )
+    }
+}
+
+/// A kernel as device code: a dialect-free body, the cell it computes on,
+/// and the tables it reads. [`source`](Self::source) gives it in a dialect.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceKernel {
+    cell: CellDecl,
+    tables: Vec<Table>,
+    body: String,
+    fp64: bool,
+}
+
+impl DeviceKernel {
+    /// A kernel from a hand-written body (see the [module docs](self) for
+    /// the names it can use). It must compute exactly what the Rust kernel
+    /// it stands for computes; device tests compare the two bit for bit.
+    ///
+    /// # Safety
+    ///
+    /// The body runs on the device over the launch region with no bounds
+    /// checks. It must read `src` only at `c` plus offsets inside the
+    /// footprint of the kernel it is attached to (the host checks launches
+    /// against that footprint, not against the body), write only `dst[c]`,
+    /// and `cell` must have the layout of the Rust cell type it is used with.
+    pub unsafe fn new(cell: CellDecl, body: impl Into<String>) -> DeviceKernel {
+        DeviceKernel::generated(cell, body.into(), false)
+    }
+
+    /// The generator's kernels: their bodies read only their stencil's
+    /// offsets, by construction.
+    pub(crate) fn generated(cell: CellDecl, body: String, fp64: bool) -> DeviceKernel {
+        DeviceKernel {
+            fp64: fp64 || cell.fp64,
+            cell,
+            tables: Vec::new(),
+            body,
+        }
+    }
+
+    /// Adds a table the body reads by `name`. Tables are data: a table
+    /// cannot make a body read outside its footprint.
+    pub fn with_table(mut self, table: Table) -> DeviceKernel {
+        self.fp64 |= table.fp64;
+        self.tables.push(table);
+        self
+    }
+
+    /// The body, the same text in every dialect.
+    pub fn body(&self) -> &str {
+        &self.body
+    }
+
+    /// The cell declaration.
+    pub fn cell(&self) -> &CellDecl {
+        &self.cell
+    }
+
+    /// Needs double precision on the device (OpenCL's cl_khr_fp64).
+    pub fn needs_fp64(&self) -> bool {
+        self.fp64
+    }
+
+    /// The complete source of a kernel named [`KERNEL_NAME`] in `dialect`.
+    pub fn source(&self, dialect: Dialect) -> String {
+        let mut s = dialect.preamble(self.fp64);
+        s += &format!("typedef {} index_t;\n", dialect.long_type());
+        s += &self.cell.declaration();
+        for t in &self.tables {
+            s += &t.declaration(dialect);
+        }
+        s += &prologue(dialect);
+        s += &self.body;
+        if !self.body.ends_with('\n') {
+            s.push('\n');
+        }
+        s += "}\n";
+        s
+    }
+}
+
+/// The signature, written from the ABI, and the opening of the body: the
+/// thread's cell `c`, after the bounds guard.
+fn prologue(dialect: Dialect) -> String {
+    let g = dialect.global();
+    let args: Vec<String> = ARGS
+        .iter()
+        .map(|(name, kind)| match kind {
+            ArgKind::Buffer(BufferArg::Src) => format!("{g}const cell* {name}"),
+            ArgKind::Buffer(BufferArg::Dst) => format!("{g}cell* {name}"),
+            ArgKind::Long(_) => format!("const index_t {name}"),
+        })
+        .collect();
+    format!(
+        "{} void {}({})\n{{\n    \
+         const index_t i3 = {};\n    \
+         const index_t i2 = {};\n    \
+         const index_t z = {};\n    \
+         if (i3 >= n3 || i2 >= n2 || z >= n0 * n1) return;\n    \
+         const index_t c = base + (z / n1) * s0 + (z % n1) * s1 + i2 * s2 + i3 * s3;\n",
+        dialect.kernel_qualifier(),
+        KERNEL_NAME,
+        args.join(", "),
+        dialect.global_id(0),
+        dialect.global_id(1),
+        dialect.global_id(2),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_follows_the_abi_in_every_dialect() {
+        let k = exprs::library::<f32>(crate::Library::S2d4);
+        for d in Dialect::ALL {
+            let s = k.source(d);
+            let sig = s
+                .lines()
+                .find(|l| l.contains(KERNEL_NAME))
+                .expect("a signature");
+            let mut at = 0;
+            for (name, _) in ARGS {
+                let found = sig[at..]
+                    .find(&format!(" {name},"))
+                    .or_else(|| sig[at..].find(&format!(" {name})")));
+                at += found.unwrap_or_else(|| panic!("{name} missing or out of order: {sig}"));
+            }
+            assert!(sig.starts_with(d.kernel_qualifier()), "{sig}");
+            assert!(
+                s.contains("if (i3 >= n3 || i2 >= n2 || z >= n0 * n1) return;"),
+                "{s}"
+            );
+        }
+    }
+
+    #[test]
+    fn dialects_differ_only_around_the_body() {
+        let ocl = exprs::library::<f32>(crate::Library::S2d4).source(Dialect::OpenCl);
+        let cuda = exprs::library::<f32>(crate::Library::S2d4).source(Dialect::Cuda);
+        assert!(ocl.contains("__kernel void epsilod_stencil(__global const cell* src, __global cell* dst, const index_t base"));
+        assert!(ocl.contains("get_global_id(2)") && ocl.contains("#pragma OPENCL FP_CONTRACT OFF"));
+        assert!(cuda
+            .contains("extern \"C\" __global__ void epsilod_stencil(const cell* src, cell* dst"));
+        assert!(cuda.contains("typedef long long index_t;") && cuda.contains("blockIdx.z"));
+        assert!(!cuda.contains("__global ") && !cuda.contains("#pragma OPENCL"));
+        assert!(!Dialect::Cuda
+            .compiler_options()
+            .iter()
+            .any(|o| o.contains("fast")));
+    }
+
+    #[test]
+    fn cells_and_tables_are_declared() {
+        // SAFETY: a test of the emitted text; the kernel never runs.
+        let k = unsafe { DeviceKernel::new(CellDecl::array::<f32>(19), "    dst[c] = src[c];") }
+            .with_table(Table::ints("EX", &[0, -1, 1]))
+            .with_table(Table::reals("W", &[1.0f32 / 3.0, f32::NEG_INFINITY]));
+        assert_eq!(k.cell().bytes(), 76);
+        assert!(!k.needs_fp64());
+        let s = k.source(Dialect::OpenCl);
+        assert!(s.contains("typedef struct { float d[19]; } cell;"), "{s}");
+        assert!(s.contains("__constant int EX[3] = {0, -1, 1};"), "{s}");
+        assert!(
+            s.contains("__constant float W[2] = {0.33333334f, (-INFINITY)};"),
+            "{s}"
+        );
+        assert!(k.source(Dialect::Cuda).contains("__constant__ int EX[3]"));
+        let k = k.with_table(Table::reals("X", &[0.1f64]));
+        assert!(k.needs_fp64() && k.source(Dialect::OpenCl).contains("cl_khr_fp64"));
+        assert_eq!(1.0f32.literal(), "1.0f");
+        assert_eq!(0.1f64.literal(), "0.1");
+    }
+}
