@@ -14,6 +14,8 @@ pub enum SpecError {
     BadWeight { index: usize, value: f64 },
     #[error("stencil weights are all zero: at least one must be non-zero")]
     AllZero,
+    #[error("stencil extent {extent} is too large: extents of at most {max} are supported", max = crate::spec::MAX_EXTENT)]
+    ExtentTooLarge { extent: usize },
     #[error("stencil factor is {0}: it must be finite and non-zero")]
     BadFactor(f64),
     #[error("cannot read stencil spec {path}: {reason}")]

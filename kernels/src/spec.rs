@@ -8,6 +8,10 @@ use std::path::Path;
 /// Most dimensions a stencil may have.
 pub const MAX_DIMS: usize = 8;
 
+/// The largest reach of a stencil along one direction: a halo this deep
+/// already costs more than the block it borders on any realistic grid.
+pub const MAX_EXTENT: usize = 64;
+
 /// A weighted stencil: `new = sum(w[o] * x[o]) / factor` over the offsets `o`
 /// of the box `-low[d]..=high[d]`.
 ///
@@ -87,11 +91,8 @@ impl StencilSpec {
         if self.low.len() > MAX_DIMS {
             return Err(SpecError::TooManyDims(self.low.len()));
         }
-        if self.low.iter().chain(&self.high).any(|&e| e > 64) {
-            return Err(SpecError::Parse {
-                path: self.name.clone(),
-                reason: "extents above 64 are not supported".into(),
-            });
+        if let Some(&extent) = self.low.iter().chain(&self.high).find(|&&e| e > MAX_EXTENT) {
+            return Err(SpecError::ExtentTooLarge { extent });
         }
         let expected: usize = self
             .low
@@ -216,6 +217,10 @@ mod tests {
             (
                 "name = \"x\"\nlow = [-1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 2\n",
                 "invalid value",
+            ),
+            (
+                "name = \"x\"\nlow = [65]\nhigh = [0]\nweights = [1]\nfactor = 1\n",
+                "extent 65 is too large: extents of at most 64",
             ),
         ];
         for (text, want) in cases {
