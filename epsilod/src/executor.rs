@@ -283,7 +283,8 @@ mod tests {
     use super::*;
     use crate::vp::VpMeta;
     use crate::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
-    use heuristics::{Decision, Heuristic, Snapshot};
+    use heuristics::testing::Scripted;
+    use heuristics::Heuristic;
     use kernels::{KernelChoice, Library};
     use std::sync::mpsc::{channel, Receiver, Sender};
     use std::sync::Arc;
@@ -389,20 +390,8 @@ mod tests {
     }
 
     /// Rebalances at iterations 40 and 80 towards the given weights.
-    struct Scripted;
-    impl Heuristic for Scripted {
-        fn name(&self) -> &str {
-            "scripted"
-        }
-        fn check(&mut self, s: &Snapshot<'_>) -> Decision {
-            let mut d = Decision::when(s.iter == 40 || s.iter == 80).with("at", s.iter as f64);
-            d.weights = Some(if s.iter == 40 {
-                vec![1.0, 3.0]
-            } else {
-                vec![2.0, 1.0]
-            });
-            d
-        }
+    fn scripted() -> Box<dyn Heuristic> {
+        Box::new(Scripted::new(&[(40, &[1.0, 3.0]), (80, &[2.0, 1.0])]))
     }
 
     fn skeleton(placement: Vec<usize>) -> Skeleton<f32> {
@@ -414,7 +403,7 @@ mod tests {
         .init(|i| (i[0] * 7 + i[1]) as f32 * 0.25)
         .devices(vec![DeviceSpec::cpu(1); 2])
         .partition(Partition::Weighted(0))
-        .alb(Alb::custom("scripted", || Box::new(Scripted)).window(5))
+        .alb(Alb::custom("scripted", scripted).window(5))
         .placement(placement)
     }
 

@@ -4,27 +4,10 @@
 //! under `mpirun -np 2`: a plain program, not the test harness.
 
 use epsilod::{Alb, Cluster, DeviceSpec, Partition, Skeleton, Stencil};
-use heuristics::{Decision, Heuristic, Snapshot};
+use heuristics::testing::Scripted;
 use kernels::{reference, KernelChoice, Library};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// Rebalances at iterations 40 and 80.
-struct Scripted;
-impl Heuristic for Scripted {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
-        let mut d = Decision::when(s.iter == 40 || s.iter == 80).with("at", s.iter as f64);
-        d.weights = Some(if s.iter == 40 {
-            vec![1.0, 3.0]
-        } else {
-            vec![2.0, 1.0]
-        });
-        d
-    }
-}
 
 fn main() {
     if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() || std::env::var("PMI_SIZE").is_ok() {
@@ -74,7 +57,12 @@ fn rank_main() {
     .init(init)
     .devices(vec![DeviceSpec::cpu(1); 2])
     .partition(Partition::Weighted(0))
-    .alb(Alb::custom("scripted", || Box::new(Scripted)).window(5))
+    .alb(
+        Alb::custom("scripted", || {
+            Box::new(Scripted::new(&[(40, &[1.0, 3.0]), (80, &[2.0, 1.0])]))
+        })
+        .window(5),
+    )
     .placement(vec![1, 0])
     .run_in(&cluster)
     .expect("the run");

@@ -87,3 +87,42 @@ fn same(a: &Decision, b: &Decision) -> bool {
             .all(|((ka, va), (kb, vb))| ka == kb && va.to_bits() == vb.to_bits())
         && a.weights.as_deref().map(bits) == b.weights.as_deref().map(bits)
 }
+
+/// A heuristic that rebalances at fixed iterations to fixed weights, for
+/// tests that need rebalances at known points whatever the timings (a
+/// timing-driven heuristic on a shared machine may or may not fire).
+///
+/// ```
+/// use heuristics::testing::Scripted;
+/// let h = Scripted::new(&[(40, &[1.0, 3.0]), (80, &[2.0, 1.0])]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Scripted {
+    script: Vec<(u64, Vec<f64>)>,
+}
+
+impl Scripted {
+    /// Rebalances after each listed iteration to its weights (one per device).
+    pub fn new(script: &[(u64, &[f64])]) -> Scripted {
+        Scripted {
+            script: script.iter().map(|(i, w)| (*i, w.to_vec())).collect(),
+        }
+    }
+}
+
+impl Heuristic for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+        match self.script.iter().find(|(i, _)| *i == s.iter) {
+            Some((i, w)) => {
+                let mut d = Decision::when(true).with("at", *i as f64);
+                d.weights = Some(w.clone());
+                d
+            }
+            None => Decision::when(false),
+        }
+    }
+}
