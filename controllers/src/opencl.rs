@@ -100,6 +100,16 @@ impl OclRuntime {
     }
 }
 
+impl OclRuntime {
+    /// Launches with explicit work-group sizes as on a GPU (`true`), or
+    /// leaves them to the implementation as on a CPU one. Tests use it to
+    /// run the GPU launch geometry on PoCL.
+    pub fn gpu_groups(mut self, on: bool) -> OclRuntime {
+        self.gpu = on;
+        self
+    }
+}
+
 impl DeviceRuntime for OclRuntime {
     type Buffer = Buffer<u8>;
     type Kernel = ocl::Kernel;
