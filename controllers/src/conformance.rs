@@ -275,43 +275,57 @@ pub fn run_all(make: &mut dyn FnMut() -> Box<dyn Controller<f32>>) {
 /// one `#[test]` per check and cell type (submodules `single` for `f32`,
 /// `double` for `f64`, `d3q19` for `[f32; 19]`).
 /// `<T>` names the cell type in the constructor expression, which runs
-/// once per test:
+/// once per test. Attributes before the name go on every test, e.g.
+/// `#[ignore = "needs an NVIDIA GPU"]` for hardware CI lacks:
 ///
 /// ```
 /// use controllers::{controller_conformance, CpuController};
 /// controller_conformance!(cpu_two_threads, <T> CpuController::<T>::new(2).unwrap());
+/// controller_conformance!(
+///     #[ignore = "an example of hardware CI lacks"]
+///     cpu_eight_threads,
+///     <T> CpuController::<T>::new(8).unwrap()
+/// );
 /// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! controller_conformance {
-    ($name:ident, <$t:ident> $make:expr) => {
+    ($(#[$attr:meta])* $name:ident, <$t:ident> $make:expr) => {
         #[allow(non_snake_case)]
         mod $name {
             #[allow(unused_imports)]
             use super::*;
             use $crate::conformance as check;
 
+            #[allow(dead_code)]
             fn make<$t: check::Probe>() -> Box<dyn $crate::Controller<$t>> {
                 Box::new($make)
             }
 
-            $crate::controller_conformance!(@tests single = f32:
+            $crate::controller_conformance!(@tests [$(#[$attr])*] single = f32:
                 transfers boxes resizing specialised_kernels generic_kernels launch_errors);
-            $crate::controller_conformance!(@tests double = f64:
+            $crate::controller_conformance!(@tests [$(#[$attr])*] double = f64:
                 transfers boxes resizing generic_kernels launch_errors);
-            $crate::controller_conformance!(@tests d3q19 = [f32; 19]: transfers boxes resizing);
+            $crate::controller_conformance!(@tests [$(#[$attr])*] d3q19 = [f32; 19]:
+                transfers boxes resizing);
         }
     };
-    (@tests $m:ident = $t:ty: $($check:ident)*) => {
+    (@tests [$($attrs:tt)*] $m:ident = $t:ty: $($check:ident)*) => {
         mod $m {
+            #[allow(unused_imports)]
             use super::check;
+            #[allow(unused_imports)]
             use super::make;
-            $(
-                #[test]
-                fn $check() {
-                    check::$check(make::<$t>().as_mut());
-                }
-            )*
+            $crate::controller_conformance!(@each [$($attrs)*] $t; $($check)*);
         }
+    };
+    (@each [$($attrs:tt)*] $t:ty;) => {};
+    (@each [$($attrs:tt)*] $t:ty; $check:ident $($rest:ident)*) => {
+        #[test]
+        $($attrs)*
+        fn $check() {
+            check::$check(make::<$t>().as_mut());
+        }
+        $crate::controller_conformance!(@each [$($attrs)*] $t; $($rest)*);
     };
 }

@@ -1,12 +1,14 @@
 //! controllers: one uniform interface over every device kind.
 //!
-//! Backends: `cpu` (rayon) always; `opencl` and `cuda` behind their features.
+//! Backends: `cpu` (rayon) always; `opencl` behind its feature, as a
+//! [`gpu::DeviceRuntime`] under the shared [`gpu::GpuController`].
 //! [`Slowdown`] wraps any backend to emulate a slower device.
 
 pub mod conformance;
 mod controller;
 pub mod cpu;
 mod error;
+pub mod gpu;
 mod launch;
 #[cfg(feature = "opencl")]
 pub mod opencl;
@@ -15,6 +17,7 @@ pub mod slowdown;
 pub use controller::{BufferId, Controller, KernelId};
 pub use cpu::CpuController;
 pub use error::DeviceError;
+pub use gpu::GpuController;
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClController;
 pub use slowdown::Slowdown;

@@ -160,7 +160,7 @@ fn rust_only_kernels_say_they_need_a_cpu_device(kind: &str) {
     .run();
     let e = epsilod::error::chain(&r.err().expect("no device source"));
     assert!(
-        e.contains("no OpenCL source") && e.contains("cpu devices"),
+        e.contains("no device code") && e.contains("cpu devices"),
         "{e}"
     );
 }

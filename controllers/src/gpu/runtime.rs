@@ -1,0 +1,104 @@
+//! The surface a GPU API must offer for [`super::GpuController`] to run on it.
+
+use super::copy_plan::CopyPiece;
+use super::geometry::GroupHints;
+use crate::error::DeviceError;
+use kernels::Dialect;
+
+/// A kernel compiled by a runtime, with what the launch geometry needs to
+/// know about it on this device.
+pub struct Compiled<K> {
+    /// The runtime's kernel object.
+    pub kernel: K,
+    /// Work-group size hints for it.
+    pub hints: GroupHints,
+}
+
+/// One device of one GPU API (OpenCL, CUDA, ...): raw byte buffers, copy
+/// commands, kernel compilation and launch, and device timing. Everything
+/// about shapes, validation and transfer planning stays in
+/// [`super::GpuController`].
+///
+/// Ordering: commands run in the order issued, as on one in-order queue or
+/// stream. `write` and `read` may return before the device has run earlier
+/// launches, but they act after them (a read sees what every earlier launch
+/// wrote) and must be complete, host memory included, when they return.
+pub trait DeviceRuntime: Send {
+    /// A device buffer of bytes.
+    type Buffer: Send;
+    /// A compiled kernel, ready to launch.
+    type Kernel: Send;
+    /// What a launch leaves to time it by (an event).
+    type Timing: Send;
+
+    /// The API's name, for messages (`OpenCL`).
+    const API: &'static str;
+
+    /// The C dialect its kernels are written in: the controller compiles
+    /// `DeviceKernel::source(DIALECT)`.
+    const DIALECT: Dialect;
+
+    /// What this device is, e.g. `opencl:platform=0,device=0 (name)`.
+    fn describe(&self) -> String;
+
+    /// Whether the device is a GPU: GPUs get explicit work-group sizes, CPU
+    /// implementations choose better themselves (see
+    /// [`super::geometry::plan_launch`]).
+    fn is_gpu(&self) -> bool;
+
+    /// A buffer of `bytes` bytes (possibly 0), contents unspecified.
+    fn alloc(&mut self, bytes: usize) -> Result<Self::Buffer, DeviceError>;
+
+    /// Copies `host` (exactly `piece.bytes()` bytes, packed) into `piece` of
+    /// `buf`.
+    fn write(
+        &mut self,
+        buf: &Self::Buffer,
+        piece: &CopyPiece,
+        host: &[u8],
+    ) -> Result<(), DeviceError>;
+
+    /// Copies `piece` of `buf` into `host` (exactly `piece.bytes()` bytes,
+    /// packed).
+    fn read(
+        &mut self,
+        buf: &Self::Buffer,
+        piece: &CopyPiece,
+        host: &mut [u8],
+    ) -> Result<(), DeviceError>;
+
+    /// Compiles `source` (a `kernels::DeviceKernel` in [`Self::DIALECT`]; its
+    /// entry point is `kernels::device::KERNEL_NAME` and its arguments are
+    /// `kernels::device::abi::ARGS`). Results must be bit-identical to the
+    /// CPU backend's: compile with `DIALECT.compiler_options()` (IEEE-exact
+    /// division and square root, no contraction), falling back only for
+    /// devices that reject them.
+    fn compile(&mut self, source: &str) -> Result<Compiled<Self::Kernel>, DeviceError>;
+
+    /// Enqueues `kernel` with arguments `(src, dst, longs...)` over a grid of
+    /// `grid` work-items (x fastest), in groups of `group` when given (they
+    /// tile `grid`), else of the runtime's choice. May return before the
+    /// kernel runs.
+    ///
+    /// # Safety
+    ///
+    /// Device code indexes the buffers unchecked: every cell the kernel
+    /// reads from `src` and writes to `dst` for these `longs` and `grid` must
+    /// lie inside them (what `crate::launch::validate` establishes).
+    unsafe fn launch(
+        &mut self,
+        kernel: &Self::Kernel,
+        src: &Self::Buffer,
+        dst: &Self::Buffer,
+        longs: &[i64],
+        grid: [usize; 3],
+        group: Option<[usize; 3]>,
+    ) -> Result<Self::Timing, DeviceError>;
+
+    /// Waits for every command issued so far.
+    fn finish(&mut self) -> Result<(), DeviceError>;
+
+    /// Device-measured seconds the launches of `timings` ran, summed; only
+    /// called after [`DeviceRuntime::finish`].
+    fn elapsed_seconds(&mut self, timings: Vec<Self::Timing>) -> f64;
+}
