@@ -5,7 +5,11 @@
 //! split's efficiency (1.0 = nothing lost, above 1 = the split is faster).
 //!
 //! Configurations are interleaved within each repetition so drift on a
-//! shared machine hits all of them alike; medians over repetitions.
+//! shared machine hits all of them alike; medians over repetitions. On a
+//! machine shared with other work, loop times are noisy, so each run's CPU
+//! time (all threads, setup included, from `/proc/self/stat` on Linux) is
+//! printed too: threads that spin while they wait show there whatever the
+//! load beside them.
 //!
 //! ```text
 //! cargo run --release -p benches --example split -- [--size 2050,4098] [--iters 50]
@@ -85,8 +89,22 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// One run's loop seconds (setup and result assembly excluded).
-fn loop_seconds(n: usize, iters: u64, c: Config) -> Result<f64, epsilod::RunError> {
+/// CPU seconds this process has used, all threads (Linux; `None` elsewhere).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold
+    // spaces: utime and stime are the 14th and 15th fields of the line.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split(' ').collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // The kernel's USER_HZ is 100 on every Linux ABI Rust supports.
+    Some(ticks / 100.0)
+}
+
+/// One run's loop seconds (setup and result assembly excluded) and CPU
+/// seconds (everything).
+fn loop_seconds(n: usize, iters: u64, c: Config) -> Result<(f64, f64), epsilod::RunError> {
+    let cpu0 = cpu_seconds().unwrap_or(f64::NAN);
     let out = Skeleton::new(
         &[n, n],
         Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
@@ -96,7 +114,8 @@ fn loop_seconds(n: usize, iters: u64, c: Config) -> Result<f64, epsilod::RunErro
     .devices(vec![DeviceSpec::cpu(c.threads); c.devices])
     .partition(Partition::Single(0))
     .run()?;
-    Ok(out.report.summary.loop_seconds)
+    let cpu = cpu_seconds().unwrap_or(f64::NAN) - cpu0;
+    Ok((out.report.summary.loop_seconds, cpu))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -118,21 +137,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for &n in &a.sizes {
         let mut times: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
+        let mut cpu: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
         for _ in 0..a.reps {
             for &c in &a.configs {
-                times
-                    .entry(c)
-                    .or_default()
-                    .push(loop_seconds(n, a.iters, c)?);
+                let (t, u) = loop_seconds(n, a.iters, c)?;
+                times.entry(c).or_default().push(t);
+                cpu.entry(c).or_default().push(u);
             }
         }
         let medians: BTreeMap<Config, f64> =
             times.into_iter().map(|(c, t)| (c, median(t))).collect();
+        let cpu: BTreeMap<Config, f64> = cpu.into_iter().map(|(c, t)| (c, median(t))).collect();
         let cells = ((n - 2) * (n - 2)) as f64 * a.iters as f64;
         println!("\n{n}x{n}");
         println!(
-            "{:>6} {:>10} {:>8} {:>12}",
-            "DxT", "loop ms", "G/s", "vs 1x(D*T)"
+            "{:>6} {:>10} {:>8} {:>12} {:>10}",
+            "DxT", "loop ms", "G/s", "vs 1x(D*T)", "cpu s/run"
         );
         for (&c, &t) in &medians {
             let one = Config {
@@ -143,11 +163,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .get(&one)
                 .map_or("-".to_string(), |&t1| format!("{:.3}", t1 / t));
             println!(
-                "{:>6} {:>10.1} {:>8.3} {:>12}",
+                "{:>6} {:>10.1} {:>8.3} {:>12} {:>10.2}",
                 format!("{}x{}", c.devices, c.threads),
                 t * 1e3,
                 cells / t / 1e9,
-                ratio
+                ratio,
+                cpu[&c]
             );
         }
     }

@@ -50,7 +50,10 @@ pub(crate) trait Job<T: Cell>: Sync {
     /// Called once the owner of every virtual process is agreed.
     fn place(&self, owners: &[usize]) -> Result<(), RunError>;
     /// Virtual process `p`'s endpoint, made in the thread that will use it.
-    fn endpoint(&self, p: usize) -> Result<Self::Endpoint, VpError>;
+    /// `wait` says whether its receives may poll before they block (see
+    /// [`Wait`]); a transport whose waiting is not its own (MPI's progress
+    /// engine) may ignore it.
+    fn endpoint(&self, p: usize, wait: Wait) -> Result<Self::Endpoint, VpError>;
     /// Whether a failure must be acted on at once (`on_failure`), because
     /// peers elsewhere could otherwise wait for it forever.
     fn fails_fast(&self) -> bool {
@@ -68,6 +71,43 @@ pub(crate) trait Job<T: Cell>: Sync {
     ) -> Result<Option<Vec<VpResult<T>>>, RunError>;
     /// Rank 0's report on every rank (rank 0 passes it).
     fn share(&self, report: Option<Report>) -> Result<Report, RunError>;
+}
+
+/// How a virtual process waits for messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Poll briefly, then block: every thread of this process has a core,
+    /// so polling takes nothing from anyone and saves a wake-up.
+    PollThenBlock,
+    /// Block at once: threads outnumber cores, and a poller would take the
+    /// core of the thread whose message it waits for.
+    Block,
+}
+
+impl Wait {
+    /// The policy for a process whose devices run `threads` threads in all
+    /// on `cores` cores.
+    pub(crate) fn for_threads(threads: usize, cores: usize) -> Wait {
+        if threads <= cores {
+            Wait::PollThenBlock
+        } else {
+            Wait::Block
+        }
+    }
+}
+
+/// Threads the devices `p` of `plan` keep busy here: a CPU device of one
+/// thread computes on its virtual process's thread; one of more threads has
+/// a pool beside that thread, which packs, sends and receives between
+/// launches; any other device has the thread that drives it.
+fn busy_threads<T: Cell>(plan: &RunPlan<T>, local: &[usize]) -> usize {
+    local
+        .iter()
+        .map(|&p| match plan.devices[p].kind {
+            crate::DeviceKind::Cpu { threads } if threads > 1 => threads + 1,
+            _ => 1,
+        })
+        .sum()
 }
 
 /// Runs `plan` (or agrees to fail with its error) on `job`.
@@ -139,6 +179,8 @@ fn run_local<T: Cell, J: Job<T>>(
     job: &J,
 ) -> Vec<Result<VpResult<T>, RunError>> {
     let progress = AtomicU64::new(0);
+    let wait = Wait::for_threads(busy_threads(plan, local), crate::devices::all_cores());
+    tracing::debug!("virtual processes wait by {wait:?}");
     let panicked = |p: usize| RunError::Vp {
         vp: p,
         device: plan.devices[p].to_string(),
@@ -153,7 +195,7 @@ fn run_local<T: Cell, J: Job<T>>(
                 let h = std::thread::Builder::new()
                     .name(format!("epsilod-vp{p}"))
                     .spawn_scoped(s, move || {
-                        let endpoint = job.endpoint(p).map_err(|cause| RunError::Vp {
+                        let endpoint = job.endpoint(p, wait).map_err(|cause| RunError::Vp {
                             vp: p,
                             device: spec.to_string(),
                             cause,
@@ -252,13 +294,19 @@ impl<T: Cell> Job<T> for LocalJob<T> {
         Ok(())
     }
 
-    fn endpoint(&self, p: usize) -> Result<InProcess<T>, VpError> {
-        self.endpoints
+    fn endpoint(&self, p: usize, wait: Wait) -> Result<InProcess<T>, VpError> {
+        let mut ep = self
+            .endpoints
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get_mut(p)
             .and_then(Option::take)
-            .ok_or_else(|| VpError::Protocol(format!("no endpoint for virtual process {p}")))
+            .ok_or_else(|| VpError::Protocol(format!("no endpoint for virtual process {p}")))?;
+        ep.set_spin(match wait {
+            Wait::PollThenBlock => hitmap::SPIN,
+            Wait::Block => Duration::ZERO,
+        });
+        Ok(ep)
     }
 
     fn gather(
@@ -289,6 +337,16 @@ mod tests {
     use std::sync::Arc;
 
     type Parcel = (usize, usize, Vec<u8>);
+
+    #[test]
+    fn waits_poll_only_while_every_thread_has_a_core() {
+        assert_eq!(Wait::for_threads(1, 2), Wait::PollThenBlock);
+        assert_eq!(Wait::for_threads(2, 2), Wait::PollThenBlock);
+        assert_eq!(Wait::for_threads(3, 2), Wait::Block);
+        // Two devices of 8 threads on 16 cores: 16 pool threads and the two
+        // virtual-process threads beside them.
+        assert_eq!(Wait::for_threads(18, 16), Wait::Block);
+    }
 
     /// Rank `rank` of `size` simulated ranks.
     struct SimRank<T> {
@@ -338,7 +396,7 @@ mod tests {
         fn place(&self, _owners: &[usize]) -> Result<(), RunError> {
             Ok(())
         }
-        fn endpoint(&self, p: usize) -> Result<InProcess<T>, VpError> {
+        fn endpoint(&self, p: usize, _wait: Wait) -> Result<InProcess<T>, VpError> {
             Ok(self.endpoints.lock().unwrap()[p].take().unwrap())
         }
         fn gather(
