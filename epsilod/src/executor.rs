@@ -6,6 +6,7 @@
 //! the same for both, and testable with a job of simulated ranks.
 
 use crate::cluster::{self, JobInfo};
+use crate::devices::{all_cores, share_cores, DeviceKind, DeviceSpec};
 use crate::error::{chain, RunError, SetupError, VpError};
 use crate::plan::RunPlan;
 use crate::report::Report;
@@ -96,18 +97,35 @@ impl Wait {
     }
 }
 
-/// Threads the devices `p` of `plan` keep busy here: a CPU device of one
-/// thread computes on its virtual process's thread; one of more threads has
-/// a pool beside that thread, which packs, sends and receives between
-/// launches; any other device has the thread that drives it.
-fn busy_threads<T: Cell>(plan: &RunPlan<T>, local: &[usize]) -> usize {
-    local
+/// Threads `devices` keep busy: a CPU device of one thread computes on its
+/// virtual process's thread; one of more threads has a pool beside that
+/// thread, which packs, sends and receives between launches; any other
+/// device has the thread that drives it.
+fn busy_threads(devices: &[DeviceSpec]) -> usize {
+    devices
         .iter()
-        .map(|&p| match plan.devices[p].kind {
-            crate::DeviceKind::Cpu { threads } if threads > 1 => threads + 1,
+        .map(|d| match d.kind {
+            DeviceKind::Cpu {
+                threads: Some(threads),
+            } if threads > 1 => threads + 1,
             _ => 1,
         })
         .sum()
+}
+
+/// The cores this process may use out of `cores`: shared evenly with the
+/// other ranks of the job on its host (the lower ranks taking one more
+/// where they do not divide), at least one.
+fn cores_here(info: &JobInfo, cores: usize) -> usize {
+    let Some(host) = info.hosts.get(info.rank) else {
+        return cores.max(1);
+    };
+    let mates: Vec<usize> = (0..info.hosts.len())
+        .filter(|&r| info.hosts[r] == *host)
+        .collect();
+    let n = mates.len().max(1);
+    let i = mates.iter().position(|&r| r == info.rank).unwrap_or(0);
+    (cores / n + usize::from(i < cores % n)).max(1)
 }
 
 /// Runs `plan` (or agrees to fail with its error) on `job`.
@@ -179,8 +197,16 @@ fn run_local<T: Cell, J: Job<T>>(
     job: &J,
 ) -> Vec<Result<VpResult<T>, RunError>> {
     let progress = AtomicU64::new(0);
-    let wait = Wait::for_threads(busy_threads(plan, local), crate::devices::all_cores());
-    tracing::debug!("virtual processes wait by {wait:?}");
+    let cores = cores_here(job.info(), all_cores());
+    let specs = share_cores(
+        &local
+            .iter()
+            .map(|&p| plan.devices[p].clone())
+            .collect::<Vec<_>>(),
+        cores,
+    );
+    let wait = Wait::for_threads(busy_threads(&specs), cores);
+    tracing::debug!("{cores} core(s) here; virtual processes wait by {wait:?}");
     let panicked = |p: usize| RunError::Vp {
         vp: p,
         device: plan.devices[p].to_string(),
@@ -190,8 +216,8 @@ fn run_local<T: Cell, J: Job<T>>(
         let progress = &progress;
         let mut handles: Vec<_> = local
             .iter()
-            .map(|&p| {
-                let spec = &plan.devices[p];
+            .zip(&specs)
+            .map(|(&p, spec)| {
                 let h = std::thread::Builder::new()
                     .name(format!("epsilod-vp{p}"))
                     .spawn_scoped(s, move || {
@@ -337,6 +363,31 @@ mod tests {
     use std::sync::Arc;
 
     type Parcel = (usize, usize, Vec<u8>);
+
+    #[test]
+    fn ranks_on_one_host_share_its_cores() {
+        let info = |rank: usize, hosts: &[&str]| JobInfo {
+            rank,
+            size: hosts.len(),
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            threads_multiple: true,
+        };
+        assert_eq!(cores_here(&info(0, &["a"]), 16), 16);
+        assert_eq!(cores_here(&info(1, &["a", "a"]), 16), 8);
+        assert_eq!(cores_here(&info(1, &["a", "b"]), 16), 16);
+        let hosts = ["a", "a", "a", "b"];
+        let on_a: Vec<usize> = (0..3).map(|r| cores_here(&info(r, &hosts), 16)).collect();
+        assert_eq!(on_a, [6, 5, 5]);
+        assert_eq!(cores_here(&info(0, &["a", "a", "a"]), 2), 1);
+        assert_eq!(cores_here(&info(2, &["a", "a", "a"]), 2), 1);
+    }
+
+    #[test]
+    fn busy_threads_count_the_thread_beside_a_pool() {
+        let specs = [DeviceSpec::cpu(1), DeviceSpec::cpu(8), DeviceSpec::cpu(8)];
+        assert_eq!(busy_threads(&specs[..1]), 1);
+        assert_eq!(busy_threads(&specs), 19);
+    }
 
     #[test]
     fn waits_poll_only_while_every_thread_has_a_core() {
