@@ -13,7 +13,7 @@
 //!
 //! ```text
 //! cargo run --release -p benches --example split -- [--size 2050,4098] [--iters 50]
-//!     [--reps 5] [--configs 1x2,2x1,1x4,2x2,4x1]
+//!     [--reps 5] [--configs 1x2,2x1,1x4,2x2,4x1] [--pin]
 //! ```
 
 use epsilod::{DeviceSpec, Partition, Skeleton, Stencil};
@@ -52,6 +52,7 @@ struct Args {
     iters: u64,
     reps: usize,
     configs: Vec<Config>,
+    pin: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -63,9 +64,14 @@ fn parse_args() -> Result<Args, String> {
             .iter()
             .map(|c| Config::parse(c))
             .collect::<Result<_, _>>()?,
+        pin: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
+        if k == "--pin" {
+            a.pin = true;
+            continue;
+        }
         let v = it.next().ok_or_else(|| format!("{k} needs a value"))?;
         let list = |v: &str| v.split(',').map(str::to_string).collect::<Vec<_>>();
         match k.as_str() {
@@ -103,7 +109,12 @@ fn cpu_seconds() -> Option<f64> {
 
 /// One run's loop seconds (setup and result assembly excluded) and CPU
 /// seconds (everything).
-fn loop_seconds(n: usize, iters: u64, c: Config) -> Result<(f64, f64), epsilod::RunError> {
+fn loop_seconds(
+    n: usize,
+    iters: u64,
+    c: Config,
+    pin: bool,
+) -> Result<(f64, f64), epsilod::RunError> {
     let cpu0 = cpu_seconds().unwrap_or(f64::NAN);
     let out = Skeleton::new(
         &[n, n],
@@ -113,6 +124,7 @@ fn loop_seconds(n: usize, iters: u64, c: Config) -> Result<(f64, f64), epsilod::
     .init(|i| if i[0] == 0 { 1.0 } else { 0.0 })
     .devices(vec![DeviceSpec::cpu(c.threads); c.devices])
     .partition(Partition::Single(0))
+    .pin(pin)
     .run()?;
     let cpu = cpu_seconds().unwrap_or(f64::NAN) - cpu0;
     Ok((out.report.summary.loop_seconds, cpu))
@@ -132,15 +144,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a = parse_args()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "2d4 f32, {} iterations, {} repetitions (interleaved), {cores} core(s) here",
-        a.iters, a.reps
+        "2d4 f32, {} iterations, {} repetitions (interleaved), {cores} core(s) here{}",
+        a.iters,
+        a.reps,
+        if a.pin { ", pinned" } else { "" }
     );
     for &n in &a.sizes {
         let mut times: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
         let mut cpu: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
         for _ in 0..a.reps {
             for &c in &a.configs {
-                let (t, u) = loop_seconds(n, a.iters, c)?;
+                let (t, u) = loop_seconds(n, a.iters, c, a.pin)?;
                 times.entry(c).or_default().push(t);
                 cpu.entry(c).or_default().push(u);
             }

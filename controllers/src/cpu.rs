@@ -38,14 +38,30 @@ impl<T: Cell> CpuController<T> {
     /// A device of `threads` threads. One thread runs kernels on the caller's
     /// thread; more get a dedicated pool.
     pub fn new(threads: usize) -> Result<CpuController<T>, DeviceError> {
+        CpuController::pinned(threads, &[])
+    }
+
+    /// A device of `threads` threads whose pool's thread `i` runs only on
+    /// core `cores[i % cores.len()]` (ids as [`core_affinity`] numbers
+    /// them); no pinning where `cores` is empty, or for a one-thread device,
+    /// whose kernels run on the caller's thread (pin that thread instead).
+    /// Where the OS refuses, a thread runs unpinned.
+    pub fn pinned(threads: usize, cores: &[usize]) -> Result<CpuController<T>, DeviceError> {
         if threads == 0 {
             return Err(DeviceError::BadOption("threads must be at least 1".into()));
         }
         let pool = if threads > 1 {
+            let cores = cores.to_vec();
             Some(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .thread_name(|i| format!("epsilod-cpu-{i}"))
+                    .start_handler(move |i| {
+                        if !cores.is_empty() {
+                            let id = cores[i % cores.len()];
+                            core_affinity::set_for_current(core_affinity::CoreId { id });
+                        }
+                    })
                     .build()
                     .map_err(|e| DeviceError::Backend(e.to_string()))?,
             )

@@ -141,4 +141,8 @@ pub struct RunArgs {
     /// No progress bar and no summary.
     #[arg(long)]
     pub quiet: bool,
+    /// Pin each device's threads to cores of its own, in device order (under MPI, among the
+    /// rank's share of its host's cores).
+    #[arg(long)]
+    pub pin: bool,
 }

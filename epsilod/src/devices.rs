@@ -214,9 +214,19 @@ impl DeviceSpec {
     /// threads is built as if alone (every core): runs give it its share
     /// first, with [`share_cores`].
     pub fn build<T: Cell>(&self) -> Result<Box<dyn Controller<T>>, DeviceError> {
+        self.build_pinned(&[])
+    }
+
+    /// [`build`](Self::build), a CPU device's pool pinned to `cores` (see
+    /// [`CpuController::pinned`]; nothing pinned where empty).
+    pub fn build_pinned<T: Cell>(
+        &self,
+        cores: &[usize],
+    ) -> Result<Box<dyn Controller<T>>, DeviceError> {
         let base: Box<dyn Controller<T>> = match self.kind {
-            DeviceKind::Cpu { threads } => Box::new(CpuController::<T>::new(
+            DeviceKind::Cpu { threads } => Box::new(CpuController::<T>::pinned(
                 threads.unwrap_or_else(all_cores),
+                cores,
             )?),
             #[cfg(feature = "opencl")]
             DeviceKind::OpenCl { platform, device } => {

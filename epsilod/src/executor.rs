@@ -113,6 +113,49 @@ fn busy_threads(devices: &[DeviceSpec]) -> usize {
         .sum()
 }
 
+/// The cores each of `devices` is pinned to, in device order over `cores`
+/// (reused in turn where too few): a CPU device with a pool one per
+/// thread, any other device one, for its virtual process's thread.
+fn pin_cores(devices: &[DeviceSpec], cores: &[usize]) -> Vec<Vec<usize>> {
+    if cores.is_empty() {
+        return vec![Vec::new(); devices.len()];
+    }
+    let mut next = 0;
+    devices
+        .iter()
+        .map(|d| {
+            let n = match d.kind {
+                DeviceKind::Cpu {
+                    threads: Some(threads),
+                } => threads,
+                _ => 1,
+            };
+            let mine = (next..next + n).map(|i| cores[i % cores.len()]).collect();
+            next += n;
+            mine
+        })
+        .collect()
+}
+
+/// This process's share of the cores it may run on (ids as
+/// [`core_affinity`] numbers them), the same split as [`cores_here`]; all of
+/// them where the ranks on the host are already bound apart (fewer cores
+/// than ranks on the host).
+fn my_cores(info: &JobInfo, ids: Vec<usize>) -> Vec<usize> {
+    let host = info.hosts.get(info.rank);
+    let mates: Vec<usize> = (0..info.hosts.len())
+        .filter(|&r| Some(&info.hosts[r]) == host)
+        .collect();
+    let n = mates.len();
+    if n <= 1 || ids.len() < n {
+        return ids;
+    }
+    let i = mates.iter().position(|&r| r == info.rank).unwrap_or(0);
+    let start = i * (ids.len() / n) + i.min(ids.len() % n);
+    let len = ids.len() / n + usize::from(i < ids.len() % n);
+    ids[start..start + len].to_vec()
+}
+
 /// The cores this process may use out of `cores`: shared evenly with the
 /// other ranks of the job on its host (the lower ranks taking one more
 /// where they do not divide), at least one.
@@ -207,6 +250,19 @@ fn run_local<T: Cell, J: Job<T>>(
     );
     let wait = Wait::for_threads(busy_threads(&specs), cores);
     tracing::debug!("{cores} core(s) here; virtual processes wait by {wait:?}");
+    let pins = if plan.pin {
+        let ids = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        pin_cores(&specs, &my_cores(job.info(), ids))
+    } else {
+        vec![Vec::new(); specs.len()]
+    };
+    if plan.pin {
+        tracing::info!("pinned to cores {pins:?}");
+    }
     let panicked = |p: usize| RunError::Vp {
         vp: p,
         device: plan.devices[p].to_string(),
@@ -216,8 +272,8 @@ fn run_local<T: Cell, J: Job<T>>(
         let progress = &progress;
         let mut handles: Vec<_> = local
             .iter()
-            .zip(&specs)
-            .map(|(&p, spec)| {
+            .zip(specs.iter().zip(&pins))
+            .map(|(&p, (spec, cores))| {
                 let h = std::thread::Builder::new()
                     .name(format!("epsilod-vp{p}"))
                     .spawn_scoped(s, move || {
@@ -226,7 +282,16 @@ fn run_local<T: Cell, J: Job<T>>(
                             device: spec.to_string(),
                             cause,
                         })?;
-                        vp::run(plan, progress, spec, p, endpoint)
+                        // A pool pins its own threads; a device without one
+                        // computes on, or is driven from, this thread.
+                        let pooled = matches!(
+                            spec.kind,
+                            DeviceKind::Cpu { threads: Some(t) } if t > 1
+                        );
+                        if let (false, Some(&id)) = (pooled, cores.first()) {
+                            core_affinity::set_for_current(core_affinity::CoreId { id });
+                        }
+                        vp::run(plan, progress, spec, cores, p, endpoint)
                     })
                     .expect("spawning a virtual process thread");
                 Some(h)
@@ -380,6 +445,34 @@ mod tests {
         assert_eq!(on_a, [6, 5, 5]);
         assert_eq!(cores_here(&info(0, &["a", "a", "a"]), 2), 1);
         assert_eq!(cores_here(&info(2, &["a", "a", "a"]), 2), 1);
+    }
+
+    #[test]
+    fn pinned_devices_get_cores_of_their_own_in_order() {
+        let specs = [
+            DeviceSpec::cpu(2),
+            DeviceSpec::parse("opencl").unwrap(),
+            DeviceSpec::cpu(1),
+        ];
+        assert_eq!(
+            pin_cores(&specs, &[0, 1, 2, 3, 4]),
+            [vec![0, 1], vec![2], vec![3]]
+        );
+        // Too few cores: reused in turn.
+        assert_eq!(pin_cores(&specs, &[5, 6]), [vec![5, 6], vec![5], vec![6]]);
+        assert!(pin_cores(&specs, &[]).iter().all(Vec::is_empty));
+        let info = |rank: usize, hosts: &[&str]| JobInfo {
+            rank,
+            size: hosts.len(),
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            threads_multiple: true,
+        };
+        let ids: Vec<usize> = (0..5).collect();
+        assert_eq!(my_cores(&info(0, &["a", "a"]), ids.clone()), [0, 1, 2]);
+        assert_eq!(my_cores(&info(1, &["a", "a"]), ids.clone()), [3, 4]);
+        assert_eq!(my_cores(&info(1, &["a", "b"]), ids.clone()), ids);
+        // Bound apart already (one core each): keep what the rank was given.
+        assert_eq!(my_cores(&info(1, &["a", "a"]), vec![7]), [7]);
     }
 
     #[test]
