@@ -249,7 +249,14 @@ fn run_local<T: Cell, J: Job<T>>(
         cores,
     );
     let wait = Wait::for_threads(busy_threads(&specs), cores);
-    tracing::debug!("{cores} core(s) here; virtual processes wait by {wait:?}");
+    tracing::debug!(
+        "{cores} core(s) here, devices [{}]; virtual processes wait by {wait:?}",
+        specs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     let pins = if plan.pin {
         let ids = core_affinity::get_core_ids()
             .unwrap_or_default()
