@@ -9,12 +9,21 @@ use rayon::prelude::*;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Rows of dimension 0 per parallel task: a few tasks per thread for balance,
-/// but never tiny ones.
-fn rows_per_task(rows: usize, cells_per_row: usize, threads: usize) -> usize {
-    let balanced = rows.div_ceil(threads * 4);
-    let min_rows = 16_384usize.div_ceil(cells_per_row.max(1));
-    balanced.max(min_rows).max(1)
+/// The fewest cells a parallel task computes: below about this, handing a
+/// task to another thread and waking it costs more than the cells do.
+const MIN_TASK_CELLS: usize = 16_384;
+
+/// How a launch over `rows` rows of dimension 0, `cells_per_row` cells
+/// each, is cut into parallel tasks on `threads` threads: the rows of each
+/// task, in order. A few tasks per thread for balance, but none under
+/// [`MIN_TASK_CELLS`] unless the whole region is (then it is one task), and
+/// sizes that differ by at most a row. A border strip of a row or two is
+/// one task: run where it is launched, it costs no hand-over to the pool.
+fn task_rows(rows: usize, cells_per_row: usize, threads: usize) -> Vec<usize> {
+    let min_rows = MIN_TASK_CELLS.div_ceil(cells_per_row.max(1));
+    let tasks = (rows / min_rows).clamp(1, threads.max(1) * 4);
+    let (base, extra) = (rows / tasks, rows % tasks);
+    (0..tasks).map(|i| base + usize::from(i < extra)).collect()
 }
 
 pub struct CpuController<T> {
@@ -29,14 +38,30 @@ impl<T: Cell> CpuController<T> {
     /// A device of `threads` threads. One thread runs kernels on the caller's
     /// thread; more get a dedicated pool.
     pub fn new(threads: usize) -> Result<CpuController<T>, DeviceError> {
+        CpuController::pinned(threads, &[])
+    }
+
+    /// A device of `threads` threads whose pool's thread `i` runs only on
+    /// core `cores[i % cores.len()]` (ids as [`core_affinity`] numbers
+    /// them); no pinning where `cores` is empty, or for a one-thread device,
+    /// whose kernels run on the caller's thread (pin that thread instead).
+    /// Where the OS refuses, a thread runs unpinned.
+    pub fn pinned(threads: usize, cores: &[usize]) -> Result<CpuController<T>, DeviceError> {
         if threads == 0 {
             return Err(DeviceError::BadOption("threads must be at least 1".into()));
         }
         let pool = if threads > 1 {
+            let cores = cores.to_vec();
             Some(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .thread_name(|i| format!("epsilod-cpu-{i}"))
+                    .start_handler(move |i| {
+                        if !cores.is_empty() {
+                            let id = cores[i % cores.len()];
+                            core_affinity::set_for_current(core_affinity::CoreId { id });
+                        }
+                    })
                     .build()
                     .map_err(|e| DeviceError::Backend(e.to_string()))?,
             )
@@ -163,23 +188,28 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         let plane = frame.plane();
         let slab = &mut d.as_slice_mut()[local[0].start * plane..local[0].end * plane];
         let src_data = s.as_slice();
+        let cells_per_row: usize = local[1..].iter().map(|r| r.len()).product();
+        let tasks = task_rows(local[0].len(), cells_per_row, self.threads);
         match &self.pool {
-            None => k.apply(src_data, slab, &frame, &local),
-            Some(pool) => {
-                let cells_per_row: usize = local[1..].iter().map(|r| r.len()).product();
-                let rows = rows_per_task(local[0].len(), cells_per_row, self.threads);
+            Some(pool) if tasks.len() > 1 => {
+                let mut chunks = Vec::with_capacity(tasks.len());
+                let (mut rest, mut start) = (slab, local[0].start);
+                for rows in tasks {
+                    let (chunk, tail) = rest.split_at_mut(rows * plane);
+                    chunks.push((start..start + rows, chunk));
+                    (rest, start) = (tail, start + rows);
+                }
                 let k = k.as_ref();
                 pool.install(|| {
-                    slab.par_chunks_mut(rows * plane)
-                        .enumerate()
-                        .for_each(|(i, chunk)| {
-                            let mut sub = local.clone();
-                            sub[0].start = local[0].start + i * rows;
-                            sub[0].end = (sub[0].start + rows).min(local[0].end);
-                            k.apply(src_data, chunk, &frame, &sub);
-                        })
+                    chunks.into_par_iter().for_each(|(rows, chunk)| {
+                        let mut sub = local.clone();
+                        sub[0] = rows;
+                        k.apply(src_data, chunk, &frame, &sub);
+                    })
                 });
             }
+            // One task (or one thread) runs on the calling thread.
+            _ => k.apply(src_data, slab, &frame, &local),
         }
         self.kernel_seconds += started.elapsed().as_secs_f64();
         Ok(())
@@ -191,5 +221,43 @@ impl<T: Cell> Controller<T> for CpuController<T> {
 
     fn take_kernel_seconds(&mut self) -> f64 {
         std::mem::take(&mut self.kernel_seconds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row in exactly one task, in order; no task under the minimum
+    /// unless the region is; never more than a few tasks per thread; sizes
+    /// within a row of each other.
+    #[test]
+    fn task_rows_cover_every_row_once_in_tasks_worth_a_thread() {
+        for threads in [1, 2, 3, 8, 16] {
+            for cells_per_row in [1, 7, 130, 2048, 4096, 16_384, 100_000] {
+                for rows in (1..70).chain([100, 1000, 4096, 8192]) {
+                    let t = task_rows(rows, cells_per_row, threads);
+                    let what = format!("{rows} rows of {cells_per_row} on {threads} threads");
+                    assert_eq!(t.iter().sum::<usize>(), rows, "{what}: {t:?}");
+                    assert!(t.len() <= threads * 4, "{what}: {t:?}");
+                    let (lo, hi) = (t.iter().min().unwrap(), t.iter().max().unwrap());
+                    assert!(hi - lo <= 1, "{what}: {t:?}");
+                    if rows * cells_per_row >= MIN_TASK_CELLS {
+                        assert!(lo * cells_per_row >= MIN_TASK_CELLS, "{what}: {t:?}");
+                    } else {
+                        assert_eq!(t, [rows], "{what}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_border_strip_is_one_task_and_a_block_is_spread() {
+        // 2d4 4098^2 split in two: a one-row border strip, and the inner rows.
+        assert_eq!(task_rows(1, 4096, 8), [1]);
+        assert_eq!(task_rows(2047, 4096, 8).len(), 32);
+        // A column strip of a 2-D block split by columns: one cell a row.
+        assert_eq!(task_rows(4096, 1, 8), [4096]);
     }
 }

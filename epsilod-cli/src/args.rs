@@ -106,7 +106,8 @@ pub struct RunArgs {
     pub iters: u64,
     /// One device (virtual process) each, repeatable: cpu | cpu:threads=T | opencl |
     /// opencl:platform=P,device=D | cuda | cuda:device=D, each optionally with ,weight=W and
-    /// ,slowdown=F or ,slowdown=F@ITER. Default: one cpu device on every core.
+    /// ,slowdown=F or ,slowdown=F@ITER. A cpu without threads= takes its share of the cores the
+    /// other devices leave. Default: one cpu device on every core.
     #[arg(long = "devices")]
     pub devices: Vec<String>,
     /// A TOML device file instead of --devices.
@@ -140,4 +141,8 @@ pub struct RunArgs {
     /// No progress bar and no summary.
     #[arg(long)]
     pub quiet: bool,
+    /// Pin each device's threads to cores of its own, in device order (under MPI, among the
+    /// rank's share of its host's cores).
+    #[arg(long)]
+    pub pin: bool,
 }

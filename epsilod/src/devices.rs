@@ -14,8 +14,9 @@ use std::path::Path;
 pub enum DeviceKind {
     /// Host cores on a rayon pool.
     Cpu {
-        /// Threads of its pool.
-        threads: usize,
+        /// Threads of its pool; `None` (`cpu` with no `threads=`): its share
+        /// of the cores the run's other devices leave, see [`share_cores`].
+        threads: Option<usize>,
     },
     /// An OpenCL device (feature `opencl`), as `epsilod list` numbers them.
     OpenCl {
@@ -73,11 +74,60 @@ pub fn all_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// `devices` (those of one process) with every CPU device that was given no
+/// threads given its share of `cores`: the cores left once the others take
+/// theirs (a CPU device its threads, any other device one core for the
+/// thread that drives it: NVIDIA's OpenCL polls while it waits for a
+/// kernel), split evenly, the first ones getting one more where they do
+/// not divide, and at least one thread each. So one `cpu` device alone
+/// takes every core, and the threads of a process never exceed `cores`
+/// unless explicit `threads=` already ask for more (on a 16-core node, two
+/// 8-thread devices each taking all 16 cores ran 2-3x slower than one).
+pub fn share_cores(devices: &[DeviceSpec], cores: usize) -> Vec<DeviceSpec> {
+    let auto = |d: &DeviceSpec| matches!(d.kind, DeviceKind::Cpu { threads: None });
+    let taken: usize = devices
+        .iter()
+        .map(|d| match d.kind {
+            DeviceKind::Cpu { threads } => threads.unwrap_or(0),
+            DeviceKind::OpenCl { .. } | DeviceKind::Cuda { .. } => 1,
+        })
+        .sum();
+    let sharing = devices.iter().filter(|d| auto(d)).count();
+    let left = cores.saturating_sub(taken);
+    let mut nth = 0;
+    devices
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            if auto(&d) {
+                let share = left / sharing + usize::from(nth < left % sharing);
+                d.kind = DeviceKind::Cpu {
+                    threads: Some(share.max(1)),
+                };
+                nth += 1;
+            }
+            d
+        })
+        .collect()
+}
+
 impl DeviceSpec {
     /// A CPU device of `threads` threads.
     pub fn cpu(threads: usize) -> DeviceSpec {
         DeviceSpec {
-            kind: DeviceKind::Cpu { threads },
+            kind: DeviceKind::Cpu {
+                threads: Some(threads),
+            },
+            weight: 1.0,
+            slowdown: None,
+        }
+    }
+
+    /// A CPU device taking its share of the cores the run's other devices
+    /// leave (`cpu` with no `threads=`; see [`share_cores`]).
+    pub fn cpu_share() -> DeviceSpec {
+        DeviceSpec {
+            kind: DeviceKind::Cpu { threads: None },
             weight: 1.0,
             slowdown: None,
         }
@@ -124,7 +174,7 @@ impl DeviceSpec {
                     return Err("cpu devices take threads=, not platform=/device=".into());
                 }
                 DeviceKind::Cpu {
-                    threads: check_threads(o.threads.unwrap_or_else(all_cores))?,
+                    threads: o.threads.map(check_threads).transpose()?,
                 }
             }
             "opencl" => {
@@ -160,10 +210,24 @@ impl DeviceSpec {
         })
     }
 
-    /// The device's controller, slowed down if asked.
+    /// The device's controller, slowed down if asked. A CPU device given no
+    /// threads is built as if alone (every core): runs give it its share
+    /// first, with [`share_cores`].
     pub fn build<T: Cell>(&self) -> Result<Box<dyn Controller<T>>, DeviceError> {
+        self.build_pinned(&[])
+    }
+
+    /// [`build`](Self::build), a CPU device's pool pinned to `cores` (see
+    /// [`CpuController::pinned`]; nothing pinned where empty).
+    pub fn build_pinned<T: Cell>(
+        &self,
+        cores: &[usize],
+    ) -> Result<Box<dyn Controller<T>>, DeviceError> {
         let base: Box<dyn Controller<T>> = match self.kind {
-            DeviceKind::Cpu { threads } => Box::new(CpuController::<T>::new(threads)?),
+            DeviceKind::Cpu { threads } => Box::new(CpuController::<T>::pinned(
+                threads.unwrap_or_else(all_cores),
+                cores,
+            )?),
             #[cfg(feature = "opencl")]
             DeviceKind::OpenCl { platform, device } => {
                 Box::new(controllers::OpenClController::<T>::new(platform, device)?)
@@ -229,7 +293,10 @@ fn parse_slowdown(v: &str) -> Result<SlowdownSpec, String> {
 impl fmt::Display for DeviceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
-            DeviceKind::Cpu { threads } => write!(f, "cpu:threads={threads}")?,
+            DeviceKind::Cpu { threads: None } => write!(f, "cpu")?,
+            DeviceKind::Cpu {
+                threads: Some(threads),
+            } => write!(f, "cpu:threads={threads}")?,
             DeviceKind::OpenCl { platform, device } => {
                 write!(f, "opencl:platform={platform},device={device}")?
             }
@@ -429,6 +496,58 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_devices_without_threads_share_what_the_others_leave() {
+        let threads = |specs: &[&str], cores: usize| -> Vec<String> {
+            let specs: Vec<DeviceSpec> = specs
+                .iter()
+                .map(|s| DeviceSpec::parse(s).unwrap())
+                .collect();
+            share_cores(&specs, cores)
+                .iter()
+                .map(|d| d.to_string())
+                .collect()
+        };
+        assert_eq!(threads(&["cpu"], 16), ["cpu:threads=16"]);
+        assert_eq!(
+            threads(&["cpu", "cpu"], 16),
+            ["cpu:threads=8", "cpu:threads=8"]
+        );
+        assert_eq!(
+            threads(&["cpu", "cpu", "cpu"], 16),
+            ["cpu:threads=6", "cpu:threads=5", "cpu:threads=5"]
+        );
+        assert_eq!(
+            threads(&["cpu:threads=4", "cpu", "opencl"], 16),
+            [
+                "cpu:threads=4",
+                "cpu:threads=11",
+                "opencl:platform=0,device=0"
+            ]
+        );
+        // Nothing left: one thread each rather than none.
+        assert_eq!(
+            threads(&["cpu:threads=2", "cpu", "cpu"], 2),
+            ["cpu:threads=2", "cpu:threads=1", "cpu:threads=1"]
+        );
+        assert_eq!(threads(&["cpu:threads=3"], 2), ["cpu:threads=3"]);
+        // Whatever the split, the threads never exceed the cores while the
+        // explicit ones fit.
+        for cores in 1..=33 {
+            for n in 1..=cores {
+                let specs = vec![DeviceSpec::cpu_share(); n];
+                let total: usize = share_cores(&specs, cores)
+                    .iter()
+                    .map(|d| match d.kind {
+                        DeviceKind::Cpu { threads } => threads.unwrap(),
+                        _ => unreachable!("only cpu devices here"),
+                    })
+                    .sum();
+                assert_eq!(total, cores, "{n} devices on {cores} cores");
+            }
+        }
+    }
 
     #[test]
     fn parses_specs() {

@@ -30,6 +30,8 @@ pub struct RunPlan<T> {
     pub(crate) layout: Layout,
     pub(crate) placement: Option<Vec<usize>>,
     pub(crate) observer: Option<Observer>,
+    /// Pin devices' threads to cores of their own.
+    pub(crate) pin: bool,
 }
 
 /// Widths per dimension as `AxB`.
@@ -110,6 +112,7 @@ impl<T> RunPlan<T> {
             layout,
             placement,
             observer,
+            pin: false,
         })
     }
 

@@ -32,6 +32,9 @@ pub struct RunOptions {
     pub placement: Option<Vec<usize>>,
     /// Told of progress.
     pub observer: Option<Observer>,
+    /// Pin each device's threads to cores of its own (see
+    /// [`Skeleton::pin`]).
+    pub pin: bool,
 }
 
 impl Default for RunOptions {
@@ -44,6 +47,7 @@ impl Default for RunOptions {
             alb: None,
             placement: None,
             observer: None,
+            pin: false,
         }
     }
 }
@@ -58,6 +62,7 @@ pub struct Skeleton<T> {
     partition: Partition,
     alb: Option<Alb>,
     placement: Option<Vec<usize>>,
+    pin: bool,
     observer: Option<Observer>,
 }
 
@@ -76,6 +81,7 @@ impl<T: Cell> Skeleton<T> {
             alb: None,
             placement: None,
             observer: None,
+            pin: false,
         }
     }
 
@@ -87,6 +93,20 @@ impl<T: Cell> Skeleton<T> {
         self.alb = o.alb.clone();
         self.placement = o.placement.clone();
         self.observer = o.observer.clone();
+        self.pin = o.pin;
+        self
+    }
+
+    /// Pins each local device's threads to cores of its own, in device
+    /// order among the cores this process may run on (under MPI, its share
+    /// of them on its host): a CPU device of T threads gets the next T
+    /// cores for its pool, any other device (and a one-thread CPU device,
+    /// which computes on it) one core for its virtual process's thread.
+    /// Off by default; where there are too few cores, they are reused in
+    /// turn, and where the OS refuses, threads run unpinned. Results do not
+    /// depend on it.
+    pub fn pin(mut self, pin: bool) -> Self {
+        self.pin = pin;
         self
     }
 
@@ -154,6 +174,10 @@ impl<T: Cell> Skeleton<T> {
             self.placement.clone(),
             self.observer.clone(),
         )
+        .map(|mut plan| {
+            plan.pin = self.pin;
+            plan
+        })
     }
 
     /// Runs every iteration and gathers the result, in the job this process

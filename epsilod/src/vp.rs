@@ -130,6 +130,7 @@ pub(crate) fn run<T: Cell, X: Transport<T>>(
     run: &RunPlan<T>,
     progress: &AtomicU64,
     spec: &DeviceSpec,
+    cores: &[usize],
     p: usize,
     transport: X,
 ) -> Result<VpResult<T>, RunError> {
@@ -138,7 +139,7 @@ pub(crate) fn run<T: Cell, X: Transport<T>>(
         device: spec.to_string(),
         cause,
     };
-    let device = spec.build::<T>().map_err(|e| fail(e.into()))?;
+    let device = spec.build_pinned::<T>(cores).map_err(|e| fail(e.into()))?;
     let mut vp = Vp::new(run, progress, p, spec.to_string(), device, transport)?;
     vp.run()
 }

@@ -140,6 +140,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             alb,
             placement,
             observer: None,
+            pin: args.pin,
         },
     })
 }

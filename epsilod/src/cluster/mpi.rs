@@ -8,7 +8,7 @@
 
 use super::{print_error, JobInfo};
 use crate::error::{chain, RunError, VpError};
-use crate::executor::Job;
+use crate::executor::{Job, Wait};
 use crate::report::Report;
 use crate::vp::{VpMeta, VpResult};
 use hitmap::{MpiTransport, Placement, MAX_TAG};
@@ -54,7 +54,9 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
         Ok(())
     }
 
-    fn endpoint(&self, p: usize) -> Result<MpiTransport<T>, VpError> {
+    // How a receive waits is MPI's progress engine's business (Open MPI
+    // polls): the policy is not ours to apply here.
+    fn endpoint(&self, p: usize, _wait: Wait) -> Result<MpiTransport<T>, VpError> {
         let placement = self
             .placement
             .get()

@@ -45,6 +45,7 @@ pub struct InProcess<T> {
     floats: Pending<Floats, f64>,
     gone: Arc<Vec<AtomicBool>>,
     collectives: u64,
+    spin: Duration,
 }
 
 /// Endpoints for `n` virtual processes, rank `i` at index `i`.
@@ -61,14 +62,32 @@ pub fn in_process<T: Send>(n: usize) -> Vec<InProcess<T>> {
             floats: HashMap::new(),
             gone: gone.clone(),
             collectives: 0,
+            spin: SPIN,
         })
         .collect()
 }
 
 const POLL: Duration = Duration::from_millis(20);
-const SPIN: Duration = Duration::from_micros(50);
+
+/// How long a waiting endpoint polls by default before it blocks.
+pub const SPIN: Duration = Duration::from_micros(50);
 
 impl<T: Send> InProcess<T> {
+    /// Sets how long a receive polls for its message before the thread
+    /// blocks (default [`SPIN`]); zero blocks at once. Polling saves the
+    /// wake-up of a blocked thread when messages arrive within microseconds,
+    /// but only while the poller has a core of its own: where threads
+    /// outnumber cores, it takes the core from the thread it waits for.
+    /// What arrives, and in which order, does not depend on it.
+    pub fn set_spin(&mut self, spin: Duration) {
+        self.spin = spin;
+    }
+
+    /// How long a receive polls before it blocks.
+    pub fn spin(&self) -> Duration {
+        self.spin
+    }
+
     fn check_peer(&self, q: usize) -> Result<(), TransportError> {
         if q < self.txs.len() {
             Ok(())
@@ -109,7 +128,7 @@ impl<T: Send> InProcess<T> {
             // Poll briefly before blocking: a neighbour's halo usually arrives
             // within microseconds, and waking a blocked thread costs tens of
             // them (measured: 8% of a 0.25 ms iteration).
-            if spun.elapsed() < SPIN {
+            if spun.elapsed() < self.spin {
                 match self.rx.try_recv() {
                     Ok(m) => {
                         self.stash(m);
@@ -222,10 +241,30 @@ mod tests {
         crate::transport_conformance!(f64, InProcess<f64>, |c| run_in_process(2, c));
     }
 
+    /// Endpoints that block at once instead of polling first.
+    fn blocking<T: Send>(n: usize) -> Vec<InProcess<T>> {
+        let mut eps = in_process(n);
+        for ep in &mut eps {
+            ep.set_spin(Duration::ZERO);
+        }
+        eps
+    }
+
+    /// The suite again with endpoints that never poll: how long a receive
+    /// polls must not change what it returns.
+    mod u32_cells_blocking {
+        use super::*;
+        crate::transport_conformance!(u32, InProcess<u32>, |c| conformance::run_threads(
+            blocking(3),
+            c
+        ));
+    }
+
     #[test]
     fn dropped_peer_is_peer_gone() {
         conformance::dropped_peer_is_peer_gone::<u32, _>(in_process(2));
         conformance::dropped_peer_is_peer_gone::<u32, _>(in_process(4));
+        conformance::dropped_peer_is_peer_gone::<u32, _>(blocking(3));
     }
 
     #[test]

@@ -6,7 +6,7 @@ mod inproc;
 #[cfg(feature = "mpi")]
 mod mpi;
 
-pub use inproc::{in_process, InProcess};
+pub use inproc::{in_process, InProcess, SPIN};
 #[cfg(feature = "mpi")]
 pub use mpi::{MpiTransport, Placement, MAX_TAG};
 use thiserror::Error;
