@@ -24,6 +24,7 @@
 
 pub mod alb;
 pub mod cluster;
+mod cores;
 pub mod devices;
 pub mod error;
 mod executor;

@@ -7,8 +7,9 @@
 //! tags above the transport's.
 
 use super::{print_error, JobInfo};
+use crate::cores::Wait;
 use crate::error::{chain, RunError, VpError};
-use crate::executor::{Job, Wait};
+use crate::executor::Job;
 use crate::report::Report;
 use crate::vp::{VpMeta, VpResult};
 use hitmap::{MpiTransport, Placement, MAX_TAG};
