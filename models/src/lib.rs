@@ -37,6 +37,12 @@ pub mod link;
 pub mod metrics;
 pub mod predict;
 
+/// Compiles and runs the examples of `docs/modelling.md` as doc-tests, so
+/// the user guide cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/modelling.md")]
+pub struct ModellingGuide;
+
 use thiserror::Error;
 
 /// Why a model could not be fitted, evaluated or scored.
