@@ -1,0 +1,613 @@
+//! Time prediction of a stencil run over a described machine, by the
+//! published additive methods and by `Overlap`, this skeleton's schedule.
+//!
+//! The run is the skeleton's 1-D row partition: device `d` owns
+//! `rows[d]` consecutive rows of `cells_per_row` cells and exchanges
+//! `halo_rows · halo_bytes_per_row` bytes with each of its neighbours (one
+//! at the ends of the chain, two inside) every iteration.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::link::{Hockney, LogGp, Piecewise};
+use crate::{check_finite, ModelError};
+
+/// One compute device, calibrated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Device {
+    /// Display name.
+    pub name: String,
+    /// Measured seconds to update one cell with the run's kernel.
+    pub seconds_per_cell: f64,
+    /// Relative power R_p: the slowest device of the machine is 1
+    /// (HCLogP's Eq. 3.1, `Perf_x / Perf_y = Time_y / Time_x`). Set by
+    /// [`Machine::new`].
+    #[serde(default)]
+    pub relative_power: f64,
+}
+
+impl Device {
+    /// A device updating one cell in `seconds_per_cell`; its relative power
+    /// is set when it joins a [`Machine`].
+    pub fn new(name: impl Into<String>, seconds_per_cell: f64) -> Self {
+        Self {
+            name: name.into(),
+            seconds_per_cell,
+            relative_power: 0.0,
+        }
+    }
+}
+
+/// Header bytes per packet in Rivera's model: MPI 22, TCP 32, IP 20,
+/// Ethernet 14 (modelling.md §4.1).
+pub const RIVERA_HEADER_BYTES: f64 = 88.0;
+/// TCP/IP payload per packet at a 1,500 B MTU.
+pub const RIVERA_PAYLOAD_BYTES: f64 = 1460.0;
+
+/// One class of link (in-process, MPI intra-node, inter-node, ...) with
+/// the models fitted to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkClass {
+    /// Name the run refers to.
+    pub name: String,
+    /// Hockney fit, used by `Hockney`, `Rivera` (alpha as L, 1/beta as β)
+    /// and `Overlap`.
+    pub hockney: Hockney,
+    /// LogGP parameters, used by `LogGp` and `HcLogP`.
+    pub loggp: LogGp,
+    /// Piecewise fit, when calibration found breakpoints; kept for
+    /// inspection and for later methods.
+    #[serde(default)]
+    pub piecewise: Option<Piecewise>,
+    /// Rivera's per-packet switch latency L_sw in seconds (0 without a
+    /// switch).
+    #[serde(default)]
+    pub switch_latency: f64,
+}
+
+impl LinkClass {
+    /// A link class described by a Hockney fit alone: LogGP is derived with
+    /// zero overheads and gap, L = alpha and G = beta, which gives the same
+    /// single-message time.
+    pub fn from_hockney(name: impl Into<String>, hockney: Hockney) -> Self {
+        Self {
+            name: name.into(),
+            hockney,
+            loggp: LogGp {
+                l: hockney.alpha,
+                o_s: 0.0,
+                o_r: 0.0,
+                g: 0.0,
+                big_g: hockney.beta,
+            },
+            piecewise: None,
+            switch_latency: 0.0,
+        }
+    }
+}
+
+/// A calibrated machine: devices and link classes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// Devices, in partition order.
+    pub devices: Vec<Device>,
+    /// Link classes by name.
+    pub links: Vec<LinkClass>,
+}
+
+impl Machine {
+    /// Validates the devices and sets each relative power against the
+    /// slowest.
+    pub fn new(mut devices: Vec<Device>, links: Vec<LinkClass>) -> Result<Self, ModelError> {
+        if devices.is_empty() {
+            return Err(ModelError::TooFewPoints {
+                what: "a machine",
+                needed: 1,
+                got: 0,
+            });
+        }
+        let mut slowest: f64 = 0.0;
+        for d in &devices {
+            let s = check_finite("seconds per cell", d.seconds_per_cell)?;
+            if s == 0.0 {
+                return Err(ModelError::InvalidValue {
+                    what: "seconds per cell",
+                    value: s,
+                });
+            }
+            slowest = slowest.max(s);
+        }
+        for d in &mut devices {
+            d.relative_power = slowest / d.seconds_per_cell;
+        }
+        Ok(Self { devices, links })
+    }
+
+    fn link(&self, name: &str) -> Result<&LinkClass, ModelError> {
+        self.links
+            .iter()
+            .find(|l| l.name == name)
+            .ok_or_else(|| ModelError::UnknownLink(name.to_owned()))
+    }
+
+    /// Predicts `run` by `method`.
+    pub fn predict(&self, run: &Run, method: Method) -> Result<Prediction, ModelError> {
+        let p = self.devices.len();
+        if run.rows.len() != p {
+            return Err(ModelError::DeviceCount {
+                run: run.rows.len(),
+                machine: p,
+            });
+        }
+        check_finite("halo bytes per row", run.halo_bytes_per_row)?;
+        let link = self.link(&run.link)?;
+        let cells = run.cells_per_row as f64;
+        let total_cells = run.rows.iter().sum::<u64>() as f64 * cells;
+        let m = run.halo_rows as f64 * run.halo_bytes_per_row;
+        let neighbours = |d: usize| -> f64 {
+            match (p, d) {
+                (1, _) => 0.0,
+                (_, 0) => 1.0,
+                (_, d) if d == p - 1 => 1.0,
+                _ => 2.0,
+            }
+        };
+        let own = |d: usize| run.rows[d] as f64 * cells * self.devices[d].seconds_per_cell;
+        let sum_rp: f64 = self.devices.iter().map(|d| d.relative_power).sum();
+        let slowest = self
+            .devices
+            .iter()
+            .map(|d| d.seconds_per_cell)
+            .fold(0.0, f64::max);
+
+        let mut devices = Vec::with_capacity(p);
+        let mut iteration: f64 = 0.0;
+        for d in 0..p {
+            let nb = neighbours(d);
+            let (compute, exchange, time) = match method {
+                Method::Hockney => {
+                    let (c, e) = (own(d), nb * link.hockney.time(m));
+                    (c, e, c + e)
+                }
+                Method::LogGp => {
+                    let (c, e) = (own(d), loggp_exchange(&link.loggp, nb, m));
+                    (c, e, c + e)
+                }
+                Method::HcLogP => {
+                    // HCLogP assumes the work divided by power (Eq. 3.2 with
+                    // I = I_s, F_r = 0): the partition does not enter.
+                    let c = hclogp::comp_time(1.0, 1.0, total_cells * slowest, sum_rp, 0.0);
+                    let l = &link.loggp;
+                    let e = hclogp::comm_time(
+                        Op::SendRecv,
+                        nb,
+                        p,
+                        l.l,
+                        m,
+                        1.0 / l.big_g,
+                        l.o_s + l.o_r,
+                    );
+                    (c, e, c + e)
+                }
+                Method::Rivera => {
+                    // Rivera assumes equal work per process (§4.2).
+                    let c = total_cells * self.devices[d].seconds_per_cell / p as f64;
+                    let e = nb * rivera_p2p(&link.hockney, link.switch_latency, m);
+                    (c, e, c + e)
+                }
+                Method::Overlap => {
+                    let rows = run.rows[d];
+                    let border_rows = rows.min(run.halo_rows * nb as u64);
+                    let spc = self.devices[d].seconds_per_cell;
+                    let border = border_rows as f64 * cells * spc;
+                    let inner = (rows - border_rows) as f64 * cells * spc;
+                    let e = nb * link.hockney.time(m);
+                    (border + inner, e, border + e.max(inner))
+                }
+            };
+            iteration = iteration.max(time);
+            devices.push(DeviceTime { compute, exchange });
+        }
+        let balanced_iteration = total_cells
+            / self
+                .devices
+                .iter()
+                .map(|d| 1.0 / d.seconds_per_cell)
+                .sum::<f64>();
+        let iters = run.iterations as f64;
+        Ok(Prediction {
+            method,
+            devices,
+            iteration,
+            loop_time: iteration * iters,
+            balanced_iteration,
+            balanced_loop: balanced_iteration * iters,
+        })
+    }
+}
+
+/// `nb` back-to-back messages of `m` bytes in LogGP: the first arrives after
+/// `o_s + (k−1)G + L + o_r`, each further one a sender slot later, the slot
+/// being the larger of the gap `g` and the sender's busy time
+/// `o_s + (k−1)G`.
+fn loggp_exchange(p: &LogGp, nb: f64, m: f64) -> f64 {
+    if nb <= 0.0 {
+        return 0.0;
+    }
+    let k = m.max(1.0);
+    p.time(m) + (nb - 1.0) * p.g.max(p.o_s + (k - 1.0) * p.big_g)
+}
+
+/// Rivera's point-to-point time (Eqs. 4.5–4.11) for one message of `m`
+/// bytes: `L + D/β + N_paq·L_sw`, `N_paq = ceil(m / payload)`,
+/// `D = m + N_paq · headers`, with L = alpha and β = 1/beta of `link`.
+pub fn rivera_p2p(link: &Hockney, switch_latency: f64, m: f64) -> f64 {
+    let packets = (m / RIVERA_PAYLOAD_BYTES).ceil().max(1.0);
+    let wire = m + packets * RIVERA_HEADER_BYTES;
+    link.alpha + wire * link.beta + packets * switch_latency
+}
+
+/// The kinds of operation in HCLogP's communication term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    /// Point to point: one message per call.
+    SendRecv,
+    /// All-to-all: P−1 messages per call.
+    AllToAll,
+    /// Tree collectives (AllReduce, Scatter, Gather, one-to-all): log2 P
+    /// messages per call.
+    Tree,
+}
+
+/// HCLogP's published formulas (Soares 2017, ch. 3).
+pub mod hclogp {
+    use super::Op;
+
+    /// Eq. 3.2: `T_comp = (I / I_s) · I_e / (ΣR_p + F_r)`, where `I_e` is the
+    /// time of `I_s` iterations on the slowest unit.
+    pub fn comp_time(i: f64, i_s: f64, i_e: f64, sum_rp: f64, f_r: f64) -> f64 {
+        (i / i_s) * (i_e / (sum_rp + f_r))
+    }
+
+    /// Eqs. 3.8–3.10 for one operation type: `N_op · k · (L + M/B + o_d)`
+    /// with `k` = 1, P−1 or log2 P by `op`. `b` is in bytes per second.
+    pub fn comm_time(op: Op, n_op: f64, p: usize, l: f64, m: f64, b: f64, o_d: f64) -> f64 {
+        let k = match op {
+            Op::SendRecv => 1.0,
+            Op::AllToAll => p.saturating_sub(1) as f64,
+            Op::Tree => (p as f64).log2(),
+        };
+        n_op * k * (l + m / b + o_d)
+    }
+}
+
+/// How to predict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// Compute of the own rows plus Hockney time per neighbour, added.
+    Hockney,
+    /// Compute plus back-to-back LogGP messages, added.
+    LogGp,
+    /// HCLogP: power-weighted balanced compute plus `N_op·(L + M/B + o_d)`.
+    HcLogP,
+    /// Rivera: equal-work compute plus packetised point-to-point time.
+    Rivera,
+    /// This skeleton: border compute, then the exchange hidden behind the
+    /// inner compute: `max_d border_d + max(exchange_d, inner_d)`.
+    Overlap,
+}
+
+impl Method {
+    /// Every method, in documentation order.
+    pub const ALL: [Method; 5] = [
+        Method::Hockney,
+        Method::LogGp,
+        Method::HcLogP,
+        Method::Rivera,
+        Method::Overlap,
+    ];
+
+    /// The lower-case name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Hockney => "hockney",
+            Method::LogGp => "loggp",
+            Method::HcLogP => "hclogp",
+            Method::Rivera => "rivera",
+            Method::Overlap => "overlap",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A method name that is none of [`Method::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown method {0:?}: expected hockney, loggp, hclogp, rivera or overlap")]
+pub struct UnknownMethod(pub String);
+
+impl FromStr for Method {
+    type Err = UnknownMethod;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| UnknownMethod(s.to_owned()))
+    }
+}
+
+/// A run to predict: the partition and what moves each iteration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// Rows owned by each device, in machine order.
+    pub rows: Vec<u64>,
+    /// Cells per row (the product of the non-partitioned extents).
+    pub cells_per_row: u64,
+    /// Halo depth in rows (the stencil's radius along the partitioned axis).
+    pub halo_rows: u64,
+    /// Bytes of one halo row.
+    pub halo_bytes_per_row: f64,
+    /// Loop iterations.
+    pub iterations: u64,
+    /// The link class between neighbours.
+    pub link: String,
+}
+
+impl Run {
+    /// Splits `global_rows` by `weights` (largest remainder, so the rows sum
+    /// exactly), as the skeleton's weighted partition does.
+    pub fn from_weights(
+        global_rows: u64,
+        cells_per_row: u64,
+        halo_rows: u64,
+        halo_bytes_per_row: f64,
+        iterations: u64,
+        weights: &[f64],
+        link: &str,
+    ) -> Result<Self, ModelError> {
+        if weights.is_empty() {
+            return Err(ModelError::TooFewPoints {
+                what: "a partition",
+                needed: 1,
+                got: 0,
+            });
+        }
+        for &w in weights {
+            check_finite("weight", w)?;
+        }
+        let total: f64 = weights.iter().sum();
+        if total <= 0.0 {
+            return Err(ModelError::InvalidValue {
+                what: "sum of weights",
+                value: total,
+            });
+        }
+        let exact: Vec<f64> = weights
+            .iter()
+            .map(|w| w / total * global_rows as f64)
+            .collect();
+        let mut rows: Vec<u64> = exact.iter().map(|x| x.floor() as u64).collect();
+        let mut left = global_rows - rows.iter().sum::<u64>();
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_by(|&a, &b| {
+            (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor()))
+        });
+        for &i in order.iter().cycle() {
+            if left == 0 {
+                break;
+            }
+            rows[i] += 1;
+            left -= 1;
+        }
+        Ok(Self {
+            rows,
+            cells_per_row,
+            halo_rows,
+            halo_bytes_per_row,
+            iterations,
+            link: link.to_owned(),
+        })
+    }
+}
+
+/// Predicted times of one device, per iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DeviceTime {
+    /// Compute seconds.
+    pub compute: f64,
+    /// Exchange seconds.
+    pub exchange: f64,
+}
+
+/// A prediction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The method used.
+    pub method: Method,
+    /// Per-device times, machine order.
+    pub devices: Vec<DeviceTime>,
+    /// Seconds per iteration: the slowest device under the method's rule.
+    pub iteration: f64,
+    /// `iteration · iterations`.
+    pub loop_time: f64,
+    /// Compute alone, perfectly balanced: total cells over the summed
+    /// speeds. A lower bound for every method and partition.
+    pub balanced_iteration: f64,
+    /// `balanced_iteration · iterations`.
+    pub balanced_loop: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn round1(x: f64) -> f64 {
+        (x * 10.0).round() / 10.0
+    }
+
+    /// modelling.md §2.3: FT with I = 20, I_s = 2, I_e = 13.412 s.
+    #[test]
+    fn hclogp_reproduces_ft_compute_table() {
+        let comp = |sum_rp: f64| round1(hclogp::comp_time(20.0, 2.0, 13.412, sum_rp, 0.0));
+        assert_eq!(comp(2.0), 67.1);
+        assert_eq!(comp(4.0), 33.5);
+        assert_eq!(comp(8.0), 16.8);
+        // Heterogeneous: one AMD (1) and one Intel (1.78) core.
+        assert_eq!(comp(1.0 + 1.78), 48.2);
+    }
+
+    /// modelling.md §2.3: FT's all-to-all, N_op = 2, M = 512·256·256·4/P
+    /// bytes, Ethernet L = 6.9e-5 s, B = 93.4 MB/s, over I = 20 iterations.
+    #[test]
+    fn hclogp_reproduces_ft_communication_table() {
+        let comm = |p: usize| {
+            let m = 512.0 * 256.0 * 256.0 * 4.0 / p as f64;
+            round1(20.0 * hclogp::comm_time(Op::AllToAll, 2.0, p, 6.9e-5, m, 93.4e6, 0.0))
+        };
+        assert_eq!(comm(2), 28.7);
+        assert_eq!(comm(4), 43.1);
+        assert_eq!(comm(8), 50.3);
+        // The published total check: compute + communication + overhead.
+        assert_eq!(round1(67.1 + comm(2) + 2.1), 97.9);
+    }
+
+    fn machine(spc: &[f64]) -> Machine {
+        let devices = spc
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| Device::new(format!("d{i}"), s))
+            .collect();
+        let mut link = LinkClass::from_hockney(
+            "net",
+            Hockney {
+                alpha: 2e-5,
+                beta: 1e-9,
+            },
+        );
+        link.loggp = LogGp {
+            l: 1.5e-5,
+            o_s: 2e-6,
+            o_r: 3e-6,
+            g: 4e-6,
+            big_g: 1e-9,
+        };
+        link.switch_latency = 1e-6;
+        Machine::new(devices, vec![link]).unwrap()
+    }
+
+    #[test]
+    fn relative_power_is_normalised_to_the_slowest() {
+        let m = machine(&[1e-9, 4e-9, 2e-9]);
+        let rp: Vec<f64> = m.devices.iter().map(|d| d.relative_power).collect();
+        assert_eq!(rp, vec![4.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn hand_computed_two_device_prediction() {
+        let m = machine(&[1e-9, 2e-9]);
+        let run = Run {
+            rows: vec![600, 400],
+            cells_per_row: 1000,
+            halo_rows: 1,
+            halo_bytes_per_row: 8000.0,
+            iterations: 10,
+            link: "net".into(),
+        };
+        let h = m.predict(&run, Method::Hockney).unwrap();
+        let ex = 2e-5 + 8000.0 * 1e-9;
+        assert!((h.devices[0].compute - 6e-4).abs() < 1e-15);
+        assert!((h.devices[1].compute - 8e-4).abs() < 1e-15);
+        assert!((h.iteration - (8e-4 + ex)).abs() < 1e-15);
+        assert!((h.loop_time - 10.0 * (8e-4 + ex)).abs() < 1e-14);
+        // 1e6 cells over speeds 1e9 + 0.5e9 cells/s.
+        assert!((h.balanced_iteration - 1e6 / 1.5e9).abs() < 1e-15);
+        let o = m.predict(&run, Method::Overlap).unwrap();
+        // Device 1: border 1 row = 2e-6 s, inner 399 rows = 7.98e-4 s > exchange.
+        assert!((o.iteration - 8e-4).abs() < 1e-15, "{o:?}");
+        let hc = m.predict(&run, Method::HcLogP).unwrap();
+        let hc_ex = 1.5e-5 + 8000.0 * 1e-9 + 5e-6;
+        assert!(
+            (hc.iteration - (1e6 / 1.5e9 + hc_ex)).abs() < 1e-15,
+            "{hc:?}"
+        );
+    }
+
+    #[test]
+    fn errors_are_typed() {
+        let m = machine(&[1e-9, 2e-9]);
+        let mut run = Run::from_weights(100, 10, 1, 80.0, 1, &[1.0, 1.0], "net").unwrap();
+        run.link = "nowhere".into();
+        assert_eq!(
+            m.predict(&run, Method::Hockney),
+            Err(ModelError::UnknownLink("nowhere".into()))
+        );
+        let run = Run::from_weights(100, 10, 1, 80.0, 1, &[1.0], "net").unwrap();
+        assert_eq!(
+            m.predict(&run, Method::Hockney),
+            Err(ModelError::DeviceCount { run: 1, machine: 2 })
+        );
+        assert!(Machine::new(vec![Device::new("z", 0.0)], vec![]).is_err());
+    }
+
+    #[test]
+    fn method_names_round_trip() {
+        for m in Method::ALL {
+            assert_eq!(m.name().parse::<Method>(), Ok(m));
+        }
+        assert!("logp".parse::<Method>().is_err());
+    }
+
+    #[test]
+    fn from_weights_sums_exactly_and_follows_weights() {
+        let r = Run::from_weights(1001, 1, 1, 8.0, 1, &[3.0, 1.0, 1.0], "net").unwrap();
+        assert_eq!(r.rows.iter().sum::<u64>(), 1001);
+        assert_eq!(r.rows, vec![601, 200, 200]);
+    }
+
+    #[test]
+    fn machine_round_trips_through_serde() {
+        let m = machine(&[1e-9, 3e-9]);
+        let json = serde_json::to_string(&m).unwrap();
+        let back: Machine = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, m);
+        let p = m
+            .predict(
+                &Run::from_weights(10, 1, 1, 8.0, 1, &[1.0, 1.0], "net").unwrap(),
+                Method::LogGp,
+            )
+            .unwrap();
+        assert!(serde_json::to_string(&p)
+            .unwrap()
+            .contains("\"method\":\"loggp\""));
+    }
+
+    proptest! {
+        #[test]
+        fn overlap_never_exceeds_additive_and_balanced_is_a_lower_bound(
+            spc in prop::collection::vec(1e-10f64..1e-8, 1..8),
+            weights in prop::collection::vec(0.01f64..10.0, 8),
+            rows in 8u64..5000,
+            cells in 1u64..2000,
+            halo in 1u64..4,
+        ) {
+            let m = machine(&spc);
+            let w = &weights[..spc.len()];
+            let run = Run::from_weights(rows, cells, halo, cells as f64 * 8.0, 7, w, "net").unwrap();
+            let add = m.predict(&run, Method::Hockney).unwrap();
+            let ovl = m.predict(&run, Method::Overlap).unwrap();
+            prop_assert!(ovl.iteration <= add.iteration * (1.0 + 1e-12));
+            for method in Method::ALL {
+                let p = m.predict(&run, method).unwrap();
+                prop_assert!(p.balanced_loop <= p.loop_time * (1.0 + 1e-12), "{method}: {p:?}");
+            }
+        }
+    }
+}
