@@ -327,13 +327,20 @@ impl DeviceRuntime for CudaRuntime {
         };
         let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(backend)?;
         let kernel = module.load_function(KERNEL_NAME).map_err(backend)?;
+        // Register pressure can lower a kernel's block limit below the
+        // device's 1024 threads; asking the function is exact.
+        let max = kernel
+            .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+            .map_err(backend)?;
+        let multiple = self
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)
+            .map_err(backend)?;
         Ok(Compiled {
             kernel,
-            // Warps of 32; the generated kernels use no shared memory, so the
-            // device's limit of 1024 threads per block holds.
             hints: GroupHints {
-                multiple: 32,
-                max: 1024,
+                multiple: multiple.max(1) as usize,
+                max: max.max(1) as usize,
             },
         })
     }
