@@ -20,4 +20,8 @@ pub enum DeviceError {
     BadOption(String),
     #[error("device backend failure: {0}")]
     Backend(String),
+    /// The device's API cannot be used on this machine (no driver, no such
+    /// device): one line saying what is missing.
+    #[error("{0}")]
+    Unavailable(String),
 }

@@ -1,12 +1,14 @@
 //! controllers: one uniform interface over every device kind.
 //!
-//! Backends: `cpu` (rayon) always; `opencl` behind its feature, as a
+//! Backends: `cpu` (rayon) always; `opencl` and `cuda` behind their features, each a
 //! [`gpu::DeviceRuntime`] under the shared [`gpu::GpuController`].
 //! [`Slowdown`] wraps any backend to emulate a slower device.
 
 pub mod conformance;
 mod controller;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod error;
 pub mod gpu;
 mod launch;
@@ -16,6 +18,8 @@ pub mod slowdown;
 
 pub use controller::{BufferId, Controller, KernelId};
 pub use cpu::CpuController;
+#[cfg(feature = "cuda")]
+pub use cuda::CudaController;
 pub use error::DeviceError;
 pub use gpu::GpuController;
 #[cfg(feature = "opencl")]

@@ -238,12 +238,13 @@ impl DeviceSpec {
                     "device kind 'opencl' is not available in this build: rebuild with --features opencl".into(),
                 ))
             }
+            #[cfg(feature = "cuda")]
+            DeviceKind::Cuda { device } => Box::new(controllers::CudaController::<T>::new(device)?),
+            #[cfg(not(feature = "cuda"))]
             DeviceKind::Cuda { .. } => {
-                return Err(DeviceError::Backend(if cfg!(feature = "cuda") {
-                    "the CUDA backend is not implemented yet: use opencl for NVIDIA GPUs meanwhile".into()
-                } else {
-                    "device kind 'cuda' is not available in this build: rebuild with --features cuda".into()
-                }))
+                return Err(DeviceError::Backend(
+                    "device kind 'cuda' is not available in this build: rebuild with --features cuda".into(),
+                ))
             }
         };
         Ok(match self.slowdown {

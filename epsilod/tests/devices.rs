@@ -19,31 +19,37 @@ fn devices(specs: &[&str]) -> Vec<DeviceSpec> {
 }
 
 /// One module of tests per device kind: `device_suite!(module, "kind",
-/// attributes...)`; the kind is what `--device` takes (`opencl`, and
-/// `opencl:slowdown=3` is built from it).
+/// attributes...; test attributes...)`; the kind is what `--device` takes
+/// (`opencl`, and `opencl:slowdown=3` is built from it). The module's
+/// attributes gate it on a feature; the test attributes go on each test (an
+/// `#[ignore]` for hardware CI does not have).
 macro_rules! device_suite {
-    ($m:ident, $kind:literal $(, #[$attr:meta])*) => {
+    ($m:ident, $kind:literal $(, #[$attr:meta])* $(; #[$test_attr:meta])*) => {
         $(#[$attr])*
         mod $m {
             #[allow(unused_imports)]
             use super::*;
 
             #[test]
+            $(#[$test_attr])*
             fn every_library_stencil_alone_and_mixed() {
                 super::every_library_stencil_alone_and_mixed($kind);
             }
 
             #[test]
+            $(#[$test_attr])*
             fn load_balancing_with_a_cpu() {
                 super::load_balancing_with_a_cpu($kind);
             }
 
             #[test]
+            $(#[$test_attr])*
             fn rust_only_kernels_say_they_need_a_cpu_device() {
                 super::rust_only_kernels_say_they_need_a_cpu_device($kind);
             }
 
             #[test]
+            $(#[$test_attr])*
             fn a_kernel_that_fails_to_compile_shows_the_build_log() {
                 super::a_kernel_that_fails_to_compile_shows_the_build_log($kind);
             }
@@ -52,6 +58,7 @@ macro_rules! device_suite {
 }
 
 device_suite!(opencl, "opencl", #[cfg(feature = "opencl")]);
+device_suite!(cuda, "cuda", #[cfg(feature = "cuda")]; #[ignore = "needs an NVIDIA GPU"]);
 
 #[allow(dead_code)]
 fn every_library_stencil_alone_and_mixed(kind: &str) {

@@ -24,12 +24,38 @@ fn opencl_devices() -> String {
     "  opencl  not in this build (rebuild with --features opencl)\n".into()
 }
 
+#[cfg(feature = "cuda")]
 fn cuda_devices() -> String {
-    if cfg!(feature = "cuda") {
-        "  cuda    the CUDA backend is not implemented yet (use opencl for NVIDIA GPUs)\n".into()
-    } else {
-        "  cuda    not in this build (rebuild with --features cuda)\n".into()
+    let devs = match controllers::cuda::devices() {
+        Ok(d) => d,
+        Err(e) => return format!("  cuda    {e}\n"),
+    };
+    if devs.is_empty() {
+        return "  cuda    the driver reports no CUDA device\n".into();
     }
+    let mut s = String::new();
+    for d in devs {
+        let nvrtc = match d.nvrtc_version {
+            Some((major, minor)) => format!("NVRTC {major}.{minor}"),
+            None => "no NVRTC (cannot compile kernels)".into(),
+        };
+        s += &format!(
+            "  cuda:device={}  {}: {:.1} GiB, compute {}.{}, driver CUDA {}.{}, {nvrtc}\n",
+            d.ordinal,
+            d.name,
+            d.memory as f64 / (1u64 << 30) as f64,
+            d.compute_capability.0,
+            d.compute_capability.1,
+            d.driver_version / 1000,
+            d.driver_version % 1000 / 10,
+        );
+    }
+    s
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_devices() -> String {
+    "  cuda    not in this build (rebuild with --features cuda)\n".into()
 }
 
 /// The text of `epsilod list`.

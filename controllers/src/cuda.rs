@@ -1,0 +1,450 @@
+//! The CUDA runtime (feature `cuda`, `cudarc` crate) under
+//! [`GpuController`]: device allocations of bytes, rectangle copies through
+//! the driver's 2-D copies, kernels compiled by NVRTC from the generated
+//! CUDA C, launches timed by pairs of CUDA events.
+//!
+//! The driver (`libcuda.so`) and NVRTC are loaded at run time, so the build
+//! needs no CUDA toolkit; cudarc panics when a library it needs is missing,
+//! so every entry point probes them first and answers
+//! [`DeviceError::Unavailable`] instead.
+
+use crate::error::DeviceError;
+use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, GpuController, GroupHints};
+use cudarc::driver::sys;
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
+    PushKernelArg,
+};
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
+use kernels::device::KERNEL_NAME;
+use kernels::{Cell, Dialect};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Block size when the controller leaves the choice to the runtime: a
+/// multiple of the warp that keeps every SM busy on the generated kernels,
+/// whose bounds guard makes the rounded-up grid safe.
+const DEFAULT_BLOCK: [usize; 3] = [256, 1, 1];
+
+fn backend<E: std::fmt::Display>(e: E) -> DeviceError {
+    DeviceError::Backend(e.to_string())
+}
+
+/// Fails with one clear line unless the CUDA driver can be loaded: cudarc's
+/// dynamic loading panics on the first call into a missing library.
+fn probe_driver() -> Result<(), DeviceError> {
+    // SAFETY: loading the driver library runs its initialisers, which is
+    // what every CUDA program does; nothing else is touched.
+    if unsafe { sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(DeviceError::Unavailable(
+            "no CUDA driver found (libcuda.so.1): install the NVIDIA driver, or use cpu/opencl devices"
+                .into(),
+        ))
+    }
+}
+
+/// As [`probe_driver`], for NVRTC (the run-time compiler, shipped with the
+/// CUDA runtime libraries rather than the driver).
+fn probe_nvrtc() -> Result<(), DeviceError> {
+    // SAFETY: as in `probe_driver`: it only loads the library.
+    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(DeviceError::Unavailable(
+            "no NVRTC library found (libnvrtc.so): install the CUDA runtime libraries (e.g. the \
+             cuda-nvrtc package); no full toolkit is needed"
+                .into(),
+        ))
+    }
+}
+
+/// What `epsilod list` says about one CUDA device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CudaDeviceInfo {
+    /// Device ordinal, as `cuda:device=D` takes it.
+    pub ordinal: usize,
+    /// The device's name.
+    pub name: String,
+    /// Device memory in bytes.
+    pub memory: usize,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// CUDA version the driver supports (e.g. 12080 for 12.8).
+    pub driver_version: i32,
+    /// NVRTC version (major, minor), or `None` when NVRTC is missing (the
+    /// device can then be listed but not run).
+    pub nvrtc_version: Option<(i32, i32)>,
+}
+
+fn driver_version() -> Result<i32, DeviceError> {
+    let mut v = 0;
+    // SAFETY: the driver was probed; `v` is a valid out-pointer.
+    let r = unsafe { sys::cuDriverGetVersion(&mut v) };
+    r.result().map_err(backend)?;
+    Ok(v)
+}
+
+fn nvrtc_version() -> Option<(i32, i32)> {
+    probe_nvrtc().ok()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: NVRTC was probed; both are valid out-pointers.
+    let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    (r == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((major, minor))
+}
+
+/// Every CUDA device of this machine, or why there are none to use.
+pub fn devices() -> Result<Vec<CudaDeviceInfo>, DeviceError> {
+    probe_driver()?;
+    let count = CudaContext::device_count().map_err(backend)?;
+    let driver_version = driver_version()?;
+    let nvrtc_version = nvrtc_version();
+    (0..count.max(0) as usize)
+        .map(|ordinal| {
+            let ctx = CudaContext::new(ordinal).map_err(backend)?;
+            Ok(CudaDeviceInfo {
+                ordinal,
+                name: ctx.name().map_err(backend)?,
+                memory: ctx.total_mem().map_err(backend)?,
+                compute_capability: ctx.compute_capability().map_err(backend)?,
+                driver_version,
+                nvrtc_version,
+            })
+        })
+        .collect()
+}
+
+/// PTX already compiled in this process, by (source, compute capability):
+/// every device of a run compiles the same kernels, and NVRTC takes
+/// hundreds of milliseconds per kernel.
+static MODULES: Mutex<Option<HashMap<ModuleKey, String>>> = Mutex::new(None);
+
+/// A kernel's CUDA C source and the compute capability it was compiled for.
+type ModuleKey = (String, (i32, i32));
+
+/// One CUDA device: its (primary) context and one stream.
+pub struct CudaRuntime {
+    desc: String,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    arch: (i32, i32),
+}
+
+/// A device allocation of bytes.
+pub struct CudaBuffer {
+    /// Owns the allocation (freed on drop).
+    slice: CudaSlice<u8>,
+    /// Its device address: the raw copies and launches take it directly.
+    ptr: sys::CUdeviceptr,
+}
+
+/// The CUDA backend: the GPU controller over [`CudaRuntime`].
+pub type CudaController<T> = GpuController<CudaRuntime, T>;
+
+impl<T: Cell> GpuController<CudaRuntime, T> {
+    /// CUDA device `device` (as `epsilod list` numbers them).
+    pub fn new(device: usize) -> Result<CudaController<T>, DeviceError> {
+        Ok(GpuController::with_runtime(CudaRuntime::new(device)?))
+    }
+}
+
+impl CudaRuntime {
+    /// Opens CUDA device `device`.
+    pub fn new(device: usize) -> Result<CudaRuntime, DeviceError> {
+        probe_driver()?;
+        probe_nvrtc()?;
+        let count = CudaContext::device_count().map_err(backend)?.max(0) as usize;
+        if device >= count {
+            return Err(DeviceError::Unavailable(format!(
+                "no CUDA device {device}: this machine has {count}"
+            )));
+        }
+        let ctx = CudaContext::new(device).map_err(backend)?;
+        // Ordering comes from the one stream; cudarc's per-allocation event
+        // tracking would only add events to every launch.
+        // SAFETY: every buffer and launch of this runtime uses `stream` only.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().map_err(backend)?;
+        let name = ctx.name().map_err(backend)?;
+        let arch = ctx.compute_capability().map_err(backend)?;
+        Ok(CudaRuntime {
+            desc: format!("cuda:device={device} ({name})"),
+            ctx,
+            stream,
+            arch,
+        })
+    }
+
+    /// One 2-D copy per slice of `piece` (a `Run` is one row), between the
+    /// device allocation at `dev` and packed host memory at `host`; `to_device`
+    /// chooses the direction. Then waits for the stream, as the trait wants
+    /// the host memory complete on return.
+    ///
+    /// # Safety
+    ///
+    /// `host` must point to `piece.bytes()` bytes, writable when reading from
+    /// the device, and `piece` must lie inside the allocation at `dev`.
+    unsafe fn copy(
+        &mut self,
+        dev: sys::CUdeviceptr,
+        piece: &CopyPiece,
+        host: *mut u8,
+        to_device: bool,
+    ) -> Result<(), DeviceError> {
+        // A 3-D copy would be one command, but cuMemcpy3D's descriptor has
+        // fields (array, height in rows) that 2-D copies per slice avoid, at
+        // the cost of one command per slice of the (few-slice) halo regions.
+        let (origin, size, row_pitch, slice_pitch) = match *piece {
+            CopyPiece::Rect(r) => (r.origin, r.size, r.row_pitch, r.slice_pitch),
+            CopyPiece::Run { offset, bytes } => ([offset, 0, 0], [bytes, 1, 1], bytes, bytes),
+        };
+        if size.contains(&0) {
+            return Ok(());
+        }
+        let host_slice = size[0] * size[1];
+        for z in 0..size[2] {
+            let dev_base = dev + ((origin[2] + z) * slice_pitch) as u64;
+            // SAFETY: `host` holds the piece packed, `size[2]` slices of
+            // `host_slice` bytes, so the offset stays inside it.
+            let host_base = unsafe { host.add(z * host_slice) };
+            let (mem_dev, mem_host) = (
+                sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+            );
+            let desc = sys::CUDA_MEMCPY2D {
+                srcXInBytes: if to_device { 0 } else { origin[0] },
+                srcY: if to_device { 0 } else { origin[1] },
+                srcMemoryType: if to_device { mem_host } else { mem_dev },
+                srcHost: host_base as *const _,
+                srcDevice: dev_base,
+                srcArray: std::ptr::null_mut(),
+                srcPitch: if to_device { size[0] } else { row_pitch },
+                dstXInBytes: if to_device { origin[0] } else { 0 },
+                dstY: if to_device { origin[1] } else { 0 },
+                dstMemoryType: if to_device { mem_dev } else { mem_host },
+                dstHost: host_base as *mut _,
+                dstDevice: dev_base,
+                dstArray: std::ptr::null_mut(),
+                dstPitch: if to_device { row_pitch } else { size[0] },
+                WidthInBytes: size[0],
+                Height: size[1],
+            };
+            // SAFETY: the caller guarantees the device rectangle lies in the
+            // allocation and the host one in `host`; the descriptor names only
+            // those (the unused array handles are null, as the driver wants
+            // for host and device memory types); the stream is synchronised
+            // below before `host` can go.
+            let r = unsafe { sys::cuMemcpy2DAsync_v2(&desc, self.stream.cu_stream()) };
+            r.result().map_err(backend)?;
+        }
+        self.stream.synchronize().map_err(backend)
+    }
+}
+
+impl DeviceRuntime for CudaRuntime {
+    type Buffer = CudaBuffer;
+    type Kernel = CudaFunction;
+    type Timing = (CudaEvent, CudaEvent);
+    const API: &'static str = "CUDA";
+    const DIALECT: Dialect = Dialect::Cuda;
+
+    fn describe(&self) -> String {
+        self.desc.clone()
+    }
+
+    fn is_gpu(&self) -> bool {
+        true
+    }
+
+    fn alloc(&mut self, bytes: usize) -> Result<CudaBuffer, DeviceError> {
+        // The driver rejects empty allocations.
+        // SAFETY: the contents are unspecified, as the trait allows; `u8`
+        // has no invalid bit patterns.
+        let slice = unsafe { self.stream.alloc::<u8>(bytes.max(1)) }.map_err(backend)?;
+        let ptr = slice.device_ptr(&self.stream).0;
+        Ok(CudaBuffer { slice, ptr })
+    }
+
+    fn write(
+        &mut self,
+        buf: &CudaBuffer,
+        piece: &CopyPiece,
+        host: &[u8],
+    ) -> Result<(), DeviceError> {
+        check_piece(buf, piece, host.len())?;
+        // SAFETY: `check_piece` established that the piece lies in the
+        // allocation and `host` holds it; a write only reads `host`.
+        unsafe { self.copy(buf.ptr, piece, host.as_ptr() as *mut u8, true) }
+    }
+
+    fn read(
+        &mut self,
+        buf: &CudaBuffer,
+        piece: &CopyPiece,
+        host: &mut [u8],
+    ) -> Result<(), DeviceError> {
+        check_piece(buf, piece, host.len())?;
+        // SAFETY: as in `write`, and `host` is writable.
+        unsafe { self.copy(buf.ptr, piece, host.as_mut_ptr(), false) }
+    }
+
+    fn compile(&mut self, source: &str) -> Result<Compiled<CudaFunction>, DeviceError> {
+        let key = (source.to_owned(), self.arch);
+        let cached = {
+            let cache = MODULES.lock().unwrap_or_else(|e| e.into_inner());
+            cache.as_ref().and_then(|m| m.get(&key).cloned())
+        };
+        let ptx = match cached {
+            Some(ptx) => ptx,
+            None => {
+                let mut options: Vec<String> = Self::DIALECT
+                    .compiler_options()
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
+                // The device's own architecture: PTX for a newer one would not
+                // load, for an older one would lose its instructions.
+                options.push(format!(
+                    "--gpu-architecture=compute_{}{}",
+                    self.arch.0, self.arch.1
+                ));
+                let opts = CompileOptions {
+                    options,
+                    ..Default::default()
+                };
+                let ptx = compile_ptx_with_opts(source, opts)
+                    .map_err(|e| DeviceError::Backend(format!("NVRTC: {e}")))?
+                    .to_src();
+                MODULES
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(HashMap::new)
+                    .insert(key, ptx.clone());
+                ptx
+            }
+        };
+        let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(backend)?;
+        let kernel = module.load_function(KERNEL_NAME).map_err(backend)?;
+        // Register pressure can lower a kernel's block limit below the
+        // device's 1024 threads; asking the function is exact.
+        let max = kernel
+            .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+            .map_err(backend)?;
+        let multiple = self
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)
+            .map_err(backend)?;
+        Ok(Compiled {
+            kernel,
+            hints: GroupHints {
+                multiple: multiple.max(1) as usize,
+                max: max.max(1) as usize,
+            },
+        })
+    }
+
+    unsafe fn launch(
+        &mut self,
+        kernel: &CudaFunction,
+        src: &CudaBuffer,
+        dst: &CudaBuffer,
+        longs: &[i64],
+        grid: [usize; 3],
+        group: Option<[usize; 3]>,
+    ) -> Result<(CudaEvent, CudaEvent), DeviceError> {
+        if longs.len() != LONG_ARGS {
+            return Err(DeviceError::Backend(format!(
+                "{} integer kernel arguments given, the kernel ABI has {LONG_ARGS}",
+                longs.len()
+            )));
+        }
+        if grid.contains(&0) {
+            // Nothing to run; still two recorded events so timing stays uniform.
+            let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+            let a = self.stream.record_event(flags).map_err(backend)?;
+            let b = self.stream.record_event(flags).map_err(backend)?;
+            return Ok((a, b));
+        }
+        let block = group.unwrap_or(DEFAULT_BLOCK);
+        let dims = |i: usize| -> Result<(u32, u32), DeviceError> {
+            let b = block[i].max(1);
+            let blocks = grid[i].div_ceil(b);
+            Ok((
+                u32::try_from(blocks).map_err(|_| {
+                    DeviceError::Backend(format!("grid of {} too large for CUDA", grid[i]))
+                })?,
+                b as u32,
+            ))
+        };
+        let (gx, bx) = dims(0)?;
+        let (gy, by) = dims(1)?;
+        let (gz, bz) = dims(2)?;
+        let cfg = LaunchConfig {
+            grid_dim: (gx, gy, gz),
+            block_dim: (bx, by, bz),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.stream.launch_builder(kernel);
+        b.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let mut longs = longs.iter();
+        for (_, kind) in ARGS {
+            match kind {
+                ArgKind::Buffer(BufferArg::Src) => b.arg(&src.ptr),
+                ArgKind::Buffer(BufferArg::Dst) => b.arg(&dst.ptr),
+                ArgKind::Long(_) => match longs.next() {
+                    Some(v) => b.arg(v),
+                    None => {
+                        return Err(DeviceError::Backend(
+                            "fewer integer kernel arguments than the ABI has".into(),
+                        ))
+                    }
+                },
+            };
+        }
+        // SAFETY: the caller guarantees the kernel's accesses for these
+        // arguments lie inside `src` and `dst`; the arguments follow the ABI's
+        // order and types (two device addresses, then `long long`s); the
+        // buffers outlive the launch because the controller finishes the
+        // stream before freeing any, and `Drop` synchronises.
+        let events = unsafe { b.launch(cfg) }.map_err(backend)?;
+        events.ok_or_else(|| DeviceError::Backend("CUDA launch recorded no events".into()))
+    }
+
+    fn finish(&mut self) -> Result<(), DeviceError> {
+        self.stream.synchronize().map_err(backend)
+    }
+
+    fn elapsed_seconds(&mut self, timings: Vec<(CudaEvent, CudaEvent)>) -> f64 {
+        timings
+            .iter()
+            .map(|(start, end)| start.elapsed_ms(end).map_or(0.0, f64::from))
+            .sum::<f64>()
+            * 1e-3
+    }
+}
+
+/// Refuses copies outside the allocation or host buffers of the wrong size:
+/// the raw copies would otherwise touch memory they do not own.
+fn check_piece(buf: &CudaBuffer, piece: &CopyPiece, host: usize) -> Result<(), DeviceError> {
+    let fits = piece.bytes() == host
+        && piece
+            .spans()
+            .all(|(off, _, len)| off.checked_add(len).is_some_and(|e| e <= buf.slice.len()));
+    if fits {
+        Ok(())
+    } else {
+        Err(DeviceError::Backend(format!(
+            "copy {piece:?} with {host} host bytes does not fit a buffer of {} bytes",
+            buf.slice.len()
+        )))
+    }
+}
+
+impl Drop for CudaRuntime {
+    /// Launches still queued must finish before their buffers are freed.
+    fn drop(&mut self) {
+        let _ = self.stream.synchronize();
+    }
+}
