@@ -29,6 +29,44 @@ pub enum Command {
     Plot(PlotArgs),
     /// List the library stencils, the apps and the devices found.
     List,
+    /// Record a short run's phase (per device: compute, exchange, cells, messages) as a
+    /// signature for `epsilod scale`.
+    Signature(Box<SignatureArgs>),
+    /// Fit a strong-scaling model to signatures at small device counts and predict a larger one.
+    Scale(ScaleArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SignatureArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Iterations actually run (the first is a warm-up); --iters is the full run's length, the
+    /// phase's weight.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(2..))]
+    pub sig_iters: u64,
+    /// Where to write the signature (JSON).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ScaleArgs {
+    /// Signatures of one run at two or more device counts (three or more recommended).
+    #[arg(required = true)]
+    pub signatures: Vec<PathBuf>,
+    /// Devices to predict for.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub target: u64,
+    /// Signatures of a smaller problem: far points for the compute fit.
+    #[arg(long)]
+    pub far: Vec<PathBuf>,
+    /// Held-back signatures to validate the model on (pattern and weight exact, volume and
+    /// compute within 10%).
+    #[arg(long)]
+    pub validate: Vec<PathBuf>,
+    /// Also write the predicted trace (JSON).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -92,7 +130,7 @@ fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
     s.parse::<KernelChoice>()
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct RunArgs {
     /// A library stencil (see 'epsilod list'), an app (see 'epsilod list') or a path to a
     /// stencil spec file (.toml).

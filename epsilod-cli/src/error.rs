@@ -59,4 +59,13 @@ pub enum CliError {
     /// `plot` failed.
     #[error("cannot plot: {0}")]
     Plot(String),
+
+    #[error("cannot take a signature of '{0}': signatures cover library stencils and spec files, not apps")]
+    SignatureOfApp(String),
+
+    #[error("cannot read signature {path}: {why}")]
+    SignatureFile { path: String, why: String },
+
+    #[error("cannot model scaling: {0}")]
+    Scaling(#[from] models::scaling::ScalingError),
 }

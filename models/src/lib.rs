@@ -9,7 +9,10 @@
 //! - [`predict`]: per-device compute and exchange time, iteration, loop and
 //!   perfectly balanced time of a run over a [`predict::Machine`], by the
 //!   published methods (Hockney, LogGP, HCLogP, Rivera) and by `Overlap`,
-//!   which models this skeleton's border/exchange/inner schedule.
+//!   which models this skeleton's border/exchange/inner schedule;
+//! - [`scaling`]: strong-scaling prediction from signatures of small runs
+//!   (P3S's method for one stencil phase);
+//! - [`fit`]: the least-squares line and power law the others use.
 //!
 //! The formulas are written out in `docs/modelling.md`.
 //!
@@ -33,9 +36,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod fit;
 pub mod link;
 pub mod metrics;
 pub mod predict;
+pub mod scaling;
 
 /// Compiles and runs the examples of `docs/modelling.md` as doc-tests, so
 /// the user guide cannot drift from the API.

@@ -24,30 +24,12 @@ impl Sample {
 
 /// Ordinary least squares `seconds = a + b·bytes` over `samples`.
 fn least_squares(samples: &[Sample]) -> Result<(f64, f64), ModelError> {
-    if samples.len() < 2 {
-        return Err(ModelError::TooFewPoints {
-            what: "a linear fit",
-            needed: 2,
-            got: samples.len(),
-        });
-    }
     for s in samples {
         check_finite("sample bytes", s.bytes)?;
         check_finite("sample seconds", s.seconds)?;
     }
-    let n = samples.len() as f64;
-    let mx = samples.iter().map(|s| s.bytes).sum::<f64>() / n;
-    let my = samples.iter().map(|s| s.seconds).sum::<f64>() / n;
-    let sxx: f64 = samples.iter().map(|s| (s.bytes - mx).powi(2)).sum();
-    if sxx <= 0.0 {
-        return Err(ModelError::DegenerateSizes);
-    }
-    let sxy: f64 = samples
-        .iter()
-        .map(|s| (s.bytes - mx) * (s.seconds - my))
-        .sum();
-    let b = sxy / sxx;
-    Ok((my - b * mx, b))
+    let points: Vec<(f64, f64)> = samples.iter().map(|s| (s.bytes, s.seconds)).collect();
+    crate::fit::line(&points, "a linear fit")
 }
 
 /// Hockney's model: `T(m) = alpha + beta·m`.

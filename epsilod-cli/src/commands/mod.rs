@@ -4,6 +4,8 @@ mod compare;
 mod list;
 mod plot;
 mod run;
+mod scale;
+mod signature;
 
 use crate::args::Command;
 use crate::error::CliError;
@@ -19,6 +21,8 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
             print!("{}", list::list());
             Ok(())
         }
+        Command::Signature(args) => signature::signature(&args, cluster),
+        Command::Scale(args) => scale::scale(&args),
     }
 }
 

@@ -9,6 +9,7 @@ use epsilod::devices::{all_cores, load_device_file, Placed};
 use epsilod::error::chain;
 use epsilod::{output, Alb, Cluster, DeviceSpec, Report, RunOptions, Skeleton, Stencil};
 use epsilod_apps::App;
+use hitmap::{Footprint, Layout};
 use kernels::{Library, StencilSpec};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -201,6 +202,24 @@ pub fn run_config(
     }
     let root = out.is_root();
     finish(out.report, args, write && root)
+}
+
+/// The starting layout of a library or spec run and its stencil's
+/// footprint: who exchanges what with whom, for `signature`.
+pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint), CliError> {
+    let Checked {
+        target,
+        size,
+        options,
+    } = check(args, "none", cluster)?;
+    let stencil = match target {
+        Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
+        Target::Spec(ref spec) => Stencil::<f32>::from_spec(spec),
+        Target::App(app) => return Err(CliError::SignatureOfApp(app.name().to_string())),
+    };
+    let footprint = stencil.kernel.footprint().clone();
+    let plan = Skeleton::new(&size, stencil).options(&options).plan()?;
+    Ok((plan.layout().clone(), footprint))
 }
 
 /// Writes the report where asked (when `write`) and hands it back.

@@ -1,0 +1,135 @@
+//! `epsilod signature` and `epsilod scale`: signatures name each device's
+//! real cells and messages, and the model built from them predicts the
+//! messages of a larger count exactly.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn epsilod(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epsilod"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = epsilod(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn one_error_line(args: &[&str], want: &str) {
+    let out = epsilod(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
+}
+
+fn take(dir: &Path, devices: usize) -> String {
+    let out = dir.join(format!("s{devices}.json"));
+    let out = out.to_str().unwrap().to_string();
+    let mut args = vec!["signature", "2d4", "--size", "66", "--partition", "w0"];
+    args.extend([
+        "--iters",
+        "500",
+        "--sig-iters",
+        "4",
+        "--quiet",
+        "--out",
+        &out,
+    ]);
+    for _ in 0..devices {
+        args.extend(["--devices", "cpu:threads=1"]);
+    }
+    ok(&args);
+    out
+}
+
+#[test]
+fn signatures_record_the_layout_and_scale_predicts_the_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<String> = [2, 3, 4].iter().map(|&d| take(dir.path(), d)).collect();
+    let s3: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&paths[1]).unwrap()).unwrap();
+    assert_eq!(s3["weight"], 500);
+    assert_eq!(s3["ndims"], 2);
+    let procs = s3["processes"].as_array().unwrap();
+    let cells: u64 = procs.iter().map(|p| p["cells"].as_u64().unwrap()).sum();
+    assert_eq!(cells, 64 * 64);
+    // The middle slab sends one 64-cell f32 row to each side.
+    assert_eq!(
+        procs[1]["sends"],
+        serde_json::json!([{"peer": 0, "bytes": 256}, {"peer": 2, "bytes": 256}])
+    );
+
+    let trace = dir.path().join("t8.json");
+    let args: Vec<&str> = ["scale"]
+        .into_iter()
+        .chain(paths.iter().map(String::as_str))
+        .chain(["--target", "8", "--out", trace.to_str().unwrap()])
+        .collect();
+    let text = ok(&args);
+    assert!(
+        text.contains("pattern: rank -1, +1 where P in a line"),
+        "{text}"
+    );
+    assert!(
+        text.contains("prediction at 8 devices: 1-2 messages and 256-512 bytes"),
+        "{text}"
+    );
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert_eq!(t["processes"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        t["processes"][7]["sends"],
+        serde_json::json!([{"peer": 6, "bytes": 256}])
+    );
+
+    // Prime counts alone cannot tell a line from a grid; 2 and 4 can.
+    one_error_line(
+        &["scale", &paths[0], &paths[1], "--target", "4"],
+        "fit both a line of P and a 2-d grid",
+    );
+    let held = ok(&[
+        "scale",
+        &paths[0],
+        &paths[2],
+        "--validate",
+        &paths[1],
+        "--target",
+        "6",
+    ]);
+    assert!(
+        held.contains("validation at 3 devices: pattern exact, weight exact, volume error 0.0%"),
+        "{held}"
+    );
+}
+
+#[test]
+fn bad_signature_input_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let s2 = take(dir.path(), 2);
+    one_error_line(
+        &["signature", "gas-sim", "--size", "8", "--out", "x.json"],
+        "signatures cover library stencils and spec files, not apps",
+    );
+    one_error_line(
+        &["scale", &s2, "/nonexistent/s.json", "--target", "4"],
+        "cannot read signature /nonexistent/s.json",
+    );
+    one_error_line(
+        &["scale", &s2, &s2, "--target", "4"],
+        "needs signatures at 2 or more device counts, got 1",
+    );
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"weight\": 3}").unwrap();
+    one_error_line(
+        &["scale", &s2, junk.to_str().unwrap(), "--target", "4"],
+        "not a signature",
+    );
+}
