@@ -34,6 +34,51 @@ pub enum Command {
     Signature(Box<SignatureArgs>),
     /// Fit a strong-scaling model to signatures at small device counts and predict a larger one.
     Scale(ScaleArgs),
+    /// Time random-pairs message exchanges over sizes, pair counts and processes per rank
+    /// (CSV of features and seconds, the training data of fit-comm).
+    Commbench(CommbenchArgs),
+    /// Fit a learned model of exchange time to commbench CSV and score it on held-out data.
+    FitComm(FitCommArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CommbenchArgs {
+    /// Virtual processes per rank (one process: all of them), comma-separated.
+    #[arg(long, default_value = "2,4,8", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub per_rank: Vec<u64>,
+    /// Message sizes in bytes, comma-separated.
+    #[arg(long, default_value = "16,256,4096,65536,1048576", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub sizes: Vec<u64>,
+    /// Partners per process (rounds of random pairing), comma-separated.
+    #[arg(long, default_value = "1,2,3,4", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub pm: Vec<u64>,
+    /// Pairings per configuration, each reseeded.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub reps: u64,
+    /// Timed exchanges per pairing (after two untimed ones); each process keeps its third quartile.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iters: u64,
+    /// Seed of the pairings.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where to write the CSV.
+    #[arg(long)]
+    pub csv: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct FitCommArgs {
+    /// Training data from commbench.
+    pub train: PathBuf,
+    /// linreg-sv, linreg-mv or gbrt.
+    #[arg(long, default_value = "gbrt")]
+    pub method: String,
+    /// Held-out data from commbench to score on (the model and an alpha-beta baseline).
+    #[arg(long)]
+    pub test: Option<PathBuf>,
+    /// Where to write the model (JSON).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

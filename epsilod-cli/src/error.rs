@@ -68,4 +68,13 @@ pub enum CliError {
 
     #[error("cannot model scaling: {0}")]
     Scaling(#[from] models::scaling::ScalingError),
+
+    #[error("cannot read {path}: {why}")]
+    Csv { path: String, why: String },
+
+    #[error("cannot fit the model: {0}")]
+    Model(#[from] models::ModelError),
+
+    #[error(transparent)]
+    LearnedMethod(#[from] models::learned::UnknownMethod),
 }

@@ -549,3 +549,44 @@ fn opencl_devices_join_cpu_devices_across_ranks() {
     ];
     same_as_one_process(2, &args, dir.path(), "ocl-gas");
 }
+
+#[test]
+fn commbench_pairs_processes_across_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = path(dir.path(), "c.csv");
+    let o = mpirun(
+        2,
+        &[
+            "commbench",
+            "--per-rank",
+            "1,2",
+            "--sizes",
+            "64",
+            "--pm",
+            "1",
+            "--reps",
+            "1",
+            "--iters",
+            "3",
+            "--csv",
+            &csv,
+        ],
+    );
+    ok(&o, "commbench on 2 ranks");
+    let rows: Vec<Vec<f64>> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    // One process per rank: the pair spans the ranks, each sends 64 bytes
+    // to the other rank and nothing inside its own.
+    assert_eq!(
+        &rows[0][..15],
+        &[2., 1., 64., 1., 64., 64., 64., 64., 1., 1., 1., 0., 0., 128., 2.]
+    );
+    // Two per rank: four processes, two pairs, 4 messages in all.
+    assert_eq!((rows[1][0], rows[1][1], rows[1][14]), (2.0, 2.0, 4.0));
+    assert!(rows.iter().all(|r| r[15] > 0.0));
+}

@@ -133,3 +133,77 @@ fn bad_signature_input_is_one_clear_line() {
         "not a signature",
     );
 }
+
+#[test]
+fn commbench_writes_exact_features_and_fit_comm_scores_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("train.csv");
+    let csv = csv.to_str().unwrap();
+    let out = ok(&[
+        "commbench",
+        "--per-rank",
+        "2,3",
+        "--sizes",
+        "16,1024",
+        "--pm",
+        "1,2",
+        "--reps",
+        "2",
+        "--iters",
+        "3",
+        "--csv",
+        csv,
+    ]);
+    assert!(out.contains("16 configurations timed"), "{out}");
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "ranks,per_rank,l,pm,pd,nd_min,nd_avg,nd_max,nm_min,nm_avg,nm_max,ind_max,inm_max,td,tm,seconds"
+    );
+    // Two processes, one round of 16 bytes: each sends one message to the
+    // other, inside the one rank.
+    let first: Vec<f64> = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert_eq!(
+        &first[..15],
+        &[1., 2., 16., 1., 16., 0., 0., 0., 0., 0., 0., 32., 2., 32., 2.]
+    );
+    assert!(first[15] > 0.0);
+    assert_eq!(text.lines().count(), 17);
+
+    let model = dir.path().join("m.json");
+    let fitted = ok(&[
+        "fit-comm",
+        csv,
+        "--method",
+        "linreg-mv",
+        "--test",
+        csv,
+        "--out",
+        model.to_str().unwrap(),
+    ]);
+    for want in [
+        "linreg-mv on 16 samples",
+        "held out (linreg-mv): MMRE",
+        "held out (alpha-beta): MMRE",
+    ] {
+        assert!(fitted.contains(want), "{want} missing from {fitted}");
+    }
+    assert!(std::fs::metadata(&model).unwrap().len() > 0);
+
+    one_error_line(
+        &["fit-comm", csv, "--method", "trees"],
+        "unknown learned method 'trees'",
+    );
+    let junk = dir.path().join("junk.csv");
+    std::fs::write(&junk, "a,b\n1,2\n").unwrap();
+    one_error_line(
+        &["fit-comm", junk.to_str().unwrap()],
+        "not commbench output",
+    );
+}

@@ -32,6 +32,7 @@ pub mod output;
 pub mod plan;
 pub mod report;
 pub mod skeleton;
+pub mod spmd;
 pub mod stencil;
 mod tag;
 mod vp;

@@ -12,6 +12,8 @@
 //!   which models this skeleton's border/exchange/inner schedule;
 //! - [`scaling`]: strong-scaling prediction from signatures of small runs
 //!   (P3S's method for one stencil phase);
+//! - [`learned`]: a communication phase's features and learned models of
+//!   its time (LinReg-SV, robust LinReg-MV, boosted trees);
 //! - [`fit`]: the least-squares line and power law the others use.
 //!
 //! The formulas are written out in `docs/modelling.md`.
@@ -37,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod fit;
+pub mod learned;
 pub mod link;
 pub mod metrics;
 pub mod predict;

@@ -414,7 +414,7 @@ impl ExchangeCost {
     /// Least squares through the origin over `(messages, bytes, seconds)`;
     /// per message alone when the two features cannot be told apart or a
     /// coefficient comes out negative.
-    fn fit(rows: &[(f64, f64, f64)]) -> ExchangeCost {
+    pub fn fit(rows: &[(f64, f64, f64)]) -> ExchangeCost {
         let s = |f: &dyn Fn(&(f64, f64, f64)) -> f64| rows.iter().map(f).sum::<f64>();
         let (nn, nb, bb) = (s(&|r| r.0 * r.0), s(&|r| r.0 * r.1), s(&|r| r.1 * r.1));
         let (nt, bt) = (s(&|r| r.0 * r.2), s(&|r| r.1 * r.2));

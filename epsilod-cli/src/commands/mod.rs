@@ -1,6 +1,8 @@
 //! One module per command.
 
+mod commbench;
 mod compare;
+mod fit_comm;
 mod list;
 mod plot;
 mod run;
@@ -23,6 +25,8 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
         }
         Command::Signature(args) => signature::signature(&args, cluster),
         Command::Scale(args) => scale::scale(&args),
+        Command::Commbench(args) => commbench::commbench(&args, cluster),
+        Command::FitComm(args) => fit_comm::fit_comm(&args),
     }
 }
 
