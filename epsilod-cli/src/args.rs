@@ -39,6 +39,27 @@ pub enum Command {
     Commbench(CommbenchArgs),
     /// Fit a learned model of exchange time to commbench CSV and score it on held-out data.
     FitComm(FitCommArgs),
+    /// Run a trace predicted by `scale --out` one range of processes at a time (black holes for
+    /// partners outside the range, compute emulated by sleeping) and time its phase.
+    Replay(ReplayArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The trace (`epsilod scale --out`).
+    pub trace: PathBuf,
+    /// Processes measured at once (their black holes come on top); 0: all at once.
+    #[arg(long, default_value_t = 4)]
+    pub range_size: usize,
+    /// Virtual processes per rank (under mpirun); by default as few as the largest range needs.
+    #[arg(long)]
+    pub per_rank: Option<usize>,
+    /// Timed phases per range, after one without compute.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iters: u64,
+    /// A signature taken at the trace's device count, to compare with.
+    #[arg(long)]
+    pub against: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

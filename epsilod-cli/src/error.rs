@@ -63,17 +63,17 @@ pub enum CliError {
     #[error("cannot take a signature of '{0}': signatures cover library stencils and spec files, not apps")]
     SignatureOfApp(String),
 
-    #[error("cannot read signature {path}: {why}")]
-    SignatureFile { path: String, why: String },
-
     #[error("cannot model scaling: {0}")]
     Scaling(#[from] models::scaling::ScalingError),
 
     #[error("cannot read {path}: {why}")]
-    Csv { path: String, why: String },
+    Input { path: String, why: String },
 
     #[error("cannot fit the model: {0}")]
     Model(#[from] models::ModelError),
+
+    #[error("cannot replay: {0}")]
+    Replay(String),
 
     #[error(transparent)]
     LearnedMethod(#[from] models::learned::UnknownMethod),

@@ -590,3 +590,34 @@ fn commbench_pairs_processes_across_ranks() {
     assert_eq!((rows[1][0], rows[1][1], rows[1][14]), (2.0, 2.0, 4.0));
     assert!(rows.iter().all(|r| r[15] > 0.0));
 }
+
+#[test]
+fn a_predicted_trace_replays_across_ranks_with_black_holes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sigs = Vec::new();
+    for n in [2, 4] {
+        let out = path(dir.path(), &format!("s{n}.json"));
+        let mut args = vec!["signature", "2d4", "--size", "34", "--partition", "w0"];
+        args.extend(["--sig-iters", "3", "--quiet", "--out", &out]);
+        for _ in 0..n {
+            args.extend(["--devices", "cpu:threads=1"]);
+        }
+        ok(&alone(&args), "signature");
+        sigs.push(out);
+    }
+    let trace = path(dir.path(), "t6.json");
+    ok(
+        &alone(&[
+            "scale", &sigs[0], &sigs[1], "--target", "6", "--out", &trace,
+        ]),
+        "scale",
+    );
+    let o = mpirun(2, &["replay", &trace, "--range-size", "3", "--iters", "2"]);
+    ok(&o, "replay on 2 ranks");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("range 0-2:") && text.contains("range 3-5:"),
+        "{text}"
+    );
+    assert!(text.contains("6 of 6 processes measured"), "{text}");
+}

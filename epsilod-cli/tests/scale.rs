@@ -90,6 +90,22 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
         serde_json::json!([{"peer": 6, "bytes": 256}])
     );
 
+    // The trace replays one range at a time, every process measured once.
+    let trace = trace.to_str().unwrap();
+    let replayed = ok(&["replay", trace, "--range-size", "3", "--iters", "2"]);
+    for want in [
+        "range 0-2:",
+        "range 3-5:",
+        "range 6-7:",
+        "8 of 8 processes measured",
+    ] {
+        assert!(replayed.contains(want), "{want} missing from {replayed}");
+    }
+    one_error_line(
+        &["replay", trace, "--range-size", "4", "--per-rank", "1"],
+        "cannot replay: range 0-3 needs 5 processes, the job has 1",
+    );
+
     // Prime counts alone cannot tell a line from a grid; 2 and 4 can.
     one_error_line(
         &["scale", &paths[0], &paths[1], "--target", "4"],
@@ -120,7 +136,7 @@ fn bad_signature_input_is_one_clear_line() {
     );
     one_error_line(
         &["scale", &s2, "/nonexistent/s.json", "--target", "4"],
-        "cannot read signature /nonexistent/s.json",
+        "cannot read /nonexistent/s.json",
     );
     one_error_line(
         &["scale", &s2, &s2, "--target", "4"],

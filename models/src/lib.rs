@@ -11,7 +11,8 @@
 //!   published methods (Hockney, LogGP, HCLogP, Rivera) and by `Overlap`,
 //!   which models this skeleton's border/exchange/inner schedule;
 //! - [`scaling`]: strong-scaling prediction from signatures of small runs
-//!   (P3S's method for one stencil phase);
+//!   (P3S's method for one stencil phase), and [`replay`], the predicted
+//!   phase measured one range of processes at a time with black holes;
 //! - [`learned`]: a communication phase's features and learned models of
 //!   its time (LinReg-SV, robust LinReg-MV, boosted trees);
 //! - [`fit`]: the least-squares line and power law the others use.
@@ -43,6 +44,7 @@ pub mod learned;
 pub mod link;
 pub mod metrics;
 pub mod predict;
+pub mod replay;
 pub mod scaling;
 
 /// Compiles and runs the examples of `docs/modelling.md` as doc-tests, so

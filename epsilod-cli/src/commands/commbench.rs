@@ -94,7 +94,7 @@ fn to_csv(samples: &[Sample]) -> String {
 
 /// Samples from commbench's CSV.
 pub fn read_csv(path: &std::path::Path) -> Result<Vec<Sample>, CliError> {
-    let bad = |why: String| CliError::Csv {
+    let bad = |why: String| CliError::Input {
         path: path.display().to_string(),
         why,
     };

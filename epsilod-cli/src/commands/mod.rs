@@ -5,6 +5,7 @@ mod compare;
 mod fit_comm;
 mod list;
 mod plot;
+mod replay;
 mod run;
 mod scale;
 mod signature;
@@ -27,6 +28,7 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
         Command::Scale(args) => scale::scale(&args),
         Command::Commbench(args) => commbench::commbench(&args, cluster),
         Command::FitComm(args) => fit_comm::fit_comm(&args),
+        Command::Replay(args) => replay::replay(&args, cluster),
     }
 }
 

@@ -67,12 +67,17 @@ pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
 }
 
 fn load(path: &Path) -> Result<Signature, CliError> {
-    let bad = |why: String| CliError::SignatureFile {
+    load_json(path, "a signature")
+}
+
+/// `path`'s JSON as a `T` (`what`, for the message when it is not one).
+pub fn load_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<T, CliError> {
+    let bad = |why: String| CliError::Input {
         path: path.display().to_string(),
         why,
     };
     let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-    serde_json::from_str(&text).map_err(|e| bad(format!("not a signature: {e}")))
+    serde_json::from_str(&text).map_err(|e| bad(format!("not {what}: {e}")))
 }
 
 /// What the model inferred, one fact per line.
