@@ -1,7 +1,11 @@
 //! What the skeleton iterates: a kernel with its fixed boundary, and the
 //! init function that gives every cell its first value.
 
-use kernels::{library_kernel, Cell, Generic, Kernel, KernelChoice, Library, Real, StencilSpec};
+use kernels::expr::Math;
+use kernels::{
+    library_kernel, AnySpec, Cell, ExprKernel, ExprSpec, Generic, Kernel, KernelChoice, Library,
+    Real, StencilSpec,
+};
 use std::fmt;
 use std::sync::Arc;
 
@@ -17,6 +21,8 @@ pub enum KernelKind {
     Generic,
     /// A kernel of the application's own.
     Custom,
+    /// An `update` expression from a spec file.
+    Expression,
 }
 
 impl From<KernelChoice> for KernelKind {
@@ -34,6 +40,7 @@ impl fmt::Display for KernelKind {
             KernelKind::Specialized => "specialized",
             KernelKind::Generic => "generic",
             KernelKind::Custom => "custom",
+            KernelKind::Expression => "expression",
         })
     }
 }
@@ -75,6 +82,28 @@ impl<T: Real> Stencil<T> {
             low: spec.low.clone(),
             high: spec.high.clone(),
             kind: KernelKind::Generic,
+        }
+    }
+}
+
+impl<T: Math> Stencil<T> {
+    /// A stencil whose update is an expression (one source for the CPU and
+    /// every device dialect).
+    pub fn from_expr(spec: &ExprSpec) -> Stencil<T> {
+        Stencil {
+            name: spec.name.clone(),
+            kernel: Arc::new(ExprKernel::<T>::new(spec)),
+            low: spec.low.clone(),
+            high: spec.high.clone(),
+            kind: KernelKind::Expression,
+        }
+    }
+
+    /// A stencil from a spec file of either kind.
+    pub fn from_any_spec(spec: &AnySpec) -> Stencil<T> {
+        match spec {
+            AnySpec::Weighted(s) => Stencil::from_spec(s),
+            AnySpec::Expr(s) => Stencil::from_expr(s),
         }
     }
 }

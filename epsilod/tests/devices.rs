@@ -50,6 +50,12 @@ macro_rules! device_suite {
 
             #[test]
             $(#[$test_attr])*
+            fn expression_kernels_agree_everywhere() {
+                super::expression_kernels_agree_everywhere($kind);
+            }
+
+            #[test]
+            $(#[$test_attr])*
             fn a_kernel_that_fails_to_compile_shows_the_build_log() {
                 super::a_kernel_that_fails_to_compile_shows_the_build_log($kind);
             }
@@ -106,6 +112,70 @@ fn every_library_stencil_alone_and_mixed(kind: &str) {
             }
         }
     }
+}
+
+/// A spec expression with lets, a parameter, a condition, division and
+/// the functions: the same bits on one CPU thread and on `kind` alone,
+/// mixed with CPU devices, cut by rows and in blocks.
+fn expression_kernels_agree_everywhere(kind: &str) {
+    let spec = kernels::ExprSpec::from_toml(
+        r#"
+name = "expr-mix"
+low = [1, 1]
+high = [1, 1]
+params = { k = 0.3 }
+let = ["s = u[-1,0] + u[1,0] + u[0,-1] + u[0,1]", "hot = s > 2 * u[0,0] || u[1,1] < 0.1"]
+update = "select(hot, sqrt(abs(s)) / 2.5, max(min(s * k, u[0,0]), u[-1,-1] / 3))"
+"#,
+        "expr-mix.toml",
+    )
+    .unwrap();
+    let sizes = [40usize, 36];
+    let init = |i: &[i64]| random_value(i, 5);
+    let run = |devs: &[&str], part: Partition| {
+        Skeleton::new(&sizes, Stencil::<f32>::from_expr(&spec))
+            .iterations(12)
+            .init(init)
+            .devices(devices(devs))
+            .partition(part)
+            .run()
+            .unwrap_or_else(|e| panic!("{devs:?}: {e}"))
+    };
+    let want = bits(&run(&["cpu:threads=1"], Partition::Multi).grid);
+    for (devs, part) in [
+        (vec![kind], Partition::Multi),
+        (vec!["cpu:threads=1", kind], Partition::Single(0)),
+        (vec![kind, "cpu:threads=1", kind], Partition::Multi),
+    ] {
+        assert_eq!(bits(&run(&devs, part).grid), want, "{devs:?} {part}");
+    }
+    // The 2d4 expression is the library stencil, bit for bit.
+    let e2d4 = kernels::ExprSpec::from_toml(
+        "name = \"e2d4\"\nlow = [1, 1]\nhigh = [1, 1]\nupdate = \"(u[-1,0] + u[1,0] + u[0,-1] + u[0,1]) / 4\"\n",
+        "e2d4.toml",
+    )
+    .unwrap();
+    let lib = Library::S2d4.spec();
+    let reference = reference::run(
+        &sizes,
+        &lib.low,
+        &lib.high,
+        12,
+        init,
+        reference::library_formula(Library::S2d4),
+    );
+    let out = Skeleton::new(&sizes, Stencil::<f32>::from_expr(&e2d4))
+        .iterations(12)
+        .init(init)
+        .devices(devices(&[kind, "cpu:threads=1"]))
+        .run()
+        .unwrap();
+    assert_eq!(bits(&out.grid), bits(&reference));
+}
+
+#[test]
+fn expression_kernels_agree_on_cpu_devices() {
+    expression_kernels_agree_everywhere("cpu:threads=2");
 }
 
 #[allow(dead_code)]

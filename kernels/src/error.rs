@@ -18,6 +18,12 @@ pub enum SpecError {
     ExtentTooLarge { extent: usize },
     #[error("stencil factor is {0}: it must be finite and non-zero")]
     BadFactor(f64),
+    #[error("in {part}, at character {at}: {why}")]
+    Expr {
+        part: String,
+        at: usize,
+        why: String,
+    },
     #[error("cannot read stencil spec {path}: {reason}")]
     Io { path: String, reason: String },
     #[error("invalid stencil spec {path}: {reason}")]

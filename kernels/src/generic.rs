@@ -38,7 +38,7 @@ impl<T: Real> Generic<T> {
     }
 }
 
-fn exact_reciprocal(f: f64) -> Option<f64> {
+pub(crate) fn exact_reciprocal(f: f64) -> Option<f64> {
     let power_of_two = f.is_normal() && f.to_bits() & ((1u64 << 52) - 1) == 0;
     (power_of_two && f.abs() >= 2f64.powi(-60) && f.abs() <= 2f64.powi(60)).then(|| 1.0 / f)
 }

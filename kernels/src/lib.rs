@@ -1,11 +1,12 @@
 //! kernels: stencil descriptions, the stencil library, CPU kernels (generic,
-//! specialised, custom), their device code ([`device`]: dialects, the kernel
+//! specialised, custom, expressions from a spec: [`expr`]), their device code ([`device`]: dialects, the kernel
 //! ABI) and the naive serial reference used by tests.
 
 pub mod cell;
 pub mod custom;
 pub mod device;
 pub mod error;
+pub mod expr;
 pub mod frame;
 pub mod generic;
 pub mod kernel;
@@ -18,11 +19,12 @@ pub use cell::{Cell, Real};
 pub use custom::{Custom, Neighbourhood};
 pub use device::{CellDecl, DeviceKernel, DeviceScalar, Dialect, Table};
 pub use error::{KernelError, SpecError};
+pub use expr::{ExprKernel, ExprSpec};
 pub use frame::{for_each_row, Frame};
 pub use generic::Generic;
 pub use kernel::{check_launch, launch_serial, Kernel};
 pub use library::{basic_init, random_value, Library};
-pub use spec::StencilSpec;
+pub use spec::{AnySpec, StencilSpec};
 pub use specialized::Specialized;
 
 use std::str::FromStr;

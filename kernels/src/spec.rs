@@ -12,6 +12,71 @@ pub const MAX_DIMS: usize = 8;
 /// already costs more than the block it borders on any realistic grid.
 pub const MAX_EXTENT: usize = 64;
 
+/// Errors unless `low` and `high` give one extent each per dimension, for
+/// 1 to [`MAX_DIMS`] dimensions, each at most [`MAX_EXTENT`].
+pub(crate) fn check_extents(low: &[usize], high: &[usize]) -> Result<(), SpecError> {
+    if low.len() != high.len() {
+        return Err(SpecError::ExtentRank {
+            low: low.len(),
+            high: high.len(),
+        });
+    }
+    if low.is_empty() {
+        return Err(SpecError::NoDims);
+    }
+    if low.len() > MAX_DIMS {
+        return Err(SpecError::TooManyDims(low.len()));
+    }
+    if let Some(&extent) = low.iter().chain(high).find(|&&e| e > MAX_EXTENT) {
+        return Err(SpecError::ExtentTooLarge { extent });
+    }
+    Ok(())
+}
+
+/// A stencil spec file of either kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnySpec {
+    /// `weights` and `factor`.
+    Weighted(StencilSpec),
+    /// An `update` expression (see [`crate::expr`]).
+    Expr(crate::ExprSpec),
+}
+
+impl AnySpec {
+    /// Parses TOML text of either kind (an `update` key makes it an
+    /// expression); `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<AnySpec, SpecError> {
+        let has_update = text
+            .parse::<toml::Table>()
+            .map(|t| t.contains_key("update"))
+            .unwrap_or(false);
+        if has_update {
+            crate::ExprSpec::from_toml(text, origin).map(AnySpec::Expr)
+        } else {
+            StencilSpec::from_toml(text, origin).map(AnySpec::Weighted)
+        }
+    }
+
+    /// Reads and parses a spec file.
+    pub fn load(path: &Path) -> Result<AnySpec, SpecError> {
+        AnySpec::from_toml(&read(path)?, &path.display().to_string())
+    }
+
+    pub fn ndims(&self) -> usize {
+        match self {
+            AnySpec::Weighted(s) => s.ndims(),
+            AnySpec::Expr(s) => s.ndims(),
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String, SpecError> {
+    std::fs::read_to_string(path).map_err(|e| SpecError::Io {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })
+}
+
 /// A weighted stencil: `new = sum(w[o] * x[o]) / factor` over the offsets `o`
 /// of the box `-low[d]..=high[d]`.
 ///
@@ -26,14 +91,24 @@ pub const MAX_EXTENT: usize = 64;
 ///            0, 1, 0]
 /// factor = 4
 /// ```
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct StencilSpec {
     pub name: String,
     pub low: Vec<usize>,
     pub high: Vec<usize>,
     pub weights: Vec<f64>,
     pub factor: f64,
+}
+
+/// A weighted spec as written: the factor may be left out.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWeighted {
+    name: String,
+    low: Vec<usize>,
+    high: Vec<usize>,
+    weights: Vec<f64>,
+    factor: Option<f64>,
 }
 
 impl StencilSpec {
@@ -79,21 +154,7 @@ impl StencilSpec {
     }
 
     pub fn validate(&self) -> Result<(), SpecError> {
-        if self.low.len() != self.high.len() {
-            return Err(SpecError::ExtentRank {
-                low: self.low.len(),
-                high: self.high.len(),
-            });
-        }
-        if self.low.is_empty() {
-            return Err(SpecError::NoDims);
-        }
-        if self.low.len() > MAX_DIMS {
-            return Err(SpecError::TooManyDims(self.low.len()));
-        }
-        if let Some(&extent) = self.low.iter().chain(&self.high).find(|&&e| e > MAX_EXTENT) {
-            return Err(SpecError::ExtentTooLarge { extent });
-        }
+        check_extents(&self.low, &self.high)?;
         let expected: usize = self
             .low
             .iter()
@@ -123,12 +184,21 @@ impl StencilSpec {
         Ok(())
     }
 
-    /// Parses and validates TOML text; `origin` names it in errors.
+    /// Parses and validates TOML text; `origin` names it in errors. Without
+    /// a `factor`, the factor is the sum of the weights (as EPSILOD's DSL
+    /// divides by default).
     pub fn from_toml(text: &str, origin: &str) -> Result<StencilSpec, SpecError> {
-        let s: StencilSpec = toml::from_str(text).map_err(|e| SpecError::Parse {
+        let raw: RawWeighted = toml::from_str(text).map_err(|e| SpecError::Parse {
             path: origin.to_string(),
             reason: e.message().to_string(),
         })?;
+        let s = StencilSpec {
+            factor: raw.factor.unwrap_or_else(|| raw.weights.iter().sum()),
+            name: raw.name,
+            low: raw.low,
+            high: raw.high,
+            weights: raw.weights,
+        };
         s.validate().map_err(|e| match e {
             SpecError::Parse { .. } => e,
             other => SpecError::Parse {
@@ -140,11 +210,7 @@ impl StencilSpec {
     }
 
     pub fn load(path: &Path) -> Result<StencilSpec, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError::Io {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })?;
-        StencilSpec::from_toml(&text, &path.display().to_string())
+        StencilSpec::from_toml(&read(path)?, &path.display().to_string())
     }
 
     pub fn ndims(&self) -> usize {
@@ -184,6 +250,28 @@ mod tests {
     }
 
     #[test]
+    fn the_factor_defaults_to_the_sum_of_the_weights() {
+        let s = StencilSpec::from_toml(
+            "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0.5, 2]\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(s.factor, 3.5);
+        let any = AnySpec::from_toml(GOOD, "t.toml").unwrap();
+        assert_eq!(
+            any,
+            AnySpec::Weighted(StencilSpec::from_toml(GOOD, "t.toml").unwrap())
+        );
+        let e = AnySpec::from_toml(
+            "name = \"x\"\nlow = [1]\nhigh = [1]\nupdate = \"u[1] - u[-1]\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert!(matches!(e, AnySpec::Expr(ref x) if x.offsets() == vec![vec![-1], vec![1]]));
+        assert_eq!(e.ndims(), 1);
+    }
+
+    #[test]
     fn each_bad_spec_has_its_error() {
         let cases = [
             (
@@ -207,8 +295,8 @@ mod tests {
                 "factor is 0",
             ),
             (
-                "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\n",
-                "missing field `factor`",
+                "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, -1]\n",
+                "factor is 0",
             ),
             (
                 "name = \"x\"\nlow = [1]\nhigh = [1]\nweights = [1, 0, 1]\nfactor = 2\nextra = 1\n",

@@ -10,7 +10,7 @@ use epsilod::error::chain;
 use epsilod::{output, Alb, Cluster, DeviceSpec, Report, RunOptions, Skeleton, Stencil};
 use epsilod_apps::App;
 use hitmap::{Footprint, Layout};
-use kernels::{Library, StencilSpec};
+use kernels::{AnySpec, Library};
 use std::io::IsTerminal;
 use std::path::Path;
 
@@ -25,7 +25,7 @@ pub fn run(args: &RunArgs, cluster: &Cluster) -> Result<(), CliError> {
 /// What `epsilod run` was asked to run.
 enum Target {
     Library(Library),
-    Spec(StencilSpec),
+    Spec(AnySpec),
     App(&'static dyn App),
 }
 
@@ -38,7 +38,7 @@ fn resolve(name: &str) -> Result<Target, CliError> {
     }
     let path = Path::new(name);
     if path.extension().is_some_and(|e| e == "toml") || path.exists() {
-        return Ok(Target::Spec(StencilSpec::load(path)?));
+        return Ok(Target::Spec(AnySpec::load(path)?));
     }
     Err(CliError::UnknownStencil {
         name: name.to_string(),
@@ -175,7 +175,7 @@ pub fn run_config(
     options.observer = bar.as_ref().map(Bar::observer);
     let stencil = match target {
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
-        Target::Spec(ref spec) => Stencil::<f32>::from_spec(spec),
+        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(spec),
         Target::App(app) => {
             let out = app.run(&size, &options, cluster)?;
             drop(bar);
@@ -214,7 +214,7 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
     } = check(args, "none", cluster)?;
     let stencil = match target {
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
-        Target::Spec(ref spec) => Stencil::<f32>::from_spec(spec),
+        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(spec),
         Target::App(app) => return Err(CliError::SignatureOfApp(app.name().to_string())),
     };
     let footprint = stencil.kernel.footprint().clone();

@@ -9,6 +9,10 @@ use crate::spec::StencilSpec;
 
 /// `src[c + (o0L) * s? + ...]`: the neighbour at `off` of an `nd`-dimensional
 /// stencil, whose dimension d is the normalised dimension `4 - nd + d`.
+pub(crate) fn neighbour(off: &[i64]) -> String {
+    x(off)
+}
+
 fn x(off: &[i64]) -> String {
     let nd = off.len();
     let mut terms = String::new();

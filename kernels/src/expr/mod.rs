@@ -1,0 +1,640 @@
+//! Kernels written once as expressions in a stencil spec, run on the CPU
+//! (row operations, [`rows`]) and on devices (C in every dialect), with
+//! the same operations in the same order, so bit-identical:
+//!
+//! ```toml
+//! name = "damped-2d4"
+//! low = [1, 1]
+//! high = [1, 1]
+//! params = { k = 0.25, floor = 0.0 }
+//! let = ["s = u[-1,0] + u[1,0] + u[0,-1] + u[0,1]"]
+//! update = "max(s * k, floor)"
+//! ```
+//!
+//! The language: numbers (rounded to the cell type), `u[o0, o1, ...]` (the
+//! old cell at that offset, within `low`/`high`), parameters, earlier
+//! `let`s, `+ - * /` (left to right, parentheses kept), unary `-`,
+//! comparisons `< <= > >= == !=`, `&& || !` on them, `select(condition,
+//! a, b)`, `sqrt`, `abs`, `min`, `max`. Nothing is contracted into fused
+//! multiply-adds on either side.
+
+mod parse;
+mod rows;
+
+use crate::cell::Real;
+use crate::device::{CellDecl, DeviceKernel};
+use crate::error::SpecError;
+use crate::frame::Frame;
+use crate::kernel::Kernel;
+use crate::spec::check_extents;
+use hitmap::Footprint;
+use parse::{Arith, Compare, Func, Kind, Scope};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ops::{Neg, Range, Sub};
+
+pub use parse::Expr;
+pub use rows::Program;
+
+/// The arithmetic expression kernels need beyond [`Real`].
+pub trait Math: Real + Sub<Output = Self> + Neg<Output = Self> {
+    fn sqrt(self) -> Self;
+    fn abs(self) -> Self;
+    /// The smaller; the other where one is NaN (C's `fmin`).
+    fn min(self, other: Self) -> Self;
+    /// The larger; the other where one is NaN (C's `fmax`).
+    fn max(self, other: Self) -> Self;
+}
+
+macro_rules! math {
+    ($t:ty) => {
+        impl Math for $t {
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            fn min(self, other: Self) -> Self {
+                <$t>::min(self, other)
+            }
+            fn max(self, other: Self) -> Self {
+                <$t>::max(self, other)
+            }
+        }
+    };
+}
+math!(f32);
+math!(f64);
+
+/// A stencil whose update is an expression, validated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExprSpec {
+    pub name: String,
+    pub low: Vec<usize>,
+    pub high: Vec<usize>,
+    /// Named constants.
+    pub params: BTreeMap<String, f64>,
+    /// `let` bindings in order: name, value, and whether it is a condition.
+    pub lets: Vec<(String, Expr, bool)>,
+    /// The new cell.
+    pub update: Expr,
+}
+
+/// The TOML form, before parsing the expressions.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    name: String,
+    low: Vec<usize>,
+    high: Vec<usize>,
+    #[serde(default)]
+    params: BTreeMap<String, f64>,
+    #[serde(default, rename = "let")]
+    lets: Vec<String>,
+    update: String,
+}
+
+fn bad(part: &str, at: usize, why: impl Into<String>) -> SpecError {
+    SpecError::Expr {
+        part: part.to_string(),
+        at,
+        why: why.into(),
+    }
+}
+
+/// Every offset `e` reads.
+fn reads(e: &Expr, out: &mut Vec<Vec<i64>>) {
+    match e {
+        Expr::Cell(o) => {
+            if !out.contains(o) {
+                out.push(o.clone());
+            }
+        }
+        Expr::Num(_) | Expr::Let(_) => {}
+        Expr::Neg(a) | Expr::Not(a) => reads(a, out),
+        Expr::Arith(_, a, b) | Expr::Compare(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+            reads(a, out);
+            reads(b, out);
+        }
+        Expr::Select(c, a, b) => {
+            reads(c, out);
+            reads(a, out);
+            reads(b, out);
+        }
+        Expr::Call(_, args) => args.iter().for_each(|a| reads(a, out)),
+    }
+}
+
+impl ExprSpec {
+    /// Parses the spec's TOML text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<ExprSpec, SpecError> {
+        let in_file = |e: SpecError| SpecError::Parse {
+            path: origin.to_string(),
+            reason: e.to_string(),
+        };
+        let raw: Raw = toml::from_str(text).map_err(|e| SpecError::Parse {
+            path: origin.to_string(),
+            reason: e.message().to_string(),
+        })?;
+        ExprSpec::new(raw).map_err(in_file)
+    }
+
+    fn new(raw: Raw) -> Result<ExprSpec, SpecError> {
+        check_extents(&raw.low, &raw.high)?;
+        const RESERVED: [&str; 6] = ["u", "select", "sqrt", "abs", "min", "max"];
+        if let Some(name) = raw.params.keys().find(|n| RESERVED.contains(&n.as_str())) {
+            return Err(bad(
+                "params",
+                0,
+                format!("parameter '{name}' has a reserved name"),
+            ));
+        }
+        if let Some((name, v)) = raw.params.iter().find(|(_, v)| !v.is_finite()) {
+            return Err(bad(
+                "params",
+                0,
+                format!("parameter '{name}' is {v}: it must be finite"),
+            ));
+        }
+        let ndims = raw.low.len();
+        let mut names: Vec<(String, Kind)> = Vec::new();
+        let mut lets = Vec::new();
+        for (i, text) in raw.lets.iter().enumerate() {
+            let part = format!("let {}", i + 1);
+            let (name, expr) = parse::binding(text).map_err(|e| bad(&part, e.at, e.why))?;
+            if raw.params.contains_key(name) || name == "u" {
+                return Err(bad(
+                    &part,
+                    0,
+                    format!("'{name}' is already a parameter or u"),
+                ));
+            }
+            let scope = Scope {
+                params: &raw.params,
+                lets: &names,
+                ndims,
+            };
+            let offset = text.len() - expr.len();
+            let (e, k) =
+                parse::expression(expr, &scope).map_err(|e| bad(&part, e.at + offset, e.why))?;
+            names.push((name.to_string(), k));
+            lets.push((name.to_string(), e, k == Kind::Bool));
+        }
+        let scope = Scope {
+            params: &raw.params,
+            lets: &names,
+            ndims,
+        };
+        let (update, kind) =
+            parse::expression(&raw.update, &scope).map_err(|e| bad("update", e.at, e.why))?;
+        if kind != Kind::Real {
+            return Err(bad(
+                "update",
+                0,
+                "the update is a condition: wrap it in select(...)",
+            ));
+        }
+        let spec = ExprSpec {
+            name: raw.name,
+            low: raw.low,
+            high: raw.high,
+            params: raw.params,
+            lets,
+            update,
+        };
+        let fp = spec.offsets();
+        if fp.is_empty() {
+            return Err(bad("update", 0, "the kernel reads no cell: use u[...]"));
+        }
+        for o in &fp {
+            let inside = o
+                .iter()
+                .enumerate()
+                .all(|(d, &x)| -(spec.low[d] as i64) <= x && x <= spec.high[d] as i64);
+            if !inside {
+                return Err(bad(
+                    "update",
+                    0,
+                    format!(
+                        "u{o:?} reaches past low = {:?}, high = {:?}",
+                        spec.low, spec.high
+                    ),
+                ));
+            }
+        }
+        Ok(spec)
+    }
+
+    pub fn ndims(&self) -> usize {
+        self.low.len()
+    }
+
+    /// The offsets read, sorted.
+    pub fn offsets(&self) -> Vec<Vec<i64>> {
+        let mut out = Vec::new();
+        for (_, e, _) in &self.lets {
+            reads(e, &mut out);
+        }
+        reads(&self.update, &mut out);
+        out.sort();
+        out
+    }
+
+    pub fn footprint(&self) -> Footprint {
+        Footprint::new(self.ndims(), self.offsets())
+    }
+}
+
+/// An [`ExprSpec`] as a kernel for cells of type `T`.
+pub struct ExprKernel<T> {
+    spec: ExprSpec,
+    footprint: Footprint,
+    program: Program<T>,
+}
+
+impl<T: Math> ExprKernel<T> {
+    pub fn new(spec: &ExprSpec) -> ExprKernel<T> {
+        let lets: Vec<Expr> = spec.lets.iter().map(|(_, e, _)| e.clone()).collect();
+        ExprKernel {
+            spec: spec.clone(),
+            footprint: spec.footprint(),
+            program: Program::new(&lets, &spec.update),
+        }
+    }
+}
+
+/// `e` in C, fully parenthesised.
+fn c<T: Math>(e: &Expr) -> String {
+    let arith = |op: Arith| match op {
+        Arith::Add => "+",
+        Arith::Sub => "-",
+        Arith::Mul => "*",
+        Arith::Div => "/",
+    };
+    let compare = |op: Compare| match op {
+        Compare::Lt => "<",
+        Compare::Le => "<=",
+        Compare::Gt => ">",
+        Compare::Ge => ">=",
+        Compare::Eq => "==",
+        Compare::Ne => "!=",
+    };
+    match e {
+        Expr::Num(v) => T::literal_of(*v),
+        Expr::Cell(o) => crate::device::exprs::neighbour(o),
+        Expr::Let(i) => format!("l{i}"),
+        Expr::Neg(a) => format!("(-{})", c::<T>(a)),
+        Expr::Not(a) => format!("(!{})", c::<T>(a)),
+        Expr::Arith(op, a, b) => format!("({} {} {})", c::<T>(a), arith(*op), c::<T>(b)),
+        Expr::Compare(op, a, b) => format!("({} {} {})", c::<T>(a), compare(*op), c::<T>(b)),
+        Expr::And(a, b) => format!("({} && {})", c::<T>(a), c::<T>(b)),
+        Expr::Or(a, b) => format!("({} || {})", c::<T>(a), c::<T>(b)),
+        Expr::Select(k, a, b) => format!("({} ? {} : {})", c::<T>(k), c::<T>(a), c::<T>(b)),
+        Expr::Call(f, args) => {
+            let name = match f {
+                Func::Sqrt => "sqrt",
+                Func::Abs => "fabs",
+                Func::Min => "fmin",
+                Func::Max => "fmax",
+            };
+            let args: Vec<String> = args.iter().map(c::<T>).collect();
+            format!("{name}({})", args.join(", "))
+        }
+    }
+}
+
+impl<T: Math> Kernel<T> for ExprKernel<T> {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn footprint(&self) -> &Footprint {
+        &self.footprint
+    }
+
+    fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {
+        self.program.apply(src, dst, frame, region);
+    }
+
+    fn device_kernel(&self) -> Option<DeviceKernel> {
+        let mut body = String::new();
+        for (i, (name, e, cond)) in self.spec.lets.iter().enumerate() {
+            let ty = if *cond { "int" } else { "cell" };
+            body += &format!("    const {ty} l{i} = {}; /* {name} */\n", c::<T>(e));
+        }
+        body += &format!("    dst[c] = {};\n", c::<T>(&self.spec.update));
+        Some(DeviceKernel::generated(
+            CellDecl::scalar::<T>(),
+            body,
+            false,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Dialect;
+    use crate::kernel::launch_serial;
+    use crate::{Generic, Library, Specialized};
+
+    fn spec(body: &str) -> Result<ExprSpec, SpecError> {
+        ExprSpec::from_toml(
+            &format!("name = \"t\"\nlow = [1, 1]\nhigh = [1, 1]\n{body}"),
+            "t.toml",
+        )
+    }
+
+    /// Runs `k` once over the interior of a `rows x cols` grid of pseudo-random values.
+    fn run<T: Math>(k: &dyn Kernel<T>, rows: usize, cols: usize) -> Vec<T> {
+        let frame = Frame::row_major(&[rows, cols]);
+        let src: Vec<T> = (0..rows * cols)
+            .map(|i| T::from_f64(((i * 7919) % 1000) as f64 / 997.0 - 0.3))
+            .collect();
+        let mut dst = src.clone();
+        launch_serial(k, &src, &mut dst, &frame, &[1..rows - 1, 1..cols - 1]).unwrap();
+        dst
+    }
+
+    #[test]
+    fn the_2d4_expression_is_the_specialised_kernel_bit_for_bit() {
+        let e = spec("update = \"(u[-1,0] + u[1,0] + u[0,-1] + u[0,1]) / 4\"").unwrap();
+        for cols in [3, 17, 600, 1100] {
+            let a = run::<f32>(&ExprKernel::new(&e), 9, cols);
+            let b = run::<f32>(&Specialized::new(Library::S2d4), 9, cols);
+            assert!(
+                a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                "{cols}"
+            );
+        }
+        let src = ExprKernel::<f32>::new(&e)
+            .device_kernel()
+            .unwrap()
+            .source(Dialect::OpenCl);
+        assert!(
+            src.contains("dst[c] = ((((src[c + (-1L) * s2] + src[c + (1L) * s2]) + src[c + (-1L) * s3]) + src[c + (1L) * s3]) / 4.0f);"),
+            "{src}"
+        );
+    }
+
+    #[test]
+    // The hand-written check mirrors the expression's `!(u[0,0] < 0)`.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
+    fn lets_params_conditions_and_functions_compute_as_written() {
+        let e = spec(
+            "params = { k = 0.3, lim = 0.2 }\nlet = [\"s = u[-1,0] - u[1,-1] * k\", \"hot = s > lim && !(u[0,0] < 0)\"]\nupdate = \"select(hot, sqrt(abs(s)), min(s, -u[0,1]) / max(k, u[1,1]))\"",
+        )
+        .unwrap();
+        assert_eq!(
+            e.offsets(),
+            vec![vec![-1, 0], vec![0, 0], vec![0, 1], vec![1, -1], vec![1, 1]]
+        );
+        let got = run::<f64>(&ExprKernel::new(&e), 7, 700);
+        // The same arithmetic written by hand, cell by cell.
+        let frame = Frame::row_major(&[7, 700]);
+        let src: Vec<f64> = (0..7 * 700)
+            .map(|i| ((i * 7919) % 1000) as f64 / 997.0 - 0.3)
+            .collect();
+        for r in 1..6 {
+            for q in 1..699 {
+                let at = |dr: i64, dq: i64| src[((r as i64 + dr) * 700 + q as i64 + dq) as usize];
+                let s = at(-1, 0) - at(1, -1) * 0.3;
+                let hot = s > 0.2 && !(at(0, 0) < 0.0);
+                let want = if hot {
+                    s.abs().sqrt()
+                } else {
+                    s.min(-at(0, 1)) / 0.3f64.max(at(1, 1))
+                };
+                assert_eq!(
+                    got[frame.linear(&[r as i64, q as i64]) as usize].to_bits(),
+                    want.to_bits()
+                );
+            }
+        }
+        let src = ExprKernel::<f64>::new(&e)
+            .device_kernel()
+            .unwrap()
+            .source(Dialect::Cuda);
+        assert!(src.contains("const cell l0 = (src[c + (-1L) * s2] - (src[c + (1L) * s2 + (-1L) * s3] * 0.3)); /* s */"), "{src}");
+        assert!(
+            src.contains("const int l1 = ((l0 > 0.2) && (!(src[c] < 0.0))); /* hot */"),
+            "{src}"
+        );
+        assert!(src.contains("dst[c] = (l1 ? sqrt(fabs(l0)) : (fmin(l0, (-src[c + (1L) * s3])) / fmax(0.3, src[c + (1L) * s2 + (1L) * s3])));"), "{src}");
+    }
+
+    #[test]
+    fn an_update_that_is_a_let_or_a_read_works() {
+        let e = spec("let = [\"a = u[0,1]\", \"b = a * 2\"]\nupdate = \"a\"").unwrap();
+        let got = run::<f32>(&ExprKernel::new(&e), 5, 40);
+        let shifted = run::<f32>(
+            &ExprKernel::new(&spec("update = \"u[0,1]\"").unwrap()),
+            5,
+            40,
+        );
+        assert_eq!(got, shifted);
+        let k = spec("update = \"u[0,0] * 0 + 1.5\"").unwrap();
+        assert!(run::<f32>(&ExprKernel::new(&k), 4, 4)[5] == 1.5);
+    }
+
+    #[test]
+    fn weighted_specs_and_expressions_agree_where_the_order_is_the_same() {
+        // The generic kernel sums w*x in lexicographic order from the first term.
+        let lib = Library::S2d8.spec();
+        let terms: Vec<String> = lib
+            .terms()
+            .iter()
+            .map(|(o, w)| format!("{w:?} * u[{},{}]", o[0], o[1]))
+            .collect();
+        let e = spec(&format!(
+            "update = \"({}) / {:?}\"",
+            terms.join(" + "),
+            lib.factor
+        ))
+        .unwrap();
+        let a = run::<f32>(&ExprKernel::new(&e), 6, 300);
+        let b = run::<f32>(&Generic::new(&lib), 6, 300);
+        assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
+    }
+
+    /// The expression at one cell, straight from the tree: what the row
+    /// operations must equal bit for bit.
+    fn at_cell(e: &Expr, src: &[f32], frame: &Frame, c: isize) -> f32 {
+        let r = |x: &Expr| at_cell(x, src, frame, c);
+        let b = |x: f32| x != 0.0;
+        let t = |x: bool| if x { 1.0 } else { 0.0 };
+        match e {
+            Expr::Num(v) => *v as f32,
+            Expr::Cell(o) => src[(c + frame.linear(o)) as usize],
+            Expr::Let(_) => unreachable!("no lets here"),
+            Expr::Neg(a) => -r(a),
+            Expr::Not(a) => t(!b(r(a))),
+            Expr::Arith(op, a, x) => match op {
+                Arith::Add => r(a) + r(x),
+                Arith::Sub => r(a) - r(x),
+                Arith::Mul => r(a) * r(x),
+                Arith::Div => r(a) / r(x),
+            },
+            Expr::Compare(op, a, x) => t(match op {
+                Compare::Lt => r(a) < r(x),
+                Compare::Le => r(a) <= r(x),
+                Compare::Gt => r(a) > r(x),
+                Compare::Ge => r(a) >= r(x),
+                Compare::Eq => r(a) == r(x),
+                Compare::Ne => r(a) != r(x),
+            }),
+            Expr::And(a, x) => t(b(r(a)) && b(r(x))),
+            Expr::Or(a, x) => t(b(r(a)) || b(r(x))),
+            Expr::Select(k, a, x) => {
+                if b(r(k)) {
+                    r(a)
+                } else {
+                    r(x)
+                }
+            }
+            Expr::Call(f, args) => match f {
+                Func::Sqrt => r(&args[0]).sqrt(),
+                Func::Abs => r(&args[0]).abs(),
+                Func::Min => r(&args[0]).min(r(&args[1])),
+                Func::Max => r(&args[0]).max(r(&args[1])),
+            },
+        }
+    }
+
+    fn any_expr() -> impl proptest::strategy::Strategy<Value = Expr> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            prop::sample::select(vec![0.0, 1.0, -1.5, 0.3, 7.0]).prop_map(Expr::Num),
+            (-1i64..=1, -1i64..=1).prop_map(|(a, b)| Expr::Cell(vec![a, b])),
+        ];
+        leaf.prop_recursive(4, 48, 8, |inner| {
+            let arith = prop::sample::select(vec![Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]);
+            let cmp =
+                prop::sample::select(vec![Compare::Lt, Compare::Ge, Compare::Eq, Compare::Ne]);
+            let bx = |e: Expr| Box::new(e);
+            prop_oneof![
+                inner.clone().prop_map(move |a| Expr::Neg(bx(a))),
+                (arith, inner.clone(), inner.clone()).prop_map(move |(o, a, b)| Expr::Arith(
+                    o,
+                    bx(a),
+                    bx(b)
+                )),
+                // Long left-to-right sums, with a last operation or not.
+                (
+                    prop::collection::vec(inner.clone(), 3..40),
+                    prop::option::of((arith_any(), inner.clone()))
+                )
+                    .prop_map(|(terms, tail)| {
+                        let mut it = terms.into_iter();
+                        let first = it.next().expect("three terms or more");
+                        let s = it.fold(first, |acc, t| {
+                            Expr::Arith(Arith::Add, Box::new(acc), Box::new(t))
+                        });
+                        match tail {
+                            Some((op, t)) => Expr::Arith(op, Box::new(s), Box::new(t)),
+                            None => s,
+                        }
+                    }),
+                (
+                    cmp,
+                    inner.clone(),
+                    inner.clone(),
+                    inner.clone(),
+                    inner.clone()
+                )
+                    .prop_map(move |(o, a, b, x, y)| {
+                        let cond = Expr::Or(
+                            bx(Expr::Compare(o, bx(a), bx(b))),
+                            bx(Expr::Not(bx(Expr::Compare(
+                                Compare::Gt,
+                                bx(x.clone()),
+                                bx(y.clone()),
+                            )))),
+                        );
+                        Expr::Select(bx(cond), bx(x), bx(y))
+                    }),
+                inner.clone().prop_map(move |a| Expr::Call(
+                    Func::Sqrt,
+                    vec![Expr::Call(Func::Abs, vec![a])]
+                )),
+                (inner.clone(), inner).prop_map(|(a, b)| Expr::Call(
+                    Func::Max,
+                    vec![Expr::Call(Func::Min, vec![a.clone(), b.clone()]), b]
+                )),
+            ]
+        })
+    }
+
+    fn arith_any() -> impl proptest::strategy::Strategy<Value = Arith> {
+        proptest::sample::select(vec![Arith::Add, Arith::Sub, Arith::Mul, Arith::Div])
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+        /// Row operations (fused sums, shared subexpressions, chunks)
+        /// equal the expression evaluated cell by cell, bit for bit.
+        #[test]
+        fn rows_equal_the_tree_cell_by_cell(e in any_expr(), cols in 3usize..1200) {
+            let program = Program::<f32>::new(&[], &e);
+            let rows = 4;
+            let frame = Frame::row_major(&[rows, cols]);
+            let src: Vec<f32> = (0..rows * cols)
+                .map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 3.0)
+                .collect();
+            let mut dst = vec![0.0f32; rows * cols];
+            program.apply(&src, &mut dst[cols..], &frame, &[1..rows - 1, 1..cols - 1]);
+            for r in 1..rows - 1 {
+                for q in 1..cols - 1 {
+                    let c = (r * cols + q) as isize;
+                    let want = at_cell(&e, &src, &frame, c);
+                    let got = dst[c as usize];
+                    proptest::prop_assert!(
+                        got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                        "cell ({r},{q}): {got} vs {want} for {e:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_specs_name_the_part_and_the_place() {
+        let cases = [
+            (
+                "update = \"u[0,0] +\"",
+                "in update, at character 8: unexpected end",
+            ),
+            (
+                "let = [\"x = 1\", \"y = x + q\"]\nupdate = \"y\"",
+                "in let 2, at character 8: unknown name 'q'",
+            ),
+            (
+                "update = \"u[2,0]\"",
+                "u[2, 0] reaches past low = [1, 1], high = [1, 1]",
+            ),
+            ("update = \"u[0,0] > 1\"", "the update is a condition"),
+            ("update = \"1 + 2\"", "reads no cell"),
+            (
+                "params = { u = 1.0 }\nupdate = \"u[0,0]\"",
+                "parameter 'u' has a reserved name",
+            ),
+            (
+                "params = { k = 1.0 }\nlet = [\"k = 2\"]\nupdate = \"u[0,0]\"",
+                "'k' is already a parameter",
+            ),
+            (
+                "update = \"u[0,0]\"\nweights = [1]",
+                "unknown field `weights`",
+            ),
+            (
+                "let = [\"k == 2\"]\nupdate = \"u[0,0]\"",
+                "not a name to bind",
+            ),
+        ];
+        for (body, want) in cases {
+            let e = spec(body).unwrap_err().to_string();
+            assert!(e.contains("t.toml") && e.contains(want), "{body}: {e}");
+        }
+    }
+}

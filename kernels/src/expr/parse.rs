@@ -1,0 +1,540 @@
+//! The update language: tokens, a precedence-climbing parser, and name
+//! resolution. Evaluation order is the parse tree (binary operators
+//! associate to the left, parentheses are kept), so CPU and device code
+//! round in the same places.
+
+use std::collections::BTreeMap;
+
+/// A binary arithmetic operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// A comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Compare {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+/// A built-in function of reals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Func {
+    Sqrt,
+    Abs,
+    Min,
+    Max,
+}
+
+impl Func {
+    fn by_name(name: &str) -> Option<(Func, usize)> {
+        Some(match name {
+            "sqrt" => (Func::Sqrt, 1),
+            "abs" => (Func::Abs, 1),
+            "min" => (Func::Min, 2),
+            "max" => (Func::Max, 2),
+            _ => return None,
+        })
+    }
+}
+
+/// An expression, names resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// A literal, rounded to the cell type where used.
+    Num(f64),
+    /// The old cell at an offset: `u[-1, 0]`.
+    Cell(Vec<i64>),
+    /// The value of `let` number `i`.
+    Let(usize),
+    Neg(Box<Expr>),
+    Arith(Arith, Box<Expr>, Box<Expr>),
+    Compare(Compare, Box<Expr>, Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+    /// `select(condition, if_true, if_false)`.
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    Call(Func, Vec<Expr>),
+}
+
+/// What an expression yields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Real,
+    Bool,
+}
+
+/// A parse or type error: where (byte offset in the text) and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    pub at: usize,
+    pub why: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Num(f64),
+    Ident(String),
+    Int(i64),
+    Sym(&'static str),
+    End,
+}
+
+const SYMBOLS: [&str; 19] = [
+    "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "(", ")", "[", "]", ",", "<", ">", "!",
+    "=",
+];
+
+fn lex(text: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i] as char;
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_digit() || (c == '.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+                i += 1;
+            }
+            if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+                i += 1;
+                if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+                    i += 1;
+                }
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            let s = &text[start..i];
+            let tok = if s.contains(['.', 'e', 'E']) {
+                Tok::Num(s.parse().map_err(|_| ParseError {
+                    at: start,
+                    why: format!("'{s}' is not a number"),
+                })?)
+            } else {
+                Tok::Int(s.parse().map_err(|_| ParseError {
+                    at: start,
+                    why: format!("'{s}' is too large"),
+                })?)
+            };
+            out.push((start, tok));
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push((start, Tok::Ident(text[start..i].to_string())));
+            continue;
+        }
+        match SYMBOLS.iter().find(|s| text[i..].starts_with(**s)) {
+            Some(s) => {
+                out.push((i, Tok::Sym(s)));
+                i += s.len();
+            }
+            None => {
+                let ch = text[i..].chars().next().unwrap_or('?');
+                return Err(ParseError {
+                    at: i,
+                    why: format!("unexpected '{ch}'"),
+                });
+            }
+        }
+    }
+    out.push((text.len(), Tok::End));
+    Ok(out)
+}
+
+/// Names an expression may use: parameters (their values), earlier lets.
+pub struct Scope<'a> {
+    pub params: &'a BTreeMap<String, f64>,
+    pub lets: &'a [(String, Kind)],
+    pub ndims: usize,
+}
+
+struct Parser<'a> {
+    toks: Vec<(usize, Tok)>,
+    pos: usize,
+    scope: &'a Scope<'a>,
+}
+
+type Parsed = Result<(Expr, Kind), ParseError>;
+
+impl Parser<'_> {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].1
+    }
+    fn at(&self) -> usize {
+        self.toks[self.pos].0
+    }
+    fn fail<T>(&self, why: impl Into<String>) -> Result<T, ParseError> {
+        Err(ParseError {
+            at: self.at(),
+            why: why.into(),
+        })
+    }
+    fn eat(&mut self, sym: &str) -> bool {
+        if matches!(self.peek(), Tok::Sym(s) if *s == sym) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, sym: &str) -> Result<(), ParseError> {
+        if self.eat(sym) {
+            Ok(())
+        } else {
+            self.fail(format!("expected '{sym}'"))
+        }
+    }
+    fn want(&self, got: Kind, want: Kind, at: usize) -> Result<(), ParseError> {
+        if got == want {
+            Ok(())
+        } else {
+            Err(ParseError {
+                at,
+                why: match want {
+                    Kind::Real => "expected a number, found a condition".into(),
+                    Kind::Bool => "expected a condition (a comparison), found a number".into(),
+                },
+            })
+        }
+    }
+
+    fn or(&mut self) -> Parsed {
+        let (mut e, mut k) = self.and()?;
+        while self.eat("||") {
+            let at = self.at();
+            let (r, rk) = self.and()?;
+            self.want(k, Kind::Bool, at)?;
+            self.want(rk, Kind::Bool, at)?;
+            (e, k) = (Expr::Or(Box::new(e), Box::new(r)), Kind::Bool);
+        }
+        Ok((e, k))
+    }
+
+    fn and(&mut self) -> Parsed {
+        let (mut e, mut k) = self.compare()?;
+        while self.eat("&&") {
+            let at = self.at();
+            let (r, rk) = self.compare()?;
+            self.want(k, Kind::Bool, at)?;
+            self.want(rk, Kind::Bool, at)?;
+            (e, k) = (Expr::And(Box::new(e), Box::new(r)), Kind::Bool);
+        }
+        Ok((e, k))
+    }
+
+    fn compare(&mut self) -> Parsed {
+        let at = self.at();
+        let (l, lk) = self.sum()?;
+        let op = match self.peek() {
+            Tok::Sym("<") => Compare::Lt,
+            Tok::Sym("<=") => Compare::Le,
+            Tok::Sym(">") => Compare::Gt,
+            Tok::Sym(">=") => Compare::Ge,
+            Tok::Sym("==") => Compare::Eq,
+            Tok::Sym("!=") => Compare::Ne,
+            _ => return Ok((l, lk)),
+        };
+        self.pos += 1;
+        let rat = self.at();
+        let (r, rk) = self.sum()?;
+        self.want(lk, Kind::Real, at)?;
+        self.want(rk, Kind::Real, rat)?;
+        Ok((Expr::Compare(op, Box::new(l), Box::new(r)), Kind::Bool))
+    }
+
+    fn binary(&mut self, ops: &[(&'static str, Arith)], next: fn(&mut Self) -> Parsed) -> Parsed {
+        let at = self.at();
+        let (mut e, k) = next(self)?;
+        loop {
+            let Some(&(_, op)) = ops
+                .iter()
+                .find(|(s, _)| matches!(self.peek(), Tok::Sym(t) if t == s))
+            else {
+                return Ok((e, k));
+            };
+            self.want(k, Kind::Real, at)?;
+            self.pos += 1;
+            let rat = self.at();
+            let (r, rk) = next(self)?;
+            self.want(rk, Kind::Real, rat)?;
+            e = Expr::Arith(op, Box::new(e), Box::new(r));
+        }
+    }
+
+    fn sum(&mut self) -> Parsed {
+        self.binary(&[("+", Arith::Add), ("-", Arith::Sub)], Self::product)
+    }
+
+    fn product(&mut self) -> Parsed {
+        self.binary(&[("*", Arith::Mul), ("/", Arith::Div)], Self::unary)
+    }
+
+    fn unary(&mut self) -> Parsed {
+        let at = self.at();
+        if self.eat("-") {
+            let (e, k) = self.unary()?;
+            self.want(k, Kind::Real, at)?;
+            return Ok((Expr::Neg(Box::new(e)), Kind::Real));
+        }
+        if self.eat("!") {
+            let (e, k) = self.unary()?;
+            self.want(k, Kind::Bool, at)?;
+            return Ok((Expr::Not(Box::new(e)), Kind::Bool));
+        }
+        self.primary()
+    }
+
+    fn int(&mut self) -> Result<i64, ParseError> {
+        let neg = self.eat("-");
+        match self.peek().clone() {
+            Tok::Int(v) => {
+                self.pos += 1;
+                Ok(if neg { -v } else { v })
+            }
+            _ => self.fail("expected a whole-number offset"),
+        }
+    }
+
+    fn primary(&mut self) -> Parsed {
+        let at = self.at();
+        match self.peek().clone() {
+            Tok::Num(v) => {
+                self.pos += 1;
+                Ok((Expr::Num(v), Kind::Real))
+            }
+            Tok::Int(v) => {
+                self.pos += 1;
+                Ok((Expr::Num(v as f64), Kind::Real))
+            }
+            Tok::Sym("(") => {
+                self.pos += 1;
+                let e = self.or()?;
+                self.expect(")")?;
+                Ok(e)
+            }
+            Tok::Ident(name) => {
+                self.pos += 1;
+                if name == "u" {
+                    self.expect("[")?;
+                    let mut off = vec![self.int()?];
+                    while self.eat(",") {
+                        off.push(self.int()?);
+                    }
+                    self.expect("]")?;
+                    if off.len() != self.scope.ndims {
+                        return Err(ParseError {
+                            at,
+                            why: format!(
+                                "u[...] needs {} offsets (one per dimension), got {}",
+                                self.scope.ndims,
+                                off.len()
+                            ),
+                        });
+                    }
+                    return Ok((Expr::Cell(off), Kind::Real));
+                }
+                if name == "select" || Func::by_name(&name).is_some() {
+                    self.expect("(")?;
+                    let mut args = Vec::new();
+                    if !self.eat(")") {
+                        loop {
+                            let aat = self.at();
+                            let a = self.or()?;
+                            args.push((a, aat));
+                            if self.eat(")") {
+                                break;
+                            }
+                            self.expect(",")?;
+                        }
+                    }
+                    let arity = if name == "select" {
+                        3
+                    } else {
+                        Func::by_name(&name).map_or(0, |f| f.1)
+                    };
+                    if args.len() != arity {
+                        return Err(ParseError {
+                            at,
+                            why: format!("{name} takes {arity} argument(s), got {}", args.len()),
+                        });
+                    }
+                    if name == "select" {
+                        let mut it = args.into_iter();
+                        let ((c, ck), cat) = it.next().expect("3 arguments");
+                        let ((a, ak), aat) = it.next().expect("3 arguments");
+                        let ((b, bk), bat) = it.next().expect("3 arguments");
+                        self.want(ck, Kind::Bool, cat)?;
+                        self.want(ak, Kind::Real, aat)?;
+                        self.want(bk, Kind::Real, bat)?;
+                        return Ok((
+                            Expr::Select(Box::new(c), Box::new(a), Box::new(b)),
+                            Kind::Real,
+                        ));
+                    }
+                    let mut exprs = Vec::new();
+                    for ((a, k), aat) in args {
+                        self.want(k, Kind::Real, aat)?;
+                        exprs.push(a);
+                    }
+                    let f = Func::by_name(&name).expect("a function").0;
+                    return Ok((Expr::Call(f, exprs), Kind::Real));
+                }
+                if let Some(i) = self.scope.lets.iter().rposition(|(n, _)| *n == name) {
+                    return Ok((Expr::Let(i), self.scope.lets[i].1));
+                }
+                if let Some(&v) = self.scope.params.get(&name) {
+                    return Ok((Expr::Num(v), Kind::Real));
+                }
+                Err(ParseError {
+                    at,
+                    why: format!(
+                        "unknown name '{name}' (use u[...], a parameter, an earlier let, select, \
+                         sqrt, abs, min or max)"
+                    ),
+                })
+            }
+            Tok::End => self.fail("unexpected end of expression"),
+            t => self.fail(format!("unexpected {}", describe(&t))),
+        }
+    }
+}
+
+fn describe(t: &Tok) -> String {
+    match t {
+        Tok::Sym(s) => format!("'{s}'"),
+        Tok::Num(v) => format!("number {v}"),
+        Tok::Int(v) => format!("number {v}"),
+        Tok::Ident(n) => format!("'{n}'"),
+        Tok::End => "end".into(),
+    }
+}
+
+/// Parses one expression of `text` in `scope`.
+pub fn expression(text: &str, scope: &Scope) -> Parsed {
+    let mut p = Parser {
+        toks: lex(text)?,
+        pos: 0,
+        scope,
+    };
+    let e = p.or()?;
+    if *p.peek() != Tok::End {
+        return p.fail(format!(
+            "unexpected {} after the expression",
+            describe(p.peek())
+        ));
+    }
+    Ok(e)
+}
+
+/// Splits `name = expression` (a let).
+pub fn binding(text: &str) -> Result<(&str, &str), ParseError> {
+    let (name, expr) = text.split_once('=').ok_or(ParseError {
+        at: 0,
+        why: "a let is 'name = expression'".into(),
+    })?;
+    let name = name.trim();
+    let ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok || expr.starts_with('=') {
+        return Err(ParseError {
+            at: 0,
+            why: format!("'{name}' is not a name to bind (a let is 'name = expression')"),
+        });
+    }
+    Ok((name, expr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Parsed {
+        let params = BTreeMap::from([("k".to_string(), 0.5)]);
+        let lets = [
+            ("h".to_string(), Kind::Real),
+            ("wet".to_string(), Kind::Bool),
+        ];
+        expression(
+            text,
+            &Scope {
+                params: &params,
+                lets: &lets,
+                ndims: 2,
+            },
+        )
+    }
+
+    #[test]
+    fn precedence_and_left_association() {
+        let (e, k) = parse("u[-1,0] + u[1,0] * k - 2 / h").unwrap();
+        assert_eq!(k, Kind::Real);
+        let c = |o: &[i64]| Box::new(Expr::Cell(o.to_vec()));
+        assert_eq!(
+            e,
+            Expr::Arith(
+                Arith::Sub,
+                Box::new(Expr::Arith(
+                    Arith::Add,
+                    c(&[-1, 0]),
+                    Box::new(Expr::Arith(
+                        Arith::Mul,
+                        c(&[1, 0]),
+                        Box::new(Expr::Num(0.5))
+                    ))
+                )),
+                Box::new(Expr::Arith(
+                    Arith::Div,
+                    Box::new(Expr::Num(2.0)),
+                    Box::new(Expr::Let(0))
+                ))
+            )
+        );
+        let (s, _) =
+            parse("select(wet && u[0,0] > 0.5e-1 || !wet, -u[0,1], max(1, sqrt(h)))").unwrap();
+        assert!(matches!(s, Expr::Select(..)));
+    }
+
+    #[test]
+    fn errors_say_where_and_what() {
+        let cases = [
+            ("u[1] + 1", 0, "u[...] needs 2 offsets"),
+            ("u[0,0] +", 8, "unexpected end"),
+            ("u[0,0] + wet", 9, "expected a number, found a condition"),
+            ("select(h, 1, 2)", 7, "expected a condition"),
+            ("sqrt(1, 2)", 0, "sqrt takes 1 argument(s), got 2"),
+            ("v[0,0]", 0, "unknown name 'v'"),
+            ("1 $ 2", 2, "unexpected '$'"),
+            ("u[0.5,0]", 2, "whole-number offset"),
+            ("(1 + 2", 6, "expected ')'"),
+            ("1 2", 2, "after the expression"),
+        ];
+        for (text, at, why) in cases {
+            let e = parse(text).unwrap_err();
+            assert!(e.why.contains(why), "{text}: {e:?}");
+            assert_eq!(e.at, at, "{text}: {e:?}");
+        }
+        assert_eq!(binding("a_1 = u[0,0]").unwrap(), ("a_1", " u[0,0]"));
+        assert!(binding("1a = 2").is_err() && binding("a == 2").is_err() && binding("x").is_err());
+    }
+}

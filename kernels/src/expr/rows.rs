@@ -1,0 +1,510 @@
+//! The CPU side of expression kernels: the expression compiled to a list
+//! of operations over rows (numexpr style). Each operation runs over a
+//! chunk of a row at a time, a loop the compiler vectorises, so the
+//! arithmetic stays operation-for-operation what the device code does.
+
+use super::parse::{Arith, Compare, Expr, Func};
+use super::Math;
+use crate::frame::{for_each_row, Frame};
+use std::collections::HashMap;
+use std::ops::Range;
+
+/// Cells per chunk: the chunk's operands and temporaries stay in L1.
+const CHUNK: usize = 512;
+
+/// One operation; operands are earlier operations' indices. Conditions are
+/// carried as 1 and 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Op<T> {
+    Load(usize),
+    Const(T),
+    Neg(usize),
+    Arith(Arith, usize, usize),
+    Compare(Compare, usize, usize),
+    And(usize, usize),
+    Or(usize, usize),
+    Not(usize),
+    Select(usize, usize, usize),
+    Call1(Func, usize),
+    Call2(Func, usize, usize),
+    /// `(((t0 + t1) + t2) + ...) op c`: a left-to-right sum, a few terms
+    /// per pass, then optionally one more operation with a last operand
+    /// (the same roundings as one operation per pass, fewer passes).
+    /// Its terms are `Program::sums[i]`.
+    Sum(usize, Option<(Arith, usize)>),
+}
+
+/// Terms a fused sum takes; longer sums nest.
+const MAX_SUM: usize = 32;
+
+/// An expression as row operations; identical subexpressions (the same
+/// neighbour read twice, a repeated term) are computed once.
+#[derive(Clone, Debug)]
+pub struct Program<T> {
+    ops: Vec<Op<T>>,
+    root: usize,
+    /// The offsets `Load(i)` reads.
+    pub offsets: Vec<Vec<i64>>,
+    /// The terms of each fused sum.
+    sums: Vec<Vec<usize>>,
+}
+
+/// A hashable key of an operation (constants by their bits).
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Load(usize),
+    Const(u64),
+    Node(String),
+}
+
+struct Builder<T> {
+    ops: Vec<Op<T>>,
+    seen: HashMap<Key, usize>,
+    offsets: Vec<Vec<i64>>,
+    lets: Vec<usize>,
+    sums: Vec<Vec<usize>>,
+}
+
+impl<T: Math> Builder<T> {
+    /// A fused sum of `terms` (three or more), then `tail`.
+    fn sum(&mut self, terms: Vec<usize>, tail: Option<(Arith, usize)>) -> usize {
+        let key = Key::Node(format!("Sum{terms:?}{tail:?}"));
+        if let Some(&i) = self.seen.get(&key) {
+            return i;
+        }
+        self.sums.push(terms);
+        self.push(key, Op::Sum(self.sums.len() - 1, tail))
+    }
+
+    fn push(&mut self, key: Key, op: Op<T>) -> usize {
+        if let Some(&i) = self.seen.get(&key) {
+            return i;
+        }
+        self.ops.push(op);
+        self.seen.insert(key, self.ops.len() - 1);
+        self.ops.len() - 1
+    }
+
+    fn node(&mut self, op: Op<T>) -> usize {
+        // Operands are already unique, so the op's text is its identity.
+        self.push(Key::Node(format!("{op:?}")), op)
+    }
+
+    fn build(&mut self, e: &Expr) -> usize {
+        match e {
+            Expr::Num(v) => {
+                let t = T::from_f64(*v);
+                self.push(Key::Const(t.to_f64().to_bits()), Op::Const(t))
+            }
+            Expr::Cell(o) => {
+                let i = match self.offsets.iter().position(|x| x == o) {
+                    Some(i) => i,
+                    None => {
+                        self.offsets.push(o.clone());
+                        self.offsets.len() - 1
+                    }
+                };
+                self.push(Key::Load(i), Op::Load(i))
+            }
+            Expr::Let(i) => self.lets[*i],
+            Expr::Neg(a) => {
+                let a = self.build(a);
+                self.node(Op::Neg(a))
+            }
+            // Division by a power of two is multiplication by its exact
+            // reciprocal: the same bits, and far cheaper.
+            Expr::Arith(Arith::Div, a, b) if reciprocal::<T>(b).is_some() => {
+                let r = Expr::Num(reciprocal::<T>(b).expect("checked"));
+                self.build(&Expr::Arith(Arith::Mul, a.clone(), Box::new(r)))
+            }
+            Expr::Arith(op, a, b)
+                if *op != Arith::Add
+                    && left_spine(a).len() >= 3
+                    && left_spine(a).len() <= MAX_SUM =>
+            {
+                let terms = left_spine(a).into_iter().map(|t| self.build(t)).collect();
+                let last = self.build(b);
+                self.sum(terms, Some((*op, last)))
+            }
+            Expr::Arith(Arith::Add, _, _) if left_spine(e).len() >= 3 => {
+                let spine = left_spine(e);
+                let mut acc = self.build(spine[0]);
+                let mut rest: Vec<usize> = spine[1..].iter().map(|t| self.build(t)).collect();
+                // Chunks of up to MAX_SUM operands, the running sum first.
+                while !rest.is_empty() {
+                    if rest.len() == 1 {
+                        // Two terms: a plain addition (a fused sum has three or more).
+                        acc = self.node(Op::Arith(Arith::Add, acc, rest[0]));
+                        break;
+                    }
+                    let take = rest.len().min(MAX_SUM - 1);
+                    let terms = std::iter::once(acc)
+                        .chain(rest[..take].iter().copied())
+                        .collect();
+                    acc = self.sum(terms, None);
+                    rest.drain(..take);
+                }
+                acc
+            }
+            Expr::Arith(op, a, b) => {
+                let (a, b) = (self.build(a), self.build(b));
+                self.node(Op::Arith(*op, a, b))
+            }
+            Expr::Compare(op, a, b) => {
+                let (a, b) = (self.build(a), self.build(b));
+                self.node(Op::Compare(*op, a, b))
+            }
+            Expr::And(a, b) => {
+                let (a, b) = (self.build(a), self.build(b));
+                self.node(Op::And(a, b))
+            }
+            Expr::Or(a, b) => {
+                let (a, b) = (self.build(a), self.build(b));
+                self.node(Op::Or(a, b))
+            }
+            Expr::Not(a) => {
+                let a = self.build(a);
+                self.node(Op::Not(a))
+            }
+            Expr::Select(c, a, b) => {
+                let (c, a, b) = (self.build(c), self.build(a), self.build(b));
+                self.node(Op::Select(c, a, b))
+            }
+            Expr::Call(f, args) => {
+                let ids: Vec<usize> = args.iter().map(|a| self.build(a)).collect();
+                match ids[..] {
+                    [a] => self.node(Op::Call1(*f, a)),
+                    [a, b] => self.node(Op::Call2(*f, a, b)),
+                    _ => unreachable!("the parser checks arities"),
+                }
+            }
+        }
+    }
+}
+
+/// `1 / b` when `b` is a literal whose reciprocal is exact in `T` (a power
+/// of two well inside the range).
+fn reciprocal<T: Math>(b: &Expr) -> Option<f64> {
+    match b {
+        Expr::Num(v) if T::from_f64(*v).to_f64() == *v => crate::generic::exact_reciprocal(*v),
+        _ => None,
+    }
+}
+
+/// The terms of a left-associated chain of additions, in order:
+/// `((a + b) + c) + d` gives a, b, c, d (a right operand that is itself a
+/// sum stays one term: its parentheses change the roundings).
+fn left_spine(e: &Expr) -> Vec<&Expr> {
+    match e {
+        Expr::Arith(Arith::Add, a, b) => {
+            let mut v = left_spine(a);
+            v.push(b);
+            v
+        }
+        other => vec![other],
+    }
+}
+
+impl<T: Math> Program<T> {
+    /// Compiles `lets` (in order) and `update`.
+    pub fn new(lets: &[Expr], update: &Expr) -> Program<T> {
+        let mut b = Builder {
+            ops: Vec::new(),
+            seen: HashMap::new(),
+            offsets: Vec::new(),
+            lets: Vec::new(),
+            sums: Vec::new(),
+        };
+        for l in lets {
+            let id = b.build(l);
+            b.lets.push(id);
+        }
+        let root = b.build(update);
+        Program {
+            ops: b.ops,
+            root,
+            offsets: b.offsets,
+            sums: b.sums,
+        }
+    }
+
+    /// Computes `region` into `dst` (the slab from `region[0].start`).
+    pub fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {
+        let lin: Vec<isize> = self.offsets.iter().map(|o| frame.linear(o)).collect();
+        let mut bufs: Vec<Vec<T>> = self
+            .ops
+            .iter()
+            .map(|op| match op {
+                Op::Const(c) => vec![*c; CHUNK],
+                Op::Load(_) => Vec::new(),
+                _ => vec![T::from_f64(0.0); CHUNK],
+            })
+            .collect();
+        for_each_row(frame, region, |s, d, len| {
+            let mut at = 0;
+            while at < len {
+                let n = CHUNK.min(len - at);
+                eval(
+                    self,
+                    &lin,
+                    src,
+                    s + at,
+                    &mut bufs,
+                    &mut dst[d + at..d + at + n],
+                );
+                at += n;
+            }
+        });
+    }
+}
+
+/// One chunk of `out.len()` cells starting at `s` in `src`.
+#[inline(never)]
+fn eval<T: Math>(
+    p: &Program<T>,
+    lin: &[isize],
+    src: &[T],
+    s: usize,
+    bufs: &mut [Vec<T>],
+    out: &mut [T],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: `eval_avx2` only requires AVX2, which the CPU was just found to have.
+        return unsafe { eval_avx2(p, lin, src, s, bufs, out) };
+    }
+    eval_body(p, lin, src, s, bufs, out)
+}
+
+/// `dst = fin(((t0 + t1) + t2) + ..., last)`, up to four terms per pass,
+/// `fin` applied in the last pass (`last` its second operand, if any).
+/// Not inlined: as a parameter, `dst` is known not to alias the terms,
+/// which is what lets the loops vectorise (measured on 3d27: 32 ms -> 21-25
+/// ms a step; the generic kernel's `weighted_row` found the same).
+#[inline(never)]
+fn sum<'a, T: Math + 'a>(
+    dst: &mut [T],
+    terms: &[usize],
+    get: &impl Fn(usize) -> &'a [T],
+    last: Option<&'a [T]>,
+    fin: impl Fn(T, T) -> T + Copy,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: `sum_avx2` only requires AVX2, which the CPU was just found to have.
+        return unsafe { sum_avx2(dst, terms, get, last, fin) };
+    }
+    sum_body(dst, terms, get, last, fin)
+}
+
+/// See `kernel::row_avx2`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn sum_avx2<'a, T: Math + 'a>(
+    dst: &mut [T],
+    terms: &[usize],
+    get: &impl Fn(usize) -> &'a [T],
+    last: Option<&'a [T]>,
+    fin: impl Fn(T, T) -> T + Copy,
+) {
+    sum_body(dst, terms, get, last, fin)
+}
+
+#[inline(always)]
+fn sum_body<'a, T: Math + 'a>(
+    dst: &mut [T],
+    terms: &[usize],
+    get: &impl Fn(usize) -> &'a [T],
+    last: Option<&'a [T]>,
+    fin: impl Fn(T, T) -> T + Copy,
+) {
+    let n = dst.len();
+    let with_last = last.is_some();
+    let last = last.map_or(&[][..], |l| &l[..n]);
+    // The passes: the first takes up to four terms, the others three.
+    let first = terms.len().min(4);
+    let passes = 1 + (terms.len() - first).div_ceil(3);
+    let mut at = 0;
+    for p in 0..passes {
+        let take = if p == 0 {
+            first
+        } else {
+            (terms.len() - at).min(3)
+        };
+        let group = &terms[at..at + take];
+        at += take;
+        let end = p + 1 == passes;
+        // Each shape its own loop, so each vectorises.
+        macro_rules! pass {
+            ($acc:expr, $group:expr, [$($t:ident),+]) => {{
+                let [$($t),+] = $group else { unreachable!("the group's size") };
+                // Every operand cut to the destination's length, so the
+                // loops index without bounds checks and vectorise.
+                let n = dst.len();
+                $(let $t = &get(*$t)[..n];)+
+                if end && with_last {
+                    for (j, o) in dst.iter_mut().enumerate() {
+                        *o = fin($acc(*o, j) $(+ $t[j])+, last[j]);
+                    }
+                } else if end {
+                    for (j, o) in dst.iter_mut().enumerate() {
+                        *o = fin($acc(*o, j) $(+ $t[j])+, *o);
+                    }
+                } else {
+                    for (j, o) in dst.iter_mut().enumerate() {
+                        *o = $acc(*o, j) $(+ $t[j])+;
+                    }
+                }
+            }};
+        }
+        let keep = |o: T, _: usize| o;
+        match (p, take) {
+            (0, 4) => {
+                let t0 = &get(group[0])[..n];
+                pass!(|_: T, j: usize| t0[j], &group[1..], [a, b, c])
+            }
+            (0, 3) => {
+                let t0 = &get(group[0])[..n];
+                pass!(|_: T, j: usize| t0[j], &group[1..], [a, b])
+            }
+            (_, 3) => pass!(keep, group, [a, b, c]),
+            (_, 2) => pass!(keep, group, [a, b]),
+            (_, 1) => pass!(keep, group, [a]),
+            _ => unreachable!("a fused sum has three terms or more"),
+        }
+    }
+}
+
+/// See `kernel::row_avx2`: wider vectors, the same operations (AVX2 has no
+/// fused multiply-add, so nothing is contracted).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn eval_avx2<T: Math>(
+    p: &Program<T>,
+    lin: &[isize],
+    src: &[T],
+    s: usize,
+    bufs: &mut [Vec<T>],
+    out: &mut [T],
+) {
+    eval_body(p, lin, src, s, bufs, out)
+}
+
+#[inline(always)]
+fn eval_body<T: Math>(
+    p: &Program<T>,
+    lin: &[isize],
+    src: &[T],
+    s: usize,
+    bufs: &mut [Vec<T>],
+    out: &mut [T],
+) {
+    let n = out.len();
+    let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
+    let truth = |b: bool| if b { one } else { zero };
+    // Operands come before their users, so nothing after the root feeds it.
+    for (k, op) in p.ops.iter().enumerate().take(p.root + 1) {
+        if matches!(op, Op::Load(_) | Op::Const(_)) {
+            continue;
+        }
+        let (done, rest) = bufs.split_at_mut(k);
+        let dst: &mut [T] = if k == p.root {
+            &mut *out
+        } else {
+            &mut rest[0][..n]
+        };
+        let get = |i: usize| -> &[T] {
+            match p.ops[i] {
+                Op::Load(j) => {
+                    let start = (s as isize + lin[j]) as usize;
+                    &src[start..start + n]
+                }
+                _ => &done[i][..n],
+            }
+        };
+        match *op {
+            Op::Load(_) | Op::Const(_) => {}
+            Op::Neg(a) => dst.iter_mut().zip(get(a)).for_each(|(o, x)| *o = -*x),
+            Op::Not(a) => dst
+                .iter_mut()
+                .zip(get(a))
+                .for_each(|(o, x)| *o = truth(*x == zero)),
+            Op::Arith(f, a, b) => {
+                let it = dst.iter_mut().zip(get(a)).zip(get(b));
+                match f {
+                    Arith::Add => it.for_each(|((o, x), y)| *o = *x + *y),
+                    Arith::Sub => it.for_each(|((o, x), y)| *o = *x - *y),
+                    Arith::Mul => it.for_each(|((o, x), y)| *o = *x * *y),
+                    Arith::Div => it.for_each(|((o, x), y)| *o = *x / *y),
+                }
+            }
+            Op::Compare(f, a, b) => {
+                let it = dst.iter_mut().zip(get(a)).zip(get(b));
+                match f {
+                    Compare::Lt => it.for_each(|((o, x), y)| *o = truth(*x < *y)),
+                    Compare::Le => it.for_each(|((o, x), y)| *o = truth(*x <= *y)),
+                    Compare::Gt => it.for_each(|((o, x), y)| *o = truth(*x > *y)),
+                    Compare::Ge => it.for_each(|((o, x), y)| *o = truth(*x >= *y)),
+                    Compare::Eq => it.for_each(|((o, x), y)| *o = truth(*x == *y)),
+                    Compare::Ne => it.for_each(|((o, x), y)| *o = truth(*x != *y)),
+                }
+            }
+            Op::And(a, b) => dst
+                .iter_mut()
+                .zip(get(a))
+                .zip(get(b))
+                .for_each(|((o, x), y)| *o = truth(*x != zero && *y != zero)),
+            Op::Or(a, b) => dst
+                .iter_mut()
+                .zip(get(a))
+                .zip(get(b))
+                .for_each(|((o, x), y)| *o = truth(*x != zero || *y != zero)),
+            Op::Select(c, a, b) => dst
+                .iter_mut()
+                .zip(get(c))
+                .zip(get(a))
+                .zip(get(b))
+                .for_each(|(((o, c), x), y)| *o = if *c != zero { *x } else { *y }),
+            Op::Call1(f, a) => {
+                let it = dst.iter_mut().zip(get(a));
+                match f {
+                    Func::Sqrt => it.for_each(|(o, x)| *o = x.sqrt()),
+                    Func::Abs => it.for_each(|(o, x)| *o = x.abs()),
+                    Func::Min | Func::Max => unreachable!("two arguments"),
+                }
+            }
+            Op::Sum(i, tail) => {
+                let terms = &p.sums[i][..];
+                match tail {
+                    None => sum(dst, terms, &get, None, |x, _| x),
+                    Some((f, c)) => {
+                        let c = Some(get(c));
+                        match f {
+                            Arith::Add => sum(dst, terms, &get, c, |x, y| x + y),
+                            Arith::Sub => sum(dst, terms, &get, c, |x, y| x - y),
+                            Arith::Mul => sum(dst, terms, &get, c, |x, y| x * y),
+                            Arith::Div => sum(dst, terms, &get, c, |x, y| x / y),
+                        }
+                    }
+                }
+            }
+            Op::Call2(f, a, b) => {
+                let it = dst.iter_mut().zip(get(a)).zip(get(b));
+                match f {
+                    Func::Min => it.for_each(|((o, x), y)| *o = x.min(*y)),
+                    Func::Max => it.for_each(|((o, x), y)| *o = x.max(*y)),
+                    Func::Sqrt | Func::Abs => unreachable!("one argument"),
+                }
+            }
+        }
+    }
+    // A root that is a plain read or a constant computed nothing above.
+    match p.ops[p.root] {
+        Op::Load(j) => {
+            let start = (s as isize + lin[j]) as usize;
+            out.copy_from_slice(&src[start..start + n]);
+        }
+        Op::Const(c) => out.fill(c),
+        _ => {}
+    }
+}
