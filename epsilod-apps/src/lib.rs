@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod gas;
+pub mod laplace;
 
 use epsilod::output::OutputGrid;
 use epsilod::{Cluster, Report, RunError, RunOptions};
@@ -46,7 +47,7 @@ pub trait App: Sync {
 
 /// Every app, in the order `epsilod list` shows them.
 pub fn all() -> &'static [&'static dyn App] {
-    &[&gas::GasSim]
+    &[&gas::GasSim, &laplace::Laplace]
 }
 
 /// The app called `name`.

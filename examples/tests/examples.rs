@@ -56,6 +56,7 @@ fn examples_run_and_reject_bad_input_in_one_line() {
             vec!["--size", "18", "--iters", "3"],
         ),
         (env!("CARGO_BIN_EXE_gas-sim"), vec!["20", "20", "10", "5"]),
+        (env!("CARGO_BIN_EXE_laplace"), vec!["12", "10", "8", "5"]),
     ] {
         let out = Command::new(bin).args(&args).output().unwrap();
         assert!(

@@ -18,6 +18,7 @@
 //! a, b)`, `sqrt`, `abs`, `min`, `max`. Nothing is contracted into fused
 //! multiply-adds on either side.
 
+pub mod build;
 mod parse;
 mod rows;
 
@@ -203,27 +204,62 @@ impl ExprSpec {
             lets,
             update,
         };
-        let fp = spec.offsets();
+        spec.check_reads()?;
+        Ok(spec)
+    }
+
+    /// A spec from an expression built in Rust ([`build`]), checked like
+    /// a spec file.
+    pub fn from_rust(
+        name: &str,
+        low: Vec<usize>,
+        high: Vec<usize>,
+        update: build::E,
+    ) -> Result<ExprSpec, SpecError> {
+        check_extents(&low, &high)?;
+        let spec = ExprSpec {
+            name: name.to_string(),
+            low,
+            high,
+            params: BTreeMap::new(),
+            lets: Vec::new(),
+            update: update.0,
+        };
+        spec.check_reads()?;
+        Ok(spec)
+    }
+
+    /// Errors unless the kernel reads some cell, each read with one offset
+    /// per dimension and inside `low`/`high`.
+    fn check_reads(&self) -> Result<(), SpecError> {
+        let fp = self.offsets();
         if fp.is_empty() {
             return Err(bad("update", 0, "the kernel reads no cell: use u[...]"));
         }
         for o in &fp {
+            if o.len() != self.ndims() {
+                return Err(bad(
+                    "update",
+                    0,
+                    format!("u{o:?} needs {} offsets (one per dimension)", self.ndims()),
+                ));
+            }
             let inside = o
                 .iter()
                 .enumerate()
-                .all(|(d, &x)| -(spec.low[d] as i64) <= x && x <= spec.high[d] as i64);
+                .all(|(d, &x)| -(self.low[d] as i64) <= x && x <= self.high[d] as i64);
             if !inside {
                 return Err(bad(
                     "update",
                     0,
                     format!(
                         "u{o:?} reaches past low = {:?}, high = {:?}",
-                        spec.low, spec.high
+                        self.low, self.high
                     ),
                 ));
             }
         }
-        Ok(spec)
+        Ok(())
     }
 
     pub fn ndims(&self) -> usize {

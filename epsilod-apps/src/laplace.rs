@@ -1,0 +1,103 @@
+//! EPSILOD's laplace (apps.md §1.3): 3-d Jacobi for ∇²u = 0 with
+//! anisotropic spacing, in Devito's order. The kernel is written once, in
+//! Rust ([`kernels::expr::build`]), and runs with the same bits on CPU,
+//! OpenCL and CUDA devices.
+
+use crate::{App, AppOutcome};
+use epsilod::output::{OutputGrid, Region};
+use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
+use kernels::expr::build::{num, u, E};
+use kernels::ExprSpec;
+
+/// The coefficients, computed in f32 as EPSILOD computes them from the
+/// global size (boundary included): `h = 1/(S-1)` per dimension,
+/// `r1..r3 = h²`, `r0 = 1 / ((r1 r2 + r1 r3) + r2 r3)`.
+pub fn coefficients(size: &[usize]) -> [f32; 4] {
+    let h = |d: usize| 1.0f32 / (size[d] - 1) as f32;
+    let (r1, r2, r3) = (h(0) * h(0), h(1) * h(1), h(2) * h(2));
+    let r0 = 1.0f32 / (((r1 * r2) + (r1 * r3)) + (r2 * r3));
+    [r0, r1, r2, r3]
+}
+
+/// The update, in laplace_kernels.c's order: `(0.5 r0) * (r2 ((r3 u[i-1]) +
+/// (r3 u[i+1])) + r1 ((((r2 u[k-1]) + (r2 u[k+1])) + (r3 u[j-1])) + (r3
+/// u[j+1])))`.
+pub fn update(size: &[usize]) -> E {
+    let [r0, r1, r2, r3] = coefficients(size).map(|r| num(f64::from(r)));
+    let i = (r3.clone() * u(&[-1, 0, 0])) + (r3.clone() * u(&[1, 0, 0]));
+    let jk = (((r2.clone() * u(&[0, 0, -1])) + (r2.clone() * u(&[0, 0, 1])))
+        + (r3.clone() * u(&[0, -1, 0])))
+        + (r3 * u(&[0, 1, 0]));
+    (0.5 * r0) * ((r2 * i) + (r1 * jk))
+}
+
+/// The stencil for a grid of `size`.
+pub fn stencil(size: &[usize]) -> Stencil<f32> {
+    let spec = ExprSpec::from_rust("laplace", vec![1; 3], vec![1; 3], update(size))
+        .expect("the update reads the 6-point star, inside a boundary of 1");
+    Stencil::from_expr(&spec)
+}
+
+/// The initial value at global `(i, j, k)`: the j and k faces get 3, 4, 5,
+/// 6 (j first), everything else 0; the i faces get nothing special (the
+/// original "imitates Devito" there).
+pub fn init(size: &[usize]) -> impl Fn(&[i64]) -> f32 + Send + Sync + 'static {
+    let (s1, s2) = (size[1] as i64, size[2] as i64);
+    move |g: &[i64]| {
+        if g[1] == 0 {
+            3.0
+        } else if g[1] == s1 - 1 {
+            4.0
+        } else if g[2] == 0 {
+            5.0
+        } else if g[2] == s2 - 1 {
+            6.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// `epsilod run laplace --size IxJxK`.
+pub struct Laplace;
+
+impl App for Laplace {
+    fn name(&self) -> &'static str {
+        "laplace"
+    }
+    fn about(&self) -> &'static str {
+        "3-d  Jacobi for the Laplace equation, anisotropic spacing (EPSILOD's); f32"
+    }
+    fn ndims(&self) -> usize {
+        3
+    }
+    fn check_size(&self, size: &[usize]) -> Result<(), String> {
+        if size.iter().any(|&s| s < 3) {
+            return Err(
+                "laplace needs at least 3 cells per dimension (a 1-cell boundary each side)".into(),
+            );
+        }
+        Ok(())
+    }
+    fn run(
+        &self,
+        size: &[usize],
+        options: &RunOptions,
+        cluster: &Cluster,
+    ) -> Result<AppOutcome, RunError> {
+        let out = Skeleton::new(size, stencil(size))
+            .init(init(size))
+            .options(options)
+            .run_in(cluster)?;
+        let root = out.is_root();
+        Ok(AppOutcome {
+            report: out.report,
+            output: root.then(|| {
+                Box::new(Region {
+                    grid: out.grid,
+                    region: None,
+                }) as Box<dyn OutputGrid>
+            }),
+        })
+    }
+}
