@@ -190,6 +190,33 @@ fn gas_sim_matches_one_process_on_2_3_and_4_ranks() {
 }
 
 #[test]
+fn laplace_and_spec_expressions_match_one_process_on_2_and_3_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs/damped-heat.toml");
+    for np in [2, 3] {
+        let mut args = vec!["run", "laplace", "--size", "14x12x10", "--iters", "6"];
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        same_as_one_process(np, &args, dir.path(), &format!("laplace-{np}"));
+        let mut args = vec![
+            "run",
+            spec.to_str().unwrap(),
+            "--size",
+            "34",
+            "--iters",
+            "6",
+        ];
+        args.extend(["--init", "random"]);
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        same_as_one_process(np, &args, dir.path(), &format!("heat-{np}"));
+    }
+}
+
+#[test]
 fn a_device_file_places_devices_per_rank() {
     let dir = tempfile::tempdir().unwrap();
     // Every rank gets a one-thread device; rank 0 a second, heavier one.
