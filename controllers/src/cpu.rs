@@ -183,7 +183,8 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         if region.is_empty() {
             return Ok(());
         }
-        let frame = Frame::row_major(s.alloc_dims());
+        let origin: Vec<i64> = s.alloc_shape().sigs().iter().map(|g| g.begin()).collect();
+        let frame = Frame::row_major(s.alloc_dims()).with_origin(&origin);
         let started = Instant::now();
         let plane = frame.plane();
         let slab = &mut d.as_slice_mut()[local[0].start * plane..local[0].end * plane];

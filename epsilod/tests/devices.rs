@@ -56,6 +56,12 @@ macro_rules! device_suite {
 
             #[test]
             $(#[$test_attr])*
+            fn global_index_in_expressions() {
+                super::global_index_in_expressions($kind);
+            }
+
+            #[test]
+            $(#[$test_attr])*
             fn a_kernel_that_fails_to_compile_shows_the_build_log() {
                 super::a_kernel_that_fails_to_compile_shows_the_build_log($kind);
             }
@@ -171,6 +177,62 @@ update = "select(hot, sqrt(abs(s)) / 2.5, max(min(s * k, u[0,0]), u[-1,-1] / 3))
         .run()
         .unwrap();
     assert_eq!(bits(&out.grid), bits(&reference));
+}
+
+/// An expression reading the global index (a point source and a term that
+/// grows along dimension 1): the same bits as a serial loop on every device
+/// mix, so every device and partition knows where its cells are.
+#[allow(dead_code)]
+fn global_index_in_expressions(kind: &str) {
+    let spec = kernels::ExprSpec::from_toml(
+        "name = \"source\"\nlow = [1, 1]\nhigh = [1, 1]\nupdate = \"select(g[0] == 20 && g[1] == 7, 1, (u[-1,0] + u[1,0] + u[0,-1] + u[0,1]) / 4 + g[1] * 0.001 - g[0] * 0.002)\"\n",
+        "source.toml",
+    )
+    .unwrap();
+    let (rows, cols, iters) = (40usize, 36usize, 9);
+    let init = |i: &[i64]| random_value(i, 9);
+    let mut want: Vec<f32> = (0..rows * cols)
+        .map(|k| init(&[(k / cols) as i64, (k % cols) as i64]))
+        .collect();
+    for _ in 0..iters {
+        let old = want.clone();
+        for r in 1..rows - 1 {
+            for q in 1..cols - 1 {
+                let x = |dr: isize, dq: isize| {
+                    old[(r as isize + dr) as usize * cols + (q as isize + dq) as usize]
+                };
+                want[r * cols + q] = if r == 20 && q == 7 {
+                    1.0
+                } else {
+                    (x(-1, 0) + x(1, 0) + x(0, -1) + x(0, 1)) / 4.0 + q as f32 * 0.001
+                        - r as f32 * 0.002
+                };
+            }
+        }
+    }
+    let want: Vec<u32> = want.iter().map(|v| v.to_bits()).collect();
+    for (devs, part) in [
+        (vec!["cpu:threads=1"], Partition::Multi),
+        (vec![kind], Partition::Multi),
+        (vec!["cpu:threads=1", kind], Partition::Single(0)),
+        (vec![kind, "cpu:threads=1", kind], Partition::Multi),
+        (vec![kind, "cpu:threads=1"], Partition::Single(1)),
+    ] {
+        let out = Skeleton::new(&[rows, cols], Stencil::<f32>::from_expr(&spec))
+            .iterations(iters as u64)
+            .init(init)
+            .devices(devices(&devs))
+            .partition(part)
+            .run()
+            .unwrap_or_else(|e| panic!("{devs:?}: {e}"));
+        let got: Vec<u32> = out.grid.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "{devs:?} {part}");
+    }
+}
+
+#[test]
+fn global_index_in_expressions_on_cpu_devices() {
+    global_index_in_expressions("cpu:threads=2");
 }
 
 #[test]

@@ -8,6 +8,9 @@ use std::ops::Range;
 pub struct Frame {
     dims: Vec<usize>,
     strides: Vec<usize>,
+    /// Global index of the buffer's first element (zeros unless a
+    /// controller says where the buffer sits).
+    origin: Vec<i64>,
 }
 
 impl Frame {
@@ -19,7 +22,30 @@ impl Frame {
         Frame {
             dims: dims.to_vec(),
             strides,
+            origin: vec![0; dims.len()],
         }
+    }
+
+    /// The same frame for a buffer whose first element has global index
+    /// `origin` (kernels that read the global index use it).
+    pub fn with_origin(mut self, origin: &[i64]) -> Frame {
+        assert_eq!(origin.len(), self.dims.len(), "one origin per dimension");
+        self.origin = origin.to_vec();
+        self
+    }
+
+    /// Global index of the buffer's first element.
+    pub fn origin(&self) -> &[i64] {
+        &self.origin
+    }
+
+    /// The local index of linear position `at`.
+    pub fn index_of(&self, at: usize) -> Vec<usize> {
+        self.strides
+            .iter()
+            .zip(&self.dims)
+            .map(|(&s, &n)| (at / s) % n)
+            .collect()
     }
 
     pub fn dims(&self) -> &[usize] {

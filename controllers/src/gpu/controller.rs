@@ -210,7 +210,14 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         if region.is_empty() {
             return Ok(());
         }
-        let g = plan_launch(&s.alloc.extents(), &local, loaded.hints, self.rt.is_gpu())?;
+        let origin: Vec<i64> = region.sigs().iter().map(|g| g.begin()).collect();
+        let g = plan_launch(
+            &s.alloc.extents(),
+            &local,
+            &origin,
+            loaded.hints,
+            self.rt.is_gpu(),
+        )?;
         // SAFETY: `validate` checked that `region` and every cell the
         // kernel reads around it lie inside both buffers' allocations, and
         // the geometry describes exactly that region of that allocation.

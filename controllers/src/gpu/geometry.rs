@@ -41,6 +41,7 @@ pub fn region_from_longs(
         base: 0,
         strides: [0; 4],
         extents: [1; 4],
+        origin: [0; 4],
     };
     let kinds = ARGS.iter().filter_map(|(_, k)| match k {
         ArgKind::Long(l) => Some(*l),
@@ -51,6 +52,7 @@ pub fn region_from_longs(
             LongArg::Base => args.base = v,
             LongArg::Stride(d) => args.strides[d] = v,
             LongArg::Extent(d) => args.extents[d] = v,
+            LongArg::Origin(d) => args.origin[d] = v,
         }
     }
     let st: Vec<usize> = (0..nd).map(|d| args.strides[4 - nd + d] as usize).collect();
@@ -108,8 +110,8 @@ pub fn thin_groups(width: usize, rows: usize, max: usize) -> Option<[usize; 3]> 
     (g > 1).then_some([width, g, 1])
 }
 
-/// The launch of a non-empty `local` region of an allocation of these
-/// extents. `explicit_groups`: GPUs get explicit work-group sizes; CPU
+/// The launch of a non-empty `local` region (whose first cell has global
+/// index `origin`) of an allocation of these extents. `explicit_groups`: GPUs get explicit work-group sizes; CPU
 /// implementations (PoCL) choose better themselves (measured on 2d4 4098^2:
 /// 0.95x the CPU backend with PoCL's choice, 1.25-1.8x with 256-wide groups),
 /// except for thin launches.
@@ -118,10 +120,11 @@ pub fn thin_groups(width: usize, rows: usize, max: usize) -> Option<[usize; 3]> 
 pub fn plan_launch(
     alloc_extents: &[usize],
     local: &[Range<usize>],
+    origin: &[i64],
     hints: GroupHints,
     explicit_groups: bool,
 ) -> Result<LaunchGeometry, DeviceError> {
-    let args = LaunchArgs::new(&strides(alloc_extents), local)?;
+    let args = LaunchArgs::new(&strides(alloc_extents), local)?.with_origin(origin);
     let grid = args.grid();
     let n = [grid[2], grid[1], grid[0]];
     let wide = explicit_groups
@@ -166,15 +169,29 @@ mod tests {
 
     #[test]
     fn longs_follow_the_kernel_abi() {
-        // A 2-D region 2..5 x 1..7 of a 10x8 allocation: base, s0..s3, n0..n3.
-        let g = plan_launch(&[10, 8], &[2..5, 1..7], GroupHints::default(), false).unwrap();
-        assert_eq!(g.longs, vec![2 * 8 + 1, 0, 0, 8, 1, 1, 1, 3, 6]);
+        // A 2-D region 2..5 x 1..7 of a 10x8 allocation, at global (7, 3):
+        // base, s0..s3, n0..n3, o0..o3.
+        let g = plan_launch(
+            &[10, 8],
+            &[2..5, 1..7],
+            &[7, 3],
+            GroupHints::default(),
+            false,
+        )
+        .unwrap();
+        assert_eq!(g.longs, vec![2 * 8 + 1, 0, 0, 8, 1, 1, 1, 3, 6, 0, 0, 7, 3]);
         assert_eq!(g.grid, [6, 3, 1]);
     }
 
     #[test]
     fn five_dimensions_are_an_error() {
-        let r = plan_launch(&[2; 5], &vec![0..1; 5], GroupHints::default(), false);
+        let r = plan_launch(
+            &[2; 5],
+            &vec![0..1; 5],
+            &[0; 5],
+            GroupHints::default(),
+            false,
+        );
         assert!(matches!(r, Err(DeviceError::Kernel(_))), "{r:?}");
     }
 
@@ -200,7 +217,7 @@ mod tests {
             max in prop_oneof![Just(0usize), Just(64), Just(256), Just(1024)],
             explicit in any::<bool>(),
         ) {
-            let g = plan_launch(&ext, &local, GroupHints { multiple, max }, explicit).unwrap();
+            let g = plan_launch(&ext, &local, &vec![0; ext.len()], GroupHints { multiple, max }, explicit).unwrap();
             let cells: usize = local.iter().map(|r| r.len()).product();
             prop_assert_eq!(g.grid.iter().product::<usize>(), cells);
             if let Some(group) = g.group {
@@ -216,7 +233,7 @@ mod tests {
 
         #[test]
         fn longs_round_trip((ext, local) in launch()) {
-            let g = plan_launch(&ext, &local, GroupHints::default(), false).unwrap();
+            let g = plan_launch(&ext, &local, &vec![0; ext.len()], GroupHints::default(), false).unwrap();
             let cells: usize = ext.iter().product();
             let (e, l) = region_from_longs(&g.longs, ext.len(), cells);
             prop_assert_eq!(e, ext);

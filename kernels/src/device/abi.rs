@@ -34,6 +34,9 @@ pub enum LongArg {
     Stride(usize),
     /// Extent of the region along a normalised dimension.
     Extent(usize),
+    /// Global index of the region's first cell along a normalised
+    /// dimension (0 for the padding dimensions).
+    Origin(usize),
 }
 
 /// An argument's kind: a cell buffer or a 64-bit integer.
@@ -58,6 +61,10 @@ pub const ARGS: &[(&str, ArgKind)] = &[
     ("n1", ArgKind::Long(LongArg::Extent(1))),
     ("n2", ArgKind::Long(LongArg::Extent(2))),
     ("n3", ArgKind::Long(LongArg::Extent(3))),
+    ("o0", ArgKind::Long(LongArg::Origin(0))),
+    ("o1", ArgKind::Long(LongArg::Origin(1))),
+    ("o2", ArgKind::Long(LongArg::Origin(2))),
+    ("o3", ArgKind::Long(LongArg::Origin(3))),
 ];
 
 /// How many of [`ARGS`] are integers.
@@ -82,6 +89,8 @@ pub struct LaunchArgs {
     pub strides: [i64; DIMS],
     /// Extents of the region along the normalised dimensions.
     pub extents: [i64; DIMS],
+    /// Global index of the region's first cell, normalised.
+    pub origin: [i64; DIMS],
 }
 
 impl LaunchArgs {
@@ -102,6 +111,7 @@ impl LaunchArgs {
             base: 0,
             strides: [0; DIMS],
             extents: [1; DIMS],
+            origin: [0; DIMS],
         };
         for d in 0..nd {
             args.strides[DIMS - nd + d] = strides[d] as i64;
@@ -111,12 +121,23 @@ impl LaunchArgs {
         Ok(args)
     }
 
+    /// The same launch of a region whose first cell has global index
+    /// `origin` (one per region dimension).
+    pub fn with_origin(mut self, origin: &[i64]) -> LaunchArgs {
+        let nd = origin.len().min(DIMS);
+        for d in 0..nd {
+            self.origin[DIMS - nd + d] = origin[origin.len() - nd + d];
+        }
+        self
+    }
+
     /// The value of one integer argument.
     pub fn value(&self, arg: LongArg) -> i64 {
         match arg {
             LongArg::Base => self.base,
             LongArg::Stride(d) => self.strides[d],
             LongArg::Extent(d) => self.extents[d],
+            LongArg::Origin(d) => self.origin[d],
         }
     }
 
@@ -229,12 +250,17 @@ mod tests {
 
     #[test]
     fn longs_follow_the_abi_order() {
-        let a = LaunchArgs::new(&[20, 5, 1], &[1..3, 2..4, 0..5]).unwrap();
-        assert_eq!(a.longs(), [20 + 10, 0, 20, 5, 1, 1, 2, 2, 5]);
+        let a = LaunchArgs::new(&[20, 5, 1], &[1..3, 2..4, 0..5])
+            .unwrap()
+            .with_origin(&[4, 5, 6]);
+        assert_eq!(a.longs(), [20 + 10, 0, 20, 5, 1, 1, 2, 2, 5, 0, 4, 5, 6]);
         let names: Vec<&str> = ARGS.iter().map(|a| a.0).collect();
         assert_eq!(
             names,
-            ["src", "dst", "base", "s0", "s1", "s2", "s3", "n0", "n1", "n2", "n3"]
+            [
+                "src", "dst", "base", "s0", "s1", "s2", "s3", "n0", "n1", "n2", "n3", "o0", "o1",
+                "o2", "o3"
+            ]
         );
         assert_eq!(a.grid(), [5, 2, 2]);
     }

@@ -33,6 +33,11 @@ pub fn u(offset: &[i64]) -> E {
     E(Expr::Cell(offset.to_vec()))
 }
 
+/// The cell's global index along dimension `d` (boundary included).
+pub fn g(d: usize) -> E {
+    E(Expr::Global(d))
+}
+
 /// A literal, rounded to the cell type where used.
 pub fn num(v: f64) -> E {
     E(Expr::Num(v))

@@ -12,7 +12,8 @@
 //! ```
 //!
 //! The language: numbers (rounded to the cell type), `u[o0, o1, ...]` (the
-//! old cell at that offset, within `low`/`high`), parameters, earlier
+//! old cell at that offset, within `low`/`high`), `g[d]` (the cell's global
+//! index along dimension d), parameters, earlier
 //! `let`s, `+ - * /` (left to right, parentheses kept), unary `-`,
 //! comparisons `< <= > >= == !=`, `&& || !` on them, `select(condition,
 //! a, b)`, `sqrt`, `abs`, `min`, `max`. Nothing is contracted into fused
@@ -112,7 +113,7 @@ fn reads(e: &Expr, out: &mut Vec<Vec<i64>>) {
                 out.push(o.clone());
             }
         }
-        Expr::Num(_) | Expr::Let(_) => {}
+        Expr::Num(_) | Expr::Let(_) | Expr::Global(_) => {}
         Expr::Neg(a) | Expr::Not(a) => reads(a, out),
         Expr::Arith(_, a, b) | Expr::Compare(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
             reads(a, out);
@@ -143,7 +144,7 @@ impl ExprSpec {
 
     fn new(raw: Raw) -> Result<ExprSpec, SpecError> {
         check_extents(&raw.low, &raw.high)?;
-        const RESERVED: [&str; 6] = ["u", "select", "sqrt", "abs", "min", "max"];
+        const RESERVED: [&str; 7] = ["u", "g", "select", "sqrt", "abs", "min", "max"];
         if let Some(name) = raw.params.keys().find(|n| RESERVED.contains(&n.as_str())) {
             return Err(bad(
                 "params",
@@ -236,6 +237,13 @@ impl ExprSpec {
         if fp.is_empty() {
             return Err(bad("update", 0, "the kernel reads no cell: use u[...]"));
         }
+        if let Some(d) = self.global_dims().into_iter().find(|&d| d >= self.ndims()) {
+            return Err(bad(
+                "update",
+                0,
+                format!("g[{d}]: the dimension must be 0 to {}", self.ndims() - 1),
+            ));
+        }
         for o in &fp {
             if o.len() != self.ndims() {
                 return Err(bad(
@@ -264,6 +272,36 @@ impl ExprSpec {
 
     pub fn ndims(&self) -> usize {
         self.low.len()
+    }
+
+    /// The dimensions whose global index the kernel uses.
+    fn global_dims(&self) -> Vec<usize> {
+        fn walk(e: &Expr, out: &mut Vec<usize>) {
+            match e {
+                Expr::Global(d) => out.push(*d),
+                Expr::Num(_) | Expr::Let(_) | Expr::Cell(_) => {}
+                Expr::Neg(a) | Expr::Not(a) => walk(a, out),
+                Expr::Arith(_, a, b)
+                | Expr::Compare(_, a, b)
+                | Expr::And(a, b)
+                | Expr::Or(a, b) => {
+                    walk(a, out);
+                    walk(b, out);
+                }
+                Expr::Select(c, a, b) => {
+                    walk(c, out);
+                    walk(a, out);
+                    walk(b, out);
+                }
+                Expr::Call(_, args) => args.iter().for_each(|a| walk(a, out)),
+            }
+        }
+        let mut out = Vec::new();
+        for (_, e, _) in &self.lets {
+            walk(e, &mut out);
+        }
+        walk(&self.update, &mut out);
+        out
     }
 
     /// The offsets read, sorted.
@@ -301,7 +339,7 @@ impl<T: Math> ExprKernel<T> {
 }
 
 /// `e` in C, fully parenthesised.
-fn c<T: Math>(e: &Expr) -> String {
+fn c<T: Math>(e: &Expr, nd: usize) -> String {
     let arith = |op: Arith| match op {
         Arith::Add => "+",
         Arith::Sub => "-",
@@ -320,13 +358,32 @@ fn c<T: Math>(e: &Expr) -> String {
         Expr::Num(v) => T::literal_of(*v),
         Expr::Cell(o) => crate::device::exprs::neighbour(o),
         Expr::Let(i) => format!("l{i}"),
-        Expr::Neg(a) => format!("(-{})", c::<T>(a)),
-        Expr::Not(a) => format!("(!{})", c::<T>(a)),
-        Expr::Arith(op, a, b) => format!("({} {} {})", c::<T>(a), arith(*op), c::<T>(b)),
-        Expr::Compare(op, a, b) => format!("({} {} {})", c::<T>(a), compare(*op), c::<T>(b)),
-        Expr::And(a, b) => format!("({} && {})", c::<T>(a), c::<T>(b)),
-        Expr::Or(a, b) => format!("({} || {})", c::<T>(a), c::<T>(b)),
-        Expr::Select(k, a, b) => format!("({} ? {} : {})", c::<T>(k), c::<T>(a), c::<T>(b)),
+        Expr::Global(d) => {
+            // The thread's position along normalised dimension `n`, as the
+            // prologue lays the grid out, plus the region's global origin.
+            let n = crate::device::abi::DIMS - nd + d;
+            let at = match n {
+                3 => "i3",
+                2 => "i2",
+                1 => "(z % n1)",
+                _ => "(z / n1)",
+            };
+            format!("((cell)(o{n} + {at}))")
+        }
+        Expr::Neg(a) => format!("(-{})", c::<T>(a, nd)),
+        Expr::Not(a) => format!("(!{})", c::<T>(a, nd)),
+        Expr::Arith(op, a, b) => format!("({} {} {})", c::<T>(a, nd), arith(*op), c::<T>(b, nd)),
+        Expr::Compare(op, a, b) => {
+            format!("({} {} {})", c::<T>(a, nd), compare(*op), c::<T>(b, nd))
+        }
+        Expr::And(a, b) => format!("({} && {})", c::<T>(a, nd), c::<T>(b, nd)),
+        Expr::Or(a, b) => format!("({} || {})", c::<T>(a, nd), c::<T>(b, nd)),
+        Expr::Select(k, a, b) => format!(
+            "({} ? {} : {})",
+            c::<T>(k, nd),
+            c::<T>(a, nd),
+            c::<T>(b, nd)
+        ),
         Expr::Call(f, args) => {
             let name = match f {
                 Func::Sqrt => "sqrt",
@@ -334,7 +391,7 @@ fn c<T: Math>(e: &Expr) -> String {
                 Func::Min => "fmin",
                 Func::Max => "fmax",
             };
-            let args: Vec<String> = args.iter().map(c::<T>).collect();
+            let args: Vec<String> = args.iter().map(|a| c::<T>(a, nd)).collect();
             format!("{name}({})", args.join(", "))
         }
     }
@@ -354,12 +411,13 @@ impl<T: Math> Kernel<T> for ExprKernel<T> {
     }
 
     fn device_kernel(&self) -> Option<DeviceKernel> {
+        let nd = self.spec.ndims();
         let mut body = String::new();
         for (i, (name, e, cond)) in self.spec.lets.iter().enumerate() {
             let ty = if *cond { "int" } else { "cell" };
-            body += &format!("    const {ty} l{i} = {}; /* {name} */\n", c::<T>(e));
+            body += &format!("    const {ty} l{i} = {}; /* {name} */\n", c::<T>(e, nd));
         }
-        body += &format!("    dst[c] = {};\n", c::<T>(&self.spec.update));
+        body += &format!("    dst[c] = {};\n", c::<T>(&self.spec.update, nd));
         Some(DeviceKernel::generated(
             CellDecl::scalar::<T>(),
             body,
@@ -504,6 +562,10 @@ mod tests {
             Expr::Num(v) => *v as f32,
             Expr::Cell(o) => src[(c + frame.linear(o)) as usize],
             Expr::Let(_) => unreachable!("no lets here"),
+            Expr::Global(d) => {
+                let idx = frame.index_of(c as usize);
+                (frame.origin()[*d] + idx[*d] as i64) as f32
+            }
             Expr::Neg(a) => -r(a),
             Expr::Not(a) => t(!b(r(a))),
             Expr::Arith(op, a, x) => match op {
@@ -543,6 +605,7 @@ mod tests {
         let leaf = prop_oneof![
             prop::sample::select(vec![0.0, 1.0, -1.5, 0.3, 7.0]).prop_map(Expr::Num),
             (-1i64..=1, -1i64..=1).prop_map(|(a, b)| Expr::Cell(vec![a, b])),
+            (0usize..2).prop_map(Expr::Global),
         ];
         leaf.prop_recursive(4, 48, 8, |inner| {
             let arith = prop::sample::select(vec![Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]);
@@ -614,7 +677,7 @@ mod tests {
         fn rows_equal_the_tree_cell_by_cell(e in any_expr(), cols in 3usize..1200) {
             let program = Program::<f32>::new(&[], &e);
             let rows = 4;
-            let frame = Frame::row_major(&[rows, cols]);
+            let frame = Frame::row_major(&[rows, cols]).with_origin(&[5, -3]);
             let src: Vec<f32> = (0..rows * cols)
                 .map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 3.0)
                 .collect();
@@ -637,6 +700,10 @@ mod tests {
     #[test]
     fn bad_specs_name_the_part_and_the_place() {
         let cases = [
+            (
+                "update = \"u[0,0] + g[2]\"",
+                "g[2]: the dimension must be 0 to 1",
+            ),
             (
                 "update = \"u[0,0] +\"",
                 "in update, at character 8: unexpected end",

@@ -55,6 +55,9 @@ pub enum Expr {
     Cell(Vec<i64>),
     /// The value of `let` number `i`.
     Let(usize),
+    /// The cell's global index along dimension `d` (boundary included),
+    /// as a number: `g[d]`.
+    Global(usize),
     Neg(Box<Expr>),
     Arith(Arith, Box<Expr>, Box<Expr>),
     Compare(Compare, Box<Expr>, Box<Expr>),
@@ -351,6 +354,21 @@ impl Parser<'_> {
                     }
                     return Ok((Expr::Cell(off), Kind::Real));
                 }
+                if name == "g" && matches!(self.peek(), Tok::Sym("[")) {
+                    self.pos += 1;
+                    let d = self.int()?;
+                    self.expect("]")?;
+                    if d < 0 || d as usize >= self.scope.ndims {
+                        return Err(ParseError {
+                            at,
+                            why: format!(
+                                "g[{d}]: the dimension must be 0 to {}",
+                                self.scope.ndims - 1
+                            ),
+                        });
+                    }
+                    return Ok((Expr::Global(d as usize), Kind::Real));
+                }
                 if name == "select" || Func::by_name(&name).is_some() {
                     self.expect("(")?;
                     let mut args = Vec::new();
@@ -406,8 +424,8 @@ impl Parser<'_> {
                 Err(ParseError {
                     at,
                     why: format!(
-                        "unknown name '{name}' (use u[...], a parameter, an earlier let, select, \
-                         sqrt, abs, min or max)"
+                        "unknown name '{name}' (use u[...], g[...], a parameter, an earlier let, \
+                         select, sqrt, abs, min or max)"
                     ),
                 })
             }

@@ -18,6 +18,8 @@ const CHUNK: usize = 512;
 enum Op<T> {
     Load(usize),
     Const(T),
+    /// The global index along a dimension.
+    Global(usize),
     Neg(usize),
     Arith(Arith, usize, usize),
     Compare(Compare, usize, usize),
@@ -107,6 +109,7 @@ impl<T: Math> Builder<T> {
                 self.push(Key::Load(i), Op::Load(i))
             }
             Expr::Let(i) => self.lets[*i],
+            Expr::Global(d) => self.push(Key::Node(format!("Global({d})")), Op::Global(*d)),
             Expr::Neg(a) => {
                 let a = self.build(a);
                 self.node(Op::Neg(a))
@@ -246,6 +249,7 @@ impl<T: Math> Program<T> {
                 let n = CHUNK.min(len - at);
                 eval(
                     self,
+                    frame,
                     &lin,
                     src,
                     s + at,
@@ -262,6 +266,7 @@ impl<T: Math> Program<T> {
 #[inline(never)]
 fn eval<T: Math>(
     p: &Program<T>,
+    frame: &Frame,
     lin: &[isize],
     src: &[T],
     s: usize,
@@ -271,9 +276,9 @@ fn eval<T: Math>(
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: `eval_avx2` only requires AVX2, which the CPU was just found to have.
-        return unsafe { eval_avx2(p, lin, src, s, bufs, out) };
+        return unsafe { eval_avx2(p, frame, lin, src, s, bufs, out) };
     }
-    eval_body(p, lin, src, s, bufs, out)
+    eval_body(p, frame, lin, src, s, bufs, out)
 }
 
 /// `dst = fin(((t0 + t1) + t2) + ..., last)`, up to four terms per pass,
@@ -381,18 +386,20 @@ fn sum_body<'a, T: Math + 'a>(
 #[target_feature(enable = "avx2")]
 fn eval_avx2<T: Math>(
     p: &Program<T>,
+    frame: &Frame,
     lin: &[isize],
     src: &[T],
     s: usize,
     bufs: &mut [Vec<T>],
     out: &mut [T],
 ) {
-    eval_body(p, lin, src, s, bufs, out)
+    eval_body(p, frame, lin, src, s, bufs, out)
 }
 
 #[inline(always)]
 fn eval_body<T: Math>(
     p: &Program<T>,
+    frame: &Frame,
     lin: &[isize],
     src: &[T],
     s: usize,
@@ -424,6 +431,19 @@ fn eval_body<T: Math>(
         };
         match *op {
             Op::Load(_) | Op::Const(_) => {}
+            Op::Global(dim) => {
+                // This chunk's global index: constant along the row except
+                // in the last dimension, where it counts up.
+                let at = (s / frame.strides()[dim]) % frame.dims()[dim];
+                let first = frame.origin()[dim] + at as i64;
+                if dim + 1 == frame.ndims() {
+                    for (j, o) in dst.iter_mut().enumerate() {
+                        *o = T::from_f64((first + j as i64) as f64);
+                    }
+                } else {
+                    dst.fill(T::from_f64(first as f64));
+                }
+            }
             Op::Neg(a) => dst.iter_mut().zip(get(a)).for_each(|(o, x)| *o = -*x),
             Op::Not(a) => dst
                 .iter_mut()
