@@ -13,6 +13,7 @@
 
 pub mod gas;
 pub mod laplace;
+pub mod poisson;
 
 use epsilod::output::OutputGrid;
 use epsilod::{Cluster, Report, RunError, RunOptions};
@@ -47,7 +48,7 @@ pub trait App: Sync {
 
 /// Every app, in the order `epsilod list` shows them.
 pub fn all() -> &'static [&'static dyn App] {
-    &[&gas::GasSim, &laplace::Laplace]
+    &[&gas::GasSim, &laplace::Laplace, &poisson::Poisson]
 }
 
 /// The app called `name`.

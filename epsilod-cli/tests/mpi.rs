@@ -190,7 +190,7 @@ fn gas_sim_matches_one_process_on_2_3_and_4_ranks() {
 }
 
 #[test]
-fn laplace_and_spec_expressions_match_one_process_on_2_and_3_ranks() {
+fn laplace_poisson_and_spec_expressions_match_one_process_on_2_and_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let spec =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs/damped-heat.toml");
@@ -200,6 +200,11 @@ fn laplace_and_spec_expressions_match_one_process_on_2_and_3_ranks() {
             args.extend(["--devices", CPU1]);
         }
         same_as_one_process(np, &args, dir.path(), &format!("laplace-{np}"));
+        let mut args = vec!["run", "poisson", "--size", "30x26", "--iters", "20"];
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        same_as_one_process(np, &args, dir.path(), &format!("poisson-{np}"));
         let mut args = vec![
             "run",
             spec.to_str().unwrap(),

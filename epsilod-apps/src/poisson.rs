@@ -1,0 +1,110 @@
+//! EPSILOD's poisson (apps.md §1.2): 2-d Jacobi for ∇²u = b with two point
+//! sources, translated from Devito. Written once in Rust
+//! ([`kernels::expr::build`]): the sources are found by the global index,
+//! so the kernel runs, with the same bits, on any device and partition.
+
+use crate::{App, AppOutcome};
+use epsilod::output::{OutputGrid, Region};
+use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
+use kernels::expr::build::{g, num, select, u, E};
+use kernels::ExprSpec;
+
+/// `(dx, dy)` computed in f32 as the original does: `(2 - 0) / (S0 - 1)`
+/// along dimension 0, `(1 - 0) / (S1 - 1)` along dimension 1.
+pub fn spacing(size: &[usize]) -> (f32, f32) {
+    (
+        (2.0f32 - 0.0) / (size[0] - 1) as f32,
+        (1.0f32 - 0.0) / (size[1] - 1) as f32,
+    )
+}
+
+/// The update: `b` is 2500 at `(S0/4, S1/4)`, -2500 at `(3 S0/4, 3 S1/4)`
+/// (integer division, global indices) and 0 elsewhere; then
+/// `((dy² (u[i-1] + u[i+1]) + dx² (u[j-1] + u[j+1])) - (b dx²) dy²) / (2 (dx² + dy²))`.
+pub fn update(size: &[usize]) -> E {
+    let (dx, dy) = spacing(size);
+    let (dx2, dy2) = (dx * dx, dy * dy);
+    let at = |i: usize, j: usize| g(0).eq_to(i as f64).and(g(1).eq_to(j as f64));
+    let (s0, s1) = (size[0], size[1]);
+    let b = select(
+        at(s0 / 4, s1 / 4),
+        2500.0,
+        select(at(3 * s0 / 4, 3 * s1 / 4), -2500.0, 0.0),
+    );
+    let (dx2, dy2) = (num(f64::from(dx2)), num(f64::from(dy2)));
+    let sum =
+        (dy2.clone() * (u(&[-1, 0]) + u(&[1, 0]))) + (dx2.clone() * (u(&[0, -1]) + u(&[0, 1])));
+    (sum - ((b * dx2.clone()) * dy2.clone())) / (2.0 * (dx2 + dy2))
+}
+
+/// The stencil for a grid of `size` (boundary included).
+pub fn stencil(size: &[usize]) -> Stencil<f32> {
+    let spec = ExprSpec::from_rust("poisson", vec![1; 2], vec![1; 2], update(size))
+        .expect("the update reads the 4-point star, inside a boundary of 1");
+    Stencil::from_expr(&spec)
+}
+
+/// The initial value at global `(i, j)`, as the original's boundary loops
+/// leave it (columns first, then rows): the last row `j / (S1 - 1)`, the
+/// first row 0, the last column `i / (S0 - 1)`, the first column and the
+/// interior 0. (The original wrote tile-local indices; a one-process run's
+/// values, the global index, are the intended ones.)
+pub fn init(size: &[usize]) -> impl Fn(&[i64]) -> f32 + Send + Sync + 'static {
+    let (s0, s1) = (size[0] as i64, size[1] as i64);
+    move |x: &[i64]| {
+        let (i, j) = (x[0], x[1]);
+        if i == s0 - 1 {
+            j as f32 / (s1 - 1) as f32
+        } else if i == 0 {
+            0.0
+        } else if j == s1 - 1 {
+            i as f32 / (s0 - 1) as f32
+        } else {
+            0.0
+        }
+    }
+}
+
+/// `epsilod run poisson --size IxJ`.
+pub struct Poisson;
+
+impl App for Poisson {
+    fn name(&self) -> &'static str {
+        "poisson"
+    }
+    fn about(&self) -> &'static str {
+        "2-d  Jacobi for the Poisson equation with two point sources (EPSILOD's); f32"
+    }
+    fn ndims(&self) -> usize {
+        2
+    }
+    fn check_size(&self, size: &[usize]) -> Result<(), String> {
+        if size.iter().any(|&s| s < 3) {
+            return Err(
+                "poisson needs at least 3 cells per dimension (a 1-cell boundary each side)".into(),
+            );
+        }
+        Ok(())
+    }
+    fn run(
+        &self,
+        size: &[usize],
+        options: &RunOptions,
+        cluster: &Cluster,
+    ) -> Result<AppOutcome, RunError> {
+        let out = Skeleton::new(size, stencil(size))
+            .init(init(size))
+            .options(options)
+            .run_in(cluster)?;
+        let root = out.is_root();
+        Ok(AppOutcome {
+            report: out.report,
+            output: root.then(|| {
+                Box::new(Region {
+                    grid: out.grid,
+                    region: None,
+                }) as Box<dyn OutputGrid>
+            }),
+        })
+    }
+}
