@@ -14,6 +14,7 @@
 pub mod gas;
 pub mod laplace;
 pub mod poisson;
+pub mod wavesim;
 
 use epsilod::output::OutputGrid;
 use epsilod::{Cluster, Report, RunError, RunOptions};
@@ -48,7 +49,12 @@ pub trait App: Sync {
 
 /// Every app, in the order `epsilod list` shows them.
 pub fn all() -> &'static [&'static dyn App] {
-    &[&gas::GasSim, &laplace::Laplace, &poisson::Poisson]
+    &[
+        &gas::GasSim,
+        &laplace::Laplace,
+        &poisson::Poisson,
+        &wavesim::WaveSim,
+    ]
 }
 
 /// The app called `name`.

@@ -190,7 +190,7 @@ fn gas_sim_matches_one_process_on_2_3_and_4_ranks() {
 }
 
 #[test]
-fn laplace_poisson_and_spec_expressions_match_one_process_on_2_and_3_ranks() {
+fn laplace_poisson_wavesim_and_spec_expressions_match_one_process_on_2_and_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let spec =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs/damped-heat.toml");
@@ -205,6 +205,12 @@ fn laplace_poisson_and_spec_expressions_match_one_process_on_2_and_3_ranks() {
             args.extend(["--devices", CPU1]);
         }
         same_as_one_process(np, &args, dir.path(), &format!("poisson-{np}"));
+        let mut args = vec!["run", "wavesim", "--size", "34x26", "--iters", "20"];
+        args.extend(["--partition", "w0"]);
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        same_as_one_process(np, &args, dir.path(), &format!("wavesim-{np}"));
         let mut args = vec![
             "run",
             spec.to_str().unwrap(),

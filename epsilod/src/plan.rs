@@ -32,6 +32,8 @@ pub struct RunPlan<T> {
     pub(crate) observer: Option<Observer>,
     /// Pin devices' threads to cores of their own.
     pub(crate) pin: bool,
+    /// The interior of the level before the first (kernels reading `old2`).
+    pub(crate) init_previous: Option<InitFn<T>>,
 }
 
 /// Widths per dimension as `AxB`.
@@ -113,6 +115,7 @@ impl<T> RunPlan<T> {
             placement,
             observer,
             pin: false,
+            init_previous: None,
         })
     }
 

@@ -58,6 +58,7 @@ pub struct Skeleton<T> {
     stencil: Stencil<T>,
     iters: u64,
     init: InitFn<T>,
+    init_previous: Option<InitFn<T>>,
     devices: Vec<DeviceSpec>,
     partition: Partition,
     alb: Option<Alb>,
@@ -76,6 +77,7 @@ impl<T: Cell> Skeleton<T> {
             stencil,
             iters: 1,
             init: Arc::new(|_| T::zeroed()),
+            init_previous: None,
             devices: vec![DeviceSpec::cpu(crate::devices::all_cores())],
             partition: Partition::Multi,
             alb: None,
@@ -120,6 +122,15 @@ impl<T: Cell> Skeleton<T> {
     /// boundary cells keep it).
     pub fn init(mut self, f: impl Fn(&[i64]) -> T + Send + Sync + 'static) -> Self {
         self.init = Arc::new(f);
+        self
+    }
+
+    /// For kernels that read the level before the current one
+    /// ([`kernels::Kernel::reads_previous`], an expression's `old2`): that
+    /// level's interior cells at the first step, from their global index.
+    /// Without it the first step sees the init there too.
+    pub fn init_previous(mut self, f: impl Fn(&[i64]) -> T + Send + Sync + 'static) -> Self {
+        self.init_previous = Some(Arc::new(f));
         self
     }
 
@@ -176,6 +187,7 @@ impl<T: Cell> Skeleton<T> {
         )
         .map(|mut plan| {
             plan.pin = self.pin;
+            plan.init_previous = self.init_previous.clone();
             plan
         })
     }

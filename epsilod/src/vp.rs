@@ -189,8 +189,15 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         device
             .fill(next, &geo.extent, run.init.as_ref())
             .map_err(err)?;
-        let kernel = device.load(run.stencil.kernel.clone()).map_err(err)?;
         let interior = run.layout.domain().clone();
+        if let Some(prev) = &run.init_previous {
+            // Boundary cells are the init's in both buffers: after a swap
+            // they are read as neighbours.
+            device
+                .fill(next, &geo.extent.intersect(&interior), prev.as_ref())
+                .map_err(err)?;
+        }
+        let kernel = device.load(run.stencil.kernel.clone()).map_err(err)?;
         Ok(Vp {
             run,
             progress,
@@ -476,12 +483,21 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         }
         let plan = RedistributionPlan::new(&old, &new).map_err(|e| self.fail(e.into()))?;
         let tag = Tag::Move(a.rebalances).encode();
-        // 1. Rows leaving this process, from the current state.
+        // 1. Rows leaving this process, from the current state (and the
+        // level before, for kernels that read it).
+        let levels: &[BufferId] = if self.run.stencil.kernel.reads_previous() {
+            &[self.cur, self.next]
+        } else {
+            &[self.cur]
+        };
+        let levels = levels.to_vec();
         for m in plan.sends_of(self.p) {
-            let mut msg = Vec::with_capacity(m.region.card());
-            self.device
-                .read(self.cur, &m.region, &mut msg)
-                .map_err(|e| self.dev_err(e))?;
+            let mut msg = Vec::with_capacity(m.region.card() * levels.len());
+            for &b in &levels {
+                self.device
+                    .read(b, &m.region, &mut msg)
+                    .map_err(|e| self.dev_err(e))?;
+            }
             self.transport
                 .send(m.to, tag, msg)
                 .map_err(|e| self.net_err(e))?;
@@ -508,9 +524,20 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 .transport
                 .recv(m.from, tag)
                 .map_err(|e| self.net_err(e))?;
-            self.device
-                .write(self.cur, &m.region, &msg)
-                .map_err(|e| self.dev_err(e))?;
+            let cells = m.region.card();
+            if msg.len() != cells * levels.len() {
+                return Err(self.fail(VpError::Protocol(format!(
+                    "moved rows from {} have {} cells, expected {}",
+                    m.from,
+                    msg.len(),
+                    cells * levels.len()
+                ))));
+            }
+            for (&b, part) in levels.iter().zip(msg.chunks(cells.max(1))) {
+                self.device
+                    .write(b, &m.region, part)
+                    .map_err(|e| self.dev_err(e))?;
+            }
         }
         // 4. Boundary cells are never computed: set them from init.
         for part in geo.extent.difference(&self.interior) {

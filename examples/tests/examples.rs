@@ -58,6 +58,7 @@ fn examples_run_and_reject_bad_input_in_one_line() {
         (env!("CARGO_BIN_EXE_gas-sim"), vec!["20", "20", "10", "5"]),
         (env!("CARGO_BIN_EXE_laplace"), vec!["12", "10", "8", "5"]),
         (env!("CARGO_BIN_EXE_poisson"), vec!["20", "16", "5"]),
+        (env!("CARGO_BIN_EXE_wavesim"), vec!["24", "20", "8"]),
     ] {
         let out = Command::new(bin).args(&args).output().unwrap();
         assert!(

@@ -23,6 +23,13 @@ pub trait Kernel<T>: Send + Sync {
     fn device_kernel(&self) -> Option<crate::DeviceKernel> {
         None
     }
+    /// Whether the update also reads the level before the current one: the
+    /// value `dst_slab` holds at its own cell before it is written (the
+    /// buffers swap each step, so that is level t-1). The skeleton then
+    /// keeps both buffers' rows when it rebalances.
+    fn reads_previous(&self) -> bool {
+        false
+    }
 }
 
 /// Errors unless `region` and every cell the kernel reads from it lie inside

@@ -38,6 +38,11 @@ pub fn g(d: usize) -> E {
     E(Expr::Global(d))
 }
 
+/// The cell one level before `u(&[0, ...])` (level t-1).
+pub fn old2() -> E {
+    E(Expr::Old2)
+}
+
 /// A literal, rounded to the cell type where used.
 pub fn num(v: f64) -> E {
     E(Expr::Num(v))

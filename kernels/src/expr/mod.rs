@@ -105,29 +105,6 @@ fn bad(part: &str, at: usize, why: impl Into<String>) -> SpecError {
     }
 }
 
-/// Every offset `e` reads.
-fn reads(e: &Expr, out: &mut Vec<Vec<i64>>) {
-    match e {
-        Expr::Cell(o) => {
-            if !out.contains(o) {
-                out.push(o.clone());
-            }
-        }
-        Expr::Num(_) | Expr::Let(_) | Expr::Global(_) => {}
-        Expr::Neg(a) | Expr::Not(a) => reads(a, out),
-        Expr::Arith(_, a, b) | Expr::Compare(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
-            reads(a, out);
-            reads(b, out);
-        }
-        Expr::Select(c, a, b) => {
-            reads(c, out);
-            reads(a, out);
-            reads(b, out);
-        }
-        Expr::Call(_, args) => args.iter().for_each(|a| reads(a, out)),
-    }
-}
-
 impl ExprSpec {
     /// Parses the spec's TOML text; `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<ExprSpec, SpecError> {
@@ -144,7 +121,7 @@ impl ExprSpec {
 
     fn new(raw: Raw) -> Result<ExprSpec, SpecError> {
         check_extents(&raw.low, &raw.high)?;
-        const RESERVED: [&str; 7] = ["u", "g", "select", "sqrt", "abs", "min", "max"];
+        const RESERVED: [&str; 8] = ["u", "g", "old2", "select", "sqrt", "abs", "min", "max"];
         if let Some(name) = raw.params.keys().find(|n| RESERVED.contains(&n.as_str())) {
             return Err(bad(
                 "params",
@@ -274,12 +251,28 @@ impl ExprSpec {
         self.low.len()
     }
 
+    /// Whether the update reads `old2`, the level before the current one.
+    pub fn reads_previous(&self) -> bool {
+        self.leaves().iter().any(|e| matches!(e, Expr::Old2))
+    }
+
     /// The dimensions whose global index the kernel uses.
     fn global_dims(&self) -> Vec<usize> {
-        fn walk(e: &Expr, out: &mut Vec<usize>) {
+        self.leaves()
+            .iter()
+            .filter_map(|e| match e {
+                Expr::Global(d) => Some(*d),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every leaf of the lets and the update.
+    fn leaves(&self) -> Vec<Expr> {
+        fn walk(e: &Expr, out: &mut Vec<Expr>) {
             match e {
-                Expr::Global(d) => out.push(*d),
-                Expr::Num(_) | Expr::Let(_) | Expr::Cell(_) => {}
+                Expr::Global(_) | Expr::Old2 | Expr::Num(_) | Expr::Cell(_) => out.push(e.clone()),
+                Expr::Let(_) => {}
                 Expr::Neg(a) | Expr::Not(a) => walk(a, out),
                 Expr::Arith(_, a, b)
                 | Expr::Compare(_, a, b)
@@ -306,12 +299,16 @@ impl ExprSpec {
 
     /// The offsets read, sorted.
     pub fn offsets(&self) -> Vec<Vec<i64>> {
-        let mut out = Vec::new();
-        for (_, e, _) in &self.lets {
-            reads(e, &mut out);
-        }
-        reads(&self.update, &mut out);
+        let mut out: Vec<Vec<i64>> = self
+            .leaves()
+            .into_iter()
+            .filter_map(|e| match e {
+                Expr::Cell(o) => Some(o),
+                _ => None,
+            })
+            .collect();
         out.sort();
+        out.dedup();
         out
     }
 
@@ -358,6 +355,8 @@ fn c<T: Math>(e: &Expr, nd: usize) -> String {
         Expr::Num(v) => T::literal_of(*v),
         Expr::Cell(o) => crate::device::exprs::neighbour(o),
         Expr::Let(i) => format!("l{i}"),
+        // Read before the body writes `dst[c]`: the level before `src`.
+        Expr::Old2 => "old2".to_string(),
         Expr::Global(d) => {
             // The thread's position along normalised dimension `n`, as the
             // prologue lays the grid out, plus the region's global origin.
@@ -410,9 +409,16 @@ impl<T: Math> Kernel<T> for ExprKernel<T> {
         self.program.apply(src, dst, frame, region);
     }
 
+    fn reads_previous(&self) -> bool {
+        self.spec.reads_previous()
+    }
+
     fn device_kernel(&self) -> Option<DeviceKernel> {
         let nd = self.spec.ndims();
         let mut body = String::new();
+        if self.spec.reads_previous() {
+            body += "    const cell old2 = dst[c];\n";
+        }
         for (i, (name, e, cond)) in self.spec.lets.iter().enumerate() {
             let ty = if *cond { "int" } else { "cell" };
             body += &format!("    const {ty} l{i} = {}; /* {name} */\n", c::<T>(e, nd));
@@ -554,14 +560,15 @@ mod tests {
 
     /// The expression at one cell, straight from the tree: what the row
     /// operations must equal bit for bit.
-    fn at_cell(e: &Expr, src: &[f32], frame: &Frame, c: isize) -> f32 {
-        let r = |x: &Expr| at_cell(x, src, frame, c);
+    fn at_cell(e: &Expr, src: &[f32], prev: &[f32], frame: &Frame, c: isize) -> f32 {
+        let r = |x: &Expr| at_cell(x, src, prev, frame, c);
         let b = |x: f32| x != 0.0;
         let t = |x: bool| if x { 1.0 } else { 0.0 };
         match e {
             Expr::Num(v) => *v as f32,
             Expr::Cell(o) => src[(c + frame.linear(o)) as usize],
             Expr::Let(_) => unreachable!("no lets here"),
+            Expr::Old2 => prev[c as usize],
             Expr::Global(d) => {
                 let idx = frame.index_of(c as usize);
                 (frame.origin()[*d] + idx[*d] as i64) as f32
@@ -606,6 +613,7 @@ mod tests {
             prop::sample::select(vec![0.0, 1.0, -1.5, 0.3, 7.0]).prop_map(Expr::Num),
             (-1i64..=1, -1i64..=1).prop_map(|(a, b)| Expr::Cell(vec![a, b])),
             (0usize..2).prop_map(Expr::Global),
+            Just(Expr::Old2),
         ];
         leaf.prop_recursive(4, 48, 8, |inner| {
             let arith = prop::sample::select(vec![Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]);
@@ -681,12 +689,14 @@ mod tests {
             let src: Vec<f32> = (0..rows * cols)
                 .map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 3.0)
                 .collect();
-            let mut dst = vec![0.0f32; rows * cols];
+            // The destination holds the level before: what old2 reads.
+            let prev: Vec<f32> = (0..rows * cols).map(|i| (i % 13) as f32 * 0.7 - 2.0).collect();
+            let mut dst = prev.clone();
             program.apply(&src, &mut dst[cols..], &frame, &[1..rows - 1, 1..cols - 1]);
             for r in 1..rows - 1 {
                 for q in 1..cols - 1 {
                     let c = (r * cols + q) as isize;
-                    let want = at_cell(&e, &src, &frame, c);
+                    let want = at_cell(&e, &src, &prev, &frame, c);
                     let got = dst[c as usize];
                     proptest::prop_assert!(
                         got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),

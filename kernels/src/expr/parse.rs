@@ -58,6 +58,8 @@ pub enum Expr {
     /// The cell's global index along dimension `d` (boundary included),
     /// as a number: `g[d]`.
     Global(usize),
+    /// The cell one level before `u[0,...]` (level t-1): `old2`.
+    Old2,
     Neg(Box<Expr>),
     Arith(Arith, Box<Expr>, Box<Expr>),
     Compare(Compare, Box<Expr>, Box<Expr>),
@@ -354,6 +356,9 @@ impl Parser<'_> {
                     }
                     return Ok((Expr::Cell(off), Kind::Real));
                 }
+                if name == "old2" {
+                    return Ok((Expr::Old2, Kind::Real));
+                }
                 if name == "g" && matches!(self.peek(), Tok::Sym("[")) {
                     self.pos += 1;
                     let d = self.int()?;
@@ -424,8 +429,8 @@ impl Parser<'_> {
                 Err(ParseError {
                     at,
                     why: format!(
-                        "unknown name '{name}' (use u[...], g[...], a parameter, an earlier let, \
-                         select, sqrt, abs, min or max)"
+                        "unknown name '{name}' (use u[...], g[...], old2, a parameter, an earlier \
+                         let, select, sqrt, abs, min or max)"
                     ),
                 })
             }

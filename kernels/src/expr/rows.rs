@@ -20,6 +20,8 @@ enum Op<T> {
     Const(T),
     /// The global index along a dimension.
     Global(usize),
+    /// The destination's value before this step (level t-1).
+    Old2,
     Neg(usize),
     Arith(Arith, usize, usize),
     Compare(Compare, usize, usize),
@@ -110,6 +112,7 @@ impl<T: Math> Builder<T> {
             }
             Expr::Let(i) => self.lets[*i],
             Expr::Global(d) => self.push(Key::Node(format!("Global({d})")), Op::Global(*d)),
+            Expr::Old2 => self.push(Key::Node("Old2".into()), Op::Old2),
             Expr::Neg(a) => {
                 let a = self.build(a);
                 self.node(Op::Neg(a))
@@ -415,6 +418,14 @@ fn eval_body<T: Math>(
             continue;
         }
         let (done, rest) = bufs.split_at_mut(k);
+        if let Op::Old2 = op {
+            // Kept before the root overwrites the destination (as the root
+            // it is already there).
+            if k != p.root {
+                rest[0][..n].copy_from_slice(out);
+            }
+            continue;
+        }
         let dst: &mut [T] = if k == p.root {
             &mut *out
         } else {
@@ -430,7 +441,7 @@ fn eval_body<T: Math>(
             }
         };
         match *op {
-            Op::Load(_) | Op::Const(_) => {}
+            Op::Load(_) | Op::Const(_) | Op::Old2 => {}
             Op::Global(dim) => {
                 // This chunk's global index: constant along the row except
                 // in the last dimension, where it counts up.

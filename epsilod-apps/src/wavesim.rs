@@ -1,0 +1,151 @@
+//! EPSILOD's wavesim (apps.md §1.1, translated from Celerity): the 2-d wave
+//! equation with three time levels in two buffers. The update reads the
+//! level before the current one (`old2`: the value the destination still
+//! holds), clamps the Laplacian at the domain's edge by the global index,
+//! and is one Rust expression for every device. Unlike EPSILOD, load
+//! balancing moves both levels, so a rebalanced run keeps its bits.
+
+use crate::{App, AppOutcome};
+use epsilod::output::{OutputGrid, Region};
+use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
+use hitmap::Shape;
+use kernels::expr::build::{g, num, old2, select, u, E};
+use kernels::ExprSpec;
+
+/// Celerity's and EPSILOD's default time step.
+pub const DT: f32 = 0.25;
+
+/// The wave's parameters for a global array of `size` (user domain + 2):
+/// centre `(sx/4, sy/4)`, sigma `(sx/8, sy/8)` (x along dimension 1, each
+/// computed in f32), amplitude 1, `dx = dy = 1`.
+struct Wave {
+    sy: i64,
+    sx: i64,
+    centre: (f32, f32),
+    sigma: (f32, f32),
+}
+
+impl Wave {
+    fn new(size: &[usize]) -> Wave {
+        let (sy, sx) = (size[0] - 2, size[1] - 2);
+        Wave {
+            sy: sy as i64,
+            sx: sx as i64,
+            centre: (sx as f32 / 4.0, sy as f32 / 4.0),
+            sigma: (sx as f32 / 8.0, sy as f32 / 8.0),
+        }
+    }
+
+    /// The initial wave at global `(g0, g1)`, every cell (boundary too).
+    fn u0(&self, g: &[i64]) -> f32 {
+        let (y, x) = (g[0] - 1, g[1] - 1);
+        let dx = x as f32 - self.centre.0;
+        let dy = y as f32 - self.centre.1;
+        let (s_x, s_y) = self.sigma;
+        // `exp` of a run-time value: glibc's expf, as EPSILOD's host would.
+        1.0f32 * (-((dx * dx) / ((2.0 * s_x) * s_x) + (dy * dy) / ((2.0 * s_y) * s_y))).exp()
+    }
+
+    /// The clamped Laplacian of `f` at global `(g0, g1)`, as
+    /// wavesim_kernels.c computes it in f32.
+    fn lap(&self, f: &dyn Fn(i64, i64) -> f32, g0: i64, g1: i64, dt: f32) -> f32 {
+        let (y, x) = (g0 - 1, g1 - 1);
+        let c = f(g0, g1);
+        let up = if y < self.sy - 1 { f(g0 + 1, g1) } else { c };
+        let um = if y > 0 { f(g0 - 1, g1) } else { c };
+        let rp = if x < self.sx - 1 { f(g0, g1 + 1) } else { c };
+        let rm = if x > 0 { f(g0, g1 - 1) } else { c };
+        let k = (dt / 1.0) * (dt / 1.0);
+        k * ((up - c) - (c - um)) + k * ((rp - c) - (c - rm))
+    }
+}
+
+/// The update `((2 c) - old2) + lap`, with the Laplacian clamped at the
+/// edge of the user domain (the missing neighbour is the centre).
+pub fn update(size: &[usize], dt: f32) -> E {
+    let w = Wave::new(size);
+    let c = u(&[0, 0]);
+    let up = select(g(0).lt((w.sy) as f64), u(&[1, 0]), c.clone());
+    let um = select(g(0).gt(1.0), u(&[-1, 0]), c.clone());
+    let rp = select(g(1).lt((w.sx) as f64), u(&[0, 1]), c.clone());
+    let rm = select(g(1).gt(1.0), u(&[0, -1]), c.clone());
+    let k = num(f64::from((dt / 1.0) * (dt / 1.0)));
+    let lap = (k.clone() * ((up - c.clone()) - (c.clone() - um)))
+        + (k * ((rp - c.clone()) - (c.clone() - rm)));
+    ((2.0 * c) - old2()) + lap
+}
+
+/// The stencil for a global array of `size` with time step `dt`.
+pub fn stencil(size: &[usize], dt: f32) -> Stencil<f32> {
+    let spec = ExprSpec::from_rust("wavesim", vec![1; 2], vec![1; 2], update(size, dt))
+        .expect("the update reads the 4-point star, inside a boundary of 1");
+    Stencil::from_expr(&spec)
+}
+
+/// The first level, on every cell.
+pub fn init(size: &[usize]) -> impl Fn(&[i64]) -> f32 + Send + Sync + 'static {
+    let w = Wave::new(size);
+    move |g| w.u0(g)
+}
+
+/// The level before the first, on interior cells: `u0 + 0.5 lap(u0)`,
+/// with the double literal of the original (added in f64, rounded once).
+pub fn init_previous(size: &[usize], dt: f32) -> impl Fn(&[i64]) -> f32 + Send + Sync + 'static {
+    let w = Wave::new(size);
+    move |g| {
+        let u0 = |a: i64, b: i64| w.u0(&[a, b]);
+        let lap = w.lap(&u0, g[0], g[1], dt);
+        (f64::from(u0(g[0], g[1])) + 0.5 * f64::from(lap)) as f32
+    }
+}
+
+/// The user domain (the array without its 1-cell boundary), which is the
+/// output.
+pub fn user_domain(size: &[usize]) -> Shape {
+    Shape::from_ranges(&[(1, size[0] as i64 - 1), (1, size[1] as i64 - 1)])
+}
+
+/// `epsilod run wavesim --size (rows+2)x(cols+2)`, time step [`DT`].
+pub struct WaveSim;
+
+impl App for WaveSim {
+    fn name(&self) -> &'static str {
+        "wavesim"
+    }
+    fn about(&self) -> &'static str {
+        "2-d  wave equation, three time levels in two buffers (EPSILOD's, dt 0.25); --size is the user domain + 2"
+    }
+    fn ndims(&self) -> usize {
+        2
+    }
+    fn check_size(&self, size: &[usize]) -> Result<(), String> {
+        if size.iter().any(|&s| s < 3) {
+            return Err(
+                "wavesim needs at least 3 cells per dimension (a 1-cell border each side)".into(),
+            );
+        }
+        Ok(())
+    }
+    fn run(
+        &self,
+        size: &[usize],
+        options: &RunOptions,
+        cluster: &Cluster,
+    ) -> Result<AppOutcome, RunError> {
+        let out = Skeleton::new(size, stencil(size, DT))
+            .init(init(size))
+            .init_previous(init_previous(size, DT))
+            .options(options)
+            .run_in(cluster)?;
+        let root = out.is_root();
+        Ok(AppOutcome {
+            report: out.report,
+            output: root.then(|| {
+                Box::new(Region {
+                    grid: out.grid,
+                    region: Some(user_domain(size)),
+                }) as Box<dyn OutputGrid>
+            }),
+        })
+    }
+}
