@@ -7,7 +7,6 @@
 //! runs along (the original's sizes coincide for the cubic runs it reports).
 
 use crate::{App, AppOutcome};
-use epsilod::output::Region;
 use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
 use hitmap::{Footprint, Shape};
 use kernels::{CellDecl, Custom, DeviceKernel, DeviceScalar, Neighbourhood, Table};
@@ -240,12 +239,7 @@ impl App for GasSim {
         3
     }
     fn check_size(&self, size: &[usize]) -> Result<(), String> {
-        if size.iter().any(|&s| s < 3) {
-            return Err(
-                "gas-sim needs at least 3 cells per dimension (a 1-cell border each side)".into(),
-            );
-        }
-        Ok(())
+        crate::three_per_dimension(self.name(), size)
     }
     fn run(
         &self,
@@ -254,20 +248,8 @@ impl App for GasSim {
         cluster: &Cluster,
     ) -> Result<AppOutcome, RunError> {
         let user = [0, 1, 2].map(|d| size[d] - 2);
-        let out = Skeleton::new(size, stencil())
-            .init(init(user))
-            .options(options)
-            .run_in(cluster)?;
-        let root = out.is_root();
-        Ok(AppOutcome {
-            report: out.report,
-            output: root.then(|| {
-                Box::new(Region {
-                    grid: out.grid,
-                    region: Some(user_domain(user)),
-                }) as Box<dyn epsilod::output::OutputGrid>
-            }),
-        })
+        let skeleton = Skeleton::new(size, stencil()).init(init(user));
+        crate::run_to_output(skeleton, options, cluster, Some(user_domain(user)))
     }
 }
 

@@ -4,7 +4,6 @@
 //! OpenCL and CUDA devices.
 
 use crate::{App, AppOutcome};
-use epsilod::output::{OutputGrid, Region};
 use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
 use kernels::expr::build::{num, u, E};
 use kernels::ExprSpec;
@@ -72,12 +71,7 @@ impl App for Laplace {
         3
     }
     fn check_size(&self, size: &[usize]) -> Result<(), String> {
-        if size.iter().any(|&s| s < 3) {
-            return Err(
-                "laplace needs at least 3 cells per dimension (a 1-cell boundary each side)".into(),
-            );
-        }
-        Ok(())
+        crate::three_per_dimension(self.name(), size)
     }
     fn run(
         &self,
@@ -85,19 +79,7 @@ impl App for Laplace {
         options: &RunOptions,
         cluster: &Cluster,
     ) -> Result<AppOutcome, RunError> {
-        let out = Skeleton::new(size, stencil(size))
-            .init(init(size))
-            .options(options)
-            .run_in(cluster)?;
-        let root = out.is_root();
-        Ok(AppOutcome {
-            report: out.report,
-            output: root.then(|| {
-                Box::new(Region {
-                    grid: out.grid,
-                    region: None,
-                }) as Box<dyn OutputGrid>
-            }),
-        })
+        let skeleton = Skeleton::new(size, stencil(size)).init(init(size));
+        crate::run_to_output(skeleton, options, cluster, None)
     }
 }

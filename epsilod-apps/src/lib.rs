@@ -16,8 +16,9 @@ pub mod laplace;
 pub mod poisson;
 pub mod wavesim;
 
-use epsilod::output::OutputGrid;
-use epsilod::{Cluster, Report, RunError, RunOptions};
+use epsilod::output::{OutputCell, OutputGrid, Region};
+use epsilod::{Cluster, Report, RunError, RunOptions, Skeleton};
+use hitmap::Shape;
 
 /// What an app run gives back.
 pub struct AppOutcome {
@@ -45,6 +46,38 @@ pub trait App: Sync {
         options: &RunOptions,
         cluster: &Cluster,
     ) -> Result<AppOutcome, RunError>;
+}
+
+/// Runs `skeleton` with `options` in `cluster`: the report, and on rank 0
+/// the grid's `region` (all of it where `None`) as the output.
+pub(crate) fn run_to_output<T: OutputCell>(
+    skeleton: Skeleton<T>,
+    options: &RunOptions,
+    cluster: &Cluster,
+    region: Option<Shape>,
+) -> Result<AppOutcome, RunError> {
+    let out = skeleton.options(options).run_in(cluster)?;
+    let root = out.is_root();
+    Ok(AppOutcome {
+        report: out.report,
+        output: root.then(|| {
+            Box::new(Region {
+                grid: out.grid,
+                region,
+            }) as Box<dyn OutputGrid>
+        }),
+    })
+}
+
+/// Errors unless every dimension has room for a 1-cell boundary each side
+/// and an interior.
+pub(crate) fn three_per_dimension(app: &str, size: &[usize]) -> Result<(), String> {
+    if size.iter().any(|&s| s < 3) {
+        return Err(format!(
+            "{app} needs at least 3 cells per dimension (a 1-cell boundary each side)"
+        ));
+    }
+    Ok(())
 }
 
 /// Every app, in the order `epsilod list` shows them.

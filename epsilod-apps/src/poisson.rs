@@ -4,7 +4,6 @@
 //! so the kernel runs, with the same bits, on any device and partition.
 
 use crate::{App, AppOutcome};
-use epsilod::output::{OutputGrid, Region};
 use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
 use kernels::expr::build::{g, num, select, u, E};
 use kernels::ExprSpec;
@@ -79,12 +78,7 @@ impl App for Poisson {
         2
     }
     fn check_size(&self, size: &[usize]) -> Result<(), String> {
-        if size.iter().any(|&s| s < 3) {
-            return Err(
-                "poisson needs at least 3 cells per dimension (a 1-cell boundary each side)".into(),
-            );
-        }
-        Ok(())
+        crate::three_per_dimension(self.name(), size)
     }
     fn run(
         &self,
@@ -92,19 +86,7 @@ impl App for Poisson {
         options: &RunOptions,
         cluster: &Cluster,
     ) -> Result<AppOutcome, RunError> {
-        let out = Skeleton::new(size, stencil(size))
-            .init(init(size))
-            .options(options)
-            .run_in(cluster)?;
-        let root = out.is_root();
-        Ok(AppOutcome {
-            report: out.report,
-            output: root.then(|| {
-                Box::new(Region {
-                    grid: out.grid,
-                    region: None,
-                }) as Box<dyn OutputGrid>
-            }),
-        })
+        let skeleton = Skeleton::new(size, stencil(size)).init(init(size));
+        crate::run_to_output(skeleton, options, cluster, None)
     }
 }

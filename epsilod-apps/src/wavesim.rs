@@ -6,7 +6,6 @@
 //! balancing moves both levels, so a rebalanced run keeps its bits.
 
 use crate::{App, AppOutcome};
-use epsilod::output::{OutputGrid, Region};
 use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
 use hitmap::Shape;
 use kernels::expr::build::{g, num, old2, select, u, E};
@@ -119,12 +118,7 @@ impl App for WaveSim {
         2
     }
     fn check_size(&self, size: &[usize]) -> Result<(), String> {
-        if size.iter().any(|&s| s < 3) {
-            return Err(
-                "wavesim needs at least 3 cells per dimension (a 1-cell border each side)".into(),
-            );
-        }
-        Ok(())
+        crate::three_per_dimension(self.name(), size)
     }
     fn run(
         &self,
@@ -132,20 +126,9 @@ impl App for WaveSim {
         options: &RunOptions,
         cluster: &Cluster,
     ) -> Result<AppOutcome, RunError> {
-        let out = Skeleton::new(size, stencil(size, DT))
+        let skeleton = Skeleton::new(size, stencil(size, DT))
             .init(init(size))
-            .init_previous(init_previous(size, DT))
-            .options(options)
-            .run_in(cluster)?;
-        let root = out.is_root();
-        Ok(AppOutcome {
-            report: out.report,
-            output: root.then(|| {
-                Box::new(Region {
-                    grid: out.grid,
-                    region: Some(user_domain(size)),
-                }) as Box<dyn OutputGrid>
-            }),
-        })
+            .init_previous(init_previous(size, DT));
+        crate::run_to_output(skeleton, options, cluster, Some(user_domain(size)))
     }
 }

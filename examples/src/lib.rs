@@ -30,3 +30,11 @@ pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
     drop(cluster);
     code
 }
+
+/// Devices as `epsilod run --devices` writes them.
+pub fn devices(specs: &[String]) -> anyhow::Result<Vec<epsilod::DeviceSpec>> {
+    Ok(specs
+        .iter()
+        .map(|d| epsilod::DeviceSpec::parse(d))
+        .collect::<Result<Vec<_>, _>>()?)
+}

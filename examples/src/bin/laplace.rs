@@ -8,7 +8,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use epsilod::{output, DeviceSpec, Skeleton};
+use epsilod::{output, Skeleton};
 use epsilod_apps::laplace;
 
 #[derive(Parser)]
@@ -31,11 +31,7 @@ fn main() -> std::process::ExitCode {
 
 fn run(a: Args) -> Result<()> {
     let size = [a.s0, a.s1, a.s2];
-    let devices = a
-        .devices
-        .iter()
-        .map(|d| DeviceSpec::parse(d))
-        .collect::<Result<Vec<_>, _>>()?;
+    let devices = examples::devices(&a.devices)?;
     let out = Skeleton::new(&size, laplace::stencil(&size))
         .iterations(a.iters)
         .init(laplace::init(&size))

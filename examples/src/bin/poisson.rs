@@ -7,7 +7,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use epsilod::{output, DeviceSpec, Skeleton};
+use epsilod::{output, Skeleton};
 use epsilod_apps::poisson;
 
 #[derive(Parser)]
@@ -29,11 +29,7 @@ fn main() -> std::process::ExitCode {
 
 fn run(a: Args) -> Result<()> {
     let size = [a.nx, a.ny];
-    let devices = a
-        .devices
-        .iter()
-        .map(|d| DeviceSpec::parse(d))
-        .collect::<Result<Vec<_>, _>>()?;
+    let devices = examples::devices(&a.devices)?;
     let out = Skeleton::new(&size, poisson::stencil(&size))
         .iterations(a.iters)
         .init(poisson::init(&size))

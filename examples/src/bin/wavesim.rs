@@ -8,7 +8,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use epsilod::{output, DeviceSpec, Skeleton};
+use epsilod::{output, Skeleton};
 use epsilod_apps::wavesim;
 
 #[derive(Parser)]
@@ -33,11 +33,7 @@ fn main() -> std::process::ExitCode {
 
 fn run(a: Args) -> Result<()> {
     let size = [a.rows + 2, a.cols + 2];
-    let devices = a
-        .devices
-        .iter()
-        .map(|d| DeviceSpec::parse(d))
-        .collect::<Result<Vec<_>, _>>()?;
+    let devices = examples::devices(&a.devices)?;
     let out = Skeleton::new(&size, wavesim::stencil(&size, a.dt))
         .iterations(a.iters)
         .init(wavesim::init(&size))
