@@ -27,6 +27,8 @@ pub enum Command {
     /// Plot per-iteration times (several reports: with and without ALB), per-device kernel time
     /// and row shares.
     Plot(PlotArgs),
+    /// Predict a run's times over a calibrated machine (models::predict).
+    Predict(PredictArgs),
     /// List the library stencils, the apps and the devices found.
     List,
     /// Record a short run's phase (per device: compute, exchange, cells, messages) as a
@@ -143,6 +145,35 @@ pub struct PlotArgs {
     /// The figure: .png or .svg.
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    /// The machine JSON (models::Machine: devices with seconds_per_cell, link classes).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Methods, comma-separated: hockney, loggp, hclogp, rivera, overlap.
+    #[arg(long, default_value = "overlap")]
+    pub method: String,
+    /// Global size, ROWSxCOLS[x...]; the first extent is partitioned. Taken from --against
+    /// when omitted.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Loop iterations. Taken from --against when omitted.
+    #[arg(long)]
+    pub iters: Option<u64>,
+    /// Halo depth in rows (the stencil's radius along the partitioned axis).
+    #[arg(long, default_value_t = 1)]
+    pub halo_rows: u64,
+    /// Bytes of one cell.
+    #[arg(long, default_value_t = 8)]
+    pub cell_bytes: u64,
+    /// Link class between neighbours; the machine's first when omitted.
+    #[arg(long)]
+    pub link: Option<String>,
+    /// A report of `epsilod run --report` to score the predictions against.
+    #[arg(long)]
+    pub against: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -77,4 +77,8 @@ pub enum CliError {
 
     #[error(transparent)]
     LearnedMethod(#[from] models::learned::UnknownMethod),
+
+    /// `predict` failed.
+    #[error("cannot predict: {0}")]
+    Predict(String),
 }

@@ -592,3 +592,114 @@ fn plot_draws_png_and_svg_from_reports() {
         "unknown figure format",
     );
 }
+
+const MACHINE: &str = r#"{"devices":[{"name":"fast","seconds_per_cell":1e-9},{"name":"slow","seconds_per_cell":3e-9}],
+ "links":[{"name":"local","hockney":{"alpha":1e-6,"beta":1e-10},"loggp":{"l":1e-6,"o_s":0,"o_r":0,"g":0,"big_g":1e-10}}]}"#;
+
+#[test]
+fn predict_partitions_by_calibrated_power_and_scores_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("machine.json");
+    std::fs::write(&model, MACHINE).unwrap();
+    let m = model.to_str().unwrap();
+    let out = epsilod(&[
+        "predict",
+        "--model",
+        m,
+        "--size",
+        "1000x1000",
+        "--iters",
+        "100",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // A 3x slower device gets a third of the rows of the fast one, so both
+    // compute for the same time: 750 x 1000 x 1e-9 = 250 x 1000 x 3e-9.
+    assert!(
+        text.contains("device 0: rows 750 compute 7.500000e-4"),
+        "{text}"
+    );
+    assert!(
+        text.contains("device 1: rows 250 compute 7.500000e-4"),
+        "{text}"
+    );
+
+    let report = dir.path().join("r.json");
+    let run = epsilod(&[
+        "run",
+        "2d4",
+        "--size",
+        "20",
+        "--iters",
+        "3",
+        "--devices",
+        "cpu:threads=1",
+        "--devices",
+        "cpu:threads=1",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{run:?}");
+    let out = epsilod(&[
+        "predict",
+        "--model",
+        m,
+        "--method",
+        "overlap,hclogp",
+        "--against",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("measured loop_s"), "{text}");
+    // The report's own partition (equal weights on 20 rows) is predicted.
+    assert!(text.contains("device 0: rows 10 "), "{text}");
+    assert!(
+        !text.contains(" - \n")
+            && text
+                .lines()
+                .filter(|l| l.starts_with("overlap") || l.starts_with("hclogp"))
+                .count()
+                == 2,
+        "{text}"
+    );
+}
+
+#[test]
+fn predict_rejects_bad_input_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("machine.json");
+    std::fs::write(&model, MACHINE).unwrap();
+    let m = model.to_str().unwrap();
+    let base = ["predict", "--model", m, "--size", "100x100", "--iters", "5"];
+    let with = |extra: &[&'static str]| [&base[..], extra].concat();
+    fails_with(&with(&["--method", "foo"]), "unknown method \"foo\"");
+    fails_with(&with(&["--link", "infiniband"]), "infiniband");
+    fails_with(&["predict", "--model", m], "give --size or --against");
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "/nonexistent/m.json",
+            "--size",
+            "10",
+            "--iters",
+            "1",
+        ],
+        "cannot read model",
+    );
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{}").unwrap();
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            bad.to_str().unwrap(),
+            "--size",
+            "10",
+            "--iters",
+            "1",
+        ],
+        "is not a machine JSON",
+    );
+}

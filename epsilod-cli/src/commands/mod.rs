@@ -5,6 +5,7 @@ mod compare;
 mod fit_comm;
 mod list;
 mod plot;
+mod predict;
 mod replay;
 mod run;
 mod scale;
@@ -20,6 +21,7 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
         Command::Run(args) => run::run(&args, cluster),
         Command::Compare(args) => compare::compare(&args, cluster),
         Command::Plot(args) => plot::plot(&args),
+        Command::Predict(args) => predict::predict(&args),
         Command::List => {
             print!("{}", list::list());
             Ok(())

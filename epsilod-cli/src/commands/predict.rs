@@ -1,0 +1,112 @@
+//! `epsilod predict`: a thin front over `models::Machine::predict`.
+//!
+//! The partition is the report's first-iteration rows when `--against`
+//! gives one (so the prediction scores the run that happened), else rows
+//! proportional to the calibrated relative powers.
+
+use super::run::parse_size;
+use crate::args::PredictArgs;
+use crate::error::CliError;
+use crate::plot::load_report;
+use models::metrics;
+use models::predict::{Machine, Method, Run};
+
+pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(&args.model).map_err(|e| {
+        CliError::Predict(format!("cannot read model {}: {e}", args.model.display()))
+    })?;
+    let raw: Machine = serde_json::from_str(&text).map_err(|e| {
+        CliError::Predict(format!(
+            "{} is not a machine JSON (see docs/modelling.md): {e}",
+            args.model.display()
+        ))
+    })?;
+    // Re-validate: relative powers in the file are derived, never trusted.
+    let machine = Machine::new(raw.devices, raw.links).map_err(perr)?;
+    let methods = args
+        .method
+        .split(',')
+        .map(|m| m.trim().parse::<Method>().map_err(perr))
+        .collect::<Result<Vec<_>, _>>()?;
+    let report = match &args.against {
+        Some(p) => Some(load_report(p).map_err(|e| match e {
+            CliError::Plot(m) => CliError::Predict(m),
+            other => other,
+        })?),
+        None => None,
+    };
+    let size = match (&args.size, &report) {
+        (Some(s), _) => parse_size(s, s.split('x').count())?,
+        (None, Some(r)) => r.config.size.clone(),
+        (None, None) => return Err(CliError::Predict("give --size or --against".into())),
+    };
+    let iters = match (args.iters, &report) {
+        (Some(n), _) => n,
+        (None, Some(r)) => r.config.iters,
+        (None, None) => return Err(CliError::Predict("give --iters or --against".into())),
+    };
+    let link = match &args.link {
+        Some(l) => l.clone(),
+        None => machine
+            .links
+            .first()
+            .map(|l| l.name.clone())
+            .ok_or_else(|| CliError::Predict("the machine has no link class".into()))?,
+    };
+    let weights: Vec<f64> = match report.as_ref().and_then(|r| r.iterations.first()) {
+        Some(it) => it.devices.iter().map(|d| d.rows as f64).collect(),
+        None => machine.devices.iter().map(|d| d.relative_power).collect(),
+    };
+    if weights.len() != machine.devices.len() {
+        return Err(CliError::Predict(format!(
+            "the report ran {} devices, the machine describes {}: calibrate this device set",
+            weights.len(),
+            machine.devices.len()
+        )));
+    }
+    let cells_per_row: u64 = size[1..].iter().map(|&n| n as u64).product();
+    let run = Run::from_weights(
+        size[0] as u64,
+        cells_per_row,
+        args.halo_rows,
+        (cells_per_row * args.cell_bytes) as f64,
+        iters,
+        &weights,
+        &link,
+    )
+    .map_err(perr)?;
+    let real = report.as_ref().map(|r| r.summary.loop_seconds);
+    println!("method   iteration_s   loop_s   balanced_loop_s   rel_error");
+    for m in methods {
+        let p = machine.predict(&run, m).map_err(perr)?;
+        let err = match real {
+            Some(r) => format!(
+                "{:.3}",
+                metrics::relative_error(p.loop_time, r).map_err(perr)?
+            ),
+            None => "-".into(),
+        };
+        println!(
+            "{:<8} {:>12.6e} {:>8.4} {:>17.4} {:>11}",
+            m.name(),
+            p.iteration,
+            p.loop_time,
+            p.balanced_loop,
+            err
+        );
+        for (d, t) in p.devices.iter().enumerate() {
+            println!(
+                "  device {d}: rows {} compute {:.6e} s exchange {:.6e} s",
+                run.rows[d], t.compute, t.exchange
+            );
+        }
+    }
+    if let Some(r) = real {
+        println!("measured loop_s {r:.4}");
+    }
+    Ok(())
+}
+
+fn perr<E: std::fmt::Display>(e: E) -> CliError {
+    CliError::Predict(e.to_string())
+}
