@@ -248,6 +248,10 @@ pub struct RunArgs {
     /// A TOML device file instead of --devices.
     #[arg(long)]
     pub device_file: Option<PathBuf>,
+    /// Start with device weights proportional to the calibrated relative powers of this machine
+    /// JSON (see docs/modelling.md; one device entry per device, in order). Replaces weight=.
+    #[arg(long)]
+    pub weights_from: Option<PathBuf>,
     /// m | m<n> | s<d> | w<d> (EPSILOD's meanings).
     #[arg(long, default_value = "m", value_parser = parse_partition)]
     pub partition: Partition,

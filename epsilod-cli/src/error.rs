@@ -78,6 +78,14 @@ pub enum CliError {
     #[error(transparent)]
     LearnedMethod(#[from] models::learned::UnknownMethod),
 
+    /// A machine model file that cannot be used.
+    #[error("machine model {path}: {why}")]
+    MachineModel {
+        /// The file.
+        path: String,
+        /// What is wrong and how to fix it.
+        why: String,
+    },
     /// `predict` failed.
     #[error("cannot predict: {0}")]
     Predict(String),

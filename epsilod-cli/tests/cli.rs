@@ -686,7 +686,7 @@ fn predict_rejects_bad_input_with_one_line() {
             "--iters",
             "1",
         ],
-        "cannot read model",
+        "cannot read it",
     );
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, "{}").unwrap();
@@ -700,6 +700,59 @@ fn predict_rejects_bad_input_with_one_line() {
             "--iters",
             "1",
         ],
-        "is not a machine JSON",
+        "not a machine JSON",
+    );
+}
+
+#[test]
+fn weights_from_a_machine_seed_the_partition_by_power() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("machine.json");
+    std::fs::write(&model, MACHINE).unwrap();
+    let report = dir.path().join("r.json");
+    let base = [
+        "run",
+        "2d4",
+        "--size",
+        "22",
+        "--iters",
+        "2",
+        "--partition",
+        "w0",
+        "--devices",
+        "cpu:threads=1",
+        "--devices",
+        "cpu:threads=1,slowdown=3",
+        "--weights-from",
+        model.to_str().unwrap(),
+    ];
+    let out = epsilod(&[&base[..], &["--report", report.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{out:?}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let rows: Vec<u64> = r["iterations"][0]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rows"].as_u64().unwrap())
+        .collect();
+    // Relative powers 3 and 1 split the 20 interior rows 3:1 (without the
+    // model, weights 1 and 1 would give 10 and 10).
+    assert_eq!(rows, [15, 5]);
+
+    fails_with(
+        &[
+            "run",
+            "2d4",
+            "--size",
+            "20",
+            "--iters",
+            "2",
+            "--devices",
+            "cpu:threads=1",
+            "--weights-from",
+            model.to_str().unwrap(),
+        ],
+        "it describes 2 devices, the run has 1",
     );
 }

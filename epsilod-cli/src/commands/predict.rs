@@ -12,17 +12,7 @@ use models::metrics;
 use models::predict::{Machine, Method, Run};
 
 pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(&args.model).map_err(|e| {
-        CliError::Predict(format!("cannot read model {}: {e}", args.model.display()))
-    })?;
-    let raw: Machine = serde_json::from_str(&text).map_err(|e| {
-        CliError::Predict(format!(
-            "{} is not a machine JSON (see docs/modelling.md): {e}",
-            args.model.display()
-        ))
-    })?;
-    // Re-validate: relative powers in the file are derived, never trusted.
-    let machine = Machine::new(raw.devices, raw.links).map_err(perr)?;
+    let machine = load_machine(&args.model)?;
     let methods = args
         .method
         .split(',')
@@ -105,6 +95,19 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
         println!("measured loop_s {r:.4}");
     }
     Ok(())
+}
+
+/// Reads and validates a machine JSON; relative powers are recomputed by
+/// `Machine::new`, never trusted from the file.
+pub(super) fn load_machine(path: &std::path::Path) -> Result<Machine, CliError> {
+    let bad = |why: String| CliError::MachineModel {
+        path: path.display().to_string(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let raw: Machine = serde_json::from_str(&text)
+        .map_err(|e| bad(format!("not a machine JSON (see docs/modelling.md): {e}")))?;
+    Machine::new(raw.devices, raw.links).map_err(|e| bad(e.to_string()))
 }
 
 fn perr<E: std::fmt::Display>(e: E) -> CliError {

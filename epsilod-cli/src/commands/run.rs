@@ -103,6 +103,29 @@ fn devices(args: &RunArgs, hosts: &[String]) -> Result<Placed, CliError> {
     })
 }
 
+/// Model-seeded partition: each device's weight becomes its calibrated
+/// relative power, so the first ALB window starts near balance.
+fn seed_weights(
+    devices: &mut [DeviceSpec],
+    machine: &models::predict::Machine,
+    path: &std::path::Path,
+) -> Result<(), CliError> {
+    if machine.devices.len() != devices.len() {
+        return Err(CliError::MachineModel {
+            path: path.display().to_string(),
+            why: format!(
+                "it describes {} devices, the run has {}: calibrate this device set",
+                machine.devices.len(),
+                devices.len()
+            ),
+        });
+    }
+    for (d, m) in devices.iter_mut().zip(&machine.devices) {
+        d.weight = m.relative_power;
+    }
+    Ok(())
+}
+
 /// A run whose arguments are all checked.
 struct Checked {
     target: Target,
@@ -114,7 +137,10 @@ struct Checked {
 fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliError> {
     let target = resolve(&args.stencil)?;
     let size = parse_size(&args.size, target.ndims())?;
-    let (devices, placement) = devices(args, &cluster.info().hosts)?;
+    let (mut devices, placement) = devices(args, &cluster.info().hosts)?;
+    if let Some(path) = &args.weights_from {
+        seed_weights(&mut devices, &super::predict::load_machine(path)?, path)?;
+    }
     let alb = Alb::parse(alb)?;
     if let Target::App(app) = &target {
         app.check_size(&size).map_err(|why| CliError::Size {
