@@ -283,3 +283,33 @@ fn print_summary(r: &Report) {
         r.summary.skeleton_overhead_seconds_per_iteration * 1e3
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text is a size or one error, never a panic.
+        #[test]
+        fn sizes_never_panic(text in ".*|[0-9x ]{0,24}", ndims in 1usize..5) {
+            let _ = parse_size(&text, ndims);
+        }
+    }
+
+    #[test]
+    fn sizes_parse_or_say_why() {
+        assert_eq!(parse_size("34", 3).unwrap(), vec![34, 34, 34]);
+        assert_eq!(parse_size("10x20", 2).unwrap(), vec![10, 20]);
+        for (bad, why) in [
+            ("0", "at least 1"),
+            ("1x", "not a whole number"),
+            ("2x3x4", "3 dimensions given"),
+        ] {
+            assert!(
+                parse_size(bad, 2).unwrap_err().to_string().contains(why),
+                "{bad}"
+            );
+        }
+    }
+}

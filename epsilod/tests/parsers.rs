@@ -1,0 +1,70 @@
+//! Every parser of user input gives a value or an error, never a panic:
+//! stencil spec files (weighted and expressions, whose kernels are also
+//! built and their device code written), device files, `--devices`
+//! entries, heuristics, partitions. Inputs are arbitrary text and valid
+//! inputs with random edits. `FUZZ_CASES` raises the count per parser
+//! (the default keeps CI quick).
+
+use proptest::prelude::*;
+
+fn cases() -> u32 {
+    std::env::var("FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500)
+}
+
+/// `valid` with up to eight random insertions, deletions, replacements
+/// or truncations.
+fn mutated(valid: &'static str) -> impl Strategy<Value = String> {
+    let len = valid.chars().count();
+    prop::collection::vec((0..=len, 0u8..4, any::<char>()), 0..8).prop_map(move |edits| {
+        let mut s: Vec<char> = valid.chars().collect();
+        for (at, kind, c) in edits {
+            let at = at.min(s.len());
+            match kind {
+                0 => s.insert(at, c),
+                1 if at < s.len() => {
+                    s.remove(at);
+                }
+                2 if at < s.len() => s[at] = c,
+                _ => s.truncate(at),
+            }
+        }
+        s.into_iter().collect()
+    })
+}
+
+const WEIGHTED: &str =
+    "name = \"x\"\nlow = [1, 1]\nhigh = [1, 1]\nweights = [0, 1, 0, 1, 0, 1, 0, 1, 0]\nfactor = 4\n";
+const EXPRESSION: &str = "name = \"e\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { k = 0.5 }\nlet = [\"s = u[-1,0] + u[1,0]\", \"hot = s > k\"]\nupdate = \"select(hot && !(g[0] < 2), sqrt(abs(s)) / 2, min(old2, u[0,1]) - 3 * (s + 1e-3))\"\n";
+const DEVICE_FILE: &str = "[[device]]\nkind = \"cpu\"\nthreads = 1\nweight = 2\nslowdown = \"3@300\"\nhost = \"*\"\n[[device]]\nkind = \"opencl\"\nplatform = 0\ndevice = 0\nrank = 1\n";
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn stencil_specs(text in prop_oneof![".*", mutated(WEIGHTED), mutated(EXPRESSION)]) {
+        if let Ok(kernels::AnySpec::Expr(e)) = kernels::AnySpec::from_toml(&text, "f.toml") {
+            // What parses also compiles, for the CPU and for devices.
+            let k = kernels::ExprKernel::<f32>::new(&e);
+            let _ = kernels::Kernel::device_kernel(&k);
+        }
+    }
+
+    #[test]
+    fn device_files(text in prop_oneof![".*", mutated(DEVICE_FILE)]) {
+        let _ = epsilod::devices::parse_device_file(&text, "devices.toml");
+    }
+
+    #[test]
+    fn device_entries(text in prop_oneof![".*", mutated("cpu:threads=2,weight=3,slowdown=2.5@100"), mutated("opencl:platform=0,device=1")]) {
+        let _ = epsilod::DeviceSpec::parse(&text);
+    }
+
+    #[test]
+    fn heuristics_and_partitions(text in prop_oneof![".*", mutated("cost-aware:min-gain=0.05"), mutated("const-iters:every=100"), mutated("w0"), mutated("m2")]) {
+        let _ = epsilod::Alb::parse(&text);
+        let _ = text.parse::<hitmap::Partition>();
+    }
+}
