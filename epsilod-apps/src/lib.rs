@@ -38,14 +38,78 @@ pub trait App: Sync {
     fn ndims(&self) -> usize;
     /// Errors (with the reason) unless it can run on a global array of
     /// `size` (boundary included).
-    fn check_size(&self, size: &[usize]) -> Result<(), String>;
+    fn check_size(&self, size: &[usize]) -> Result<(), String> {
+        three_per_dimension(self.name(), size)
+    }
+    /// The numbers it takes (`epsilod run APP --param name=value`).
+    fn params(&self) -> &'static [Param] {
+        &[]
+    }
     /// Runs on a global array of `size` in `cluster`.
     fn run(
         &self,
         size: &[usize],
+        params: &Params,
         options: &RunOptions,
         cluster: &Cluster,
     ) -> Result<AppOutcome, RunError>;
+}
+
+/// A number an app takes, with its default.
+pub struct Param {
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// Its value when not given.
+    pub default: f64,
+    /// What it is, for `epsilod list`.
+    pub about: &'static str,
+}
+
+/// An app's parameter values, every one present (defaults filled in).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Params(std::collections::BTreeMap<String, f64>);
+
+impl Params {
+    /// `app`'s defaults, overridden by `given` (`name=value` each): an
+    /// unknown name, a value that is not a finite number, or a name given
+    /// twice is an error naming it.
+    pub fn parse(app: &dyn App, given: &[String]) -> Result<Params, String> {
+        let known = app.params();
+        let mut values: std::collections::BTreeMap<String, f64> = known
+            .iter()
+            .map(|p| (p.name.to_string(), p.default))
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for text in given {
+            let (name, value) = text
+                .split_once('=')
+                .ok_or_else(|| format!("--param {text}: write name=value"))?;
+            if !known.iter().any(|p| p.name == name) {
+                let names: Vec<&str> = known.iter().map(|p| p.name).collect();
+                return Err(if names.is_empty() {
+                    format!("--param {name}: {} takes no parameters", app.name())
+                } else {
+                    format!("--param {name}: {} takes {}", app.name(), names.join(", "))
+                });
+            }
+            if !seen.insert(name) {
+                return Err(format!("--param {name} is given twice"));
+            }
+            let v: f64 = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| format!("--param {name}={value}: not a finite number"))?;
+            values.insert(name.to_string(), v);
+        }
+        Ok(Params(values))
+    }
+
+    /// The value of `name` (a parameter the app declared).
+    pub fn get(&self, name: &str) -> f64 {
+        self.0.get(name).copied().unwrap_or(f64::NAN)
+    }
 }
 
 /// Runs `skeleton` with `options` in `cluster`: the report, and on rank 0
@@ -98,6 +162,31 @@ pub fn find(name: &str) -> Option<&'static dyn App> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn params_take_defaults_and_say_what_is_wrong() {
+        let w = find("wavesim").unwrap();
+        assert_eq!(Params::parse(w, &[]).unwrap().get("dt"), 0.25);
+        assert_eq!(Params::parse(w, &["dt=0.1".into()]).unwrap().get("dt"), 0.1);
+        for (bad, why) in [
+            ("dt", "write name=value"),
+            ("step=1", "wavesim takes dt"),
+            ("dt=fast", "not a finite number"),
+            ("dt=inf", "not a finite number"),
+        ] {
+            assert!(
+                Params::parse(w, &[bad.into()]).unwrap_err().contains(why),
+                "{bad}"
+            );
+        }
+        assert!(Params::parse(w, &["dt=1".into(), "dt=2".into()])
+            .unwrap_err()
+            .contains("twice"));
+        let g = find("gas-sim").unwrap();
+        assert!(Params::parse(g, &["x=1".into()])
+            .unwrap_err()
+            .contains("takes no parameters"));
+    }
 
     #[test]
     fn names_are_unique_and_found() {

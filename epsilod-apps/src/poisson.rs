@@ -77,12 +77,10 @@ impl App for Poisson {
     fn ndims(&self) -> usize {
         2
     }
-    fn check_size(&self, size: &[usize]) -> Result<(), String> {
-        crate::three_per_dimension(self.name(), size)
-    }
     fn run(
         &self,
         size: &[usize],
+        _params: &crate::Params,
         options: &RunOptions,
         cluster: &Cluster,
     ) -> Result<AppOutcome, RunError> {

@@ -112,23 +112,30 @@ impl App for WaveSim {
         "wavesim"
     }
     fn about(&self) -> &'static str {
-        "2-d  wave equation, three time levels in two buffers (EPSILOD's, dt 0.25); --size is the user domain + 2"
+        "2-d  wave equation, three time levels in two buffers (EPSILOD's); --size is the user domain + 2"
     }
     fn ndims(&self) -> usize {
         2
     }
-    fn check_size(&self, size: &[usize]) -> Result<(), String> {
-        crate::three_per_dimension(self.name(), size)
+    fn params(&self) -> &'static [crate::Param] {
+        &[crate::Param {
+            name: "dt",
+            default: DT as f64,
+            about: "time step",
+        }]
     }
     fn run(
         &self,
         size: &[usize],
+        params: &crate::Params,
         options: &RunOptions,
         cluster: &Cluster,
     ) -> Result<AppOutcome, RunError> {
-        let skeleton = Skeleton::new(size, stencil(size, DT))
+        // As the original reads it: decimal to double, then to float.
+        let dt = params.get("dt") as f32;
+        let skeleton = Skeleton::new(size, stencil(size, dt))
             .init(init(size))
-            .init_previous(init_previous(size, DT));
+            .init_previous(init_previous(size, dt));
         crate::run_to_output(skeleton, options, cluster, Some(user_domain(size)))
     }
 }

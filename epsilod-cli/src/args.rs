@@ -284,4 +284,7 @@ pub struct RunArgs {
     /// rank's share of its host's cores).
     #[arg(long)]
     pub pin: bool,
+    /// An app's parameter, name=value (repeatable; see 'epsilod list' for each app's).
+    #[arg(long = "param")]
+    pub params: Vec<String>,
 }

@@ -75,6 +75,9 @@ pub enum CliError {
     #[error("cannot replay: {0}")]
     Replay(String),
 
+    #[error("{0} (see 'epsilod list')")]
+    Param(String),
+
     #[error(transparent)]
     LearnedMethod(#[from] models::learned::UnknownMethod),
 

@@ -58,6 +58,18 @@ fn bad_input_is_one_clear_line() {
         ($($x:expr),*) => { vec![$($x.to_string()),*] };
     }
     let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            a!["run", "wavesim", "--size", "34x26", "--param", "step=1"],
+            "--param step: wavesim takes dt (see 'epsilod list')",
+        ),
+        (
+            a!["run", "wavesim", "--size", "34x26", "--param", "dt=fast"],
+            "--param dt=fast: not a finite number",
+        ),
+        (
+            a!["run", "2d4", "--size", "34", "--param", "dt=1"],
+            "--param is for apps; '2d4' takes none",
+        ),
         (a!["run", "5d7", "--size", "10"], "unknown stencil '5d7'"),
         (
             a!["run", "2d4", "--size", "10x10x10"],
@@ -374,6 +386,27 @@ fn outputs_match_the_reference_in_every_format() {
         "{header}"
     );
     assert_eq!(&npy[npy.len() - raw.len()..], &raw[..]);
+}
+
+#[test]
+fn app_parameters_reach_the_app() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = |name: &str, param: Option<&str>| {
+        let path = dir.path().join(name);
+        let mut args = vec![
+            "run", "wavesim", "--size", "34x26", "--iters", "12", "--quiet",
+        ];
+        args.extend(["--output", path.to_str().unwrap()]);
+        if let Some(p) = param {
+            args.extend(["--param", p]);
+        }
+        let o = epsilod(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(path).unwrap()
+    };
+    let default = out("a.npy", None);
+    assert_eq!(out("b.npy", Some("dt=0.25")), default);
+    assert_ne!(out("c.npy", Some("dt=0.1")), default);
 }
 
 #[test]

@@ -81,6 +81,9 @@ pub fn list() -> String {
     s += "apps:\n";
     for app in epsilod_apps::all() {
         s += &format!("  {:<7} {}\n", app.name(), app.about());
+        for p in app.params() {
+            s += &format!("          --param {}={} ({})\n", p.name, p.default, p.about);
+        }
     }
     s += "load-balancing heuristics (--alb name[:key=value,...]):\n";
     for h in heuristics::BUILTIN {

@@ -131,6 +131,8 @@ struct Checked {
     target: Target,
     size: Vec<usize>,
     options: RunOptions,
+    /// An app's parameters.
+    params: epsilod_apps::Params,
 }
 
 /// Everything that can be wrong with a run, found before any work starts.
@@ -142,12 +144,22 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
         seed_weights(&mut devices, &super::predict::load_machine(path)?, path)?;
     }
     let alb = Alb::parse(alb)?;
-    if let Target::App(app) = &target {
-        app.check_size(&size).map_err(|why| CliError::Size {
-            size: args.size.clone(),
-            why,
-        })?;
-    }
+    let params = match &target {
+        Target::App(app) => {
+            app.check_size(&size).map_err(|why| CliError::Size {
+                size: args.size.clone(),
+                why,
+            })?;
+            epsilod_apps::Params::parse(*app, &args.params).map_err(CliError::Param)?
+        }
+        _ if !args.params.is_empty() => {
+            return Err(CliError::Param(format!(
+                "--param is for apps; '{}' takes none",
+                args.stencil
+            )))
+        }
+        _ => epsilod_apps::Params::default(),
+    };
     // Only rank 0 writes, and only its file system matters.
     if cluster.is_root() {
         if let Some(o) = &args.output {
@@ -160,6 +172,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     Ok(Checked {
         target,
         size,
+        params,
         options: RunOptions {
             iters: args.iters,
             devices,
@@ -194,6 +207,7 @@ pub fn run_config(
         target,
         size,
         mut options,
+        params,
     } = checked?;
     let shows_progress =
         write && cluster.is_root() && !args.quiet && std::io::stderr().is_terminal();
@@ -203,7 +217,7 @@ pub fn run_config(
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
         Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(spec),
         Target::App(app) => {
-            let out = app.run(&size, &options, cluster)?;
+            let out = app.run(&size, &params, &options, cluster)?;
             drop(bar);
             if let (true, Some(grid), Some(path)) = (write, &out.output, &args.output) {
                 grid.write_to(path)?;
@@ -237,6 +251,7 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
         target,
         size,
         options,
+        ..
     } = check(args, "none", cluster)?;
     let stencil = match target {
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
