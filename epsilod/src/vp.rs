@@ -225,6 +225,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             .alb
             .as_ref()
             .map(|a| AlbState::new(a, self.geometry.layout.procs(), iters));
+        // Start together: a peer still creating its device context or
+        // compiling its kernel (seconds on a GPU) is setup, not the first
+        // iteration's exchange.
+        self.transport.barrier().map_err(|e| self.net_err(e))?;
         let started = Instant::now();
         for it in 0..iters {
             let t0 = Instant::now();

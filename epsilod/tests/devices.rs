@@ -324,8 +324,14 @@ fn a_kernel_that_fails_to_compile_shows_the_build_log(kind: &str) {
     .devices(devices(&[kind]))
     .run();
     let e = epsilod::error::chain(&r.err().expect("the source does not compile"));
+    // The API's own name: `opencl` builds for OpenCL, `cuda` for CUDA.
+    let api = if kind.starts_with("cuda") {
+        "CUDA"
+    } else {
+        "OpenCL"
+    };
     assert!(
-        e.contains("kernel 'broken' failed to build for OpenCL"),
+        e.contains(&format!("kernel 'broken' failed to build for {api}")),
         "{e}"
     );
     assert!(
