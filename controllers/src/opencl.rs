@@ -103,9 +103,8 @@ impl OclRuntime {
 }
 
 impl OclRuntime {
-    /// Launches with explicit work-group sizes as on a GPU (`true`), or
-    /// leaves them to the implementation as on a CPU one. Tests use it to
-    /// run the GPU launch geometry on PoCL.
+    /// Launches with the work-group shapes of a GPU (`true`) or of a CPU
+    /// implementation. Tests use it to run the GPU launch geometry on PoCL.
     pub fn gpu_groups(mut self, on: bool) -> OclRuntime {
         self.gpu = on;
         self

@@ -45,6 +45,8 @@ pub enum KernelError {
     },
     #[error("device kernels run regions of 1 to {max} dimensions, not {0}", max = crate::device::abi::DIMS)]
     DeviceDims(usize),
+    #[error("device kernels need a contiguous innermost dimension, not a stride of {0}")]
+    InnerStride(usize),
     #[error(
         "a launch needs one stride per region dimension: {strides} strides for a {region}-d region"
     )]

@@ -18,7 +18,7 @@ type Mem<T> = Arc<Mutex<Vec<T>>>;
 /// Host memory posing as a device that knows every library kernel.
 pub struct MockRuntime<T> {
     known: HashMap<String, Arc<dyn Kernel<T>>>,
-    /// Pretend to be a GPU, so launches get explicit work groups.
+    /// Pretend to be a GPU, so launches get the groups GPUs get.
     gpu: bool,
 }
 

@@ -41,9 +41,8 @@ pub trait DeviceRuntime: Send {
     /// What this device is, e.g. `opencl:platform=0,device=0 (name)`.
     fn describe(&self) -> String;
 
-    /// Whether the device is a GPU: GPUs get explicit work-group sizes, CPU
-    /// implementations choose better themselves (see
-    /// [`super::geometry::plan_launch`]).
+    /// Whether the device is a GPU: GPUs and CPU implementations get
+    /// different work-group shapes (see [`super::geometry::plan_launch`]).
     fn is_gpu(&self) -> bool;
 
     /// A buffer of `bytes` bytes (possibly 0), contents unspecified.
@@ -78,7 +77,8 @@ pub trait DeviceRuntime: Send {
     /// Enqueues `kernel` with arguments `(src, dst, longs...)` over a grid of
     /// `grid` work-items (x fastest), in groups of `group` when given (they
     /// tile `grid`), else of the runtime's choice. May return before the
-    /// kernel runs.
+    /// kernel runs. A runtime may round the grid up to whole groups only if
+    /// its dialect has a `bounds_guard`; otherwise it runs exactly `grid`.
     ///
     /// # Safety
     ///

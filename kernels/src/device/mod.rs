@@ -3,13 +3,14 @@
 //! A [`DeviceKernel`] is a dialect-free body (statements computing `dst[c]`
 //! from `src`), the cell's C declaration and read-only tables. [`source`]
 //! wraps it in one dialect: preamble, tables, the signature written from the
-//! ABI ([`abi::ARGS`]) and a prologue that finds the thread's cell `c` and
-//! returns early outside the launch region, so any grid rounded up to
-//! work-group multiples is legal.
+//! ABI ([`abi::ARGS`]) and a prologue that finds the thread's cell `c`. In
+//! dialects whose grids are rounded up to whole blocks (CUDA) the prologue
+//! returns early outside the launch region; OpenCL launches are exact and
+//! go unguarded ([`Dialect::bounds_guard`]).
 //!
 //! Names a body can use: `cell` (the cell type; an array cell's components
 //! are `.d[i]`), `index_t` (a 64-bit signed integer), the arguments of
-//! [`abi::ARGS`] (`src`, `dst`, `base`, `s0..s3`, `n0..n3`, `o0..o3`), `c` (the cell's
+//! [`abi::ARGS`] (`src`, `dst`, `base`, `s0..s2`, `n0..n3`, `o0..o3`; `s3` is the constant 1), `c` (the cell's
 //! element index), `i3`, `i2`, `z` (the thread's grid position) and the
 //! tables. A dimension `d` of a `k`-dimensional kernel is normalised
 //! dimension `4 - k + d`, so a 3-D kernel steps with `s1`, `s2`, `s3`.
@@ -261,7 +262,8 @@ fn prologue(dialect: Dialect) -> String {
          const index_t i3 = {};\n    \
          const index_t i2 = {};\n    \
          const index_t z = {};\n    \
-         if (i3 >= n3 || i2 >= n2 || z >= n0 * n1) return;\n    \
+         const index_t s3 = 1;\n    \
+         {}\n    \
          const index_t c = base + (z / n1) * s0 + (z % n1) * s1 + i2 * s2 + i3 * s3;\n",
         dialect.kernel_qualifier(),
         KERNEL_NAME,
@@ -269,6 +271,9 @@ fn prologue(dialect: Dialect) -> String {
         dialect.global_id(0),
         dialect.global_id(1),
         dialect.global_id(2),
+        dialect
+            .bounds_guard()
+            .unwrap_or("// The launch covers the region exactly."),
     )
 }
 
@@ -293,8 +298,9 @@ mod tests {
                 at += found.unwrap_or_else(|| panic!("{name} missing or out of order: {sig}"));
             }
             assert!(sig.starts_with(d.kernel_qualifier()), "{sig}");
-            assert!(
+            assert_eq!(
                 s.contains("if (i3 >= n3 || i2 >= n2 || z >= n0 * n1) return;"),
+                d == Dialect::Cuda,
                 "{s}"
             );
         }
