@@ -57,6 +57,22 @@ pub trait Controller<T>: Send {
         dst: BufferId,
         region: &Shape,
     ) -> Result<(), DeviceError>;
+    /// As [`Controller::launch`], but the launch may still run during the
+    /// reads, writes and launches that follow, up to the next `wait` (which
+    /// completes it): a device with two queues runs it on the second, so the
+    /// halo traffic of the cells around `region` need not queue behind it.
+    /// The caller promises that none of those commands writes a cell this
+    /// launch reads or touches a cell it writes; breaking the promise gives
+    /// wrong values, never unsafety. Devices with one queue run `launch`.
+    fn launch_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.launch(kernel, src, dst, region)
+    }
     /// Waits for every launch so far.
     fn wait(&mut self) -> Result<(), DeviceError>;
     /// Device-measured seconds of the kernel launches since the last
@@ -113,6 +129,15 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
         region: &Shape,
     ) -> Result<(), DeviceError> {
         (**self).launch(kernel, src, dst, region)
+    }
+    fn launch_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        (**self).launch_overlapped(kernel, src, dst, region)
     }
     fn wait(&mut self) -> Result<(), DeviceError> {
         (**self).wait()

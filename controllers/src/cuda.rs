@@ -9,7 +9,7 @@
 //! [`DeviceError::Unavailable`] instead.
 
 use crate::error::DeviceError;
-use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, GpuController, GroupHints};
+use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, GpuController, GroupHints, Lane};
 use cudarc::driver::sys;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
@@ -124,11 +124,13 @@ static MODULES: Mutex<Option<HashMap<ModuleKey, String>>> = Mutex::new(None);
 /// A kernel's CUDA C source and the compute capability it was compiled for.
 type ModuleKey = (String, (i32, i32));
 
-/// One CUDA device: its (primary) context and one stream.
+/// One CUDA device: its (primary) context and two streams, one per
+/// [`Lane`]; buffers are allocated, copied and freed on the main one.
 pub struct CudaRuntime {
     desc: String,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    side: Arc<CudaStream>,
     arch: (i32, i32),
 }
 
@@ -162,17 +164,22 @@ impl CudaRuntime {
             )));
         }
         let ctx = CudaContext::new(device).map_err(backend)?;
-        // Ordering comes from the one stream; cudarc's per-allocation event
+        // Ordering comes from the main stream, and side-stream launches
+        // join it first (see `launch`); cudarc's per-allocation event
         // tracking would only add events to every launch.
-        // SAFETY: every buffer and launch of this runtime uses `stream` only.
+        // SAFETY: buffers are allocated, copied and freed on `stream`; a
+        // launch on `side` first waits for everything issued on `stream`,
+        // and the controller finishes both before it frees a buffer.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(backend)?;
+        let side = ctx.new_stream().map_err(backend)?;
         let name = ctx.name().map_err(backend)?;
         let arch = ctx.compute_capability().map_err(backend)?;
         Ok(CudaRuntime {
             desc: format!("cuda:device={device} ({name})"),
             ctx,
             stream,
+            side,
             arch,
         })
     }
@@ -347,6 +354,7 @@ impl DeviceRuntime for CudaRuntime {
 
     unsafe fn launch(
         &mut self,
+        lane: Lane,
         kernel: &CudaFunction,
         src: &CudaBuffer,
         dst: &CudaBuffer,
@@ -360,11 +368,19 @@ impl DeviceRuntime for CudaRuntime {
                 longs.len()
             )));
         }
+        let stream = match lane {
+            Lane::Main => &self.stream,
+            Lane::Side => {
+                // After everything issued on the main stream so far.
+                self.side.join(&self.stream).map_err(backend)?;
+                &self.side
+            }
+        };
         if grid.contains(&0) {
             // Nothing to run; still two recorded events so timing stays uniform.
             let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-            let a = self.stream.record_event(flags).map_err(backend)?;
-            let b = self.stream.record_event(flags).map_err(backend)?;
+            let a = stream.record_event(flags).map_err(backend)?;
+            let b = stream.record_event(flags).map_err(backend)?;
             return Ok((a, b));
         }
         let block = group.unwrap_or(DEFAULT_BLOCK);
@@ -386,7 +402,7 @@ impl DeviceRuntime for CudaRuntime {
             block_dim: (bx, by, bz),
             shared_mem_bytes: 0,
         };
-        let mut b = self.stream.launch_builder(kernel);
+        let mut b = stream.launch_builder(kernel);
         b.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let mut longs = longs.iter();
         for (_, kind) in ARGS {
@@ -406,13 +422,14 @@ impl DeviceRuntime for CudaRuntime {
         // SAFETY: the caller guarantees the kernel's accesses for these
         // arguments lie inside `src` and `dst`; the arguments follow the ABI's
         // order and types (two device addresses, then `long long`s); the
-        // buffers outlive the launch because the controller finishes the
-        // stream before freeing any, and `Drop` synchronises.
+        // buffers outlive the launch because the controller finishes both
+        // streams before freeing any, and `Drop` synchronises.
         let events = unsafe { b.launch(cfg) }.map_err(backend)?;
         events.ok_or_else(|| DeviceError::Backend("CUDA launch recorded no events".into()))
     }
 
     fn finish(&mut self) -> Result<(), DeviceError> {
+        self.side.synchronize().map_err(backend)?;
         self.stream.synchronize().map_err(backend)
     }
 
@@ -445,6 +462,7 @@ fn check_piece(buf: &CudaBuffer, piece: &CopyPiece, host: usize) -> Result<(), D
 impl Drop for CudaRuntime {
     /// Launches still queued must finish before their buffers are freed.
     fn drop(&mut self) {
+        let _ = self.side.synchronize();
         let _ = self.stream.synchronize();
     }
 }

@@ -4,7 +4,7 @@
 //! on a CPU.
 
 use crate::error::DeviceError;
-use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, GpuController, GroupHints};
+use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, GpuController, GroupHints, Lane};
 use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
 use kernels::device::KERNEL_NAME;
 use kernels::{Cell, Dialect};
@@ -36,12 +36,14 @@ pub fn platforms() -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// An OpenCL device: its context and one in-order, profiling queue.
+/// An OpenCL device: its context and two in-order, profiling queues, one
+/// per [`Lane`].
 pub struct OclRuntime {
     desc: String,
     device: Device,
     context: Context,
     queue: Queue,
+    side: Queue,
     gpu: bool,
 }
 
@@ -87,6 +89,8 @@ impl OclRuntime {
             .map_err(backend)?;
         let queue =
             Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE)).map_err(backend)?;
+        let side =
+            Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE)).map_err(backend)?;
         let name = dev.name().unwrap_or_else(|_| "?".into());
         let gpu = matches!(
             dev.info(ocl::enums::DeviceInfo::Type),
@@ -97,6 +101,7 @@ impl OclRuntime {
             device: dev,
             context,
             queue,
+            side,
             gpu,
         })
     }
@@ -220,6 +225,7 @@ impl DeviceRuntime for OclRuntime {
 
     unsafe fn launch(
         &mut self,
+        lane: Lane,
         kernel: &ocl::Kernel,
         src: &Buffer<u8>,
         dst: &Buffer<u8>,
@@ -242,8 +248,17 @@ impl DeviceRuntime for OclRuntime {
             }
             .map_err(backend)?;
         }
+        // A side-lane launch starts after the main lane's earlier commands.
+        let after = match lane {
+            Lane::Main => None,
+            Lane::Side => Some(self.queue.enqueue_marker::<Event>(None).map_err(backend)?),
+        };
         let mut ev = Event::empty();
         let cmd = kernel.cmd().global_work_size(grid).enew(&mut ev);
+        let cmd = match &after {
+            Some(marker) => cmd.queue(&self.side).ewait(marker),
+            None => cmd,
+        };
         let cmd = match group {
             Some(g) => cmd.local_work_size(g),
             None => cmd,
@@ -259,6 +274,7 @@ impl DeviceRuntime for OclRuntime {
     }
 
     fn finish(&mut self) -> Result<(), DeviceError> {
+        self.side.finish().map_err(backend)?;
         self.queue.finish().map_err(backend)
     }
 
@@ -283,6 +299,7 @@ impl Drop for OclRuntime {
     /// runs, and a process that exits meanwhile aborts (seen in CI after a
     /// test dropped a controller right after a launch).
     fn drop(&mut self) {
+        let _ = self.side.finish();
         let _ = self.queue.finish();
     }
 }

@@ -371,8 +371,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         self.geometry.layout.block(q).sig(d).card()
     }
 
-    /// One iteration: border strips, their halos sent while the inner region
-    /// computes, halos received. Returns (kernel seconds, exchange seconds).
+    /// One iteration: border strips, their halos sent, the inner region
+    /// launched to overlap the halos received (on a device's second queue:
+    /// they write only halo cells of `next`, which the inner region neither
+    /// reads nor writes). Returns (kernel seconds, exchange seconds).
     fn step(&mut self, it: u64) -> Result<(f64, f64), RunError> {
         let (k, cur, next) = (self.kernel, self.cur, self.next);
         self.device.set_iteration(it);
@@ -388,7 +390,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let mut comm = t1.elapsed().as_secs_f64();
         let inner = self.geometry.inner.clone();
         self.device
-            .launch(k, cur, next, &inner)
+            .launch_overlapped(k, cur, next, &inner)
             .map_err(|e| self.dev_err(e))?;
         let t2 = Instant::now();
         self.complete_recvs(next, Tag::Halo(it).encode())?;

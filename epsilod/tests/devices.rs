@@ -44,6 +44,12 @@ macro_rules! device_suite {
 
             #[test]
             $(#[$test_attr])*
+            fn rebalancing_every_few_iterations() {
+                super::rebalancing_every_few_iterations($kind);
+            }
+
+            #[test]
+            $(#[$test_attr])*
             fn rust_only_kernels_say_they_need_a_cpu_device() {
                 super::rust_only_kernels_say_they_need_a_cpu_device($kind);
             }
@@ -283,6 +289,73 @@ fn load_balancing_with_a_cpu(kind: &str) {
         .iterations
         .iter()
         .all(|i| i.devices[1].compute_seconds > 0.0));
+}
+
+/// Rebalances every three iterations.
+struct EveryThird(Vec<Vec<f64>>);
+
+impl heuristics::Heuristic for EveryThird {
+    fn name(&self) -> &str {
+        "every-third"
+    }
+    fn check(&mut self, s: &heuristics::Snapshot<'_>) -> heuristics::Decision {
+        if s.iter % 3 != 2 {
+            return heuristics::Decision::no();
+        }
+        let w = &self.0[(s.iter / 3) as usize % self.0.len()];
+        heuristics::Decision {
+            weights: Some(w.clone()),
+            ..heuristics::Decision::yes()
+        }
+    }
+}
+
+/// A stress test of moving rows to and from devices: a CPU and two `kind`
+/// devices rebalanced every three iterations, with large moves, one-row
+/// moves and moves between two `kind` devices, stay bit-identical to the
+/// serial reference.
+#[allow(dead_code)]
+fn rebalancing_every_few_iterations(kind: &str) {
+    let plan = vec![
+        vec![1.0, 1.0, 1.0],
+        vec![1.0, 3.0, 1.0],
+        vec![1.0, 3.0, 1.02],
+        vec![6.0, 1.0, 1.0],
+        vec![1.0, 1.0, 9.0],
+        vec![1.0, 1.01, 9.0],
+        vec![2.0, 1.0, 2.0],
+    ];
+    for (lib, sizes, iters) in [
+        (Library::S2d4, vec![98usize, 40], 60u64),
+        (Library::S3d27, vec![34usize, 10, 12], 30),
+    ] {
+        let spec = lib.spec();
+        let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 5);
+        let want = reference::run(
+            &sizes,
+            &spec.low,
+            &spec.high,
+            iters as usize,
+            &init,
+            reference::library_formula(lib),
+        );
+        let p = plan.clone();
+        let alb = Alb::custom("every-third", move || Box::new(EveryThird(p.clone()))).window(2);
+        let out = Skeleton::new(
+            &sizes,
+            Stencil::<f32>::library(lib, KernelChoice::Specialized),
+        )
+        .iterations(iters)
+        .init(init.clone())
+        .devices(devices(&["cpu:threads=1", kind, kind]))
+        .partition(Partition::Weighted(0))
+        .alb(alb)
+        .run()
+        .unwrap_or_else(|e| panic!("{lib}: {e}"));
+        assert_eq!(bits(&out.grid), bits(&want), "{lib}");
+        let moves = out.report.redistributions.len() as u64;
+        assert!(moves >= iters / 3 - 2, "{lib}: only {moves} rebalances");
+    }
 }
 
 #[allow(dead_code)]

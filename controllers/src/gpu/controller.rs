@@ -3,7 +3,7 @@
 
 use super::copy_plan::CopyPlan;
 use super::geometry::{plan_launch, GroupHints};
-use super::runtime::DeviceRuntime;
+use super::runtime::{DeviceRuntime, Lane};
 use super::slots::{check_alloc, ResizePlan, Slot, Slots};
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::DeviceError;
@@ -47,6 +47,57 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     /// The runtime underneath.
     pub fn runtime(&self) -> &R {
         &self.rt
+    }
+
+    fn launch_on(
+        &mut self,
+        lane: Lane,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        let loaded = self
+            .kernels
+            .get(kernel.0)
+            .ok_or(DeviceError::UnknownKernel(kernel.0))?;
+        let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
+        if src == dst {
+            return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+        }
+        let local = crate::launch::validate(
+            loaded.source.as_ref(),
+            (&s.alloc, &s.extent),
+            (&d.alloc, &d.extent),
+            region,
+        )?;
+        if region.is_empty() {
+            return Ok(());
+        }
+        let origin: Vec<i64> = region.sigs().iter().map(|g| g.begin()).collect();
+        let g = plan_launch(
+            &s.alloc.extents(),
+            &local,
+            &origin,
+            loaded.hints,
+            self.rt.is_gpu(),
+        )?;
+        // SAFETY: `validate` checked that `region` and every cell the
+        // kernel reads around it lie inside both buffers' allocations, and
+        // the geometry describes exactly that region of that allocation.
+        let timing = unsafe {
+            self.rt.launch(
+                lane,
+                &loaded.kernel,
+                &s.buf,
+                &d.buf,
+                &g.longs,
+                g.grid,
+                g.group,
+            )?
+        };
+        self.timings.push(timing);
+        Ok(())
     }
 }
 
@@ -97,6 +148,8 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
     }
 
     fn free(&mut self, buf: BufferId) -> Result<(), DeviceError> {
+        // An overlapped launch may still use it.
+        self.rt.finish()?;
         self.slots.remove(buf).map(drop)
     }
 
@@ -118,6 +171,8 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
             }
             ResizePlan::Realloc { alloc, keep } => (alloc, keep),
         };
+        // The old buffer goes: no overlapped launch may still use it.
+        self.rt.finish()?;
         let mut kept: Vec<T> = Vec::new();
         read_region(&mut self.rt, old, &keep, &mut kept)?;
         let next = Slot {
@@ -193,40 +248,17 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         dst: BufferId,
         region: &Shape,
     ) -> Result<(), DeviceError> {
-        let loaded = self
-            .kernels
-            .get(kernel.0)
-            .ok_or(DeviceError::UnknownKernel(kernel.0))?;
-        let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
-        if src == dst {
-            return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
-        }
-        let local = crate::launch::validate(
-            loaded.source.as_ref(),
-            (&s.alloc, &s.extent),
-            (&d.alloc, &d.extent),
-            region,
-        )?;
-        if region.is_empty() {
-            return Ok(());
-        }
-        let origin: Vec<i64> = region.sigs().iter().map(|g| g.begin()).collect();
-        let g = plan_launch(
-            &s.alloc.extents(),
-            &local,
-            &origin,
-            loaded.hints,
-            self.rt.is_gpu(),
-        )?;
-        // SAFETY: `validate` checked that `region` and every cell the
-        // kernel reads around it lie inside both buffers' allocations, and
-        // the geometry describes exactly that region of that allocation.
-        let timing = unsafe {
-            self.rt
-                .launch(&loaded.kernel, &s.buf, &d.buf, &g.longs, g.grid, g.group)?
-        };
-        self.timings.push(timing);
-        Ok(())
+        self.launch_on(Lane::Main, kernel, src, dst, region)
+    }
+
+    fn launch_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.launch_on(Lane::Side, kernel, src, dst, region)
     }
 
     fn wait(&mut self) -> Result<(), DeviceError> {

@@ -6,7 +6,7 @@
 
 use super::copy_plan::CopyPiece;
 use super::geometry::{region_from_longs, GroupHints};
-use super::runtime::{Compiled, DeviceRuntime};
+use super::runtime::{Compiled, DeviceRuntime, Lane};
 use crate::error::DeviceError;
 use kernels::{library_kernel, Cell, Dialect, Frame, Kernel, KernelChoice, Library, Real};
 use std::collections::HashMap;
@@ -102,6 +102,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
 
     unsafe fn launch(
         &mut self,
+        _lane: Lane,
         kernel: &Self::Kernel,
         src: &Mem<T>,
         dst: &Mem<T>,

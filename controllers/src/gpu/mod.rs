@@ -16,4 +16,4 @@ pub mod slots;
 pub use controller::GpuController;
 pub use copy_plan::{CopyPiece, CopyPlan, Rect};
 pub use geometry::GroupHints;
-pub use runtime::{Compiled, DeviceRuntime};
+pub use runtime::{Compiled, DeviceRuntime, Lane};

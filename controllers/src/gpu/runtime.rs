@@ -5,6 +5,19 @@ use super::geometry::GroupHints;
 use crate::error::DeviceError;
 use kernels::Dialect;
 
+/// One of a device's two in-order command queues (OpenCL queues, CUDA
+/// streams). The lanes run concurrently: a launch on [`Lane::Side`] starts
+/// after every command issued before it on [`Lane::Main`], and nothing on
+/// the main lane waits for the side lane until [`DeviceRuntime::finish`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// Transfers, border strips, everything the host waits on in turn.
+    Main,
+    /// A launch the main lane's transfers should not queue behind (the
+    /// inner region while its halos move).
+    Side,
+}
+
 /// A kernel compiled by a runtime, with what the launch geometry needs to
 /// know about it on this device.
 pub struct Compiled<K> {
@@ -19,10 +32,11 @@ pub struct Compiled<K> {
 /// about shapes, validation and transfer planning stays in
 /// [`super::GpuController`].
 ///
-/// Ordering: commands run in the order issued, as on one in-order queue or
-/// stream. `write` and `read` may return before the device has run earlier
-/// launches, but they act after them (a read sees what every earlier launch
-/// wrote) and must be complete, host memory included, when they return.
+/// Ordering: commands on one [`Lane`] run in the order issued, as on one
+/// in-order queue or stream; `write` and `read` go on the main lane. They
+/// may return before the device has run earlier main-lane launches, but act
+/// after them (a read sees what every earlier launch there wrote) and must
+/// be complete, host memory included, when they return.
 pub trait DeviceRuntime: Send {
     /// A device buffer of bytes.
     type Buffer: Send;
@@ -74,7 +88,7 @@ pub trait DeviceRuntime: Send {
     /// devices that reject them.
     fn compile(&mut self, source: &str) -> Result<Compiled<Self::Kernel>, DeviceError>;
 
-    /// Enqueues `kernel` with arguments `(src, dst, longs...)` over a grid of
+    /// Enqueues `kernel` on `lane` with arguments `(src, dst, longs...)` over a grid of
     /// `grid` work-items (x fastest), in groups of `group` when given (they
     /// tile `grid`), else of the runtime's choice. May return before the
     /// kernel runs. A runtime may round the grid up to whole groups only if
@@ -85,8 +99,10 @@ pub trait DeviceRuntime: Send {
     /// Device code indexes the buffers unchecked: every cell the kernel
     /// reads from `src` and writes to `dst` for these `longs` and `grid` must
     /// lie inside them (what `crate::launch::validate` establishes).
+    #[allow(clippy::too_many_arguments)]
     unsafe fn launch(
         &mut self,
+        lane: Lane,
         kernel: &Self::Kernel,
         src: &Self::Buffer,
         dst: &Self::Buffer,
@@ -95,7 +111,7 @@ pub trait DeviceRuntime: Send {
         group: Option<[usize; 3]>,
     ) -> Result<Self::Timing, DeviceError>;
 
-    /// Waits for every command issued so far.
+    /// Waits for every command issued so far, on both lanes.
     fn finish(&mut self) -> Result<(), DeviceError>;
 
     /// Device-measured seconds the launches of `timings` ran, summed; only
