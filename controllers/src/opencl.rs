@@ -16,6 +16,13 @@ use ocl::{flags, Buffer, Context, Device, Event, Platform, Program, Queue};
 /// every device of a run opens from its own thread.
 static DISCOVERY: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// One context per (platform, device) in a process, shared by its virtual
+/// devices (as CUDA shares the primary context): kernels from separate
+/// contexts on one GPU are time-sliced, never run concurrently, and
+/// buffers of one context are foreign to another.
+static CONTEXTS: std::sync::Mutex<Vec<((usize, usize), Context)>> =
+    std::sync::Mutex::new(Vec::new());
+
 fn backend<E: std::fmt::Display>(e: E) -> DeviceError {
     DeviceError::Backend(e.to_string())
 }
@@ -82,11 +89,21 @@ impl OclRuntime {
                 devs.len()
             ))
         })?;
-        let context = Context::builder()
-            .platform(plat)
-            .devices(dev)
-            .build()
-            .map_err(backend)?;
+        let context = {
+            let mut contexts = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
+            match contexts.iter().find(|(at, _)| *at == (platform, device)) {
+                Some((_, c)) => c.clone(),
+                None => {
+                    let c = Context::builder()
+                        .platform(plat)
+                        .devices(dev)
+                        .build()
+                        .map_err(backend)?;
+                    contexts.push(((platform, device), c.clone()));
+                    c
+                }
+            }
+        };
         let queue =
             Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE)).map_err(backend)?;
         let side =
