@@ -115,6 +115,26 @@ fn rebalances_keep_both_levels() {
     assert_eq!(got, want);
 }
 
+/// A checkpoint holds both time levels: a restart on other devices goes on
+/// as if never stopped.
+#[test]
+fn restarts_keep_both_levels() {
+    let (size, iters) = ([36, 30], 40);
+    let want = serial(size, iters, wavesim::DT);
+    let dir = tempfile::tempdir().unwrap();
+    skeleton(size, 25, &["cpu:threads=1"; 2], Partition::Single(0))
+        .checkpoint(6, dir.path())
+        .run()
+        .unwrap();
+    let out = skeleton(size, iters as u64, &["cpu:threads=1"; 3], Partition::Multi)
+        .restart(dir.path())
+        .run()
+        .unwrap();
+    assert_eq!(out.report.config.resumed_from, Some(24));
+    let got: Vec<u32> = out.grid.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got, want);
+}
+
 #[cfg(feature = "opencl")]
 #[test]
 fn same_bits_on_opencl_devices_and_through_a_rebalance() {

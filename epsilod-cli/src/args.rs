@@ -287,4 +287,16 @@ pub struct RunArgs {
     /// An app's parameter, name=value (repeatable; see 'epsilod list' for each app's).
     #[arg(long = "param")]
     pub params: Vec<String>,
+    /// Write a checkpoint every N iterations into --checkpoint-dir (the last two are kept; see
+    /// docs/checkpoints.md).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "checkpoint_dir")]
+    pub checkpoint_every: Option<u64>,
+    /// The directory for --checkpoint-every (created if missing; under MPI, on a file system
+    /// every rank shares).
+    #[arg(long, requires = "checkpoint_every")]
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Resume from the newest valid checkpoint in this directory, on any devices, partition or
+    /// rank count; runs the iterations left up to --iters, bit-identical to an uninterrupted run.
+    #[arg(long)]
+    pub restart: Option<PathBuf>,
 }

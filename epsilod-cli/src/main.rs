@@ -77,11 +77,18 @@ fn bad_arguments(e: clap::Error) -> i32 {
         };
     }
     let text = e.render().to_string();
+    // The first paragraph, on one line: some messages list what they are
+    // about on the lines after ("required arguments were not provided:").
     let first = text
         .lines()
-        .next()
-        .unwrap_or("bad arguments")
-        .trim_start_matches("error: ");
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let first = match first.trim_start_matches("error: ") {
+        "" => "bad arguments",
+        f => f,
+    };
     if speaks() {
         print_error(&format!("{first} (see 'epsilod --help')"));
     }

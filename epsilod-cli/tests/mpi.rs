@@ -659,3 +659,52 @@ fn a_predicted_trace_replays_across_ranks_with_black_holes() {
     );
     assert!(text.contains("6 of 6 processes measured"), "{text}");
 }
+
+/// Every rank writes its own blocks; a restart on another rank count (and
+/// alone) finishes with the bytes of the run never stopped.
+#[test]
+fn checkpoints_written_by_ranks_restart_on_other_rank_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = path(dir.path(), "ck");
+    let base = ["run", "3d27", "--size", "18x14x12", "--quiet"];
+    let full = path(dir.path(), "full.dat");
+    let mut args = base.to_vec();
+    args.extend(["--iters", "30", "--devices", CPU1, "--output", &full]);
+    ok(&alone(&args), "uninterrupted");
+    let mut args = base.to_vec();
+    args.extend([
+        "--iters",
+        "17",
+        "--partition",
+        "s0",
+        "--checkpoint-every",
+        "5",
+    ]);
+    args.extend([
+        "--checkpoint-dir",
+        &ck,
+        "--devices",
+        CPU1,
+        "--devices",
+        CPU1,
+    ]);
+    ok(&mpirun(2, &args), "checkpoints on 2 ranks");
+    for (np, tag) in [(3, "three"), (1, "one")] {
+        let out = path(dir.path(), &format!("{tag}.dat"));
+        let mut args = base.to_vec();
+        args.extend(["--iters", "30", "--restart", &ck, "--output", &out]);
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        let o = if np == 1 {
+            alone(&args)
+        } else {
+            mpirun(np, &args)
+        };
+        ok(&o, &format!("restart on {np} rank(s)"));
+        assert!(
+            std::fs::read(&full).unwrap() == std::fs::read(&out).unwrap(),
+            "restart on {np} rank(s) differs from the uninterrupted run"
+        );
+    }
+}

@@ -82,6 +82,12 @@ pub enum SetupError {
         /// Why.
         why: String,
     },
+    /// No checkpoint to restart from, or one that may not be used.
+    #[error(transparent)]
+    Checkpoint(#[from] crate::checkpoint::CheckpointError),
+    /// Checkpoints every 0 iterations.
+    #[error("checkpoints every 0 iterations: give --checkpoint-every 1 or more")]
+    CheckpointEvery,
     /// A placement that does not fit the job.
     #[error("bad placement: {0}")]
     Placement(String),
@@ -110,6 +116,9 @@ pub enum VpError {
     /// A peer broke the protocol (a bug, or a damaged message).
     #[error("{0}")]
     Protocol(String),
+    /// A checkpoint could not be written or read.
+    #[error(transparent)]
+    Checkpoint(#[from] crate::checkpoint::CheckpointError),
     /// Its thread panicked.
     #[error("it panicked (a bug: please report it)")]
     Panicked,

@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod alb;
+pub mod checkpoint;
 pub mod cluster;
 mod cores;
 pub mod devices;
@@ -38,6 +39,7 @@ mod tag;
 mod vp;
 
 pub use alb::Alb;
+pub use checkpoint::{CheckpointError, Checkpointing};
 pub use cluster::{Cluster, JobInfo};
 pub use devices::{DeviceKind, DeviceOptions, DeviceSpec, SlowdownSpec};
 pub use error::{ClusterError, RunError, SetupError, VpError};

@@ -3,10 +3,13 @@
 //! job can derive the same layout and owners from it.
 
 use crate::alb::Alb;
+use crate::checkpoint::{Checkpointing, Restart};
 use crate::cluster::JobInfo;
 use crate::devices::DeviceSpec;
 use crate::error::SetupError;
-use crate::report::{median, DeviceIteration, IterationRecord, Report, ReportConfig, Summary};
+use crate::report::{
+    median, CheckpointRecord, DeviceIteration, IterationRecord, Report, ReportConfig, Summary,
+};
 use crate::stencil::{InitFn, Stencil};
 use crate::vp::VpResult;
 use hitmap::{Layout, Partition, Shape};
@@ -34,6 +37,27 @@ pub struct RunPlan<T> {
     pub(crate) pin: bool,
     /// The interior of the level before the first (kernels reading `old2`).
     pub(crate) init_previous: Option<InitFn<T>>,
+    /// Where and how often to write checkpoints.
+    pub(crate) checkpoint: Option<Checkpointing>,
+    /// The checkpoint this run resumes from.
+    pub(crate) restart: Option<Restart>,
+    /// The first iteration this run computes (after a restart, the
+    /// checkpoint's).
+    pub(crate) start: u64,
+}
+
+/// Each checkpoint with the slowest process's time over it.
+fn checkpoint_records<T>(results: &[VpResult<T>]) -> Vec<CheckpointRecord> {
+    let mut out: Vec<CheckpointRecord> = Vec::new();
+    for r in results {
+        for (i, c) in r.checkpoints.iter().enumerate() {
+            match out.get_mut(i) {
+                Some(o) => o.seconds = o.seconds.max(c.seconds),
+                None => out.push(c.clone()),
+            }
+        }
+    }
+    out
 }
 
 /// Widths per dimension as `AxB`.
@@ -116,6 +140,9 @@ impl<T> RunPlan<T> {
             observer,
             pin: false,
             init_previous: None,
+            checkpoint: None,
+            restart: None,
+            start: 0,
         })
     }
 
@@ -240,9 +267,10 @@ impl<T> RunPlan<T> {
     /// Every process records the same rebalances and decisions, so they are
     /// taken from whichever came first, wherever it ran.
     pub(crate) fn report(&self, results: &[VpResult<T>], total: f64) -> Report {
-        let iterations: Vec<IterationRecord> = (0..self.iters as usize)
+        let ran = self.iters.saturating_sub(self.start);
+        let iterations: Vec<IterationRecord> = (0..ran as usize)
             .map(|i| IterationRecord {
-                iter: i as u64,
+                iter: self.start + i as u64,
                 seconds: results.iter().map(|r| r.stats[i].wall).fold(0.0, f64::max),
                 elapsed_seconds: results
                     .iter()
@@ -260,7 +288,7 @@ impl<T> RunPlan<T> {
             .collect();
         let secs: Vec<f64> = iterations.iter().map(|i| i.seconds).collect();
         let loop_seconds = results.iter().map(|r| r.loop_seconds).fold(0.0, f64::max);
-        let cells = self.layout.domain().card() as f64 * self.iters as f64;
+        let cells = self.layout.domain().card() as f64 * ran as f64;
         let n = secs.len().max(1) as f64;
         let overhead = iterations
             .iter()
@@ -284,6 +312,7 @@ impl<T> RunPlan<T> {
                 alb: self.alb.as_ref().map_or("none".into(), |a| a.name.clone()),
                 partition: self.partition.to_string(),
                 kernel: self.stencil.kind.to_string(),
+                resumed_from: self.restart.as_ref().map(|_| self.start),
             },
             summary: Summary {
                 total_seconds: total,
@@ -306,6 +335,7 @@ impl<T> RunPlan<T> {
             iterations,
             redistributions,
             heuristic: first.map_or_else(Vec::new, |r| r.decisions.clone()),
+            checkpoints: checkpoint_records(results),
         }
     }
 }

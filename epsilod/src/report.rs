@@ -17,6 +17,19 @@ pub struct Report {
     pub redistributions: Vec<Redistribution>,
     /// Every heuristic check.
     pub heuristic: Vec<DecisionRecord>,
+    /// Every checkpoint written.
+    #[serde(default)]
+    pub checkpoints: Vec<CheckpointRecord>,
+}
+
+/// One checkpoint: after which iteration, and how long the slowest process
+/// took over writing its block (process 0: and the manifest).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    /// Iterations done when it was written.
+    pub iter: u64,
+    /// Seconds spent writing it, the slowest process's.
+    pub seconds: f64,
 }
 
 /// What a heuristic check decided.
@@ -91,6 +104,9 @@ pub struct ReportConfig {
     pub partition: String,
     /// The kernel kind.
     pub kernel: String,
+    /// The iteration a restart resumed from (the first in `iterations`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from: Option<u64>,
 }
 
 /// The run's totals.

@@ -6,6 +6,7 @@
 //! the executors carry a plan out.
 
 use crate::alb::Alb;
+use crate::checkpoint::{CheckpointError, Checkpointing, Expect, Restart};
 use crate::cluster::{self, Cluster, JobInfo};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, SetupError};
@@ -14,6 +15,7 @@ use crate::plan::{self, Observer, RunPlan};
 use crate::stencil::{InitFn, Stencil};
 use hitmap::{Partition, Shape};
 use kernels::Cell;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Everything about a run that is not its stencil, size or init: what a
@@ -35,6 +37,11 @@ pub struct RunOptions {
     /// Pin each device's threads to cores of its own (see
     /// [`Skeleton::pin`]).
     pub pin: bool,
+    /// Write checkpoints (see [`Skeleton::checkpoint`]).
+    pub checkpoint: Option<Checkpointing>,
+    /// Resume from the newest valid checkpoint in this directory (see
+    /// [`Skeleton::restart`]).
+    pub restart: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -48,6 +55,8 @@ impl Default for RunOptions {
             placement: None,
             observer: None,
             pin: false,
+            checkpoint: None,
+            restart: None,
         }
     }
 }
@@ -65,6 +74,8 @@ pub struct Skeleton<T> {
     placement: Option<Vec<usize>>,
     pin: bool,
     observer: Option<Observer>,
+    checkpoint: Option<Checkpointing>,
+    restart: Option<PathBuf>,
 }
 
 impl<T: Cell> Skeleton<T> {
@@ -84,6 +95,8 @@ impl<T: Cell> Skeleton<T> {
             placement: None,
             observer: None,
             pin: false,
+            checkpoint: None,
+            restart: None,
         }
     }
 
@@ -96,6 +109,29 @@ impl<T: Cell> Skeleton<T> {
         self.placement = o.placement.clone();
         self.observer = o.observer.clone();
         self.pin = o.pin;
+        self.checkpoint = o.checkpoint.clone();
+        self.restart = o.restart.clone();
+        self
+    }
+
+    /// Writes a checkpoint into `dir` every `every` iterations (not after
+    /// the last), keeping the last two; see [`crate::checkpoint`].
+    pub fn checkpoint(mut self, every: u64, dir: impl Into<PathBuf>) -> Self {
+        self.checkpoint = Some(Checkpointing {
+            every,
+            dir: dir.into(),
+        });
+        self
+    }
+
+    /// Resumes from the newest valid checkpoint in `dir`, written by a run
+    /// of the same stencil, size and cell type on any devices, partition
+    /// or rank count, and runs the iterations left up to
+    /// [`iterations`](Self::iterations): the result is bit-identical to a
+    /// run that was never interrupted. The init function still sets the
+    /// boundary cells, which no iteration changes.
+    pub fn restart(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.restart = Some(dir.into());
         self
     }
 
@@ -174,12 +210,41 @@ impl<T: Cell> Skeleton<T> {
 
     /// Validates the run: sizes, devices, partition, ALB, block widths.
     pub fn plan(&self) -> Result<RunPlan<T>, SetupError> {
+        if let Some(c) = &self.checkpoint {
+            if c.every == 0 {
+                return Err(SetupError::CheckpointEvery);
+            }
+            // Found out now, not after the first N iterations.
+            std::fs::create_dir_all(&c.dir).map_err(|source| CheckpointError::Io {
+                path: c.dir.clone(),
+                source,
+            })?;
+        }
+        let restart = match &self.restart {
+            Some(dir) => Some(self.find_restart(dir)?),
+            None => None,
+        };
+        let mut devices = self.devices.clone();
+        if let Some(r) = &restart {
+            // The same devices and partition resume from the layout the
+            // checkpoint had (ALB's last weights); others start afresh.
+            let m = &r.manifest;
+            let same = m.partition == self.partition.to_string()
+                && m.devices.len() == devices.len()
+                && m.weights.len() == devices.len()
+                && m.weights.iter().all(|w| w.is_finite() && *w > 0.0);
+            if same && matches!(self.partition, Partition::Weighted(_)) {
+                for (d, w) in devices.iter_mut().zip(&m.weights) {
+                    d.weight = *w;
+                }
+            }
+        }
         RunPlan::new(
             self.size.clone(),
             self.stencil.clone(),
             self.iters,
             self.init.clone(),
-            self.devices.clone(),
+            devices,
             self.partition,
             self.alb.clone(),
             self.placement.clone(),
@@ -188,8 +253,40 @@ impl<T: Cell> Skeleton<T> {
         .map(|mut plan| {
             plan.pin = self.pin;
             plan.init_previous = self.init_previous.clone();
+            plan.checkpoint = self.checkpoint.clone();
+            plan.start = restart.as_ref().map_or(0, |r| r.manifest.iteration);
+            plan.restart = restart;
             plan
         })
+    }
+
+    fn find_restart(&self, dir: &std::path::Path) -> Result<Restart, SetupError> {
+        let levels = if self.stencil.kernel.reads_previous() {
+            2
+        } else {
+            1
+        };
+        let interior = self.interior()?;
+        let r = Restart::find(
+            dir,
+            &Expect {
+                interior: &interior,
+                stencil: &self.stencil.name,
+                cell: std::any::type_name::<T>(),
+                cell_size: std::mem::size_of::<T>(),
+                size: &self.size,
+                levels,
+            },
+        )?;
+        if r.manifest.iteration >= self.iters {
+            return Err(CheckpointError::AtEnd {
+                path: r.path,
+                at: r.manifest.iteration,
+                iters: self.iters,
+            }
+            .into());
+        }
+        Ok(r)
     }
 
     /// Runs every iteration and gathers the result, in the job this process

@@ -12,12 +12,16 @@ pub(crate) enum Tag {
     Move(usize),
     /// Halos refreshed after rebalance `n`.
     Refresh(usize),
+    /// A block's checkpoint written after iteration `it`, to process 0.
+    Checkpoint(u64),
 }
 
 /// Tags above every iteration number: redistribution traffic.
 const REDISTRIBUTE: u64 = 1 << 62;
 /// Tags of the per-iteration kernel times.
 const TIMES: u64 = 1 << 61;
+/// Tags of checkpoint reports.
+const CHECKPOINT: u64 = 1 << 60;
 
 impl Tag {
     /// The transport tag.
@@ -25,6 +29,7 @@ impl Tag {
         match self {
             Tag::Halo(it) => it,
             Tag::Times(it) => TIMES + it,
+            Tag::Checkpoint(it) => CHECKPOINT + it,
             Tag::Move(n) => REDISTRIBUTE + 2 * n as u64,
             Tag::Refresh(n) => REDISTRIBUTE + 2 * n as u64 + 1,
         }
@@ -45,12 +50,14 @@ mod tests {
                 Tag::Times(i),
                 Tag::Move(i as usize),
                 Tag::Refresh(i as usize),
+                Tag::Checkpoint(i),
             ] {
                 assert!(seen.insert(t.encode()), "{t:?} collides");
             }
         }
         // Far apart: a run of 2^61 iterations would be needed to collide.
-        assert!(Tag::Halo(u32::MAX as u64).encode() < Tag::Times(0).encode());
+        assert!(Tag::Halo(u32::MAX as u64).encode() < Tag::Checkpoint(0).encode());
+        assert!(Tag::Checkpoint(u32::MAX as u64).encode() < Tag::Times(0).encode());
         assert!(Tag::Times(u32::MAX as u64).encode() < Tag::Move(0).encode());
     }
 }

@@ -2,10 +2,11 @@
 //! plan, and (with ALB) its copy of the heuristic.
 
 use crate::alb::{floor_weights, Alb, Windows};
+use crate::checkpoint::{self, BlockEntry, CheckpointError, Manifest, PendingBlock};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, VpError};
 use crate::plan::RunPlan;
-use crate::report::{DecisionOutcome, DecisionRecord, Redistribution};
+use crate::report::{CheckpointRecord, DecisionOutcome, DecisionRecord, Redistribution};
 use crate::tag::Tag;
 use controllers::{BufferId, Controller, DeviceError, KernelId};
 use heuristics::{throughput_weights, Heuristic, Rebalanced, Snapshot};
@@ -15,6 +16,7 @@ use hitmap::{
 use kernels::Cell;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 /// One iteration of one virtual process.
@@ -39,6 +41,8 @@ pub(crate) struct VpResult<T> {
     /// on the same numbers), so the report may take them from any.
     pub redistributions: Vec<Redistribution>,
     pub decisions: Vec<DecisionRecord>,
+    /// The checkpoints this process took part in, with its own time.
+    pub checkpoints: Vec<CheckpointRecord>,
 }
 
 /// A result's place and measurements as they travel between ranks (its
@@ -54,6 +58,7 @@ pub(crate) struct VpMeta {
     loop_seconds: f64,
     redistributions: Vec<Redistribution>,
     decisions: Vec<DecisionRecord>,
+    checkpoints: Vec<CheckpointRecord>,
 }
 
 #[cfg(any(feature = "mpi", test))]
@@ -71,6 +76,7 @@ impl VpMeta {
             loop_seconds: r.loop_seconds,
             redistributions: r.redistributions.clone(),
             decisions: r.decisions.clone(),
+            checkpoints: r.checkpoints.clone(),
         }
     }
 
@@ -90,6 +96,7 @@ impl VpMeta {
                 loop_seconds: self.loop_seconds,
                 redistributions: self.redistributions,
                 decisions: self.decisions,
+                checkpoints: self.checkpoints,
             },
         )
     }
@@ -123,6 +130,13 @@ struct Vp<'a, T, X> {
     interior: Shape,
     /// Received halo messages, reused for sends.
     recycled: Vec<Vec<T>>,
+    /// This process's block of the last checkpoint, being written.
+    pending: Option<PendingBlock<T>>,
+    /// Process 0: the last checkpoint's commit, waiting for its blocks.
+    committing: Option<JoinHandle<Result<(), CheckpointError>>>,
+    /// Snapshot buffers of the last checkpoint, reused (fresh pages cost
+    /// more than the copy: 48 ms of 64 MB).
+    snapshots: Vec<Vec<T>>,
 }
 
 /// Runs virtual process `p` of `run` on the device `spec` describes.
@@ -197,6 +211,19 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 .fill(next, &geo.extent.intersect(&interior), prev.as_ref())
                 .map_err(err)?;
         }
+        if let Some(r) = &run.restart {
+            // The interior from the checkpoint, whatever layout wrote it;
+            // boundary cells stay the init's.
+            let region = geo.extent.intersect(&interior);
+            let levels = [cur, next];
+            let levels = &levels[..r.manifest.levels.min(2)];
+            for (l, &b) in levels.iter().enumerate() {
+                let parts = r.parts::<T>(l, &region).map_err(|e| fail(e.into()))?;
+                for (part, data) in parts {
+                    device.write(b, &part, &data).map_err(err)?;
+                }
+            }
+        }
         let kernel = device.load(run.stencil.kernel.clone()).map_err(err)?;
         Ok(Vp {
             run,
@@ -214,23 +241,27 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             global,
             interior,
             recycled: Vec::new(),
+            pending: None,
+            committing: None,
+            snapshots: Vec::new(),
         })
     }
 
     fn run(&mut self) -> Result<VpResult<T>, RunError> {
-        let iters = self.run.iters;
-        let mut stats = Vec::with_capacity(iters as usize);
+        let (start, iters) = (self.run.start, self.run.iters);
+        let mut stats = Vec::with_capacity(iters.saturating_sub(start) as usize);
+        let mut checkpoints = Vec::new();
         let mut alb = self
             .run
             .alb
             .as_ref()
-            .map(|a| AlbState::new(a, self.geometry.layout.procs(), iters));
+            .map(|a| AlbState::new(a, self.geometry.layout.procs(), start, iters));
         // Start together: a peer still creating its device context or
         // compiling its kernel (seconds on a GPU) is setup, not the first
         // iteration's exchange.
         self.transport.barrier().map_err(|e| self.net_err(e))?;
         let started = Instant::now();
-        for it in 0..iters {
+        for it in start..iters {
             let t0 = Instant::now();
             let rows = self.rows_of(self.p);
             let (compute, mut comm) = self.step(it)?;
@@ -244,11 +275,19 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 comm,
                 rows,
             });
+            if let Some(every) = self.run.checkpoint.as_ref().map(|c| c.every) {
+                let done = it + 1;
+                if done % every == 0 && done < iters {
+                    checkpoints.push(self.checkpoint(done, alb.as_ref())?);
+                }
+            }
             self.progress.fetch_max(it + 1, Ordering::Relaxed);
         }
+        // The last checkpoint is on disk and visible before the run ends.
+        self.finish_checkpoint()?;
         let (redistributions, decisions) = match alb {
             Some(mut a) => {
-                if iters > 0 {
+                if iters > start {
                     // Collect the last times, so no message is left behind.
                     self.gather_times(iters - 1, a.last_compute)?;
                 }
@@ -269,6 +308,113 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             loop_seconds,
             redistributions,
             decisions,
+            checkpoints,
+        })
+    }
+
+    /// Waits for the last checkpoint's block write and (process 0) its
+    /// commit, keeping the snapshot buffers for the next one.
+    fn finish_checkpoint(&mut self) -> Result<(), RunError> {
+        if let Some(w) = self.pending.take() {
+            self.snapshots = w.finish().map_err(|e| self.fail(e.into()))?;
+        }
+        if let Some(c) = self.committing.take() {
+            c.join()
+                .unwrap_or(Err(CheckpointError::Panicked))
+                .map_err(|e| self.fail(e.into()))?;
+        }
+        Ok(())
+    }
+
+    /// The checkpoint after `iter` iterations: this process's block copied
+    /// to the host and checksummed here, written and synced by a thread of
+    /// its own while the run goes on; process 0 gathers every block's
+    /// length and checksum and leaves the commit (manifest, rename) to a
+    /// thread that waits for every block file. Returns the time the run
+    /// stood still for it here.
+    fn checkpoint(
+        &mut self,
+        iter: u64,
+        alb: Option<&AlbState>,
+    ) -> Result<CheckpointRecord, RunError> {
+        let t0 = Instant::now();
+        self.finish_checkpoint()?;
+        let Some(c) = self.run.checkpoint.clone() else {
+            return Err(self.fail(VpError::Protocol("no checkpoint configured".into())));
+        };
+        let block = self.geometry.block.clone();
+        let levels = if self.run.stencil.kernel.reads_previous() {
+            vec![self.cur, self.next]
+        } else {
+            vec![self.cur]
+        };
+        let mut data = std::mem::take(&mut self.snapshots);
+        data.resize_with(levels.len(), Vec::new);
+        for (b, v) in levels.into_iter().zip(data.iter_mut()) {
+            v.clear();
+            self.device
+                .read(b, &block, v)
+                .map_err(|e| self.dev_err(e))?;
+        }
+        let (bytes, crc) = checkpoint::checksum(&data);
+        let nlevels = data.len();
+        self.pending =
+            Some(checkpoint::write_block(&c, iter, self.p, data).map_err(|e| self.fail(e.into()))?);
+        let tag = Tag::Checkpoint(iter).encode();
+        if self.p != 0 {
+            // Exact in an f64: lengths below 2^53, 32-bit checksums.
+            self.transport
+                .send_values(0, tag, vec![bytes as f64, crc as f64])
+                .map_err(|e| self.net_err(e))?;
+        } else {
+            let procs = self.geometry.layout.procs();
+            let mut blocks = Vec::with_capacity(procs);
+            for q in 0..procs {
+                let (bytes, crc32) = if q == 0 {
+                    (bytes, crc)
+                } else {
+                    let v = self
+                        .transport
+                        .recv_values(q, tag)
+                        .map_err(|e| self.net_err(e))?;
+                    match v[..] {
+                        [b, c] => (b as u64, c as u32),
+                        _ => {
+                            return Err(self.fail(VpError::Protocol(format!(
+                                "checkpoint report from {q} has {} values",
+                                v.len()
+                            ))))
+                        }
+                    }
+                };
+                blocks.push(BlockEntry {
+                    vp: q,
+                    file: checkpoint::block_name(q),
+                    region: checkpoint::ranges(self.geometry.layout.block(q)),
+                    bytes,
+                    crc32,
+                });
+            }
+            let m = Manifest {
+                format: checkpoint::FORMAT,
+                stencil: self.run.stencil.name.clone(),
+                cell: std::any::type_name::<T>().to_string(),
+                size: self.run.size.clone(),
+                iteration: iter,
+                levels: nlevels,
+                devices: self.run.devices.iter().map(|d| d.to_string()).collect(),
+                partition: self.run.partition.to_string(),
+                weights: (0..procs).map(|q| self.rows_of(q) as f64).collect(),
+                heuristic: self.run.alb.as_ref().map(|a| a.name.clone()),
+                rebalances: alb.map_or(0, |a| a.rebalances),
+                blocks,
+            };
+            self.committing =
+                Some(checkpoint::spawn_commit(&c, m).map_err(|e| self.fail(e.into()))?);
+        }
+        Ok(CheckpointRecord {
+            iter,
+            seconds: t0.elapsed().as_secs_f64(),
         })
     }
 
@@ -287,7 +433,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 .send_values(q, Tag::Times(it).encode(), vec![compute])
                 .map_err(|e| self.net_err(e))?;
         }
-        if it >= 1 {
+        if it > self.run.start {
             let row = self.gather_times(it - 1, a.last_compute)?;
             if it > a.fresh_from {
                 a.windows.push(&row);
@@ -602,7 +748,8 @@ struct AlbState {
 }
 
 impl AlbState {
-    fn new(alb: &Alb, procs: usize, iters: u64) -> AlbState {
+    /// For a run of iterations `start..iters`.
+    fn new(alb: &Alb, procs: usize, start: u64, iters: u64) -> AlbState {
         let mut heuristic = (alb.factory)();
         heuristic.init(iters);
         AlbState {
@@ -610,7 +757,7 @@ impl AlbState {
             windows: Windows::new(procs, alb.window),
             rebalances: 0,
             last_compute: 0.0,
-            fresh_from: 0,
+            fresh_from: start,
             redistributions: Vec::new(),
             decisions: Vec::new(),
         }

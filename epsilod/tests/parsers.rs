@@ -1,7 +1,7 @@
 //! Every parser of user input gives a value or an error, never a panic:
 //! stencil spec files (weighted and expressions, whose kernels are also
 //! built and their device code written), device files, `--devices`
-//! entries, heuristics, partitions. Inputs are arbitrary text and valid
+//! entries, heuristics, partitions, checkpoint manifests. Inputs are arbitrary text and valid
 //! inputs with random edits. `FUZZ_CASES` raises the count per parser
 //! (the default keeps CI quick).
 
@@ -40,8 +40,59 @@ const WEIGHTED: &str =
 const EXPRESSION: &str = "name = \"e\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { k = 0.5 }\nlet = [\"s = u[-1,0] + u[1,0]\", \"hot = s > k\"]\nupdate = \"select(hot && !(g[0] < 2), sqrt(abs(s)) / 2, min(old2, u[0,1]) - 3 * (s + 1e-3))\"\n";
 const DEVICE_FILE: &str = "[[device]]\nkind = \"cpu\"\nthreads = 1\nweight = 2\nslowdown = \"3@300\"\nhost = \"*\"\n[[device]]\nkind = \"opencl\"\nplatform = 0\ndevice = 0\nrank = 1\n";
 
+/// A checkpoint written by a real run, its directory and manifest text:
+/// the valid input the manifest fuzzing mutates.
+fn checkpoint() -> &'static (tempfile::TempDir, std::path::PathBuf, &'static str) {
+    static ONE: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf, &'static str)> =
+        std::sync::OnceLock::new();
+    ONE.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = kernels::Library::S2d4;
+        epsilod::Skeleton::new(
+            &[9, 8],
+            epsilod::Stencil::<f32>::library(lib, kernels::KernelChoice::Specialized),
+        )
+        .iterations(3)
+        .devices(vec![epsilod::DeviceSpec::cpu(1); 2])
+        .checkpoint(2, dir.path())
+        .run()
+        .unwrap();
+        let ckpt = dir.path().join(format!("ckpt-{:012}", 2));
+        let text = std::fs::read_to_string(ckpt.join("manifest.json")).unwrap();
+        (dir, ckpt, Box::leak(text.into_boxed_str()))
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn checkpoint_manifests(text in prop_oneof![".*", mutated(checkpoint().2)]) {
+        let (_, ckpt, _) = checkpoint();
+        // A copy of the checkpoint with this manifest.
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["block-0.bin", "block-1.bin"] {
+            std::fs::copy(ckpt.join(f), dir.path().join(f)).unwrap();
+        }
+        std::fs::write(dir.path().join("manifest.json"), &text).unwrap();
+        let interior = hitmap::Shape::from_ranges(&[(1, 8), (1, 7)]);
+        let expect = epsilod::checkpoint::Expect {
+            stencil: "2d4",
+            cell: "f32",
+            cell_size: 4,
+            size: &[9, 8],
+            levels: 1,
+            interior: &interior,
+        };
+        let opened = epsilod::checkpoint::Restart::open(dir.path(), &expect);
+        if text == checkpoint().2 {
+            prop_assert!(opened.is_ok(), "{:?}", opened.err().map(|e| e.to_string()));
+        }
+        if let Ok(r) = opened {
+            // What opens also reads.
+            let _ = r.parts::<f32>(0, &interior);
+        }
+    }
 
     #[test]
     fn stencil_specs(text in prop_oneof![".*", mutated(WEIGHTED), mutated(EXPRESSION)]) {

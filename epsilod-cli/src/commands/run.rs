@@ -7,7 +7,9 @@ use crate::init::stencil_init;
 use crate::progress::Bar;
 use epsilod::devices::{all_cores, load_device_file, Placed};
 use epsilod::error::chain;
-use epsilod::{output, Alb, Cluster, DeviceSpec, Report, RunOptions, Skeleton, Stencil};
+use epsilod::{
+    output, Alb, Checkpointing, Cluster, DeviceSpec, Report, RunOptions, Skeleton, Stencil,
+};
 use epsilod_apps::App;
 use hitmap::{Footprint, Layout};
 use kernels::{AnySpec, Library};
@@ -181,6 +183,11 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             placement,
             observer: None,
             pin: args.pin,
+            checkpoint: args
+                .checkpoint_every
+                .zip(args.checkpoint_dir.clone())
+                .map(|(every, dir)| Checkpointing { every, dir }),
+            restart: args.restart.clone(),
         },
     })
 }
@@ -290,6 +297,18 @@ fn print_summary(r: &Report) {
         r.config.partition,
         r.config.kernel
     );
+    if let Some(at) = r.config.resumed_from {
+        println!("resumed from the checkpoint at iteration {at}");
+    }
+    if let Some(last) = r.checkpoints.last() {
+        let secs: f64 = r.checkpoints.iter().map(|c| c.seconds).sum();
+        println!(
+            "{} checkpoint(s), the last at iteration {}, {:.3} s in all",
+            r.checkpoints.len(),
+            last.iter,
+            secs
+        );
+    }
     println!(
         "loop {:.3} s, median iteration {:.3} ms, {:.3e} cell updates/s, skeleton overhead {:.3} ms/iteration",
         r.summary.loop_seconds,

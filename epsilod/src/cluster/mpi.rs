@@ -175,7 +175,7 @@ fn broadcast_from_root(data: Option<Vec<u8>>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{DecisionOutcome, DecisionRecord, Redistribution};
+    use crate::report::{CheckpointRecord, DecisionOutcome, DecisionRecord, Redistribution};
     use crate::vp::IterStats;
     use hitmap::{Shape, Sig};
 
@@ -208,6 +208,10 @@ mod tests {
                 decision: DecisionOutcome::Rebalance,
                 values: [("x".to_string(), 1.5)].into(),
             }],
+            checkpoints: vec![CheckpointRecord {
+                iter: 2,
+                seconds: 0.75,
+            }],
         };
         let bytes = serde_json::to_vec(&VpMeta::of(7, &r)).unwrap();
         let (p, back) = serde_json::from_slice::<VpMeta>(&bytes)
@@ -219,6 +223,7 @@ mod tests {
         assert_eq!(back.stats, r.stats);
         assert_eq!(back.redistributions, r.redistributions);
         assert_eq!(back.decisions, r.decisions);
+        assert_eq!(back.checkpoints, r.checkpoints);
         assert!(serde_json::from_slice::<VpMeta>(&bytes[..bytes.len() / 2]).is_err());
     }
 }

@@ -1,0 +1,139 @@
+//! `--checkpoint-every`, `--checkpoint-dir` and `--restart` from the command
+//! line: a run killed (SIGKILL) at any moment, checkpoint writes included,
+//! restarts from what it left and ends with the bytes of a run never
+//! killed; bad uses are one line.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn epsilod(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epsilod"))
+        .args(args)
+        .output()
+        .expect("the epsilod binary runs")
+}
+
+fn one_line_error(args: &[&str], want: &str) {
+    let out = epsilod(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line:\n{err}");
+    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+#[test]
+fn bad_checkpoint_options_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let run = ["run", "2d4", "--size", "20", "--iters", "10", "--quiet"];
+    fn with<'a>(run: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        [run, extra].concat()
+    }
+    one_line_error(
+        &with(&run, &["--checkpoint-every", "5"]),
+        "--checkpoint-dir",
+    );
+    one_line_error(&with(&run, &["--checkpoint-dir", &d]), "--checkpoint-every");
+    one_line_error(
+        &with(&run, &["--checkpoint-every", "0", "--checkpoint-dir", &d]),
+        "'0'",
+    );
+    one_line_error(&with(&run, &["--restart", &d]), "no checkpoint in");
+    let missing = dir.path().join("missing").display().to_string();
+    one_line_error(&with(&run, &["--restart", &missing]), &missing);
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let file = file.display().to_string();
+    one_line_error(
+        &with(
+            &run,
+            &["--checkpoint-every", "2", "--checkpoint-dir", &file],
+        ),
+        &file,
+    );
+}
+
+/// A small deterministic generator for the kill times.
+fn next(state: &mut u64) -> u64 {
+    *state = state
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *state >> 33
+}
+
+fn checkpoint_count(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| {
+        d.filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("ckpt-"))
+        })
+        .count()
+    })
+}
+
+#[test]
+fn a_run_killed_anywhere_restarts_to_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let base = [
+        "run", "2d4", "--size", "258", "--iters", "400", "--quiet", "--init", "random",
+    ];
+    let full = p("full.npy");
+    let out = epsilod(&[&base[..], &["--output", &full]].concat());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = std::fs::read(&full).unwrap();
+    let mut seed = 11u64;
+    let mut restarted = 0;
+    for round in 0..6 {
+        let ck = p(&format!("ck{round}"));
+        // Checkpoints every iteration, so the kill lands in the middle of
+        // writing one as often as between them.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+            .args(base)
+            .args(["--checkpoint-every", "1", "--checkpoint-dir", &ck])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Wait for the first checkpoint, then a little more, then kill.
+        let start = Instant::now();
+        while checkpoint_count(Path::new(&ck)) == 0 && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_micros(next(&mut seed) % 150_000));
+        child.kill().unwrap(); // SIGKILL on Unix
+        let status = child.wait().unwrap();
+        if status.success() {
+            continue; // finished before the kill: nothing to restart
+        }
+        let out_path = p(&format!("restarted{round}.npy"));
+        let out = epsilod(
+            &[
+                &base[..],
+                &["--restart", &ck, "--devices", "cpu:threads=1"],
+                &["--devices", "cpu:threads=1", "--output", &out_path],
+            ]
+            .concat(),
+        );
+        assert!(
+            out.status.success(),
+            "round {round}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            std::fs::read(&out_path).unwrap() == want,
+            "round {round}: the restarted run differs"
+        );
+        restarted += 1;
+    }
+    assert!(
+        restarted >= 3,
+        "only {restarted} of 6 runs were killed mid-way"
+    );
+}

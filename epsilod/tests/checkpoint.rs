@@ -1,0 +1,322 @@
+//! Checkpoints and restarts: a restart on other devices, partitions and
+//! load balancing is bit-identical to the run never interrupted; damaged or
+//! foreign checkpoints are refused with one line naming the file.
+
+use epsilod::{
+    Alb, CheckpointError, DeviceSpec, Partition, RunError, SetupError, Skeleton, Stencil,
+};
+use epsilod_testkit::{bits, irregular_init};
+use kernels::{reference, KernelChoice, Library};
+use proptest::prelude::*;
+use std::path::{Path, PathBuf};
+
+fn cpus(n: usize) -> Vec<DeviceSpec> {
+    vec![DeviceSpec::cpu(1); n]
+}
+
+fn skeleton(lib: Library, sizes: &[usize], iters: u64) -> Skeleton<f32> {
+    let spec = lib.spec();
+    let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), 7);
+    Skeleton::new(
+        sizes,
+        Stencil::<f32>::library(lib, KernelChoice::Specialized),
+    )
+    .iterations(iters)
+    .init(init)
+}
+
+fn reference_of(lib: Library, sizes: &[usize], iters: u64) -> Vec<u32> {
+    let spec = lib.spec();
+    let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), 7);
+    bits(&reference::run(
+        sizes,
+        &spec.low,
+        &spec.high,
+        iters as usize,
+        init,
+        reference::library_formula(lib),
+    ))
+}
+
+/// Checkpoint directories left in `dir`, by iteration.
+fn checkpoints(dir: &Path) -> Vec<u64> {
+    let mut v: Vec<u64> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_prefix("ckpt-").map(|n| n.parse().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn newest(dir: &Path) -> PathBuf {
+    dir.join(format!("ckpt-{:012}", checkpoints(dir).last().unwrap()))
+}
+
+fn setup_error(r: Result<epsilod::Outcome<f32>, RunError>) -> CheckpointError {
+    match r {
+        Err(RunError::Setup(SetupError::Checkpoint(e))) => e,
+        Err(e) => panic!("expected a checkpoint error, got {e}"),
+        Ok(_) => panic!("expected a checkpoint error, the run went ahead"),
+    }
+}
+
+#[test]
+fn a_restart_elsewhere_is_bit_identical_and_the_last_two_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes) = (Library::S2d4, [41usize, 36]);
+    // Stopped after 30 of 50 iterations, with ALB moving rows meanwhile.
+    let first = skeleton(lib, &sizes, 30)
+        .devices(vec![
+            DeviceSpec::cpu(1),
+            DeviceSpec::parse("cpu:threads=1,slowdown=3").unwrap(),
+        ])
+        .partition(Partition::Weighted(0))
+        .alb(Alb::parse("const-iters:every=5").unwrap())
+        .checkpoint(7, dir.path())
+        .run()
+        .unwrap();
+    assert_eq!(checkpoints(dir.path()), [21, 28]);
+    assert_eq!(
+        first
+            .report
+            .checkpoints
+            .iter()
+            .map(|c| c.iter)
+            .collect::<Vec<_>>(),
+        [7, 14, 21, 28]
+    );
+    let want = reference_of(lib, &sizes, 50);
+    for (devices, part) in [
+        (cpus(3), Partition::Multi),
+        (cpus(1), Partition::Multi),
+        (cpus(2), Partition::Weighted(0)),
+        (cpus(4), Partition::Single(1)),
+    ] {
+        let out = skeleton(lib, &sizes, 50)
+            .devices(devices)
+            .partition(part)
+            .restart(dir.path())
+            .run()
+            .unwrap();
+        assert_eq!(bits(&out.grid), want, "restart on {part}");
+        assert_eq!(out.report.config.resumed_from, Some(28));
+        assert_eq!(out.report.iterations.first().map(|i| i.iter), Some(28));
+        assert_eq!(out.report.iterations.len(), 22);
+    }
+}
+
+#[test]
+fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes) = (Library::S3d27, [14usize, 11, 9]);
+    skeleton(lib, &sizes, 12)
+        .devices(cpus(2))
+        .checkpoint(4, dir.path())
+        .run()
+        .unwrap();
+    assert_eq!(checkpoints(dir.path()), [4, 8]);
+    let block = newest(dir.path()).join("block-1.bin");
+    let mut data = std::fs::read(&block).unwrap();
+    data[5] ^= 0x10;
+    std::fs::write(&block, data).unwrap();
+    let out = skeleton(lib, &sizes, 20)
+        .devices(cpus(3))
+        .restart(dir.path())
+        .run()
+        .unwrap();
+    assert_eq!(out.report.config.resumed_from, Some(4));
+    assert_eq!(bits(&out.grid), reference_of(lib, &sizes, 20));
+}
+
+#[test]
+fn damaged_and_foreign_checkpoints_are_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes) = (Library::S2d4, [20usize, 20]);
+    let write = |every| {
+        skeleton(lib, &sizes, 6)
+            .devices(cpus(2))
+            .checkpoint(every, dir.path())
+            .run()
+            .unwrap()
+    };
+    write(3);
+    let restart = |lib: Library, sizes: &[usize]| {
+        skeleton(lib, sizes, 10)
+            .devices(cpus(1))
+            .restart(dir.path())
+            .run()
+    };
+    let ckpt = newest(dir.path());
+    let manifest = ckpt.join("manifest.json");
+    // Another stencil, size or cell type: refused at once.
+    let e = setup_error(restart(Library::S2d8, &sizes));
+    assert!(
+        matches!(
+            &e,
+            CheckpointError::Mismatch {
+                what: "stencil",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains(&manifest.display().to_string()),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("2d4") && e.to_string().contains("2d8"),
+        "{e}"
+    );
+    let e = setup_error(restart(lib, &[20, 21]));
+    assert!(
+        matches!(&e, CheckpointError::Mismatch { what: "size", .. }),
+        "{e}"
+    );
+    let f64_run = Skeleton::new(&sizes, Stencil::<f64>::library(lib, KernelChoice::Generic))
+        .iterations(10)
+        .devices(cpus(1))
+        .restart(dir.path())
+        .run();
+    match f64_run {
+        Err(RunError::Setup(SetupError::Checkpoint(CheckpointError::Mismatch {
+            what: "cell type",
+            ..
+        }))) => {}
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("an f32 checkpoint restarted an f64 run"),
+    }
+    // At or past the end.
+    let e = match skeleton(lib, &sizes, 3)
+        .devices(cpus(1))
+        .restart(dir.path())
+        .run()
+    {
+        Err(RunError::Setup(SetupError::Checkpoint(e))) => e,
+        other => panic!("{:?}", other.err().map(|e| e.to_string())),
+    };
+    assert!(
+        matches!(
+            e,
+            CheckpointError::AtEnd {
+                at: 3,
+                iters: 3,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // Every checkpoint truncated: the newest one's error, naming its block.
+    for c in checkpoints(dir.path()) {
+        let block = dir.path().join(format!("ckpt-{c:012}/block-0.bin"));
+        let data = std::fs::read(&block).unwrap();
+        std::fs::write(&block, &data[..data.len() - 4]).unwrap();
+    }
+    let e = setup_error(restart(lib, &sizes));
+    assert!(matches!(e, CheckpointError::Length { .. }), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&ckpt.join("block-0.bin").display().to_string()),
+        "{e}"
+    );
+    // Corrupted: the checksum names the block.
+    write(3);
+    let block = newest(dir.path()).join("block-1.bin");
+    for c in checkpoints(dir.path()) {
+        let b = dir.path().join(format!("ckpt-{c:012}/block-1.bin"));
+        let mut data = std::fs::read(&b).unwrap();
+        data[0] ^= 1;
+        std::fs::write(&b, data).unwrap();
+    }
+    let e = setup_error(restart(lib, &sizes));
+    assert!(matches!(e, CheckpointError::Checksum { .. }), "{e}");
+    assert!(e.to_string().contains(&block.display().to_string()), "{e}");
+    // A manifest that is not JSON.
+    write(3);
+    for c in checkpoints(dir.path()) {
+        std::fs::write(dir.path().join(format!("ckpt-{c:012}/manifest.json")), "{").unwrap();
+    }
+    let e = setup_error(restart(lib, &sizes));
+    assert!(matches!(e, CheckpointError::Manifest { .. }), "{e}");
+    // No checkpoint at all, or no directory.
+    let empty = tempfile::tempdir().unwrap();
+    let e = setup_error(
+        skeleton(lib, &sizes, 10)
+            .devices(cpus(1))
+            .restart(empty.path())
+            .run(),
+    );
+    assert!(matches!(e, CheckpointError::None(_)), "{e}");
+    let e = setup_error(
+        skeleton(lib, &sizes, 10)
+            .devices(cpus(1))
+            .restart(empty.path().join("missing"))
+            .run(),
+    );
+    assert!(matches!(e, CheckpointError::Io { .. }), "{e}");
+}
+
+#[test]
+fn a_partial_checkpoint_is_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes) = (Library::S2d4, [20usize, 20]);
+    skeleton(lib, &sizes, 9)
+        .devices(cpus(2))
+        .checkpoint(4, dir.path())
+        .run()
+        .unwrap();
+    // As a run killed while writing the next one leaves it.
+    let partial = dir.path().join(format!(".ckpt-{:012}.partial", 12));
+    std::fs::create_dir(&partial).unwrap();
+    std::fs::write(partial.join("block-0.bin"), [1u8, 2, 3]).unwrap();
+    let out = skeleton(lib, &sizes, 15)
+        .devices(cpus(1))
+        .restart(dir.path())
+        .run()
+        .unwrap();
+    assert_eq!(out.report.config.resumed_from, Some(8));
+    assert_eq!(bits(&out.grid), reference_of(lib, &sizes, 15));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+    /// Any stop, any devices and partition before and after: the same bits.
+    #[test]
+    fn restarts_never_change_the_result(
+        which in 0usize..4,
+        size in 12usize..30,
+        every in 1u64..6,
+        stop in 1u64..12,
+        more in 1u64..8,
+        before in (1usize..4, 0usize..3),
+        after in (1usize..4, 0usize..3),
+    ) {
+        let lib = [Library::S2d4, Library::S2dnc8, Library::S3d6, Library::S1dnc4][which];
+        let nd = lib.ndims();
+        let size = if nd == 3 { size / 2 + 6 } else { size };
+        let sizes = vec![size; nd];
+        let parts = [Partition::Multi, Partition::Single(0), Partition::Weighted(0)];
+        let dir = tempfile::tempdir().unwrap();
+        let stop = stop.max(every);
+        let first = skeleton(lib, &sizes, stop)
+            .devices(cpus(before.0))
+            .partition(parts[before.1])
+            .checkpoint(every, dir.path())
+            .run();
+        prop_assume!(first.is_ok());
+        let last = (stop - 1) / every * every;
+        prop_assume!(last > 0);
+        let out = skeleton(lib, &sizes, stop + more)
+            .devices(cpus(after.0))
+            .partition(parts[after.1])
+            .restart(dir.path())
+            .run();
+        prop_assume!(!matches!(out, Err(RunError::Setup(SetupError::Layout(_)))));
+        let out = out.unwrap();
+        prop_assert_eq!(out.report.config.resumed_from, Some(last));
+        prop_assert_eq!(bits(&out.grid), reference_of(lib, &sizes, stop + more));
+    }
+}
