@@ -24,4 +24,8 @@ pub enum DeviceError {
     /// device): one line saying what is missing.
     #[error("{0}")]
     Unavailable(String),
+    /// The device stopped working mid-run (or was told to, by
+    /// [`crate::FailAt`]).
+    #[error("device failed: {0}")]
+    Failed(String),
 }

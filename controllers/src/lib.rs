@@ -2,7 +2,8 @@
 //!
 //! Backends: `cpu` (rayon) always; `opencl` and `cuda` behind their features, each a
 //! [`gpu::DeviceRuntime`] under the shared [`gpu::GpuController`].
-//! [`Slowdown`] wraps any backend to emulate a slower device.
+//! [`Slowdown`] wraps any backend to emulate a slower device, [`FailAt`] one
+//! that fails mid-run.
 
 pub mod conformance;
 mod controller;
@@ -10,6 +11,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;
+pub mod fail_at;
 pub mod gpu;
 mod launch;
 #[cfg(feature = "opencl")]
@@ -21,6 +23,7 @@ pub use cpu::CpuController;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaController;
 pub use error::DeviceError;
+pub use fail_at::FailAt;
 pub use gpu::GpuController;
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClController;

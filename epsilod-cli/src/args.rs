@@ -3,6 +3,7 @@
 //! waits for the stencil, which says how many dimensions it has.
 
 use clap::{Args, Parser, Subcommand};
+use epsilod::OnFailure;
 use hitmap::Partition;
 use kernels::KernelChoice;
 use std::path::PathBuf;
@@ -299,4 +300,9 @@ pub struct RunArgs {
     /// rank count; runs the iterations left up to --iters, bit-identical to an uninterrupted run.
     #[arg(long)]
     pub restart: Option<PathBuf>,
+    /// What a device failure does (a device error, or fail@ITER in a device spec): stop (end the
+    /// run with the error) | recover (one process: drop the device and go on over the others
+    /// from the last checkpoint, or the start).
+    #[arg(long, default_value = "stop", value_parser = clap::value_parser!(OnFailure))]
+    pub on_failure: OnFailure,
 }

@@ -53,6 +53,69 @@ fn bad_checkpoint_options_are_one_line() {
         ),
         &file,
     );
+    one_line_error(
+        &with(&run, &["--on-failure", "retry"]),
+        "not stop or recover",
+    );
+    one_line_error(
+        &with(&run, &["--devices", "cpu:fail@x"]),
+        "expected the iteration",
+    );
+    // A failure without recovery: one line naming the device.
+    one_line_error(
+        &with(
+            &run,
+            &[
+                "--devices",
+                "cpu:threads=1,fail@3",
+                "--devices",
+                "cpu:threads=1",
+            ],
+        ),
+        "fail@3",
+    );
+}
+
+#[test]
+fn a_failed_device_is_recovered_from_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let base = ["run", "2d4", "--size", "66", "--iters", "40", "--quiet"];
+    let (full, rec, rep) = (p("full.npy"), p("rec.npy"), p("rep.json"));
+    assert!(epsilod(&[&base[..], &["--output", &full]].concat())
+        .status
+        .success());
+    let out = epsilod(
+        &[
+            &base[..],
+            &[
+                "--devices",
+                "cpu:threads=1,fail@23",
+                "--devices",
+                "cpu:threads=1",
+            ],
+            &["--checkpoint-every", "5", "--checkpoint-dir", &p("ck")],
+            &[
+                "--on-failure",
+                "recover",
+                "--output",
+                &rec,
+                "--report",
+                &rep,
+            ],
+        ]
+        .concat(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read(&full).unwrap() == std::fs::read(&rec).unwrap());
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    assert_eq!(report["failures"][0]["resumed_from"], 20);
+    assert_eq!(report["failures"][0]["devices_left"], 1);
 }
 
 /// A small deterministic generator for the kill times.

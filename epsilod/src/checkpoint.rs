@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -99,6 +101,9 @@ pub enum CheckpointError {
         /// The manifest's.
         expected: u32,
     },
+    /// A commit given up because the run failed.
+    #[error("the checkpoint was abandoned: the run failed while writing it")]
+    Cancelled,
     /// A thread writing a checkpoint panicked.
     #[error("a checkpoint writer thread panicked (a bug: please report it)")]
     Panicked,
@@ -237,6 +242,16 @@ pub(crate) fn write_block<T: Cell>(
 ) -> Result<PendingBlock<T>, CheckpointError> {
     let dir = c.dir.join(partial_name(iter));
     fs::create_dir_all(&dir).map_err(io(&dir))?;
+    // A run that failed may have left this block here: gone before process
+    // 0 hears of the new one, so the commit cannot take it for the new.
+    for stale in [block_name(vp), format!("{}.failed", block_name(vp))] {
+        match fs::remove_file(dir.join(&stale)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(io(&dir.join(stale))(e))
+            }
+            _ => {}
+        }
+    }
     let handle = std::thread::Builder::new()
         .name(format!("epsilod-ckpt{vp}"))
         .spawn(move || {
@@ -269,11 +284,10 @@ pub(crate) fn write_block<T: Cell>(
 /// Starts the commit of the checkpoint `m` describes: waits for each of its
 /// blocks to be complete (renamed into place, whichever rank wrote it),
 /// then [`commit`]s it.
-pub(crate) fn spawn_commit(
-    c: &Checkpointing,
-    m: Manifest,
-) -> Result<JoinHandle<Result<(), CheckpointError>>, CheckpointError> {
+pub(crate) fn spawn_commit(c: &Checkpointing, m: Manifest) -> Result<Committing, CheckpointError> {
     let c2 = c.clone();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let cancelled = cancel.clone();
     std::thread::Builder::new()
         .name("epsilod-commit".into())
         .spawn(move || {
@@ -283,6 +297,9 @@ pub(crate) fn spawn_commit(
                 let path = dir.join(&b.file);
                 let failed = dir.join(format!("{}.failed", b.file));
                 while !path.exists() {
+                    if cancelled.load(Ordering::Relaxed) {
+                        return Err(CheckpointError::Cancelled);
+                    }
                     if failed.exists() || started.elapsed() > COMMIT_WAIT {
                         return Err(CheckpointError::Io {
                             path,
@@ -297,7 +314,28 @@ pub(crate) fn spawn_commit(
             }
             commit(&c2, &m)
         })
+        .map(|handle| Committing { handle, cancel })
         .map_err(io(&c.dir))
+}
+
+/// A commit waiting for its blocks.
+pub(crate) struct Committing {
+    handle: JoinHandle<Result<(), CheckpointError>>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Committing {
+    /// Waits for the commit.
+    pub(crate) fn finish(self) -> Result<(), CheckpointError> {
+        self.handle.join().unwrap_or(Err(CheckpointError::Panicked))
+    }
+
+    /// Gives up waiting for blocks that will not come (the run failed), so
+    /// that nothing is committed behind a recovery's back.
+    pub(crate) fn cancel(self) {
+        self.cancel.store(true, Ordering::Relaxed);
+        let _ = self.handle.join();
+    }
 }
 
 /// Completes the checkpoint after `m.iteration` iterations, whose blocks are
@@ -325,6 +363,11 @@ pub(crate) fn commit(c: &Checkpointing, m: &Manifest) -> Result<(), CheckpointEr
         let _ = d.sync_all();
     }
     prune(&c.dir, m.iteration)
+}
+
+/// Whether `dir` holds a complete checkpoint (one a restart may try).
+pub(crate) fn any_complete(dir: &Path) -> bool {
+    listed(dir).is_ok_and(|l| l.iter().any(|(_, _, partial)| !partial))
 }
 
 /// Checkpoint directories in `dir`, newest first, with their iteration.

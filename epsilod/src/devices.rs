@@ -3,7 +3,7 @@
 //! place.
 
 use crate::error::SetupError;
-use controllers::{Controller, CpuController, DeviceError, Slowdown};
+use controllers::{Controller, CpuController, DeviceError, FailAt, Slowdown};
 use kernels::Cell;
 use serde::Deserialize;
 use std::fmt;
@@ -51,6 +51,8 @@ pub struct DeviceSpec {
     pub weight: f64,
     /// Emulated slowness.
     pub slowdown: Option<SlowdownSpec>,
+    /// Emulated failure: the device's first launch of this iteration fails.
+    pub fail: Option<u64>,
 }
 
 /// The options a device may be given, however they were written: the
@@ -67,6 +69,8 @@ pub struct DeviceOptions {
     pub weight: Option<f64>,
     /// Emulated slowness.
     pub slowdown: Option<SlowdownSpec>,
+    /// Emulated failure at this iteration.
+    pub fail: Option<u64>,
 }
 
 /// Threads of the default device: every core.
@@ -120,6 +124,7 @@ impl DeviceSpec {
             },
             weight: 1.0,
             slowdown: None,
+            fail: None,
         }
     }
 
@@ -130,6 +135,7 @@ impl DeviceSpec {
             kind: DeviceKind::Cpu { threads: None },
             weight: 1.0,
             slowdown: None,
+            fail: None,
         }
     }
 
@@ -142,6 +148,12 @@ impl DeviceSpec {
         let (kind, opts) = text.split_once(':').unwrap_or((text, ""));
         let mut o = DeviceOptions::default();
         for opt in opts.split(',').filter(|o| !o.is_empty()) {
+            // `fail@ITER`, as `slowdown=F@ITER` reads.
+            let opt = match opt.strip_prefix("fail@") {
+                Some(at) => format!("fail={at}"),
+                None => opt.to_string(),
+            };
+            let opt = opt.as_str();
             let (k, v) = opt
                 .split_once('=')
                 .ok_or_else(|| bad(format!("option '{opt}' is not key=value")))?;
@@ -155,9 +167,16 @@ impl DeviceSpec {
                 "device" => o.device = Some(int(v)?),
                 "weight" => o.weight = Some(parse_weight(v).map_err(bad)?),
                 "slowdown" => o.slowdown = Some(parse_slowdown(v).map_err(bad)?),
+                "fail" => {
+                    o.fail = Some(v.parse::<u64>().map_err(|_| {
+                        bad(format!(
+                            "fail@{v}: expected the iteration to fail at, a whole number >= 0"
+                        ))
+                    })?)
+                }
                 _ => {
                     return Err(bad(format!(
-                    "unknown option '{k}' (options: threads, platform, device, weight, slowdown)"
+                    "unknown option '{k}' (options: threads, platform, device, weight, slowdown, fail@ITER)"
                 )))
                 }
             }
@@ -207,6 +226,7 @@ impl DeviceSpec {
             kind,
             weight: o.weight.unwrap_or(1.0),
             slowdown: o.slowdown,
+            fail: o.fail,
         })
     }
 
@@ -247,9 +267,13 @@ impl DeviceSpec {
                 ))
             }
         };
-        Ok(match self.slowdown {
+        let slowed: Box<dyn Controller<T>> = match self.slowdown {
             None => base,
             Some(s) => Box::new(Slowdown::new(base, s.factor, s.from_iter)?),
+        };
+        Ok(match self.fail {
+            None => slowed,
+            Some(at) => Box::new(FailAt::new(slowed, at)),
         })
     }
 }
@@ -309,6 +333,9 @@ impl fmt::Display for DeviceSpec {
         if let Some(s) = self.slowdown {
             write!(f, ",slowdown={}@{}", s.factor, s.from_iter)?;
         }
+        if let Some(at) = self.fail {
+            write!(f, ",fail@{at}")?;
+        }
         Ok(())
     }
 }
@@ -324,6 +351,8 @@ struct FileDevice {
     weight: Option<f64>,
     /// `3` or `"3@300"`.
     slowdown: Option<FileSlowdown>,
+    /// Emulated failure at this iteration.
+    fail: Option<u64>,
     /// Under MPI: every rank on this host (`"*"`: on any host) gets the device.
     host: Option<String>,
     /// Under MPI: this rank gets the device.
@@ -477,6 +506,7 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
                 device: d.device,
                 weight: d.weight,
                 slowdown,
+                fail: d.fail,
             };
             if d.host.as_deref() == Some("") {
                 return Err(err("host = \"\": name a host, or \"*\" for any".into()));
@@ -566,6 +596,10 @@ mod tests {
             })
         );
         assert_eq!(s.to_string(), "cpu:threads=1,weight=3,slowdown=2.5@100");
+        let f = DeviceSpec::parse("cpu:threads=1,fail@40").unwrap();
+        assert_eq!(f.fail, Some(40));
+        assert_eq!(f.to_string(), "cpu:threads=1,fail@40");
+        assert_eq!(DeviceSpec::parse("opencl:fail=3").unwrap().fail, Some(3));
         assert_eq!(
             DeviceSpec::parse("opencl:platform=1,device=2")
                 .unwrap()
@@ -593,6 +627,8 @@ mod tests {
             ("cpu:slowdown=-2", "factor must be a number >= 1"),
             ("cpu:slowdown=0.5", "factor must be a number >= 1"),
             ("cpu:slowdown=2@x", "after '@'"),
+            ("cpu:fail@x", "fail@x: expected the iteration"),
+            ("cpu:fail@-1", "fail@-1"),
             ("cpu:speed=2", "unknown option 'speed'"),
             ("cpu:threads", "not key=value"),
             ("cpu:device=1", "not platform="),

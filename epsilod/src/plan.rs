@@ -336,6 +336,7 @@ impl<T> RunPlan<T> {
             redistributions,
             heuristic: first.map_or_else(Vec::new, |r| r.decisions.clone()),
             checkpoints: checkpoint_records(results),
+            failures: Vec::new(),
         }
     }
 }

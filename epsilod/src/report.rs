@@ -20,6 +20,24 @@ pub struct Report {
     /// Every checkpoint written.
     #[serde(default)]
     pub checkpoints: Vec<CheckpointRecord>,
+    /// Every device lost and recovered from (`--on-failure recover`).
+    #[serde(default)]
+    pub failures: Vec<FailureRecord>,
+}
+
+/// A device that failed, and what recovering cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FailureRecord {
+    /// The device, as given.
+    pub device: String,
+    /// What went wrong.
+    pub error: String,
+    /// Seconds the run had been going when it failed (this attempt).
+    pub attempt_seconds: f64,
+    /// The checkpoint iteration the run went on from (0: the start).
+    pub resumed_from: u64,
+    /// Devices left to go on with.
+    pub devices_left: usize,
 }
 
 /// One checkpoint: after which iteration, and how long the slowest process

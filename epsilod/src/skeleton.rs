@@ -6,17 +6,19 @@
 //! the executors carry a plan out.
 
 use crate::alb::Alb;
-use crate::checkpoint::{CheckpointError, Checkpointing, Expect, Restart};
+use crate::checkpoint::{self, CheckpointError, Checkpointing, Expect, Restart};
 use crate::cluster::{self, Cluster, JobInfo};
 use crate::devices::DeviceSpec;
-use crate::error::{RunError, SetupError};
+use crate::error::{RunError, SetupError, VpError};
 use crate::executor::{execute, LocalJob, Outcome};
 use crate::plan::{self, Observer, RunPlan};
+use crate::report::FailureRecord;
 use crate::stencil::{InitFn, Stencil};
 use hitmap::{Partition, Shape};
 use kernels::Cell;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Everything about a run that is not its stencil, size or init: what a
 /// driver (the command line, an app) sets the same way for any cell type.
@@ -42,6 +44,31 @@ pub struct RunOptions {
     /// Resume from the newest valid checkpoint in this directory (see
     /// [`Skeleton::restart`]).
     pub restart: Option<PathBuf>,
+    /// What to do when a device fails (see [`Skeleton::on_failure`]).
+    pub on_failure: OnFailure,
+}
+
+/// What a run does when a device fails mid-run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnFailure {
+    /// End the run with the error.
+    #[default]
+    Stop,
+    /// In one process: drop the device and go on over the others from the
+    /// last checkpoint (or the start), bit-identical to a run without the
+    /// failure.
+    Recover,
+}
+
+impl std::str::FromStr for OnFailure {
+    type Err = String;
+    fn from_str(s: &str) -> Result<OnFailure, String> {
+        match s {
+            "stop" => Ok(OnFailure::Stop),
+            "recover" => Ok(OnFailure::Recover),
+            _ => Err(format!("'{s}' is not stop or recover")),
+        }
+    }
 }
 
 impl Default for RunOptions {
@@ -57,6 +84,7 @@ impl Default for RunOptions {
             pin: false,
             checkpoint: None,
             restart: None,
+            on_failure: OnFailure::Stop,
         }
     }
 }
@@ -76,6 +104,7 @@ pub struct Skeleton<T> {
     observer: Option<Observer>,
     checkpoint: Option<Checkpointing>,
     restart: Option<PathBuf>,
+    on_failure: OnFailure,
 }
 
 impl<T: Cell> Skeleton<T> {
@@ -97,6 +126,7 @@ impl<T: Cell> Skeleton<T> {
             pin: false,
             checkpoint: None,
             restart: None,
+            on_failure: OnFailure::Stop,
         }
     }
 
@@ -111,6 +141,19 @@ impl<T: Cell> Skeleton<T> {
         self.pin = o.pin;
         self.checkpoint = o.checkpoint.clone();
         self.restart = o.restart.clone();
+        self.on_failure = o.on_failure;
+        self
+    }
+
+    /// What to do when a device fails mid-run (a device error, or
+    /// `fail@ITER` in its spec). With [`OnFailure::Recover`], in one
+    /// process with devices to spare, the run drops the device and goes on
+    /// over the others from the newest checkpoint in its checkpoint
+    /// directory (or from where it started, without one): the result is
+    /// bit-identical to a run without the failure, and the report's
+    /// `failures` says what was lost. Under MPI a failure ends the job.
+    pub fn on_failure(mut self, f: OnFailure) -> Self {
+        self.on_failure = f;
         self
     }
 
@@ -210,6 +253,14 @@ impl<T: Cell> Skeleton<T> {
 
     /// Validates the run: sizes, devices, partition, ALB, block widths.
     pub fn plan(&self) -> Result<RunPlan<T>, SetupError> {
+        self.plan_on(&self.devices, self.restart.as_deref())
+    }
+
+    fn plan_on(
+        &self,
+        devices: &[DeviceSpec],
+        restart: Option<&std::path::Path>,
+    ) -> Result<RunPlan<T>, SetupError> {
         if let Some(c) = &self.checkpoint {
             if c.every == 0 {
                 return Err(SetupError::CheckpointEvery);
@@ -220,11 +271,11 @@ impl<T: Cell> Skeleton<T> {
                 source,
             })?;
         }
-        let restart = match &self.restart {
+        let restart = match restart {
             Some(dir) => Some(self.find_restart(dir)?),
             None => None,
         };
-        let mut devices = self.devices.clone();
+        let mut devices = devices.to_vec();
         if let Some(r) = &restart {
             // The same devices and partition resume from the layout the
             // checkpoint had (ALB's last weights); others start afresh.
@@ -308,9 +359,50 @@ impl<T: Cell> Skeleton<T> {
             #[cfg(not(feature = "mpi"))]
             return Err(SetupError::NoMpi { size: job.size }.into());
         }
-        execute(
-            self.plan(),
-            &LocalJob::<T>::new(job.clone(), self.devices.len()),
-        )
+        let started = Instant::now();
+        let mut devices = self.devices.clone();
+        let mut restart = self.restart.clone();
+        let mut failures = Vec::new();
+        loop {
+            let attempt = Instant::now();
+            let out = execute(
+                self.plan_on(&devices, restart.as_deref()),
+                &LocalJob::<T>::new(job.clone(), devices.len()),
+            );
+            match out {
+                Err(RunError::Vp {
+                    vp,
+                    device,
+                    cause: VpError::Device(e),
+                }) if self.on_failure == OnFailure::Recover && devices.len() > 1 => {
+                    devices.remove(vp);
+                    let ckpt = self.checkpoint.as_ref().map(|c| c.dir.clone());
+                    if let Some(dir) = ckpt.filter(|d| checkpoint::any_complete(d)) {
+                        restart = Some(dir);
+                    }
+                    let resumed_from = match &restart {
+                        Some(dir) => self.find_restart(dir)?.manifest.iteration,
+                        None => 0,
+                    };
+                    tracing::warn!(
+                        "device {device} failed ({e}): going on over the other {} from iteration {resumed_from}",
+                        devices.len()
+                    );
+                    failures.push(FailureRecord {
+                        device,
+                        error: e.to_string(),
+                        attempt_seconds: attempt.elapsed().as_secs_f64(),
+                        resumed_from,
+                        devices_left: devices.len(),
+                    });
+                }
+                Ok(mut o) => {
+                    o.report.summary.total_seconds = started.elapsed().as_secs_f64();
+                    o.report.failures = failures;
+                    return Ok(o);
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }

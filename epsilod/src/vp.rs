@@ -2,7 +2,7 @@
 //! plan, and (with ALB) its copy of the heuristic.
 
 use crate::alb::{floor_weights, Alb, Windows};
-use crate::checkpoint::{self, BlockEntry, CheckpointError, Manifest, PendingBlock};
+use crate::checkpoint::{self, BlockEntry, Committing, Manifest, PendingBlock};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, VpError};
 use crate::plan::RunPlan;
@@ -16,7 +16,6 @@ use hitmap::{
 use kernels::Cell;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 /// One iteration of one virtual process.
@@ -133,7 +132,7 @@ struct Vp<'a, T, X> {
     /// This process's block of the last checkpoint, being written.
     pending: Option<PendingBlock<T>>,
     /// Process 0: the last checkpoint's commit, waiting for its blocks.
-    committing: Option<JoinHandle<Result<(), CheckpointError>>>,
+    committing: Option<Committing>,
     /// Snapshot buffers of the last checkpoint, reused (fresh pages cost
     /// more than the copy: 48 ms of 64 MB).
     snapshots: Vec<Vec<T>>,
@@ -319,9 +318,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             self.snapshots = w.finish().map_err(|e| self.fail(e.into()))?;
         }
         if let Some(c) = self.committing.take() {
-            c.join()
-                .unwrap_or(Err(CheckpointError::Panicked))
-                .map_err(|e| self.fail(e.into()))?;
+            c.finish().map_err(|e| self.fail(e.into()))?;
         }
         Ok(())
     }
@@ -731,6 +728,21 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             weights_before: windows.iter().map(|w| w.rows as f64 / total).collect(),
             weights_after: weights,
         }))
+    }
+}
+
+impl<T, X> Drop for Vp<'_, T, X> {
+    /// A run that failed must leave no checkpoint thread behind: its writes
+    /// finish, and a commit still waiting for blocks is abandoned, so a
+    /// recovery restarting from the checkpoint directory meets no stray
+    /// rename or prune.
+    fn drop(&mut self) {
+        if let Some(w) = self.pending.take() {
+            let _ = w.finish();
+        }
+        if let Some(c) = self.committing.take() {
+            c.cancel();
+        }
     }
 }
 

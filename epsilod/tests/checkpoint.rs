@@ -1,9 +1,11 @@
 //! Checkpoints and restarts: a restart on other devices, partitions and
 //! load balancing is bit-identical to the run never interrupted; damaged or
-//! foreign checkpoints are refused with one line naming the file.
+//! foreign checkpoints are refused with one line naming the file; a failed
+//! device is dropped and the run recovers from the last checkpoint.
 
 use epsilod::{
-    Alb, CheckpointError, DeviceSpec, Partition, RunError, SetupError, Skeleton, Stencil,
+    Alb, CheckpointError, DeviceSpec, OnFailure, Partition, RunError, SetupError, Skeleton,
+    Stencil, VpError,
 };
 use epsilod_testkit::{bits, irregular_init};
 use kernels::{reference, KernelChoice, Library};
@@ -279,6 +281,66 @@ fn a_partial_checkpoint_is_ignored() {
         .unwrap();
     assert_eq!(out.report.config.resumed_from, Some(8));
     assert_eq!(bits(&out.grid), reference_of(lib, &sizes, 15));
+}
+
+fn spec(s: &str) -> DeviceSpec {
+    DeviceSpec::parse(s).unwrap()
+}
+
+#[test]
+fn a_failed_device_is_dropped_and_the_run_recovers_bit_identically() {
+    let (lib, sizes, iters) = (Library::S2d4, [42usize, 30], 60);
+    let want = reference_of(lib, &sizes, iters);
+    let devices = || {
+        vec![
+            spec("cpu:threads=1"),
+            spec("cpu:threads=1,fail@37"),
+            spec("cpu:threads=1"),
+            spec("cpu:threads=1,fail@52"),
+        ]
+    };
+    // From the last checkpoint before each failure, twice.
+    let dir = tempfile::tempdir().unwrap();
+    let out = skeleton(lib, &sizes, iters)
+        .devices(devices())
+        .partition(Partition::Weighted(0))
+        .alb(Alb::parse("const-iters:every=7").unwrap())
+        .checkpoint(10, dir.path())
+        .on_failure(OnFailure::Recover)
+        .run()
+        .unwrap();
+    assert_eq!(bits(&out.grid), want);
+    let f = &out.report.failures;
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!((f[0].resumed_from, f[0].devices_left), (30, 3));
+    assert_eq!((f[1].resumed_from, f[1].devices_left), (50, 2));
+    assert!(f[0].device.contains("fail@37") && f[0].error.contains("iteration 37"));
+    assert_eq!(out.report.config.devices.len(), 2);
+    // Without checkpoints, from the start.
+    let out = skeleton(lib, &sizes, iters)
+        .devices(devices())
+        .on_failure(OnFailure::Recover)
+        .run()
+        .unwrap();
+    assert_eq!(bits(&out.grid), want);
+    assert_eq!(out.report.failures.len(), 2);
+    assert!(out.report.failures.iter().all(|f| f.resumed_from == 0));
+    // By default a failure ends the run, naming the device.
+    match skeleton(lib, &sizes, iters).devices(devices()).run() {
+        Err(RunError::Vp {
+            vp: 1,
+            cause: VpError::Device(e),
+            ..
+        }) => assert!(e.to_string().contains("fail@37"), "{e}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a failing device went unnoticed"),
+    }
+    // The last device standing cannot be dropped.
+    let r = skeleton(lib, &sizes, iters)
+        .devices(vec![spec("cpu:threads=1,fail@5")])
+        .on_failure(OnFailure::Recover)
+        .run();
+    assert!(matches!(r, Err(RunError::Vp { .. })));
 }
 
 proptest! {

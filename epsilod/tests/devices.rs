@@ -50,6 +50,12 @@ macro_rules! device_suite {
 
             #[test]
             $(#[$test_attr])*
+            fn recovering_from_a_failed_device() {
+                super::recovering_from_a_failed_device($kind);
+            }
+
+            #[test]
+            $(#[$test_attr])*
             fn rust_only_kernels_say_they_need_a_cpu_device() {
                 super::rust_only_kernels_say_they_need_a_cpu_device($kind);
             }
@@ -356,6 +362,43 @@ fn rebalancing_every_few_iterations(kind: &str) {
         let moves = out.report.redistributions.len() as u64;
         assert!(moves >= iters / 3 - 2, "{lib}: only {moves} rebalances");
     }
+}
+
+/// A `kind` device failing mid-run is dropped; the run goes on from its
+/// last checkpoint over a CPU and another `kind` device, bit-identical.
+#[allow(dead_code)]
+fn recovering_from_a_failed_device(kind: &str) {
+    let lib = Library::S3d27;
+    let spec = lib.spec();
+    let sizes = vec![26usize, 12, 14];
+    let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 9);
+    let want = reference::run(
+        &sizes,
+        &spec.low,
+        &spec.high,
+        25,
+        &init,
+        reference::library_formula(lib),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = Skeleton::new(
+        &sizes,
+        Stencil::<f32>::library(lib, KernelChoice::Specialized),
+    )
+    .iterations(25)
+    .init(init)
+    .devices(devices(&[
+        kind,
+        &format!("{kind}:fail@17"),
+        "cpu:threads=1",
+    ]))
+    .checkpoint(4, dir.path())
+    .on_failure(epsilod::OnFailure::Recover)
+    .run()
+    .unwrap();
+    assert_eq!(bits(&out.grid), bits(&want));
+    assert_eq!(out.report.failures.len(), 1);
+    assert_eq!(out.report.failures[0].resumed_from, 16);
 }
 
 #[allow(dead_code)]

@@ -188,6 +188,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
                 .zip(args.checkpoint_dir.clone())
                 .map(|(every, dir)| Checkpointing { every, dir }),
             restart: args.restart.clone(),
+            on_failure: args.on_failure,
         },
     })
 }
@@ -299,6 +300,12 @@ fn print_summary(r: &Report) {
     );
     if let Some(at) = r.config.resumed_from {
         println!("resumed from the checkpoint at iteration {at}");
+    }
+    for f in &r.failures {
+        println!(
+            "device {} failed after {:.3} s ({}); went on over {} device(s) from iteration {}",
+            f.device, f.attempt_seconds, f.error, f.devices_left, f.resumed_from
+        );
     }
     if let Some(last) = r.checkpoints.last() {
         let secs: f64 = r.checkpoints.iter().map(|c| c.seconds).sum();
