@@ -120,7 +120,11 @@ pub(crate) fn run_to_output<T: OutputCell>(
     cluster: &Cluster,
     region: Option<Shape>,
 ) -> Result<AppOutcome, RunError> {
-    let out = skeleton.options(options).run_in(cluster)?;
+    let mut skeleton = skeleton.options(options);
+    if let Some(s) = &options.snapshots {
+        skeleton = skeleton.snapshot_files(s)?;
+    }
+    let out = skeleton.run_in(cluster)?;
     let root = out.is_root();
     Ok(AppOutcome {
         report: out.report,

@@ -30,6 +30,9 @@ pub enum Command {
     Plot(PlotArgs),
     /// Predict a run's times over a calibrated machine (models::predict).
     Predict(PredictArgs),
+    /// Draw a field (.npy from --output or --snapshot) as a heat map with a colour bar; several
+    /// files as an animated GIF.
+    View(ViewArgs),
     /// List the library stencils, the apps and the devices found.
     List,
     /// Record a short run's phase (per device: compute, exchange, cells, messages) as a
@@ -146,6 +149,33 @@ pub struct PlotArgs {
     /// The figure: .png or .svg.
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ViewArgs {
+    /// Field files (.npy): one for a PNG, several (in order) for the frames of a GIF.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The picture: .png (one file) or .gif (one or more).
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// The plane of a 3-d field: x=K, y=K or z=K (default: the middle z).
+    #[arg(long, value_parser = crate::view::parse_slice)]
+    pub slice: Option<crate::view::Slice>,
+    /// For gas-sim's D3Q19 cells: density (default) or speed.
+    #[arg(long, default_value = "density", value_parser = parse_quantity)]
+    pub field: crate::view::Quantity,
+    /// Milliseconds per GIF frame.
+    #[arg(long, default_value_t = 200)]
+    pub delay: u32,
+}
+
+fn parse_quantity(s: &str) -> Result<crate::view::Quantity, String> {
+    match s {
+        "density" | "value" => Ok(crate::view::Quantity::Value),
+        "speed" => Ok(crate::view::Quantity::Speed),
+        _ => Err(format!("'{s}' is not density or speed")),
+    }
 }
 
 #[derive(Args, Debug)]
@@ -300,6 +330,13 @@ pub struct RunArgs {
     /// rank count; runs the iterations left up to --iters, bit-identical to an uninterrupted run.
     #[arg(long)]
     pub restart: Option<PathBuf>,
+    /// Write the field every N iterations to --snapshot (on rank 0).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "snapshot")]
+    pub snapshot_every: Option<u64>,
+    /// Snapshot file pattern with {iter}, e.g. out/field_{iter}.npy (.npy, .txt or .dat); see
+    /// 'epsilod view' to draw them.
+    #[arg(long, requires = "snapshot_every")]
+    pub snapshot: Option<String>,
     /// What a device failure does (a device error, or fail@ITER in a device spec): stop (end the
     /// run with the error) | recover (one process: drop the device and go on over the others
     /// from the last checkpoint, or the start).

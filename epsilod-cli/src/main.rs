@@ -11,6 +11,7 @@ mod init;
 mod plot;
 mod progress;
 mod stats;
+mod view;
 
 use args::Cli;
 use clap::Parser;

@@ -19,7 +19,7 @@ const FONT_CANDIDATES: [&str; 4] = [
 
 /// Registers a TrueType font for the labels, once: `EPSILOD_FONT` if set,
 /// else the first common system font found.
-fn ensure_font() -> Result<(), CliError> {
+pub(crate) fn ensure_font() -> Result<(), CliError> {
     static FONT: OnceLock<Result<(), String>> = OnceLock::new();
     FONT.get_or_init(|| {
         let candidates: Vec<String> = std::env::var("EPSILOD_FONT")

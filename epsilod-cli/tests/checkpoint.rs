@@ -200,3 +200,84 @@ fn a_run_killed_anywhere_restarts_to_the_same_bytes() {
         "only {restarted} of 6 runs were killed mid-way"
     );
 }
+
+#[test]
+fn snapshots_are_written_and_drawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let pattern = p("f_{iter}.npy");
+    let out = epsilod(&[
+        "run",
+        "2d4",
+        "--size",
+        "40",
+        "--iters",
+        "30",
+        "--quiet",
+        "--devices",
+        "cpu:threads=1",
+        "--devices",
+        "cpu:threads=1",
+        "--snapshot-every",
+        "10",
+        "--snapshot",
+        &pattern,
+        "--output",
+        &p("out.npy"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for i in [10, 20, 30] {
+        assert!(
+            Path::new(&p(&format!("f_{i}.npy"))).is_file(),
+            "snapshot {i}"
+        );
+    }
+    // The last snapshot is the output.
+    assert!(std::fs::read(p("f_30.npy")).unwrap() == std::fs::read(p("out.npy")).unwrap());
+    assert!(std::fs::read(p("f_10.npy")).unwrap() != std::fs::read(p("f_20.npy")).unwrap());
+    let png = p("f.png");
+    let o = epsilod(&["view", &p("f_20.npy"), "-o", &png]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
+    let gif = p("f.gif");
+    let o = epsilod(&[
+        "view",
+        &p("f_10.npy"),
+        &p("f_20.npy"),
+        &p("f_30.npy"),
+        "-o",
+        &gif,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(&std::fs::read(&gif).unwrap()[..4], b"GIF8");
+    one_line_error(
+        &["view", &p("f_10.npy"), &p("f_20.npy"), "-o", &png],
+        "write a .gif",
+    );
+    one_line_error(&["view", &p("missing.npy"), "-o", &png], "missing.npy");
+    one_line_error(
+        &["view", &p("f_10.npy"), "-o", &png, "--slice", "q=1"],
+        "use x, y or z",
+    );
+    one_line_error(
+        &["view", &p("f_10.npy"), "-o", &png, "--field", "speed"],
+        "D3Q19",
+    );
+    one_line_error(
+        &[
+            "run",
+            "2d4",
+            "--size",
+            "20",
+            "--snapshot-every",
+            "2",
+            "--snapshot",
+            &p("f.npy"),
+        ],
+        "has no {iter}",
+    );
+}

@@ -708,3 +708,32 @@ fn checkpoints_written_by_ranks_restart_on_other_rank_counts() {
         );
     }
 }
+
+/// Snapshots gathered across ranks are the one-process snapshots.
+#[test]
+fn snapshots_across_ranks_match_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |np: usize, tag: &str| {
+        let pattern = path(dir.path(), &format!("{tag}_{{iter}}.npy"));
+        let mut args = vec!["run", "2d4", "--size", "34x30", "--iters", "12", "--quiet"];
+        args.extend(["--snapshot-every", "4", "--snapshot", &pattern]);
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        let o = if np == 1 {
+            alone(&args)
+        } else {
+            mpirun(np, &args)
+        };
+        ok(&o, &format!("snapshots on {np} rank(s)"));
+    };
+    run(1, "one");
+    run(3, "three");
+    for i in [4, 8, 12] {
+        let read = |tag: &str| std::fs::read(path(dir.path(), &format!("{tag}_{i}.npy"))).unwrap();
+        assert!(
+            read("one") == read("three"),
+            "snapshot {i} differs on 3 ranks"
+        );
+    }
+}

@@ -85,6 +85,9 @@ pub enum SetupError {
     /// No checkpoint to restart from, or one that may not be used.
     #[error(transparent)]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),
+    /// Snapshots that could not be written.
+    #[error("{0}")]
+    Snapshot(String),
     /// Checkpoints every 0 iterations.
     #[error("checkpoints every 0 iterations: give --checkpoint-every 1 or more")]
     CheckpointEvery,
@@ -119,6 +122,14 @@ pub enum VpError {
     /// A checkpoint could not be written or read.
     #[error(transparent)]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),
+    /// A snapshot could not be written.
+    #[error("snapshot after iteration {iter}: {why}")]
+    Snapshot {
+        /// The iteration.
+        iter: u64,
+        /// What went wrong.
+        why: String,
+    },
     /// Its thread panicked.
     #[error("it panicked (a bug: please report it)")]
     Panicked,

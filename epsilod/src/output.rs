@@ -76,6 +76,40 @@ impl Format {
     }
 }
 
+/// Where snapshots go: every `every` iterations, a file named by `pattern`
+/// with `{iter}` replaced by the iteration (`out/field_{iter}.npy`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshots {
+    /// Iterations between snapshots.
+    pub every: u64,
+    /// The file name pattern; its extension gives the format.
+    pub pattern: String,
+}
+
+impl Snapshots {
+    /// Checks the pattern (it has `{iter}`, a known extension, and its
+    /// first file can be created) before the run.
+    pub fn check(&self) -> Result<(), String> {
+        if self.every == 0 {
+            return Err("snapshots every 0 iterations: give --snapshot-every 1 or more".into());
+        }
+        if !self.pattern.contains("{iter}") {
+            return Err(format!(
+                "snapshot pattern '{}' has no {{iter}}: every snapshot would overwrite the last (e.g. out/field_{{iter}}.npy)",
+                self.pattern
+            ));
+        }
+        let first = self.path(self.every);
+        check_writable(&first).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The file of the snapshot after `iter` iterations.
+    pub fn path(&self, iter: u64) -> std::path::PathBuf {
+        self.pattern.replace("{iter}", &iter.to_string()).into()
+    }
+}
+
 /// Errors unless `path` can be created or written, checked before a long run
 /// rather than after it; leaves no file behind that was not there.
 pub fn check_creatable(path: &Path) -> Result<(), String> {

@@ -10,7 +10,7 @@ use crate::error::SetupError;
 use crate::report::{
     median, CheckpointRecord, DeviceIteration, IterationRecord, Report, ReportConfig, Summary,
 };
-use crate::stencil::{InitFn, Stencil};
+use crate::stencil::{InitFn, SnapshotFn, Stencil};
 use crate::vp::VpResult;
 use hitmap::{Layout, Partition, Shape};
 use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
@@ -44,6 +44,8 @@ pub struct RunPlan<T> {
     /// The first iteration this run computes (after a restart, the
     /// checkpoint's).
     pub(crate) start: u64,
+    /// Every so many iterations, the whole field to this function.
+    pub(crate) snapshot: Option<(u64, SnapshotFn<T>)>,
 }
 
 /// Each checkpoint with the slowest process's time over it.
@@ -143,6 +145,7 @@ impl<T> RunPlan<T> {
             checkpoint: None,
             restart: None,
             start: 0,
+            snapshot: None,
         })
     }
 
@@ -246,16 +249,27 @@ impl<T> RunPlan<T> {
     where
         T: Clone,
     {
+        self.assemble_blocks(results.iter().map(|r| (&r.block, r.data.as_slice())))
+    }
+
+    /// The whole global array from `(block, cells)` pairs over init values.
+    pub(crate) fn assemble_blocks<'a>(
+        &self,
+        blocks: impl Iterator<Item = (&'a Shape, &'a [T])>,
+    ) -> ArrayD<T>
+    where
+        T: Clone + 'a,
+    {
         let init = &self.init;
         let mut grid = ArrayD::from_shape_fn(IxDyn(&self.size), |ix| {
             let g: Vec<i64> = (0..ix.ndim()).map(|d| ix[d] as i64).collect();
             init(&g)
         });
-        for r in results.iter().filter(|r| !r.block.is_empty()) {
-            let view = ArrayViewD::from_shape(IxDyn(&r.block.extents()), &r.data)
+        for (block, data) in blocks.filter(|(b, _)| !b.is_empty()) {
+            let view = ArrayViewD::from_shape(IxDyn(&block.extents()), data)
                 .expect("a block's data matches its shape");
             grid.slice_each_axis_mut(|ax| {
-                let s = r.block.sig(ax.axis.index());
+                let s = block.sig(ax.axis.index());
                 ndarray::Slice::from(s.begin() as isize..s.end() as isize)
             })
             .assign(&view);

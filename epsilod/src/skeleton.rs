@@ -11,9 +11,10 @@ use crate::cluster::{self, Cluster, JobInfo};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, SetupError, VpError};
 use crate::executor::{execute, LocalJob, Outcome};
+use crate::output::{OutputCell, Snapshots};
 use crate::plan::{self, Observer, RunPlan};
 use crate::report::FailureRecord;
-use crate::stencil::{InitFn, Stencil};
+use crate::stencil::{InitFn, SnapshotFn, Stencil};
 use hitmap::{Partition, Shape};
 use kernels::Cell;
 use std::path::PathBuf;
@@ -44,6 +45,9 @@ pub struct RunOptions {
     /// Resume from the newest valid checkpoint in this directory (see
     /// [`Skeleton::restart`]).
     pub restart: Option<PathBuf>,
+    /// Snapshot files; applied by [`Skeleton::snapshot_files`], which
+    /// needs a cell type the output formats can write.
+    pub snapshots: Option<Snapshots>,
     /// What to do when a device fails (see [`Skeleton::on_failure`]).
     pub on_failure: OnFailure,
 }
@@ -85,6 +89,7 @@ impl Default for RunOptions {
             checkpoint: None,
             restart: None,
             on_failure: OnFailure::Stop,
+            snapshots: None,
         }
     }
 }
@@ -105,6 +110,7 @@ pub struct Skeleton<T> {
     checkpoint: Option<Checkpointing>,
     restart: Option<PathBuf>,
     on_failure: OnFailure,
+    snapshot: Option<(u64, SnapshotFn<T>)>,
 }
 
 impl<T: Cell> Skeleton<T> {
@@ -127,6 +133,7 @@ impl<T: Cell> Skeleton<T> {
             checkpoint: None,
             restart: None,
             on_failure: OnFailure::Stop,
+            snapshot: None,
         }
     }
 
@@ -142,6 +149,19 @@ impl<T: Cell> Skeleton<T> {
         self.checkpoint = o.checkpoint.clone();
         self.restart = o.restart.clone();
         self.on_failure = o.on_failure;
+        self
+    }
+
+    /// Hands the whole field to `f` (on rank 0) after every `every`
+    /// iterations, the last included: EPSILOD's output function, called
+    /// during the run. The run waits while `f` runs; an error from it ends
+    /// the run. See [`Skeleton::snapshot_files`] to write files.
+    pub fn snapshot(
+        mut self,
+        every: u64,
+        f: impl Fn(u64, ndarray::ArrayViewD<'_, T>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.snapshot = Some((every.max(1), Arc::new(f)));
         self
     }
 
@@ -306,9 +326,24 @@ impl<T: Cell> Skeleton<T> {
             plan.init_previous = self.init_previous.clone();
             plan.checkpoint = self.checkpoint.clone();
             plan.start = restart.as_ref().map_or(0, |r| r.manifest.iteration);
+            plan.snapshot = self.snapshot.clone();
             plan.restart = restart;
             plan
         })
+    }
+
+    /// Writes a snapshot file every `s.every` iterations (see
+    /// [`Snapshots`]; `.npy`, `.txt` or `.dat`), checked now: a bad pattern
+    /// or an unwritable place is an error before the run.
+    pub fn snapshot_files(self, s: &Snapshots) -> Result<Self, SetupError>
+    where
+        T: OutputCell,
+    {
+        s.check().map_err(SetupError::Snapshot)?;
+        let files = s.clone();
+        Ok(self.snapshot(s.every, move |iter, grid| {
+            crate::output::write(&files.path(iter), grid).map_err(|e| e.to_string())
+        }))
     }
 
     fn find_restart(&self, dir: &std::path::Path) -> Result<Restart, SetupError> {

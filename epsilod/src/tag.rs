@@ -14,6 +14,8 @@ pub(crate) enum Tag {
     Refresh(usize),
     /// A block's checkpoint written after iteration `it`, to process 0.
     Checkpoint(u64),
+    /// A block of the snapshot after iteration `it`, to process 0.
+    Snapshot(u64),
 }
 
 /// Tags above every iteration number: redistribution traffic.
@@ -22,6 +24,8 @@ const REDISTRIBUTE: u64 = 1 << 62;
 const TIMES: u64 = 1 << 61;
 /// Tags of checkpoint reports.
 const CHECKPOINT: u64 = 1 << 60;
+/// Tags of snapshot blocks.
+const SNAPSHOT: u64 = 1 << 59;
 
 impl Tag {
     /// The transport tag.
@@ -30,6 +34,7 @@ impl Tag {
             Tag::Halo(it) => it,
             Tag::Times(it) => TIMES + it,
             Tag::Checkpoint(it) => CHECKPOINT + it,
+            Tag::Snapshot(it) => SNAPSHOT + it,
             Tag::Move(n) => REDISTRIBUTE + 2 * n as u64,
             Tag::Refresh(n) => REDISTRIBUTE + 2 * n as u64 + 1,
         }
@@ -51,12 +56,14 @@ mod tests {
                 Tag::Move(i as usize),
                 Tag::Refresh(i as usize),
                 Tag::Checkpoint(i),
+                Tag::Snapshot(i),
             ] {
                 assert!(seen.insert(t.encode()), "{t:?} collides");
             }
         }
         // Far apart: a run of 2^61 iterations would be needed to collide.
-        assert!(Tag::Halo(u32::MAX as u64).encode() < Tag::Checkpoint(0).encode());
+        assert!(Tag::Halo(u32::MAX as u64).encode() < Tag::Snapshot(0).encode());
+        assert!(Tag::Snapshot(u32::MAX as u64).encode() < Tag::Checkpoint(0).encode());
         assert!(Tag::Checkpoint(u32::MAX as u64).encode() < Tag::Times(0).encode());
         assert!(Tag::Times(u32::MAX as u64).encode() < Tag::Move(0).encode());
     }

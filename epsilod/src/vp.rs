@@ -274,6 +274,11 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 comm,
                 rows,
             });
+            if let Some(every) = self.run.snapshot.as_ref().map(|s| s.0) {
+                if (it + 1) % every == 0 {
+                    self.snapshot(it + 1)?;
+                }
+            }
             if let Some(every) = self.run.checkpoint.as_ref().map(|c| c.every) {
                 let done = it + 1;
                 if done % every == 0 && done < iters {
@@ -309,6 +314,43 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             decisions,
             checkpoints,
         })
+    }
+
+    /// Sends this process's block to process 0, which assembles the field
+    /// and hands it to the snapshot function.
+    fn snapshot(&mut self, iter: u64) -> Result<(), RunError> {
+        let block = self.geometry.block.clone();
+        let mut data = Vec::with_capacity(block.card());
+        self.device
+            .read(self.cur, &block, &mut data)
+            .map_err(|e| self.dev_err(e))?;
+        let tag = Tag::Snapshot(iter).encode();
+        if self.p != 0 {
+            return self
+                .transport
+                .send(0, tag, data)
+                .map_err(|e| self.net_err(e));
+        }
+        let layout = self.geometry.layout.clone();
+        let mut parts = vec![data];
+        for q in 1..layout.procs() {
+            let v = self.transport.recv(q, tag).map_err(|e| self.net_err(e))?;
+            if v.len() != layout.block(q).card() {
+                return Err(self.fail(VpError::Protocol(format!(
+                    "snapshot block from {q} has {} cells, expected {}",
+                    v.len(),
+                    layout.block(q).card()
+                ))));
+            }
+            parts.push(v);
+        }
+        let grid = self
+            .run
+            .assemble_blocks((0..layout.procs()).map(|q| (layout.block(q), parts[q].as_slice())));
+        if let Some((_, f)) = &self.run.snapshot {
+            f(iter, grid.view()).map_err(|why| self.fail(VpError::Snapshot { iter, why }))?;
+        }
+        Ok(())
     }
 
     /// Waits for the last checkpoint's block write and (process 0) its

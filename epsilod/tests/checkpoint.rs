@@ -382,3 +382,44 @@ proptest! {
         prop_assert_eq!(bits(&out.grid), reference_of(lib, &sizes, stop + more));
     }
 }
+
+#[test]
+fn snapshots_are_the_field_at_their_iteration_on_any_layout() {
+    let (lib, sizes) = (Library::S2d4, [33usize, 27]);
+    for (devices, part) in [
+        (cpus(1), Partition::Multi),
+        (cpus(3), Partition::Multi),
+        (cpus(2), Partition::Single(1)),
+    ] {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        skeleton(lib, &sizes, 25)
+            .devices(devices)
+            .partition(part)
+            .snapshot(10, move |iter, grid| {
+                let bits: Vec<u32> = grid.iter().map(|v| v.to_bits()).collect();
+                s2.lock().unwrap().push((iter, bits));
+                Ok(())
+            })
+            .run()
+            .unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [10, 20]);
+        for (iter, bits) in seen.iter() {
+            assert_eq!(*bits, reference_of(lib, &sizes, *iter), "{part} at {iter}");
+        }
+    }
+    // A failing snapshot function ends the run with its reason.
+    let r = skeleton(lib, &sizes, 5)
+        .devices(cpus(2))
+        .snapshot(2, |_, _| Err("disk full".into()))
+        .run();
+    match r {
+        Err(RunError::Vp {
+            cause: VpError::Snapshot { iter: 2, why },
+            ..
+        }) => assert_eq!(why, "disk full"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a failing snapshot went unnoticed"),
+    }
+}

@@ -21,6 +21,10 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
         Command::Run(args) => run::run(&args, cluster),
         Command::Compare(args) => compare::compare(&args, cluster),
         Command::Plot(args) => plot::plot(&args),
+        Command::View(args) => {
+            let files: Vec<&std::path::Path> = args.files.iter().map(|f| f.as_path()).collect();
+            crate::view::view(&files, &args.output, args.slice, args.field, args.delay)
+        }
         Command::Predict(args) => predict::predict(&args),
         Command::List => {
             print!("{}", list::list());

@@ -7,6 +7,7 @@ use crate::init::stencil_init;
 use crate::progress::Bar;
 use epsilod::devices::{all_cores, load_device_file, Placed};
 use epsilod::error::chain;
+use epsilod::output::Snapshots;
 use epsilod::{
     output, Alb, Checkpointing, Cluster, DeviceSpec, Report, RunOptions, Skeleton, Stencil,
 };
@@ -189,6 +190,10 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
                 .map(|(every, dir)| Checkpointing { every, dir }),
             restart: args.restart.clone(),
             on_failure: args.on_failure,
+            snapshots: args
+                .snapshot_every
+                .zip(args.snapshot.clone())
+                .map(|(every, pattern)| Snapshots { every, pattern }),
         },
     })
 }
@@ -240,10 +245,11 @@ pub fn run_config(
         stencil.low.clone(),
         stencil.high.clone(),
     );
-    let out = Skeleton::new(&size, stencil)
-        .init(init)
-        .options(&options)
-        .run_in(cluster)?;
+    let mut skeleton = Skeleton::new(&size, stencil).init(init).options(&options);
+    if let Some(s) = &options.snapshots {
+        skeleton = skeleton.snapshot_files(s)?;
+    }
+    let out = skeleton.run_in(cluster)?;
     drop(bar);
     if let (true, true, Some(path)) = (write, out.is_root(), &args.output) {
         output::write(path, out.grid.view())?;
