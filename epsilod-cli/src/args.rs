@@ -294,7 +294,8 @@ pub struct RunArgs {
     /// specialized (bit-identical to EPSILOD) | generic.
     #[arg(long, default_value = "specialized", value_parser = parse_kernel)]
     pub kernel: KernelChoice,
-    /// Result array: .npy, .txt (EPSILOD's text format) or .dat (raw little-endian).
+    /// Result array: .npy, .txt (EPSILOD's text format), .dat (raw little-endian) or .vti (VTK
+    /// image data, for ParaView).
     #[arg(long)]
     pub output: Option<PathBuf>,
     /// JSON report.
@@ -333,7 +334,7 @@ pub struct RunArgs {
     /// Write the field every N iterations to --snapshot (on rank 0).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "snapshot")]
     pub snapshot_every: Option<u64>,
-    /// Snapshot file pattern with {iter}, e.g. out/field_{iter}.npy (.npy, .txt or .dat); see
+    /// Snapshot file pattern with {iter}, e.g. out/field_{iter}.npy (.npy, .txt, .dat or .vti); see
     /// 'epsilod view' to draw them.
     #[arg(long, requires = "snapshot_every")]
     pub snapshot: Option<String>,

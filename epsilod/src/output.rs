@@ -16,7 +16,7 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum OutputError {
     /// The file name's extension names no format.
-    #[error("unknown output format '{0}': use a file name ending in .npy, .txt or .dat")]
+    #[error("unknown output format '{0}': use a file name ending in .npy, .txt, .dat or .vti")]
     Format(String),
     /// The file could not be created or written.
     #[error("cannot write output {path}: {why}")]
@@ -62,6 +62,9 @@ pub enum Format {
     Txt,
     /// Raw little-endian scalars.
     Dat,
+    /// VTK XML image data, for ParaView: point data named `field`, one
+    /// component per scalar of a cell.
+    Vti,
 }
 
 impl Format {
@@ -71,6 +74,7 @@ impl Format {
             Some("npy") => Ok(Format::Npy),
             Some("txt") => Ok(Format::Txt),
             Some("dat") => Ok(Format::Dat),
+            Some("vti") => Ok(Format::Vti),
             _ => Err(OutputError::Format(path.display().to_string())),
         }
     }
@@ -176,7 +180,59 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
             std::fs::write(path, bytemuck::cast_slice::<T::Scalar, u8>(scalars))
                 .map_err(|e| err(e.to_string()))
         }
+        Format::Vti => write_vti::<T>(path, grid.shape(), scalars).map_err(err),
     }
+}
+
+/// VTK image data: VTK's x runs fastest, so it is the array's last axis.
+fn write_vti<T: OutputCell>(
+    path: &Path,
+    shape: &[usize],
+    scalars: &[T::Scalar],
+) -> Result<(), String> {
+    use vtkio::model::{
+        Attribute, Attributes, ByteOrder, DataSet, Extent, IOBuffer, ImageDataPiece, Piece,
+        Version, Vtk,
+    };
+    if shape.is_empty() || shape.len() > 3 {
+        return Err(format!(
+            "VTK image data holds 1- to 3-d fields, not {}-d",
+            shape.len()
+        ));
+    }
+    let mut last = [0i32; 3];
+    for (d, &n) in shape.iter().rev().enumerate() {
+        last[d] = i32::try_from(n).map_err(|_| format!("{n} cells is too many for VTK"))? - 1;
+    }
+    // Inclusive point ranges: vtkio writes `Dims` one point too long.
+    let extent = || Extent::Ranges([0..=last[0], 0..=last[1], 0..=last[2]]);
+    // The scalar types are f32 and f64.
+    let data = if std::mem::size_of::<T::Scalar>() == 4 {
+        IOBuffer::from(bytemuck::cast_slice::<T::Scalar, f32>(scalars).to_vec())
+    } else {
+        IOBuffer::from(bytemuck::cast_slice::<T::Scalar, f64>(scalars).to_vec())
+    };
+    let point = Attribute::scalars("field", T::COMPONENTS as u32).with_data(data);
+    let vtk = Vtk {
+        version: Version::new((1, 0)),
+        title: String::new(),
+        byte_order: ByteOrder::LittleEndian,
+        file_path: None,
+        data: DataSet::ImageData {
+            extent: extent(),
+            origin: [0.0; 3],
+            spacing: [1.0; 3],
+            meta: None,
+            pieces: vec![Piece::Inline(Box::new(ImageDataPiece {
+                extent: extent(),
+                data: Attributes {
+                    point: vec![point],
+                    cell: Vec::new(),
+                },
+            }))],
+        },
+    };
+    vtk.export(path).map_err(|e| e.to_string())
 }
 
 /// A result that can be written without knowing its cell type: what an
@@ -213,6 +269,49 @@ impl<T: OutputCell> OutputGrid for Region<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What ParaView would read: the extent (x = the last axis) and the
+    /// values in order, for a scalar and a 19-component field.
+    #[test]
+    fn vti_files_read_back_as_written() {
+        use vtkio::model::{Attribute, DataSet, IOBuffer, Piece};
+        let dir = tempfile::tempdir().unwrap();
+        let read = |path: &Path| {
+            let vtk = vtkio::Vtk::import(path).unwrap();
+            let DataSet::ImageData { extent, pieces, .. } = vtk.data else {
+                panic!("not image data")
+            };
+            let Piece::Inline(p) = &pieces[0] else {
+                panic!("not inline")
+            };
+            let Attribute::DataArray(a) = &p.data.point[0] else {
+                panic!("not a data array")
+            };
+            let IOBuffer::F32(v) = &a.data else {
+                panic!("not f32")
+            };
+            (extent.into_dims(), v.clone())
+        };
+        let grid = ArrayD::from_shape_fn(IxDyn(&[3, 4, 5]), |ix| {
+            (ix[0] * 100 + ix[1] * 10 + ix[2]) as f32
+        });
+        let path = dir.path().join("a.vti");
+        write(&path, grid.view()).unwrap();
+        let (dims, v) = read(&path);
+        assert_eq!(dims, [5, 4, 3]);
+        assert_eq!(v, grid.iter().copied().collect::<Vec<_>>());
+        let cells = ArrayD::from_shape_fn(IxDyn(&[2, 3]), |ix| {
+            let mut c = [0f32; 19];
+            c[ix[1]] = (ix[0] + 1) as f32;
+            c
+        });
+        let path = dir.path().join("b.vti");
+        write(&path, cells.view()).unwrap();
+        let (dims, v) = read(&path);
+        assert_eq!(dims, [3, 2, 1]);
+        assert_eq!(v.len(), 6 * 19);
+        assert_eq!(v[19 * 4 + 1], 2.0);
+    }
 
     #[test]
     fn text_format_matches_printf() {

@@ -17,7 +17,7 @@ struct Args {
     /// Number of one-thread CPU devices.
     #[arg(long, default_value_t = 2)]
     devices: usize,
-    /// Optional result file (.npy, .txt or .dat).
+    /// Optional result file (.npy, .txt, .dat or .vti).
     #[arg(long)]
     output: Option<std::path::PathBuf>,
 }
