@@ -3,7 +3,7 @@
 //! waits for the stencil, which says how many dimensions it has.
 
 use clap::{Args, Parser, Subcommand};
-use epsilod::OnFailure;
+use epsilod::{HaloDepth, OnFailure};
 use hitmap::Partition;
 use kernels::KernelChoice;
 use std::path::PathBuf;
@@ -338,6 +338,11 @@ pub struct RunArgs {
     /// 'epsilod view' to draw them.
     #[arg(long, requires = "snapshot_every")]
     pub snapshot: Option<String>,
+    /// Ghost cells K stencil reaches deep, exchanged every K iterations (messages fall K-fold;
+    /// each device computes the ring in between itself): 1..64 | auto (1 in one process, 4
+    /// across MPI ranks). Results are the same bits for any K.
+    #[arg(long, default_value = "1", value_parser = clap::value_parser!(HaloDepth))]
+    pub halo_depth: HaloDepth,
     /// What a device failure does (a device error, or fail@ITER in a device spec): stop (end the
     /// run with the error) | recover (one process: drop the device and go on over the others
     /// from the last checkpoint, or the start).

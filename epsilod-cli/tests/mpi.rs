@@ -737,3 +737,34 @@ fn snapshots_across_ranks_match_one_process() {
         );
     }
 }
+
+/// Deep halos across ranks: the bytes of one process, a third of the
+/// messages of depth 1.
+#[test]
+fn deep_halos_across_ranks_match_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "3d27",
+        "--size",
+        "26x14x12",
+        "--iters",
+        "20",
+        "--halo-depth",
+        "3",
+        "--devices",
+        CPU1,
+        "--devices",
+        CPU1,
+        "--devices",
+        CPU1,
+        "--partition",
+        "s0",
+    ];
+    same_as_one_process(3, &args, dir.path(), "deep");
+    let r = report(&path(dir.path(), "deep-n.json"));
+    // 20 iterations at depth 3: exchanges after iterations 2, 5, ..., 17
+    // and 20 is not reached: 6 exchanges of 4 messages (two inner edges).
+    assert_eq!(r["summary"]["halo_messages"], 6 * 4);
+    assert_eq!(r["halo_depth"], 3);
+}

@@ -85,6 +85,9 @@ pub enum SetupError {
     /// No checkpoint to restart from, or one that may not be used.
     #[error(transparent)]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),
+    /// A halo depth the run cannot use.
+    #[error("{0}")]
+    HaloDepth(String),
     /// Snapshots that could not be written.
     #[error("{0}")]
     Snapshot(String),

@@ -47,5 +47,5 @@ pub use executor::Outcome;
 pub use hitmap::Partition;
 pub use plan::{Observer, RunPlan};
 pub use report::Report;
-pub use skeleton::{OnFailure, RunOptions, Skeleton};
+pub use skeleton::{HaloDepth, OnFailure, RunOptions, Skeleton};
 pub use stencil::{InitFn, KernelKind, Stencil};

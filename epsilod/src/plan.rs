@@ -46,6 +46,9 @@ pub struct RunPlan<T> {
     pub(crate) start: u64,
     /// Every so many iterations, the whole field to this function.
     pub(crate) snapshot: Option<(u64, SnapshotFn<T>)>,
+    /// Iterations between halo exchanges (ghost cells that many reaches
+    /// deep); 1 exchanges every iteration.
+    pub(crate) halo_depth: usize,
 }
 
 /// Each checkpoint with the slowest process's time over it.
@@ -146,6 +149,7 @@ impl<T> RunPlan<T> {
             restart: None,
             start: 0,
             snapshot: None,
+            halo_depth: 1,
         })
     }
 
@@ -345,11 +349,13 @@ impl<T> RunPlan<T> {
                     0.0
                 },
                 skeleton_overhead_seconds_per_iteration: overhead,
+                halo_messages: results.iter().map(|r| r.messages).sum(),
             },
             iterations,
             redistributions,
             heuristic: first.map_or_else(Vec::new, |r| r.decisions.clone()),
             checkpoints: checkpoint_records(results),
+            halo_depth: self.halo_depth,
             failures: Vec::new(),
         }
     }

@@ -23,6 +23,13 @@ pub struct Report {
     /// Every device lost and recovered from (`--on-failure recover`).
     #[serde(default)]
     pub failures: Vec<FailureRecord>,
+    /// Iterations between halo exchanges (`--halo-depth`).
+    #[serde(default = "one")]
+    pub halo_depth: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// A device that failed, and what recovering cost.
@@ -147,6 +154,10 @@ pub struct Summary {
     /// Mean per iteration of the iteration time not spent in the slowest
     /// device's kernels: halo packing, messages, waiting, bookkeeping.
     pub skeleton_overhead_seconds_per_iteration: f64,
+    /// Halo messages sent by every device in all (rebalance refreshes
+    /// included): deep halos divide them by the depth.
+    #[serde(default)]
+    pub halo_messages: u64,
 }
 
 /// One iteration.

@@ -50,6 +50,37 @@ pub struct RunOptions {
     pub snapshots: Option<Snapshots>,
     /// What to do when a device fails (see [`Skeleton::on_failure`]).
     pub on_failure: OnFailure,
+    /// Iterations between halo exchanges (see [`Skeleton::halo_depth`]).
+    pub halo_depth: HaloDepth,
+}
+
+/// How deep the ghost cells go, in iterations between exchanges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HaloDepth {
+    /// Exchange every `n` iterations (1: every iteration).
+    Depth(usize),
+    /// 1 in one process, where a message costs little; 4 across MPI
+    /// ranks, where each costs a network latency.
+    Auto,
+}
+
+impl Default for HaloDepth {
+    fn default() -> HaloDepth {
+        HaloDepth::Depth(1)
+    }
+}
+
+impl std::str::FromStr for HaloDepth {
+    type Err = String;
+    fn from_str(s: &str) -> Result<HaloDepth, String> {
+        match s {
+            "auto" => Ok(HaloDepth::Auto),
+            _ => match s.parse::<usize>() {
+                Ok(n) if (1..=64).contains(&n) => Ok(HaloDepth::Depth(n)),
+                _ => Err(format!("'{s}' is not auto or a whole number from 1 to 64")),
+            },
+        }
+    }
 }
 
 /// What a run does when a device fails mid-run.
@@ -90,6 +121,7 @@ impl Default for RunOptions {
             restart: None,
             on_failure: OnFailure::Stop,
             snapshots: None,
+            halo_depth: HaloDepth::Depth(1),
         }
     }
 }
@@ -111,6 +143,7 @@ pub struct Skeleton<T> {
     restart: Option<PathBuf>,
     on_failure: OnFailure,
     snapshot: Option<(u64, SnapshotFn<T>)>,
+    halo_depth: HaloDepth,
 }
 
 impl<T: Cell> Skeleton<T> {
@@ -134,6 +167,7 @@ impl<T: Cell> Skeleton<T> {
             restart: None,
             on_failure: OnFailure::Stop,
             snapshot: None,
+            halo_depth: HaloDepth::Depth(1),
         }
     }
 
@@ -149,6 +183,18 @@ impl<T: Cell> Skeleton<T> {
         self.checkpoint = o.checkpoint.clone();
         self.restart = o.restart.clone();
         self.on_failure = o.on_failure;
+        self.halo_depth = o.halo_depth;
+        self
+    }
+
+    /// Ghost cells `k` stencil reaches deep, exchanged every `k`
+    /// iterations: in between each device computes the ring of ghost cells
+    /// still valid itself, so messages fall k-fold for some redundant
+    /// compute. Results are bit-identical to `k = 1` whatever `k`, devices,
+    /// partition or rebalances. Not for kernels that read the previous time
+    /// level (wavesim) yet.
+    pub fn halo_depth(mut self, k: HaloDepth) -> Self {
+        self.halo_depth = k;
         self
     }
 
@@ -273,14 +319,27 @@ impl<T: Cell> Skeleton<T> {
 
     /// Validates the run: sizes, devices, partition, ALB, block widths.
     pub fn plan(&self) -> Result<RunPlan<T>, SetupError> {
-        self.plan_on(&self.devices, self.restart.as_deref())
+        let ranks = cluster::current().map_or(1, |j| j.size);
+        self.plan_on(&self.devices, self.restart.as_deref(), ranks)
     }
 
     fn plan_on(
         &self,
         devices: &[DeviceSpec],
         restart: Option<&std::path::Path>,
+        ranks: usize,
     ) -> Result<RunPlan<T>, SetupError> {
+        let halo_depth = match self.halo_depth {
+            HaloDepth::Depth(k) => k.max(1),
+            HaloDepth::Auto if ranks > 1 && !self.stencil.kernel.reads_previous() => 4,
+            HaloDepth::Auto => 1,
+        };
+        if halo_depth > 1 && self.stencil.kernel.reads_previous() {
+            return Err(SetupError::HaloDepth(format!(
+                "halo depth {halo_depth}: '{}' reads the previous time level, which deep halos do not carry yet; use --halo-depth 1",
+                self.stencil.name
+            )));
+        }
         if let Some(c) = &self.checkpoint {
             if c.every == 0 {
                 return Err(SetupError::CheckpointEvery);
@@ -327,6 +386,7 @@ impl<T: Cell> Skeleton<T> {
             plan.checkpoint = self.checkpoint.clone();
             plan.start = restart.as_ref().map_or(0, |r| r.manifest.iteration);
             plan.snapshot = self.snapshot.clone();
+            plan.halo_depth = halo_depth;
             plan.restart = restart;
             plan
         })
@@ -390,7 +450,10 @@ impl<T: Cell> Skeleton<T> {
     fn run_on(&self, job: &JobInfo) -> Result<Outcome<T>, RunError> {
         if job.size > 1 {
             #[cfg(feature = "mpi")]
-            return execute(self.plan(), &crate::cluster::mpi::MpiJob::new(job));
+            return execute(
+                self.plan_on(&self.devices, self.restart.as_deref(), job.size),
+                &crate::cluster::mpi::MpiJob::new(job),
+            );
             #[cfg(not(feature = "mpi"))]
             return Err(SetupError::NoMpi { size: job.size }.into());
         }
@@ -401,7 +464,7 @@ impl<T: Cell> Skeleton<T> {
         loop {
             let attempt = Instant::now();
             let out = execute(
-                self.plan_on(&devices, restart.as_deref()),
+                self.plan_on(&devices, restart.as_deref(), 1),
                 &LocalJob::<T>::new(job.clone(), devices.len()),
             );
             match out {

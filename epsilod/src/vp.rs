@@ -42,6 +42,8 @@ pub(crate) struct VpResult<T> {
     pub decisions: Vec<DecisionRecord>,
     /// The checkpoints this process took part in, with its own time.
     pub checkpoints: Vec<CheckpointRecord>,
+    /// Halo messages it sent.
+    pub messages: u64,
 }
 
 /// A result's place and measurements as they travel between ranks (its
@@ -58,6 +60,7 @@ pub(crate) struct VpMeta {
     redistributions: Vec<Redistribution>,
     decisions: Vec<DecisionRecord>,
     checkpoints: Vec<CheckpointRecord>,
+    messages: u64,
 }
 
 #[cfg(any(feature = "mpi", test))]
@@ -76,6 +79,7 @@ impl VpMeta {
             redistributions: r.redistributions.clone(),
             decisions: r.decisions.clone(),
             checkpoints: r.checkpoints.clone(),
+            messages: r.messages,
         }
     }
 
@@ -96,6 +100,7 @@ impl VpMeta {
                 redistributions: self.redistributions,
                 decisions: self.decisions,
                 checkpoints: self.checkpoints,
+                messages: self.messages,
             },
         )
     }
@@ -109,6 +114,10 @@ struct Geometry {
     extent: Shape,
     strips: Vec<Shape>,
     inner: Shape,
+    /// With a halo depth K > 1: the region computed `j` iterations after
+    /// an exchange, the block and K - 1 - j rings around it (clipped to the
+    /// interior); the last is the block itself, split as `strips`/`inner`.
+    rings: Vec<Shape>,
 }
 
 struct Vp<'a, T, X> {
@@ -136,6 +145,10 @@ struct Vp<'a, T, X> {
     /// Snapshot buffers of the last checkpoint, reused (fresh pages cost
     /// more than the copy: 48 ms of 64 MB).
     snapshots: Vec<Vec<T>>,
+    /// Iterations since the ghost cells were last exchanged in full.
+    phase: usize,
+    /// Halo messages sent.
+    messages: u64,
 }
 
 /// Runs virtual process `p` of `run` on the device `spec` describes.
@@ -189,8 +202,18 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let reach_low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
         let reach_high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
         let global = Shape::from_sizes(&run.size);
-        let geo = geometry(run.layout.clone(), fp, p, &reach_low, &reach_high, &global)
-            .map_err(|e| fail(e.into()))?;
+        let interior = run.layout.domain().clone();
+        let geo = geometry(
+            run.layout.clone(),
+            fp,
+            p,
+            &reach_low,
+            &reach_high,
+            &global,
+            &interior,
+            run.halo_depth,
+        )
+        .map_err(|e| fail(e.into()))?;
         let err = |e: DeviceError| fail(e.into());
         let spare = spare_rows(run.alb.as_ref(), &geo);
         let capacity = geo.extent.expand(&spare, &spare).intersect(&global);
@@ -202,7 +225,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         device
             .fill(next, &geo.extent, run.init.as_ref())
             .map_err(err)?;
-        let interior = run.layout.domain().clone();
         if let Some(prev) = &run.init_previous {
             // Boundary cells are the init's in both buffers: after a swap
             // they are read as neighbours.
@@ -243,6 +265,8 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             pending: None,
             committing: None,
             snapshots: Vec::new(),
+            phase: 0,
+            messages: 0,
         })
     }
 
@@ -313,6 +337,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             redistributions,
             decisions,
             checkpoints,
+            messages: self.messages,
         })
     }
 
@@ -563,6 +588,20 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     fn step(&mut self, it: u64) -> Result<(f64, f64), RunError> {
         let (k, cur, next) = (self.kernel, self.cur, self.next);
         self.device.set_iteration(it);
+        if self.phase + 1 < self.run.halo_depth.max(1) {
+            // Deep halos: no exchange this iteration; the ghost cells still
+            // valid shrink by one reach, and the ring within them is
+            // computed here too.
+            let ring = self.geometry.rings[self.phase].clone();
+            self.device
+                .launch(k, cur, next, &ring)
+                .map_err(|e| self.dev_err(e))?;
+            self.device.wait().map_err(|e| self.dev_err(e))?;
+            self.phase += 1;
+            std::mem::swap(&mut self.cur, &mut self.next);
+            return Ok((self.device.take_kernel_seconds(), 0.0));
+        }
+        self.phase = 0;
         for i in 0..self.geometry.strips.len() {
             let s = &self.geometry.strips[i];
             self.device
@@ -600,6 +639,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             self.transport
                 .send(peer, tag, msg)
                 .map_err(|e| self.net_err(e))?;
+            self.messages += 1;
         }
         Ok(())
     }
@@ -701,6 +741,8 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             &self.reach_low,
             &self.reach_high,
             &self.global,
+            &self.interior,
+            self.run.halo_depth,
         )
         .map_err(|e| self.fail(e.into()))?;
         let spare = spare_rows(self.run.alb.as_ref(), &geo);
@@ -739,7 +781,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             }
         }
         self.geometry = geo;
-        // 5. Halos of the current state under the new plan.
+        // 5. Halos of the current state under the new plan, as deep as
+        // they go: the next iteration starts a new halo period.
+        self.phase = 0;
         let cur = self.cur;
         let refresh = Tag::Refresh(a.rebalances).encode();
         self.post_sends(cur, refresh)?;
@@ -818,6 +862,32 @@ impl AlbState {
     }
 }
 
+/// A footprint reaching `depth` times as far as `fp` in every direction,
+/// corners included (what `depth` steps of `fp` can read): the halo a
+/// process needs to compute `depth` iterations between exchanges.
+fn deep_footprint(fp: &hitmap::Footprint, depth: usize) -> hitmap::Footprint {
+    if depth <= 1 {
+        return fp.clone();
+    }
+    let (low, high) = (fp.low(), fp.high());
+    let nd = fp.ndims();
+    let corners = (0..1usize << nd)
+        .map(|mask| {
+            (0..nd)
+                .map(|d| {
+                    if mask & (1 << d) != 0 {
+                        (high[d] * depth) as i64
+                    } else {
+                        -((low[d] * depth) as i64)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    hitmap::Footprint::new(nd, corners)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn geometry(
     layout: Layout,
     fp: &hitmap::Footprint,
@@ -825,14 +895,30 @@ fn geometry(
     reach_low: &[i64],
     reach_high: &[i64],
     global: &Shape,
+    interior: &Shape,
+    depth: usize,
 ) -> Result<Geometry, hitmap::HitmapError> {
-    let plan = HaloPlan::new(&layout, fp)?;
+    let plan = HaloPlan::new(&layout, &deep_footprint(fp, depth))?;
     let block = layout.block(p).clone();
+    let k = depth.max(1) as i64;
+    let deep_low: Vec<i64> = reach_low.iter().map(|r| r * k).collect();
+    let deep_high: Vec<i64> = reach_high.iter().map(|r| r * k).collect();
     let extent = if block.is_empty() {
         Shape::empty(block.ndims())
     } else {
-        block.expand(reach_low, reach_high).intersect(global)
+        block.expand(&deep_low, &deep_high).intersect(global)
     };
+    let rings = (0..k)
+        .map(|j| {
+            if block.is_empty() {
+                return block.clone();
+            }
+            let n = k - 1 - j;
+            let lo: Vec<i64> = reach_low.iter().map(|r| r * n).collect();
+            let hi: Vec<i64> = reach_high.iter().map(|r| r * n).collect();
+            block.expand(&lo, &hi).intersect(interior)
+        })
+        .collect();
     // Border strips only along axes with neighbours: elsewhere they would
     // split the work into thin launches for nothing.
     let topo = layout.topology().dims();
@@ -845,8 +931,9 @@ fn geometry(
                 .is_some_and(|axis| topo[axis] > 1)
         })
         .collect();
-    // Neighbours below read up to `high` rows into this block, those above `low`.
-    let (strips, inner) = split_border(&block, reach_high, reach_low, &cut);
+    // Neighbours below read up to `high` rows (K times that with deep
+    // halos) into this block, those above `low`.
+    let (strips, inner) = split_border(&block, &deep_high, &deep_low, &cut);
     Ok(Geometry {
         layout,
         plan,
@@ -854,6 +941,7 @@ fn geometry(
         extent,
         strips,
         inner,
+        rings,
     })
 }
 

@@ -50,6 +50,12 @@ macro_rules! device_suite {
 
             #[test]
             $(#[$test_attr])*
+            fn deep_halos() {
+                super::deep_halos($kind);
+            }
+
+            #[test]
+            $(#[$test_attr])*
             fn recovering_from_a_failed_device() {
                 super::recovering_from_a_failed_device($kind);
             }
@@ -361,6 +367,41 @@ fn rebalancing_every_few_iterations(kind: &str) {
         assert_eq!(bits(&out.grid), bits(&want), "{lib}");
         let moves = out.report.redistributions.len() as u64;
         assert!(moves >= iters / 3 - 2, "{lib}: only {moves} rebalances");
+    }
+}
+
+/// Deep halos on `kind` devices beside a CPU: the rings computed between
+/// exchanges reach into the ghost cells, bit-identical to the reference.
+#[allow(dead_code)]
+fn deep_halos(kind: &str) {
+    for (lib, sizes, part) in [
+        (Library::S2d4, vec![40usize, 36], Partition::Multi),
+        (Library::S3d27, vec![20usize, 12, 10], Partition::Single(0)),
+    ] {
+        let spec = lib.spec();
+        let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 4);
+        let want = reference::run(
+            &sizes,
+            &spec.low,
+            &spec.high,
+            23,
+            &init,
+            reference::library_formula(lib),
+        );
+        for depth in [2, 3] {
+            let out = Skeleton::new(
+                &sizes,
+                Stencil::<f32>::library(lib, KernelChoice::Specialized),
+            )
+            .iterations(23)
+            .init(init.clone())
+            .devices(devices(&[kind, "cpu:threads=1", kind]))
+            .partition(part)
+            .halo_depth(epsilod::HaloDepth::Depth(depth))
+            .run()
+            .unwrap_or_else(|e| panic!("{lib} depth {depth}: {e}"));
+            assert_eq!(bits(&out.grid), bits(&want), "{lib} depth {depth}");
+        }
     }
 }
 

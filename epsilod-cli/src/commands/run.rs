@@ -190,6 +190,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
                 .map(|(every, dir)| Checkpointing { every, dir }),
             restart: args.restart.clone(),
             on_failure: args.on_failure,
+            halo_depth: args.halo_depth,
             snapshots: args
                 .snapshot_every
                 .zip(args.snapshot.clone())

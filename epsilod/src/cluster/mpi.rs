@@ -212,6 +212,7 @@ mod tests {
                 iter: 2,
                 seconds: 0.75,
             }],
+            messages: 9,
         };
         let bytes = serde_json::to_vec(&VpMeta::of(7, &r)).unwrap();
         let (p, back) = serde_json::from_slice::<VpMeta>(&bytes)
@@ -224,6 +225,7 @@ mod tests {
         assert_eq!(back.redistributions, r.redistributions);
         assert_eq!(back.decisions, r.decisions);
         assert_eq!(back.checkpoints, r.checkpoints);
+        assert_eq!(back.messages, 9);
         assert!(serde_json::from_slice::<VpMeta>(&bytes[..bytes.len() / 2]).is_err());
     }
 }

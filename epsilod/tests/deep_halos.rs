@@ -1,0 +1,140 @@
+//! Deep halos (`halo_depth`): ghost cells k reaches deep, exchanged every k
+//! iterations, give the bits of k = 1 and of the serial reference on any
+//! sizes, devices, partitions, iteration counts and rebalances; messages
+//! fall k-fold.
+
+use epsilod::{Alb, DeviceSpec, HaloDepth, Partition, RunError, SetupError, Skeleton, Stencil};
+use epsilod_testkit::{bits, irregular_init};
+use heuristics::{Decision, Heuristic, Snapshot};
+use kernels::{reference, KernelChoice, Library};
+use proptest::prelude::*;
+
+/// Rebalances at given iterations to given weights.
+struct Scripted(Vec<(u64, Vec<f64>)>);
+
+impl Heuristic for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+        match self.0.iter().find(|(at, _)| *at == s.iter) {
+            Some((_, w)) => Decision {
+                weights: Some(w.clone()),
+                ..Decision::yes()
+            },
+            None => Decision::no(),
+        }
+    }
+}
+
+fn run(
+    lib: Library,
+    sizes: &[usize],
+    iters: u64,
+    devices: usize,
+    part: Partition,
+    depth: usize,
+    script: Option<Vec<(u64, Vec<f64>)>>,
+) -> Result<epsilod::Outcome<f32>, RunError> {
+    let spec = lib.spec();
+    let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), 3);
+    let mut s = Skeleton::new(
+        sizes,
+        Stencil::<f32>::library(lib, KernelChoice::Specialized),
+    )
+    .iterations(iters)
+    .init(init)
+    .devices(vec![DeviceSpec::cpu(1); devices])
+    .partition(part)
+    .halo_depth(HaloDepth::Depth(depth));
+    if let Some(script) = script {
+        s = s.alb(Alb::custom("scripted", move || Box::new(Scripted(script.clone()))).window(2));
+    }
+    s.run()
+}
+
+fn reference_of(lib: Library, sizes: &[usize], iters: u64) -> Vec<u32> {
+    let spec = lib.spec();
+    let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), 3);
+    bits(&reference::run(
+        sizes,
+        &spec.low,
+        &spec.high,
+        iters as usize,
+        init,
+        reference::library_formula(lib),
+    ))
+}
+
+#[test]
+fn messages_fall_by_the_depth() {
+    let sizes = [66usize, 50];
+    let count = |depth| {
+        run(
+            Library::S2d4,
+            &sizes,
+            48,
+            3,
+            Partition::Single(0),
+            depth,
+            None,
+        )
+        .unwrap()
+        .report
+        .summary
+        .halo_messages
+    };
+    let one = count(1);
+    assert_eq!(one, 48 * 4, "two inner edges, both ways, every iteration");
+    for k in [2, 3, 4, 6] {
+        assert_eq!(count(k), one / k as u64, "depth {k}");
+    }
+}
+
+#[test]
+fn kernels_reading_the_previous_level_refuse_deep_halos() {
+    let e = kernels::AnySpec::from_toml(
+        "name = \"w\"\nlow = [1, 1]\nhigh = [1, 1]\nupdate = \"2 * u[0,0] - old2 + 0.1 * (u[-1,0] + u[1,0] - 2 * u[0,0])\"\n",
+        "w.toml",
+    )
+    .unwrap();
+    let r = Skeleton::new(&[20, 20], Stencil::<f32>::from_any_spec(&e))
+        .devices(vec![DeviceSpec::cpu(1); 2])
+        .halo_depth(HaloDepth::Depth(2))
+        .run();
+    match r {
+        Err(RunError::Setup(SetupError::HaloDepth(why))) => {
+            assert!(why.contains("previous time level"), "{why}")
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("deep halos ran a kernel reading the previous level"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn any_depth_gives_the_same_bits(
+        which in 0usize..6,
+        size in 14usize..40,
+        depth in 1usize..9,
+        iters in 1u64..40,
+        devices in 1usize..5,
+        part in 0usize..4,
+        events in prop::collection::vec((2u64..38, prop::collection::vec(0.2f64..5.0, 4)), 0..4),
+    ) {
+        let lib = [Library::S2d4, Library::S2dnc8, Library::S3d27, Library::S2df5, Library::S1dnc4, Library::S2d8][which];
+        let nd = lib.ndims();
+        let size = if nd == 3 { size / 2 + 5 } else { size };
+        let sizes = vec![size; nd];
+        let part = [Partition::Multi, Partition::Single(0), Partition::Weighted(0), Partition::Single(nd - 1)][part];
+        let script = matches!(part, Partition::Weighted(_))
+            .then(|| events.iter().map(|(at, w)| (*at, w[..devices].to_vec())).collect());
+        let out = match run(lib, &sizes, iters, devices, part, depth, script) {
+            Ok(o) => o,
+            Err(RunError::Setup(SetupError::Layout(_))) => return Ok(()),
+            Err(e) => panic!("{e}"),
+        };
+        prop_assert_eq!(bits(&out.grid), reference_of(lib, &sizes, iters));
+    }
+}
