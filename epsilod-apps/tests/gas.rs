@@ -61,6 +61,26 @@ fn same_bits_on_every_layout_and_as_the_serial_reference() {
     assert!(moved.count() > 1000);
 }
 
+/// Deep halos carry the 19-float cells and the custom kernel's rings: the
+/// bits of depth 1 at depths 2 and 5, blocks and slabs.
+#[test]
+fn deep_halos_give_the_same_bits() {
+    let user = [40, 36, 12];
+    let want = run(user, 11, 1, Partition::Multi, gas::init(user));
+    for (depth, part) in [(2, Partition::Multi), (5, Partition::Single(0))] {
+        let got = Skeleton::new(&gas::global_size(user), gas::stencil())
+            .iterations(11)
+            .init(gas::init(user))
+            .devices(vec![DeviceSpec::cpu(1); 3])
+            .partition(part)
+            .halo_depth(epsilod::HaloDepth::Depth(depth))
+            .run()
+            .unwrap()
+            .grid;
+        assert_eq!(bits(&got), bits(&want), "depth {depth}, {part}");
+    }
+}
+
 /// Total mass of a closed box: fluid populations, and the moving populations
 /// (slots 1..19) of the bounce-back walls.
 fn mass(grid: &ArrayD<GasCell>) -> f64 {

@@ -138,3 +138,54 @@ proptest! {
         prop_assert_eq!(bits(&out.grid), reference_of(lib, &sizes, iters));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// A random weighted stencil, lopsided reaches included.
+    #[test]
+    fn random_spec_stencils_too(
+        low in prop::collection::vec(0usize..3, 2),
+        high in prop::collection::vec(0usize..3, 2),
+        seed in 0u64..1000,
+        depth in 2usize..6,
+        iters in 1u64..20,
+        devices in 2usize..4,
+        part in 0usize..3,
+    ) {
+        let n: usize = (0..2).map(|d| low[d] + high[d] + 1).product();
+        let weights: Vec<f64> = (0..n)
+            .map(|i| (1 + (seed.wrapping_mul(31).wrapping_add(i as u64 * 17)) % 7) as f64 * 0.25)
+            .collect();
+        let spec = kernels::StencilSpec {
+            name: "random".into(),
+            low: low.clone(),
+            high: high.clone(),
+            weights,
+            factor: 3.5,
+        };
+        let sizes = [29usize, 23];
+        let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), 6);
+        let part = [Partition::Multi, Partition::Single(0), Partition::Single(1)][part];
+        let out = Skeleton::new(&sizes, Stencil::<f32>::from_spec(&spec))
+            .iterations(iters)
+            .init(init.clone())
+            .devices(vec![DeviceSpec::cpu(1); devices])
+            .partition(part)
+            .halo_depth(HaloDepth::Depth(depth))
+            .run();
+        let out = match out {
+            Ok(o) => o,
+            Err(RunError::Setup(SetupError::Layout(_))) => return Ok(()),
+            Err(e) => panic!("{e}"),
+        };
+        let want = reference::run(
+            &sizes,
+            &spec.low,
+            &spec.high,
+            iters as usize,
+            init,
+            reference::generic_formula::<f32>(&spec),
+        );
+        prop_assert_eq!(bits(&out.grid), bits(&want));
+    }
+}
