@@ -83,6 +83,69 @@ pub trait Controller<T>: Send {
     fn set_iteration(&mut self, _iter: u64) {}
 }
 
+/// The memory, transfer and kernel-loading methods of [`Controller`],
+/// passed to `self.$inner`: what a decorator (one that changes launches or
+/// timing, like [`crate::Slowdown`]) leaves as it is.
+macro_rules! forward_memory {
+    ($inner:ident) => {
+        fn alloc(
+            &mut self,
+            extent: &hitmap::Shape,
+            capacity: &hitmap::Shape,
+        ) -> Result<$crate::BufferId, $crate::DeviceError> {
+            self.$inner.alloc(extent, capacity)
+        }
+        fn free(&mut self, buf: $crate::BufferId) -> Result<(), $crate::DeviceError> {
+            self.$inner.free(buf)
+        }
+        fn extent(&self, buf: $crate::BufferId) -> Result<hitmap::Shape, $crate::DeviceError> {
+            self.$inner.extent(buf)
+        }
+        fn resize(
+            &mut self,
+            buf: $crate::BufferId,
+            extent: &hitmap::Shape,
+            spare: &[i64],
+        ) -> Result<bool, $crate::DeviceError> {
+            self.$inner.resize(buf, extent, spare)
+        }
+        fn write(
+            &mut self,
+            buf: $crate::BufferId,
+            region: &hitmap::Shape,
+            data: &[T],
+        ) -> Result<(), $crate::DeviceError> {
+            self.$inner.write(buf, region, data)
+        }
+        fn read(
+            &mut self,
+            buf: $crate::BufferId,
+            region: &hitmap::Shape,
+            out: &mut Vec<T>,
+        ) -> Result<(), $crate::DeviceError> {
+            self.$inner.read(buf, region, out)
+        }
+        fn fill(
+            &mut self,
+            buf: $crate::BufferId,
+            region: &hitmap::Shape,
+            f: &(dyn Fn(&[i64]) -> T + Sync),
+        ) -> Result<(), $crate::DeviceError> {
+            self.$inner.fill(buf, region, f)
+        }
+        fn load(
+            &mut self,
+            kernel: std::sync::Arc<dyn kernels::Kernel<T>>,
+        ) -> Result<$crate::KernelId, $crate::DeviceError> {
+            self.$inner.load(kernel)
+        }
+        fn wait(&mut self) -> Result<(), $crate::DeviceError> {
+            self.$inner.wait()
+        }
+    };
+}
+pub(crate) use forward_memory;
+
 impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
     fn describe(&self) -> String {
         (**self).describe()

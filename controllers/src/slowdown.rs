@@ -1,10 +1,8 @@
 //! Emulated slow devices for load-balancing experiments on one machine.
 
-use crate::controller::{BufferId, Controller, KernelId};
+use crate::controller::{forward_memory, BufferId, Controller, KernelId};
 use crate::error::DeviceError;
 use hitmap::Shape;
-use kernels::Kernel;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Sleeps most of `d`, then spins until it has passed. The spin stays in
@@ -66,40 +64,7 @@ impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
             self.from_iter
         )
     }
-    fn alloc(&mut self, extent: &Shape, capacity: &Shape) -> Result<BufferId, DeviceError> {
-        self.inner.alloc(extent, capacity)
-    }
-    fn free(&mut self, buf: BufferId) -> Result<(), DeviceError> {
-        self.inner.free(buf)
-    }
-    fn extent(&self, buf: BufferId) -> Result<Shape, DeviceError> {
-        self.inner.extent(buf)
-    }
-    fn resize(
-        &mut self,
-        buf: BufferId,
-        extent: &Shape,
-        spare: &[i64],
-    ) -> Result<bool, DeviceError> {
-        self.inner.resize(buf, extent, spare)
-    }
-    fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
-        self.inner.write(buf, region, data)
-    }
-    fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
-        self.inner.read(buf, region, out)
-    }
-    fn fill(
-        &mut self,
-        buf: BufferId,
-        region: &Shape,
-        f: &(dyn Fn(&[i64]) -> T + Sync),
-    ) -> Result<(), DeviceError> {
-        self.inner.fill(buf, region, f)
-    }
-    fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
-        self.inner.load(kernel)
-    }
+    forward_memory!(inner);
 
     fn launch(
         &mut self,
@@ -119,10 +84,6 @@ impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
             self.seconds += t;
         }
         Ok(())
-    }
-
-    fn wait(&mut self) -> Result<(), DeviceError> {
-        self.inner.wait()
     }
 
     fn take_kernel_seconds(&mut self) -> f64 {

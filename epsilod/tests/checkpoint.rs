@@ -7,8 +7,8 @@ use epsilod::{
     Alb, CheckpointError, DeviceSpec, OnFailure, Partition, RunError, SetupError, Skeleton,
     Stencil, VpError,
 };
-use epsilod_testkit::{bits, irregular_init};
-use kernels::{reference, KernelChoice, Library};
+use epsilod_testkit::{bits, irregular_init, library_reference};
+use kernels::{KernelChoice, Library};
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -28,16 +28,7 @@ fn skeleton(lib: Library, sizes: &[usize], iters: u64) -> Skeleton<f32> {
 }
 
 fn reference_of(lib: Library, sizes: &[usize], iters: u64) -> Vec<u32> {
-    let spec = lib.spec();
-    let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), 7);
-    bits(&reference::run(
-        sizes,
-        &spec.low,
-        &spec.high,
-        iters as usize,
-        init,
-        reference::library_formula(lib),
-    ))
+    library_reference(lib, sizes, iters, 7)
 }
 
 /// Checkpoint directories left in `dir`, by iteration.

@@ -4,28 +4,10 @@
 //! fall k-fold.
 
 use epsilod::{Alb, DeviceSpec, HaloDepth, Partition, RunError, SetupError, Skeleton, Stencil};
-use epsilod_testkit::{bits, irregular_init};
-use heuristics::{Decision, Heuristic, Snapshot};
+use epsilod_testkit::{bits, irregular_init, library_reference};
+use heuristics::testing::Scripted;
 use kernels::{reference, KernelChoice, Library};
 use proptest::prelude::*;
-
-/// Rebalances at given iterations to given weights.
-struct Scripted(Vec<(u64, Vec<f64>)>);
-
-impl Heuristic for Scripted {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
-        match self.0.iter().find(|(at, _)| *at == s.iter) {
-            Some((_, w)) => Decision {
-                weights: Some(w.clone()),
-                ..Decision::yes()
-            },
-            None => Decision::no(),
-        }
-    }
-}
 
 fn run(
     lib: Library,
@@ -48,22 +30,20 @@ fn run(
     .partition(part)
     .halo_depth(HaloDepth::Depth(depth));
     if let Some(script) = script {
-        s = s.alb(Alb::custom("scripted", move || Box::new(Scripted(script.clone()))).window(2));
+        s = s.alb(
+            Alb::custom("scripted", move || {
+                let steps: Vec<(u64, &[f64])> =
+                    script.iter().map(|(at, w)| (*at, w.as_slice())).collect();
+                Box::new(Scripted::new(&steps))
+            })
+            .window(2),
+        );
     }
     s.run()
 }
 
 fn reference_of(lib: Library, sizes: &[usize], iters: u64) -> Vec<u32> {
-    let spec = lib.spec();
-    let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), 3);
-    bits(&reference::run(
-        sizes,
-        &spec.low,
-        &spec.high,
-        iters as usize,
-        init,
-        reference::library_formula(lib),
-    ))
+    library_reference(lib, sizes, iters, 3)
 }
 
 #[test]

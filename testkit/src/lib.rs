@@ -74,3 +74,24 @@ mod tests {
         assert!((mean - 0.5).abs() < 0.05, "{mean}");
     }
 }
+
+/// The bits of library stencil `lib` run serially for `iters` iterations
+/// on `sizes` from [`irregular_init`] with `seed`: what every layout,
+/// device and schedule must reproduce.
+pub fn library_reference(
+    lib: kernels::Library,
+    sizes: &[usize],
+    iters: u64,
+    seed: u64,
+) -> Vec<u32> {
+    let spec = lib.spec();
+    let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), seed);
+    bits(&kernels::reference::run(
+        sizes,
+        &spec.low,
+        &spec.high,
+        iters as usize,
+        init,
+        kernels::reference::library_formula(lib),
+    ))
+}
