@@ -92,7 +92,8 @@ pub struct Snapshots {
 
 impl Snapshots {
     /// Checks the pattern (it has `{iter}`, a known extension, and its
-    /// first file can be created) before the run.
+    /// first file can be created, its directory made if missing) before
+    /// the run.
     pub fn check(&self) -> Result<(), String> {
         if self.every == 0 {
             return Err("snapshots every 0 iterations: give --snapshot-every 1 or more".into());
@@ -104,6 +105,10 @@ impl Snapshots {
             ));
         }
         let first = self.path(self.every);
+        if let Some(dir) = first.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create snapshot directory {}: {e}", dir.display()))?;
+        }
         check_writable(&first).map_err(|e| e.to_string())?;
         Ok(())
     }
