@@ -167,6 +167,10 @@ pub struct Manifest {
     pub heuristic: Option<String>,
     /// Rebalances done so far.
     pub rebalances: usize,
+    /// The heuristic's state (`Heuristic::state`), restored by a restart
+    /// with the same heuristic.
+    #[serde(default)]
+    pub heuristic_state: Vec<f64>,
     /// Every block.
     pub blocks: Vec<BlockEntry>,
 }

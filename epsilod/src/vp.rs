@@ -279,6 +279,13 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             .alb
             .as_ref()
             .map(|a| AlbState::new(a, self.geometry.layout.procs(), start, iters));
+        if let (Some(a), Some(r)) = (alb.as_mut(), self.run.restart.as_ref()) {
+            // The same heuristic goes on where the checkpoint left it.
+            if r.manifest.heuristic.as_deref() == Some(a.heuristic.name()) {
+                a.heuristic.restore(&r.manifest.heuristic_state);
+                a.rebalances = r.manifest.rebalances;
+            }
+        }
         // Start together: a peer still creating its device context or
         // compiling its kernel (seconds on a GPU) is setup, not the first
         // iteration's exchange.
@@ -469,8 +476,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 devices: self.run.devices.iter().map(|d| d.to_string()).collect(),
                 partition: self.run.partition.to_string(),
                 weights: (0..procs).map(|q| self.rows_of(q) as f64).collect(),
-                heuristic: self.run.alb.as_ref().map(|a| a.name.clone()),
+                heuristic: alb.map(|a| a.heuristic.name().to_string()),
                 rebalances: alb.map_or(0, |a| a.rebalances),
+                heuristic_state: alb.map_or_else(Vec::new, |a| a.heuristic.state()),
                 blocks,
             };
             self.committing =

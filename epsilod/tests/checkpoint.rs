@@ -102,6 +102,52 @@ fn a_restart_elsewhere_is_bit_identical_and_the_last_two_are_kept() {
 }
 
 #[test]
+fn the_heuristic_goes_on_from_its_checkpointed_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes) = (Library::S2d4, [40usize, 20]);
+    let alb = || {
+        Alb::parse("const-iters:every=6")
+            .unwrap()
+            .unwrap()
+            .window(2)
+    };
+    let run = |iters: u64, how: &str| {
+        let s = skeleton(lib, &sizes, iters)
+            .devices(cpus(2))
+            .partition(Partition::Weighted(0))
+            .alb(alb());
+        match how {
+            "restart" => s.restart(dir.path()),
+            "checkpoint" => s.checkpoint(10, dir.path()),
+            _ => s,
+        }
+        .run()
+        .unwrap()
+    };
+    let whole = run(40, "whole");
+    let at: Vec<u64> = whole
+        .report
+        .redistributions
+        .iter()
+        .map(|r| r.iter)
+        .collect();
+    assert_eq!(at, [5, 11, 17, 23, 29, 35]);
+    run(25, "checkpoint");
+    // From the checkpoint at 20: the next rebalance is the uninterrupted
+    // run's 23, not a fresh heuristic's first check.
+    let resumed = run(40, "restart");
+    assert_eq!(resumed.report.config.resumed_from, Some(20));
+    let at: Vec<u64> = resumed
+        .report
+        .redistributions
+        .iter()
+        .map(|r| r.iter)
+        .collect();
+    assert_eq!(at, [23, 29, 35]);
+    assert_eq!(bits(&resumed.grid), reference_of(lib, &sizes, 40));
+}
+
+#[test]
 fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
     let dir = tempfile::tempdir().unwrap();
     let (lib, sizes) = (Library::S3d27, [14usize, 11, 9]);

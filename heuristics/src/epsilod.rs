@@ -54,6 +54,14 @@ impl Heuristic for ConstIters {
         }
         Decision::when(yes).with("next", self.next as f64)
     }
+    fn state(&self) -> Vec<f64> {
+        vec![self.next as f64]
+    }
+    fn restore(&mut self, state: &[f64]) {
+        if let [next] = state {
+            self.next = *next as u64;
+        }
+    }
 }
 
 /// After the n-th rebalance at iteration i, the next at `i + 2^n`.
@@ -72,6 +80,14 @@ impl Heuristic for ExpIters {
     fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
         self.next = r.iter + 1 + (1u64 << r.rebalances.min(62));
     }
+    fn state(&self) -> Vec<f64> {
+        vec![self.next as f64]
+    }
+    fn restore(&mut self, state: &[f64]) {
+        if let [next] = state {
+            self.next = *next as u64;
+        }
+    }
 }
 
 /// After a rebalance at iteration i, the next at `2 i`.
@@ -89,6 +105,14 @@ impl Heuristic for DoubleIters {
     }
     fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
         self.next = 2 * (r.iter + 1);
+    }
+    fn state(&self) -> Vec<f64> {
+        vec![self.next as f64]
+    }
+    fn restore(&mut self, state: &[f64]) {
+        if let [next] = state {
+            self.next = *next as u64;
+        }
     }
 }
 
@@ -129,5 +153,19 @@ impl Heuristic for NextAlb {
         self.redistributions += 1;
         self.avg_redis += (r.seconds - self.avg_redis) / self.redistributions as f64;
         self.last = r.iter + 1;
+    }
+    fn state(&self) -> Vec<f64> {
+        vec![
+            self.redistributions as f64,
+            self.avg_redis,
+            self.last as f64,
+        ]
+    }
+    fn restore(&mut self, state: &[f64]) {
+        if let [n, avg, last] = state {
+            self.redistributions = *n as u32;
+            self.avg_redis = *avg;
+            self.last = *last as u64;
+        }
     }
 }

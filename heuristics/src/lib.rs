@@ -177,4 +177,12 @@ pub trait Heuristic: Send {
     fn on_redistribute(&mut self, _r: &Rebalanced<'_>) {}
     /// Called once after the run.
     fn end(&mut self) {}
+    /// What a checkpoint keeps of this heuristic, as numbers: a run
+    /// restarted from it [`restore`](Heuristic::restore)s them and decides
+    /// as the uninterrupted run would have. None by default.
+    fn state(&self) -> Vec<f64> {
+        Vec::new()
+    }
+    /// Takes back what [`state`](Heuristic::state) gave (after `init`).
+    fn restore(&mut self, _state: &[f64]) {}
 }

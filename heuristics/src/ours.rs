@@ -78,6 +78,12 @@ impl Heuristic for CostAware {
     fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
         self.costs.push(r.seconds);
     }
+    fn state(&self) -> Vec<f64> {
+        self.costs.clone()
+    }
+    fn restore(&mut self, state: &[f64]) {
+        self.costs = state.to_vec();
+    }
 }
 
 /// Rebalance only when the slowest device is slower than the fastest with
@@ -157,5 +163,11 @@ impl Heuristic for Welch {
     }
     fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
         self.costs.push(r.seconds);
+    }
+    fn state(&self) -> Vec<f64> {
+        self.costs.clone()
+    }
+    fn restore(&mut self, state: &[f64]) {
+        self.costs = state.to_vec();
     }
 }

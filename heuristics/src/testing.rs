@@ -76,6 +76,58 @@ where
     at
 }
 
+/// Runs a heuristic from `factory` through `windows` as
+/// [`assert_deterministic`] does, and at every check a second copy made
+/// from the first's [`Heuristic::state`] (a restart from a checkpoint taken
+/// there): panics where the restarted copy would decide differently for
+/// the rest of the run.
+pub fn assert_restorable<F>(factory: F, windows: &[Vec<DeviceWindow>])
+where
+    F: Fn() -> Box<dyn Heuristic>,
+{
+    let total = FIRST_CHECK + windows.len() as u64;
+    for cut in 0..windows.len() {
+        let (mut a, mut b) = (factory(), factory());
+        a.init(total);
+        b.init(total);
+        let mut rebalances = 0;
+        for (step, devices) in windows.iter().enumerate() {
+            if step == cut {
+                b.restore(&a.state());
+            }
+            let iter = FIRST_CHECK - 1 + step as u64;
+            let s = Snapshot {
+                iter,
+                rebalances,
+                remaining: total - 1 - iter,
+                devices,
+            };
+            let da = a.check(&s);
+            if step >= cut {
+                let db = b.check(&s);
+                assert!(
+                    same(&da, &db),
+                    "{}: restored at check {cut}, decided differently at check {step}:\n{da:?}\n{db:?}",
+                    a.name()
+                );
+            }
+            if da.rebalance {
+                rebalances += 1;
+                let r = Rebalanced {
+                    iter,
+                    rebalances,
+                    devices,
+                    seconds: 2.0 * s.worst() + step as f64 * 1e-3,
+                };
+                a.on_redistribute(&r);
+                if step >= cut {
+                    b.on_redistribute(&r);
+                }
+            }
+        }
+    }
+}
+
 /// Equal bit for bit (so NaN values compare equal to themselves).
 fn same(a: &Decision, b: &Decision) -> bool {
     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();

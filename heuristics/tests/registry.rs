@@ -388,3 +388,34 @@ fn differing_report_values_are_caught() {
         &[windows(1.0, 1)],
     );
 }
+
+/// A restart from a checkpoint restores each built-in's state: it goes on
+/// deciding as the uninterrupted run would, wherever the cut falls.
+#[test]
+fn every_builtin_restarts_from_its_state_deciding_alike() {
+    use heuristics::testing::assert_restorable;
+    use heuristics::DeviceWindow;
+    // Imbalanced, then balanced, then imbalanced the other way.
+    let window = |a: f64, b: f64| {
+        vec![
+            DeviceWindow {
+                rows: 100,
+                samples: (0..30).map(|i| a * (1.0 + 0.01 * (i % 5) as f64)).collect(),
+            },
+            DeviceWindow {
+                rows: 100,
+                samples: (0..30).map(|i| b * (1.0 + 0.01 * (i % 3) as f64)).collect(),
+            },
+        ]
+    };
+    let script: Vec<_> = (0..60)
+        .map(|i| match i / 20 {
+            0 => window(3.0, 1.0),
+            1 => window(1.0, 1.0),
+            _ => window(1.0, 2.5),
+        })
+        .collect();
+    for b in heuristics::BUILTIN {
+        assert_restorable(|| heuristics::by_name(b.name).unwrap(), &script);
+    }
+}
