@@ -219,7 +219,7 @@ fn write_vti<T: OutputCell>(
     };
     let point = Attribute::scalars("field", T::COMPONENTS as u32).with_data(data);
     let vtk = Vtk {
-        version: Version::new((1, 0)),
+        version: Version::new(),
         title: String::new(),
         byte_order: ByteOrder::LittleEndian,
         file_path: None,

@@ -50,6 +50,27 @@ pub fn irregular_init(
     move |i: &[i64]| basic_init(i, &sizes, &low, &high) + random_value(i, seed)
 }
 
+/// The bits of library stencil `lib` run serially for `iters` iterations
+/// on `sizes` from [`irregular_init`] with `seed`: what every layout,
+/// device and schedule must reproduce.
+pub fn library_reference(
+    lib: kernels::Library,
+    sizes: &[usize],
+    iters: u64,
+    seed: u64,
+) -> Vec<u32> {
+    let spec = lib.spec();
+    let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), seed);
+    bits(&kernels::reference::run(
+        sizes,
+        &spec.low,
+        &spec.high,
+        iters as usize,
+        init,
+        kernels::reference::library_formula(lib),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,25 +94,4 @@ mod tests {
         let mean = xs.iter().sum::<f64>() / 1000.0;
         assert!((mean - 0.5).abs() < 0.05, "{mean}");
     }
-}
-
-/// The bits of library stencil `lib` run serially for `iters` iterations
-/// on `sizes` from [`irregular_init`] with `seed`: what every layout,
-/// device and schedule must reproduce.
-pub fn library_reference(
-    lib: kernels::Library,
-    sizes: &[usize],
-    iters: u64,
-    seed: u64,
-) -> Vec<u32> {
-    let spec = lib.spec();
-    let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), seed);
-    bits(&kernels::reference::run(
-        sizes,
-        &spec.low,
-        &spec.high,
-        iters as usize,
-        init,
-        kernels::reference::library_formula(lib),
-    ))
 }
