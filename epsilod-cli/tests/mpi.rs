@@ -55,6 +55,20 @@ fn mpirun(np: usize, args: &[&str]) -> Output {
     run_bounded(c)
 }
 
+/// `args` with `--devices CPU1` once per rank, alone for one rank, else
+/// under mpirun.
+fn on_ranks(np: usize, args: &[&str]) -> Output {
+    let mut args = args.to_vec();
+    for _ in 0..np {
+        args.extend(["--devices", CPU1]);
+    }
+    if np == 1 {
+        alone(&args)
+    } else {
+        mpirun(np, &args)
+    }
+}
+
 fn alone(args: &[&str]) -> Output {
     let mut c = Command::new(bin());
     c.args(args);
@@ -693,15 +707,7 @@ fn checkpoints_written_by_ranks_restart_on_other_rank_counts() {
         let out = path(dir.path(), &format!("{tag}.dat"));
         let mut args = base.to_vec();
         args.extend(["--iters", "30", "--restart", &ck, "--output", &out]);
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
-        let o = if np == 1 {
-            alone(&args)
-        } else {
-            mpirun(np, &args)
-        };
-        ok(&o, &format!("restart on {np} rank(s)"));
+        ok(&on_ranks(np, &args), &format!("restart on {np} rank(s)"));
         assert!(
             std::fs::read(&full).unwrap() == std::fs::read(&out).unwrap(),
             "restart on {np} rank(s) differs from the uninterrupted run"
@@ -717,15 +723,7 @@ fn snapshots_across_ranks_match_one_process() {
         let pattern = path(dir.path(), &format!("{tag}_{{iter}}.npy"));
         let mut args = vec!["run", "2d4", "--size", "34x30", "--iters", "12", "--quiet"];
         args.extend(["--snapshot-every", "4", "--snapshot", &pattern]);
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
-        let o = if np == 1 {
-            alone(&args)
-        } else {
-            mpirun(np, &args)
-        };
-        ok(&o, &format!("snapshots on {np} rank(s)"));
+        ok(&on_ranks(np, &args), &format!("snapshots on {np} rank(s)"));
     };
     run(1, "one");
     run(3, "three");
