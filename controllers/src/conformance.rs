@@ -228,6 +228,121 @@ pub fn overlapped_launches<T: Real + Probe>(c: &mut dyn Controller<T>) {
     );
 }
 
+/// Several iterations in one launch (temporal blocking). A device that
+/// fuses: every library stencil, 2 to 5 steps, each step's region the cone
+/// of a final region (a whole interior, a thin top strip, an inner block, a
+/// one-wide slab of the last dimension), gives the bits of the same steps
+/// launched one by one, leaves the source as it was and writes nothing
+/// outside the final region; regions that are not nested are refused. A
+/// device that does not fuse runs one step and refuses two.
+pub fn fused_launches<T: Real + Probe>(c: &mut dyn Controller<T>) {
+    if c.fused_steps() < 2 {
+        let all = Shape::from_sizes(&[8, 8]);
+        let inner = all.shrink(&[1, 1], &[1, 1]);
+        let k = c
+            .load(Arc::from(library_kernel::<T>(
+                Library::S2d4,
+                KernelChoice::Generic,
+            )))
+            .unwrap();
+        let a = c.alloc(&all, &all).unwrap();
+        let b = c.alloc(&all, &all).unwrap();
+        c.launch_steps(k, a, b, std::slice::from_ref(&inner))
+            .expect("one step");
+        assert!(c.launch_steps(k, a, b, &[inner.clone(), inner]).is_err());
+        return;
+    }
+    for lib in Library::ALL {
+        let spec = lib.spec();
+        let nd = lib.ndims();
+        let sizes: Vec<usize> = (0..nd)
+            .map(|d| if nd == 4 { 9 + d } else { 17 + 3 * d })
+            .collect();
+        let all = Shape::from_sizes(&sizes);
+        let (low, high) = (spec.low.clone(), spec.high.clone());
+        let interior = Shape::from_ranges(
+            &(0..nd)
+                .map(|d| (low[d] as i64, (sizes[d] - high[d]) as i64))
+                .collect::<Vec<_>>(),
+        );
+        let cap = all.expand(&vec![1; nd], &vec![2; nd]);
+        let init = |i: &[i64]| {
+            T::probe(i) + T::from_f64(basic_init(i, &sizes, &spec.low, &spec.high) as f64)
+        };
+        let k = c
+            .load(Arc::from(library_kernel::<T>(
+                lib,
+                KernelChoice::Specialized,
+            )))
+            .unwrap();
+        let first = interior.sig(0).begin();
+        let finals = [
+            interior.clone(),
+            interior.with_sig(0, Sig::range(first, first + 2)),
+            {
+                let (mut lo, mut hi) = (vec![0; nd], vec![0; nd]);
+                (lo[0], hi[0]) = (3, 2);
+                interior.shrink(&lo, &hi)
+            },
+            {
+                let l = interior.sig(nd - 1).begin();
+                interior.with_sig(nd - 1, Sig::range(l + 1, l + 2))
+            },
+        ];
+        let bufs: Vec<BufferId> = (0..4).map(|_| c.alloc(&all, &cap).unwrap()).collect();
+        for steps in [2usize, 3, 5] {
+            for f in finals.iter().filter(|f| !f.is_empty()) {
+                let cones: Vec<Shape> = (0..steps)
+                    .map(|j| {
+                        let n = (steps - 1 - j) as i64;
+                        let lo: Vec<i64> = low.iter().map(|&r| r as i64 * n).collect();
+                        let hi: Vec<i64> = high.iter().map(|&r| r as i64 * n).collect();
+                        f.expand(&lo, &hi).intersect(&interior)
+                    })
+                    .collect();
+                for &b in &bufs {
+                    c.fill(b, &all, &init).unwrap();
+                }
+                let (mut a, mut b) = (bufs[0], bufs[1]);
+                for cone in &cones {
+                    c.launch(k, a, b, cone).unwrap();
+                    std::mem::swap(&mut a, &mut b);
+                }
+                c.launch_steps(k, bufs[2], bufs[3], &cones).unwrap();
+                c.wait().unwrap();
+                let what = format!("{lib}, {steps} steps fused, final region {f}");
+                assert!(
+                    bits(&read_all(c, bufs[3], f)) == bits(&read_all(c, a, f)),
+                    "{what}: differs from the steps one by one"
+                );
+                assert!(
+                    bits(&read_all(c, bufs[2], &all)) == bits(&probes_with(&all, &init)),
+                    "{what}: the source changed"
+                );
+                for part in all.difference(f) {
+                    assert!(
+                        bits(&read_all(c, bufs[3], &part)) == bits(&probes_with(&part, &init)),
+                        "{what}: wrote outside the final region"
+                    );
+                }
+            }
+        }
+        let whole = interior.clone();
+        let top = interior.with_sig(0, Sig::range(first, first + 1));
+        assert!(
+            c.launch_steps(k, bufs[0], bufs[1], &[top, whole]).is_err(),
+            "{lib}: regions that grow accepted"
+        );
+        for b in bufs {
+            c.free(b).unwrap();
+        }
+    }
+}
+
+fn probes_with<T: Cell>(r: &Shape, f: &dyn Fn(&[i64]) -> T) -> Vec<T> {
+    r.iter().map(|i| f(&i)).collect()
+}
+
 /// Bad launches are errors, not panics or silent garbage.
 pub fn launch_errors<T: Real>(c: &mut dyn Controller<T>) {
     let k = c
@@ -319,6 +434,7 @@ pub fn run_all(make: &mut dyn FnMut() -> Box<dyn Controller<f32>>) {
     specialised_kernels(make().as_mut());
     generic_kernels(make().as_mut());
     overlapped_launches(make().as_mut());
+    fused_launches(make().as_mut());
     launch_errors(make().as_mut());
 }
 
@@ -355,9 +471,10 @@ macro_rules! controller_conformance {
 
             $crate::controller_conformance!(@tests [$(#[$attr])*] single = f32:
                 transfers boxes resizing specialised_kernels generic_kernels
-                overlapped_launches launch_errors);
+                overlapped_launches fused_launches launch_errors);
             $crate::controller_conformance!(@tests [$(#[$attr])*] double = f64:
-                transfers boxes resizing generic_kernels overlapped_launches launch_errors);
+                transfers boxes resizing generic_kernels overlapped_launches fused_launches
+                launch_errors);
             $crate::controller_conformance!(@tests [$(#[$attr])*] d3q19 = [f32; 19]:
                 transfers boxes resizing);
         }

@@ -73,6 +73,37 @@ pub trait Controller<T>: Send {
     ) -> Result<(), DeviceError> {
         self.launch(kernel, src, dst, region)
     }
+    /// How many iterations one [`Controller::launch_steps`] may fuse into a
+    /// pass over memory (1: none, and the skeleton launches iteration by
+    /// iteration).
+    fn fused_steps(&self) -> usize {
+        1
+    }
+    /// Computes `steps.len()` iterations in one launch (temporal blocking):
+    /// step `j` computes region `steps[j]` (global indices) from the values
+    /// step `j - 1` left, the first from `src`; only the last step's values
+    /// are stored, in `dst` over `steps.last()`, and `src` is only read.
+    /// Each region lies within the one before it, and the caller promises
+    /// that a step reads, outside the region of the step before, only cells
+    /// no step writes (boundary cells): their `src` values are then the
+    /// right ones, as in a step-by-step run. Devices that do not fuse
+    /// ([`Controller::fused_steps`] is 1) take one step only.
+    fn launch_steps(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        match steps {
+            [one] => self.launch(kernel, src, dst, one),
+            _ => Err(DeviceError::BadOption(format!(
+                "{} cannot fuse {} iterations into one launch",
+                self.describe(),
+                steps.len()
+            ))),
+        }
+    }
     /// Waits for every launch so far.
     fn wait(&mut self) -> Result<(), DeviceError>;
     /// Device-measured seconds of the kernel launches since the last
@@ -201,6 +232,18 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
         region: &Shape,
     ) -> Result<(), DeviceError> {
         (**self).launch_overlapped(kernel, src, dst, region)
+    }
+    fn fused_steps(&self) -> usize {
+        (**self).fused_steps()
+    }
+    fn launch_steps(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        (**self).launch_steps(kernel, src, dst, steps)
     }
     fn wait(&mut self) -> Result<(), DeviceError> {
         (**self).wait()

@@ -53,6 +53,23 @@ impl<C> Slowdown<C> {
     fn active(&self) -> bool {
         self.iter >= self.from_iter && self.factor > 1.0
     }
+
+    /// Completes the launch just made and waits the extra time it owes.
+    fn slow_down<T>(&mut self) -> Result<(), DeviceError>
+    where
+        C: Controller<T>,
+    {
+        self.inner.wait()?;
+        let t = self.inner.take_kernel_seconds();
+        if self.active() {
+            let start = Instant::now();
+            wait_precisely(Duration::from_secs_f64(t * (self.factor - 1.0)));
+            self.seconds += t + start.elapsed().as_secs_f64();
+        } else {
+            self.seconds += t;
+        }
+        Ok(())
+    }
 }
 
 impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
@@ -74,16 +91,22 @@ impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
         region: &Shape,
     ) -> Result<(), DeviceError> {
         self.inner.launch(kernel, src, dst, region)?;
-        self.inner.wait()?;
-        let t = self.inner.take_kernel_seconds();
-        if self.active() {
-            let start = Instant::now();
-            wait_precisely(Duration::from_secs_f64(t * (self.factor - 1.0)));
-            self.seconds += t + start.elapsed().as_secs_f64();
-        } else {
-            self.seconds += t;
-        }
-        Ok(())
+        self.slow_down()
+    }
+
+    fn fused_steps(&self) -> usize {
+        self.inner.fused_steps()
+    }
+
+    fn launch_steps(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        self.inner.launch_steps(kernel, src, dst, steps)?;
+        self.slow_down()
     }
 
     fn take_kernel_seconds(&mut self) -> f64 {

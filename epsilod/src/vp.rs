@@ -114,10 +114,6 @@ struct Geometry {
     extent: Shape,
     strips: Vec<Shape>,
     inner: Shape,
-    /// With a halo depth K > 1: the region computed `j` iterations after
-    /// an exchange, the block and K - 1 - j rings around it (clipped to the
-    /// interior); the last is the block itself, split as `strips`/`inner`.
-    rings: Vec<Shape>,
 }
 
 struct Vp<'a, T, X> {
@@ -145,8 +141,6 @@ struct Vp<'a, T, X> {
     /// Snapshot buffers of the last checkpoint, reused (fresh pages cost
     /// more than the copy: 48 ms of 64 MB).
     snapshots: Vec<Vec<T>>,
-    /// Iterations since the ghost cells were last exchanged in full.
-    phase: usize,
     /// Halo messages sent.
     messages: u64,
 }
@@ -210,7 +204,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             &reach_low,
             &reach_high,
             &global,
-            &interior,
             run.halo_depth,
         )
         .map_err(|e| fail(e.into()))?;
@@ -265,7 +258,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             pending: None,
             committing: None,
             snapshots: Vec::new(),
-            phase: 0,
             messages: 0,
         })
     }
@@ -291,40 +283,50 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         // iteration's exchange.
         self.transport.barrier().map_err(|e| self.net_err(e))?;
         let started = Instant::now();
-        for it in start..iters {
+        let mut it = start;
+        while it < iters {
             let t0 = Instant::now();
             let rows = self.rows_of(self.p);
-            let (compute, mut comm) = self.step(it)?;
+            let len = self.period_len(it);
+            let (compute, mut comm) = self.period(it, len)?;
             if let Some(a) = alb.as_mut() {
-                comm += self.balance(a, it, compute)?;
+                comm += self.balance(a, it, len, compute)?;
             }
-            stats.push(IterStats {
-                wall: t0.elapsed().as_secs_f64(),
-                elapsed: started.elapsed().as_secs_f64(),
-                compute,
-                comm,
+            // Each iteration of a period counts its share: heuristics, the
+            // report and the plots see per-iteration figures whatever the
+            // period.
+            let (wall, end, n) = (
+                t0.elapsed().as_secs_f64(),
+                started.elapsed().as_secs_f64(),
+                len as f64,
+            );
+            stats.extend((0..len).map(|i| IterStats {
+                wall: wall / n,
+                elapsed: end - wall * (len - 1 - i) as f64 / n,
+                compute: compute / n,
+                comm: comm / n,
                 rows,
-            });
+            }));
+            it += len as u64;
             if let Some(every) = self.run.snapshot.as_ref().map(|s| s.0) {
-                if (it + 1) % every == 0 {
-                    self.snapshot(it + 1)?;
+                if it % every == 0 {
+                    self.snapshot(it)?;
                 }
             }
             if let Some(every) = self.run.checkpoint.as_ref().map(|c| c.every) {
-                let done = it + 1;
-                if done % every == 0 && done < iters {
-                    checkpoints.push(self.checkpoint(done, alb.as_ref())?);
+                if it % every == 0 && it < iters {
+                    checkpoints.push(self.checkpoint(it, alb.as_ref())?);
                 }
             }
-            self.progress.fetch_max(it + 1, Ordering::Relaxed);
+            self.progress.fetch_max(it, Ordering::Relaxed);
         }
         // The last checkpoint is on disk and visible before the run ends.
         self.finish_checkpoint()?;
         let (redistributions, decisions) = match alb {
             Some(mut a) => {
-                if iters > start {
+                if let Some(last) = a.previous.take() {
                     // Collect the last times, so no message is left behind.
-                    self.gather_times(iters - 1, a.last_compute)?;
+                    self.gather_times(last.end - 1, a.last_compute)?;
                 }
                 a.heuristic.end();
                 (a.redistributions, a.decisions)
@@ -490,32 +492,46 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         })
     }
 
-    /// ALB after iteration `it` (kernel seconds `compute`): share the time,
-    /// read the others' of the iteration before, and, once the windows are
-    /// full, ask the heuristic and maybe rebalance. Returns the seconds
-    /// spent exchanging times.
-    fn balance(&mut self, a: &mut AlbState, it: u64, compute: f64) -> Result<f64, RunError> {
-        // Kernel times travel point to point and are read one iteration
+    /// ALB after the period of `len` iterations from `first` (kernel
+    /// seconds `compute`): share the time, read the others' of the period
+    /// before, and, once the windows are full, ask the heuristic and maybe
+    /// rebalance (so rebalances fall between periods, where every ghost
+    /// cell has just been exchanged). Returns the seconds spent exchanging
+    /// times.
+    fn balance(
+        &mut self,
+        a: &mut AlbState,
+        first: u64,
+        len: usize,
+        compute: f64,
+    ) -> Result<f64, RunError> {
+        // Kernel times travel point to point and are read one period
         // later, when they have long arrived: no process waits on the
         // gather, and all decide on the same numbers at the same iteration.
         let tg = Instant::now();
+        let period = first..first + len as u64;
+        let last = period.end - 1;
+        let mine = compute / len as f64;
         let peers = self.geometry.layout.procs();
         for q in (0..peers).filter(|&q| q != self.p) {
             self.transport
-                .send_values(q, Tag::Times(it).encode(), vec![compute])
+                .send_values(q, Tag::Times(last).encode(), vec![mine])
                 .map_err(|e| self.net_err(e))?;
         }
-        if it > self.run.start {
-            let row = self.gather_times(it - 1, a.last_compute)?;
-            if it > a.fresh_from {
-                a.windows.push(&row);
+        if let Some(before) = a.previous.replace(period) {
+            let row = self.gather_times(before.end - 1, a.last_compute)?;
+            if before.start >= a.fresh_from {
+                for _ in before {
+                    a.windows.push(&row);
+                }
             }
         }
-        a.last_compute = compute;
+        a.last_compute = mine;
         let comm = tg.elapsed().as_secs_f64();
-        if !a.windows.full() || it + 1 >= self.run.iters {
+        if !a.windows.full() || last + 1 >= self.run.iters {
             return Ok(comm);
         }
+        let it = last;
         let rows: Vec<usize> = (0..peers).map(|q| self.rows_of(q)).collect();
         let windows = a.windows.snapshot(&rows);
         let snap = Snapshot {
@@ -545,7 +561,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                             r.weights_after
                         );
                     }
-                    // This iteration's times predate the new layout.
+                    // This period's times predate the new layout.
                     a.fresh_from = it + 1;
                     a.redistributions.push(r);
                 }
@@ -589,27 +605,91 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         self.geometry.layout.block(q).sig(d).card()
     }
 
-    /// One iteration: border strips, their halos sent, the inner region
-    /// launched to overlap the halos received (on a device's second queue:
-    /// they write only halo cells of `next`, which the inner region neither
-    /// reads nor writes). Returns (kernel seconds, exchange seconds).
-    fn step(&mut self, it: u64) -> Result<(f64, f64), RunError> {
-        let (k, cur, next) = (self.kernel, self.cur, self.next);
-        self.device.set_iteration(it);
-        if self.phase + 1 < self.run.halo_depth.max(1) {
-            // Deep halos: no exchange this iteration; the ghost cells still
-            // valid shrink by one reach, and the ring within them is
-            // computed here too.
-            let ring = self.geometry.rings[self.phase].clone();
+    /// Iterations in the period starting at `it`: the halo depth, cut
+    /// short by the end of the run and by the next snapshot or checkpoint
+    /// (which need every block at their iteration).
+    fn period_len(&self, it: u64) -> usize {
+        let mut end = (it + self.run.halo_depth.max(1) as u64).min(self.run.iters);
+        let cuts = [
+            self.run.snapshot.as_ref().map(|s| s.0),
+            self.run.checkpoint.as_ref().map(|c| c.every),
+        ];
+        for every in cuts.into_iter().flatten().filter(|&e| e > 0) {
+            end = end.min((it / every + 1) * every);
+        }
+        (end - it) as usize
+    }
+
+    /// What each of `len` iterations computes so that the last gives
+    /// `region`: step `j` the region widened by the reach of the steps after
+    /// it, within the interior (a cone). Ghost cells `len` reaches deep hold
+    /// everything the first step reads.
+    fn cones(&self, region: &Shape, len: usize) -> Vec<Shape> {
+        (0..len)
+            .map(|j| {
+                let n = (len - 1 - j) as i64;
+                let lo: Vec<i64> = self.reach_low.iter().map(|r| r * n).collect();
+                let hi: Vec<i64> = self.reach_high.iter().map(|r| r * n).collect();
+                region.expand(&lo, &hi).intersect(&self.interior)
+            })
+            .collect()
+    }
+
+    /// The `len` iterations from `it`, ending with a halo exchange (the
+    /// ghost cells `len` reaches deep are then valid again). A device that
+    /// fuses iterations runs each border strip's cone, sends the strips,
+    /// then the inner region's cone while they travel, in one pass over
+    /// memory each. Others compute the block and the ring of ghost cells
+    /// still valid, step by step, then one iteration as [`Vp::exchange`]
+    /// does. Returns (kernel seconds, exchange seconds).
+    fn period(&mut self, it: u64, len: usize) -> Result<(f64, f64), RunError> {
+        let last = it + len as u64 - 1;
+        if len > 1 && self.device.fused_steps() >= len {
+            self.device.set_iteration(it);
+            let (k, cur, next) = (self.kernel, self.cur, self.next);
+            for i in 0..self.geometry.strips.len() {
+                let cones = self.cones(&self.geometry.strips[i], len);
+                self.device
+                    .launch_steps(k, cur, next, &cones)
+                    .map_err(|e| self.dev_err(e))?;
+            }
+            self.device.wait().map_err(|e| self.dev_err(e))?;
+            let t1 = Instant::now();
+            self.post_sends(next, Tag::Halo(last).encode())?;
+            let mut comm = t1.elapsed().as_secs_f64();
+            let cones = self.cones(&self.geometry.inner, len);
             self.device
-                .launch(k, cur, next, &ring)
+                .launch_steps(k, cur, next, &cones)
+                .map_err(|e| self.dev_err(e))?;
+            let t2 = Instant::now();
+            self.complete_recvs(next, Tag::Halo(last).encode())?;
+            self.device.wait().map_err(|e| self.dev_err(e))?;
+            comm += t2.elapsed().as_secs_f64();
+            std::mem::swap(&mut self.cur, &mut self.next);
+            return Ok((self.device.take_kernel_seconds(), comm));
+        }
+        let rings = self.cones(&self.geometry.block, len);
+        for (j, ring) in rings[..len - 1].iter().enumerate() {
+            self.device.set_iteration(it + j as u64);
+            self.device
+                .launch(self.kernel, self.cur, self.next, ring)
                 .map_err(|e| self.dev_err(e))?;
             self.device.wait().map_err(|e| self.dev_err(e))?;
-            self.phase += 1;
             std::mem::swap(&mut self.cur, &mut self.next);
-            return Ok((self.device.take_kernel_seconds(), 0.0));
         }
-        self.phase = 0;
+        let compute = self.device.take_kernel_seconds();
+        let (kernel, comm) = self.exchange(last)?;
+        Ok((compute + kernel, comm))
+    }
+
+    /// Iteration `it` of the block: border strips, their halos sent, the
+    /// inner region launched to overlap the halos received (on a device's
+    /// second queue: they write only halo cells of `next`, which the inner
+    /// region neither reads nor writes). Returns (kernel seconds, exchange
+    /// seconds).
+    fn exchange(&mut self, it: u64) -> Result<(f64, f64), RunError> {
+        let (k, cur, next) = (self.kernel, self.cur, self.next);
+        self.device.set_iteration(it);
         for i in 0..self.geometry.strips.len() {
             let s = &self.geometry.strips[i];
             self.device
@@ -749,7 +829,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             &self.reach_low,
             &self.reach_high,
             &self.global,
-            &self.interior,
             self.run.halo_depth,
         )
         .map_err(|e| self.fail(e.into()))?;
@@ -790,8 +869,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         }
         self.geometry = geo;
         // 5. Halos of the current state under the new plan, as deep as
-        // they go: the next iteration starts a new halo period.
-        self.phase = 0;
+        // they go, as at the end of any period.
         let cur = self.cur;
         let refresh = Tag::Refresh(a.rebalances).encode();
         self.post_sends(cur, refresh)?;
@@ -845,8 +923,10 @@ struct AlbState {
     heuristic: Box<dyn Heuristic>,
     windows: Windows,
     rebalances: usize,
-    /// This process's kernel time of the previous iteration.
+    /// This process's kernel time per iteration of the previous period.
     last_compute: f64,
+    /// The previous period's iterations, whose times are read next.
+    previous: Option<std::ops::Range<u64>>,
     /// First iteration whose times describe the current layout.
     fresh_from: u64,
     redistributions: Vec<Redistribution>,
@@ -863,6 +943,7 @@ impl AlbState {
             windows: Windows::new(procs, alb.window),
             rebalances: 0,
             last_compute: 0.0,
+            previous: None,
             fresh_from: start,
             redistributions: Vec::new(),
             decisions: Vec::new(),
@@ -895,7 +976,6 @@ fn deep_footprint(fp: &hitmap::Footprint, depth: usize) -> hitmap::Footprint {
     hitmap::Footprint::new(nd, corners)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn geometry(
     layout: Layout,
     fp: &hitmap::Footprint,
@@ -903,7 +983,6 @@ fn geometry(
     reach_low: &[i64],
     reach_high: &[i64],
     global: &Shape,
-    interior: &Shape,
     depth: usize,
 ) -> Result<Geometry, hitmap::HitmapError> {
     let plan = HaloPlan::new(&layout, &deep_footprint(fp, depth))?;
@@ -916,17 +995,6 @@ fn geometry(
     } else {
         block.expand(&deep_low, &deep_high).intersect(global)
     };
-    let rings = (0..k)
-        .map(|j| {
-            if block.is_empty() {
-                return block.clone();
-            }
-            let n = k - 1 - j;
-            let lo: Vec<i64> = reach_low.iter().map(|r| r * n).collect();
-            let hi: Vec<i64> = reach_high.iter().map(|r| r * n).collect();
-            block.expand(&lo, &hi).intersect(interior)
-        })
-        .collect();
     // Border strips only along axes with neighbours: elsewhere they would
     // split the work into thin launches for nothing.
     let topo = layout.topology().dims();
@@ -949,7 +1017,6 @@ fn geometry(
         extent,
         strips,
         inner,
-        rings,
     })
 }
 

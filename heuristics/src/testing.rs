@@ -142,7 +142,10 @@ fn same(a: &Decision, b: &Decision) -> bool {
 
 /// A heuristic that rebalances at fixed iterations to fixed weights, for
 /// tests that need rebalances at known points whatever the timings (a
-/// timing-driven heuristic on a shared machine may or may not fire).
+/// timing-driven heuristic on a shared machine may or may not fire). Each
+/// listed iteration fires once, at the first check at or after it: checks
+/// come only once the windows are full, and with deep halos only at the end
+/// of a period.
 ///
 /// ```
 /// use heuristics::testing::Scripted;
@@ -150,15 +153,19 @@ fn same(a: &Decision, b: &Decision) -> bool {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Scripted {
+    /// By iteration.
     script: Vec<(u64, Vec<f64>)>,
+    /// Rebalances fired so far.
+    fired: usize,
 }
 
 impl Scripted {
     /// Rebalances after each listed iteration to its weights (one per device).
     pub fn new(script: &[(u64, &[f64])]) -> Scripted {
-        Scripted {
-            script: script.iter().map(|(i, w)| (*i, w.to_vec())).collect(),
-        }
+        let mut script: Vec<(u64, Vec<f64>)> =
+            script.iter().map(|(i, w)| (*i, w.to_vec())).collect();
+        script.sort_by_key(|(i, _)| *i);
+        Scripted { script, fired: 0 }
     }
 }
 
@@ -168,13 +175,22 @@ impl Heuristic for Scripted {
     }
 
     fn check(&mut self, s: &Snapshot<'_>) -> Decision {
-        match self.script.iter().find(|(i, _)| *i == s.iter) {
-            Some((i, w)) => {
+        match self.script.get(self.fired) {
+            Some((i, w)) if *i <= s.iter => {
+                self.fired += 1;
                 let mut d = Decision::when(true).with("at", *i as f64);
                 d.weights = Some(w.clone());
                 d
             }
-            None => Decision::when(false),
+            _ => Decision::when(false),
         }
+    }
+
+    fn state(&self) -> Vec<f64> {
+        vec![self.fired as f64]
+    }
+
+    fn restore(&mut self, state: &[f64]) {
+        self.fired = state.first().map_or(0, |&f| f as usize);
     }
 }

@@ -1,5 +1,9 @@
 //! The CPU backend: tiles in host memory, kernels on a rayon pool of the
-//! device's own (so two CPU devices in one process never share threads).
+//! device's own (so two CPU devices in one process never share threads),
+//! several iterations fused into one pass over memory where the skeleton
+//! asks for them ([`fused`]).
+
+mod fused;
 
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::DeviceError;
@@ -21,9 +25,52 @@ const MIN_TASK_CELLS: usize = 16_384;
 /// one task: run where it is launched, it costs no hand-over to the pool.
 fn task_rows(rows: usize, cells_per_row: usize, threads: usize) -> Vec<usize> {
     let min_rows = MIN_TASK_CELLS.div_ceil(cells_per_row.max(1));
-    let tasks = (rows / min_rows).clamp(1, threads.max(1) * 4);
+    even_split(rows, (rows / min_rows).clamp(1, threads.max(1) * 4))
+}
+
+/// `rows` in `tasks` runs of sizes within one of each other.
+fn even_split(rows: usize, tasks: usize) -> Vec<usize> {
     let (base, extra) = (rows / tasks, rows % tasks);
     (0..tasks).map(|i| base + usize::from(i < extra)).collect()
+}
+
+/// The most iterations one fused launch computes: past a few, the cones
+/// of neighbouring tasks overlap more than the memory traffic saved.
+const MAX_FUSED: usize = 16;
+
+/// How a fused launch of `steps` over `rows` planes is cut into tasks on
+/// `threads` threads: two per thread for balance, but none so thin that
+/// the cone it shares with its neighbours (recomputed by both) outweighs
+/// it, and none under [`MIN_TASK_CELLS`] unless the whole launch is.
+fn fused_task_rows(
+    rows: usize,
+    plane: usize,
+    steps: usize,
+    reach: usize,
+    threads: usize,
+) -> Vec<usize> {
+    let min_rows = (8 * steps * reach.max(1)).max(MIN_TASK_CELLS.div_ceil(plane.max(1)));
+    even_split(rows, (rows / min_rows).clamp(1, threads.max(1) * 2))
+}
+
+/// Bytes of cache a fused launch keeps each thread's windows in: half the
+/// core's second-level cache (the rest holds the source and destination
+/// planes streaming through), as Linux reports it; 256 KiB where it does
+/// not say.
+fn window_budget() -> usize {
+    let read = || -> Option<usize> {
+        let text =
+            std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index2/size").ok()?;
+        let text = text.trim();
+        let (num, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
+        let n: usize = num.parse().ok()?;
+        match unit {
+            "K" => Some(n << 10),
+            "M" => Some(n << 20),
+            _ => None,
+        }
+    };
+    read().map_or(256 << 10, |l2| l2 / 2)
 }
 
 pub struct CpuController<T> {
@@ -32,6 +79,10 @@ pub struct CpuController<T> {
     bufs: Vec<Option<Tile<T>>>,
     kernels: Vec<Arc<dyn Kernel<T>>>,
     kernel_seconds: f64,
+    /// Bytes each task of a fused launch keeps its windows in.
+    window_bytes: usize,
+    /// The windows of each task of a fused launch, kept between launches.
+    scratch: Vec<Vec<Vec<T>>>,
 }
 
 impl<T: Cell> CpuController<T> {
@@ -74,7 +125,17 @@ impl<T: Cell> CpuController<T> {
             bufs: Vec::new(),
             kernels: Vec::new(),
             kernel_seconds: 0.0,
+            window_bytes: window_budget(),
+            scratch: Vec::new(),
         })
+    }
+
+    /// The same device keeping each fused task's windows in `bytes` of
+    /// cache (default: half the second-level cache). Tiny budgets make
+    /// many short waves: tests use them to exercise every path.
+    pub fn window_bytes(mut self, bytes: usize) -> CpuController<T> {
+        self.window_bytes = bytes;
+        self
     }
 
     pub fn threads(&self) -> usize {
@@ -211,6 +272,125 @@ impl<T: Cell> Controller<T> for CpuController<T> {
             }
             // One task (or one thread) runs on the calling thread.
             _ => k.apply(src_data, slab, &frame, &local),
+        }
+        self.kernel_seconds += started.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn fused_steps(&self) -> usize {
+        MAX_FUSED
+    }
+
+    fn launch_steps(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        if steps.len() < 2 {
+            return match steps {
+                [one] => self.launch(kernel, src, dst, one),
+                _ => Ok(()),
+            };
+        }
+        if steps.len() > MAX_FUSED {
+            return Err(DeviceError::BadOption(format!(
+                "{} iterations in one launch: at most {MAX_FUSED}",
+                steps.len()
+            )));
+        }
+        if let Some(w) = steps.windows(2).find(|w| !w[0].contains_shape(&w[1])) {
+            return Err(DeviceError::BadOption(format!(
+                "fused steps must be nested: {} is not within {}",
+                w[1], w[0]
+            )));
+        }
+        let k = self
+            .kernels
+            .get(kernel.0)
+            .ok_or(DeviceError::UnknownKernel(kernel.0))?
+            .clone();
+        self.tile(src)?;
+        self.tile(dst)?;
+        if src == dst {
+            return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+        }
+        let [Some(s), Some(d)] = self
+            .bufs
+            .get_disjoint_mut([src.0, dst.0])
+            .map_err(|_| DeviceError::UnknownBuffer(src.0))?
+        else {
+            return Err(DeviceError::UnknownBuffer(src.0));
+        };
+        let local = steps
+            .iter()
+            .map(|r| {
+                crate::launch::validate(
+                    k.as_ref(),
+                    (s.alloc_shape(), s.shape()),
+                    (d.alloc_shape(), d.shape()),
+                    r,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if steps.iter().any(Shape::is_empty) {
+            // Nested: the last is empty too, and nothing is stored.
+            return Ok(());
+        }
+        let origin: Vec<i64> = s.alloc_shape().sigs().iter().map(|g| g.begin()).collect();
+        let frame = Frame::row_major(s.alloc_dims()).with_origin(&origin);
+        let fp = k.footprint();
+        let reach = (fp.low()[0], fp.high()[0]);
+        let plane = frame.plane();
+        let plane_bytes = plane * std::mem::size_of::<T>();
+        let wave = (self.window_bytes / ((steps.len() - 1) * plane_bytes))
+            .saturating_sub(reach.0 + reach.1 + 1)
+            .max(1);
+        let started = Instant::now();
+        let fused = fused::Fused {
+            kernel: k.as_ref(),
+            src: s.as_slice(),
+            frame: &frame,
+            steps: &local,
+            reach,
+            wave,
+        };
+        let last = local[local.len() - 1][0].clone();
+        let tasks = match &self.pool {
+            Some(_) => fused_task_rows(
+                last.len(),
+                plane,
+                steps.len(),
+                reach.0 + reach.1,
+                self.threads,
+            ),
+            None => vec![last.len()],
+        };
+        if self.scratch.len() < tasks.len() {
+            self.scratch.resize_with(tasks.len(), Vec::new);
+        }
+        let mut chunks = Vec::with_capacity(tasks.len());
+        let (mut rest, mut start) = (
+            &mut d.as_slice_mut()[last.start * plane..last.end * plane],
+            last.start,
+        );
+        for (rows, scratch) in tasks.into_iter().zip(self.scratch.iter_mut()) {
+            let (chunk, tail) = rest.split_at_mut(rows * plane);
+            chunks.push((start..start + rows, chunk, scratch));
+            (rest, start) = (tail, start + rows);
+        }
+        match &self.pool {
+            Some(pool) if chunks.len() > 1 => pool.install(|| {
+                chunks
+                    .into_par_iter()
+                    .for_each(|(rows, out, scratch)| fused.run(rows, out, scratch))
+            }),
+            _ => {
+                for (rows, out, scratch) in chunks {
+                    fused.run(rows, out, scratch);
+                }
+            }
         }
         self.kernel_seconds += started.elapsed().as_secs_f64();
         Ok(())

@@ -1,0 +1,241 @@
+//! Temporal blocking on the CPU: several iterations in one pass over memory.
+//!
+//! One step of a stencil reads and writes every cell, so a loop of steps is
+//! bound by memory bandwidth. Here a task walks its planes (indices of
+//! dimension 0) as a wavefront: step 0 computes a few planes from the source
+//! buffer, step 1 the planes behind them as soon as their neighbours exist,
+//! and so on; each step's planes live in a small window that stays in cache
+//! until the next step has read them, and only the last step writes the
+//! destination. The source is read once and the destination written once,
+//! whatever the number of steps.
+//!
+//! A task computes a cone: its final planes and, at each earlier step, as
+//! many more planes each side as the later steps read. Neighbouring tasks
+//! compute the planes their cones share twice, which is what lets them run
+//! independently. Every cell is computed by the same kernel from the same
+//! neighbour values as in a step-by-step run, so the bits are the same.
+
+use kernels::{Cell, Frame, Kernel};
+use std::ops::Range;
+
+/// One fused launch, in local indices of the source allocation.
+pub(super) struct Fused<'a, T> {
+    pub kernel: &'a dyn Kernel<T>,
+    pub src: &'a [T],
+    /// The allocation's geometry (with its global origin).
+    pub frame: &'a Frame,
+    /// Each step's region, nested: every one within the one before.
+    pub steps: &'a [Vec<Range<usize>>],
+    /// Planes the kernel reads below and above a cell.
+    pub reach: (usize, usize),
+    /// Planes each step advances per wave: the windows hold a few more.
+    pub wave: usize,
+}
+
+/// The cells of one step kept for the next: planes `base..` of the
+/// allocation, in a buffer of whole planes.
+struct Window<T> {
+    data: Vec<T>,
+    base: usize,
+    /// The next plane to produce (planes `base..next` are ready).
+    next: usize,
+}
+
+impl<T: Cell> Fused<'_, T> {
+    fn plane(&self) -> usize {
+        self.frame.plane()
+    }
+
+    /// Planes of step `j` that the task ending at `planes` computes: its
+    /// final planes widened by what the steps after `j` read, within the
+    /// step's region.
+    fn cone(&self, j: usize, planes: &Range<usize>) -> Range<usize> {
+        let n = self.steps.len() - 1 - j;
+        let region = &self.steps[j][0];
+        let lo = planes
+            .start
+            .saturating_sub(n * self.reach.0)
+            .max(region.start);
+        let hi = (planes.end + n * self.reach.1).min(region.end);
+        lo..hi.max(lo)
+    }
+
+    /// Computes the last step over `planes` (within the last region) into
+    /// `out`, the destination's slab of those planes; `windows` is scratch
+    /// kept between launches.
+    pub fn run(&self, planes: Range<usize>, out: &mut [T], windows: &mut Vec<Vec<T>>) {
+        let s = self.steps.len();
+        let (rl, rh) = self.reach;
+        let plane = self.plane();
+        let depth = self.frame.dims()[0];
+        let cones: Vec<Range<usize>> = (0..s).map(|j| self.cone(j, &planes)).collect();
+        // Planes of step j that step j + 1 reads.
+        let reads: Vec<Range<usize>> = (0..s - 1)
+            .map(|j| cones[j + 1].start.saturating_sub(rl)..(cones[j + 1].end + rh).min(depth))
+            .collect();
+        let capacity = self.wave + rl + rh + 1;
+        windows.resize_with(s - 1, Vec::new);
+        let mut win: Vec<Window<T>> = windows
+            .drain(..)
+            .zip(&reads)
+            .map(|(mut data, r)| {
+                if data.len() < capacity * plane {
+                    data.resize(capacity * plane, T::zeroed());
+                }
+                Window {
+                    data,
+                    base: r.start,
+                    next: r.start,
+                }
+            })
+            .collect();
+        let mut done = planes.start;
+        let mut front = reads.first().map_or(planes.start, |r| r.start);
+        while done < planes.end {
+            front += self.wave;
+            for j in 0..s - 1 {
+                let target = front.saturating_sub(j * rh).min(reads[j].end);
+                if target > win[j].next {
+                    let keep = self.still_read(j + 1, &win, &cones, done);
+                    self.produce(j, target, keep, &cones[j], &mut win);
+                }
+            }
+            let target = front.saturating_sub((s - 1) * rh).min(planes.end);
+            if target > done {
+                let w = &win[s - 2];
+                let slab = &mut out[(done - planes.start) * plane..(target - planes.start) * plane];
+                self.compute(s - 1, done..target, w, slab);
+                done = target;
+            }
+        }
+        windows.extend(win.into_iter().map(|w| w.data));
+    }
+
+    /// The first plane of step `k - 1` that step `k` may still read: the
+    /// step's next computed plane less the reach (none once it is done).
+    fn still_read(
+        &self,
+        k: usize,
+        win: &[Window<T>],
+        cones: &[Range<usize>],
+        done: usize,
+    ) -> Option<usize> {
+        let next = if k == self.steps.len() - 1 {
+            done
+        } else {
+            win[k].next.max(cones[k].start)
+        };
+        (next < cones[k].end).then(|| next.saturating_sub(self.reach.0))
+    }
+
+    /// Fills window `j` up to plane `target`: planes in the step's cone are
+    /// computed, the others (boundary planes) copied from the source.
+    fn produce(
+        &self,
+        j: usize,
+        target: usize,
+        keep: Option<usize>,
+        cone: &Range<usize>,
+        win: &mut [Window<T>],
+    ) {
+        let plane = self.plane();
+        let w = &mut win[j];
+        // Make room: drop the planes the next step no longer reads.
+        if target - w.base > w.data.len() / plane {
+            let from = keep.unwrap_or(w.next).clamp(w.base, w.next);
+            w.data
+                .copy_within((from - w.base) * plane..(w.next - w.base) * plane, 0);
+            w.base = from;
+            if target - w.base > w.data.len() / plane {
+                w.data.resize((target - w.base) * plane, T::zeroed());
+            }
+        }
+        let start = w.next;
+        let inside = start.max(cone.start).min(target)..target.min(cone.end).max(start);
+        let copy = |w: &mut Window<T>, r: Range<usize>| {
+            if !r.is_empty() {
+                w.data[(r.start - w.base) * plane..(r.end - w.base) * plane]
+                    .copy_from_slice(&self.src[r.start * plane..r.end * plane]);
+            }
+        };
+        copy(&mut win[j], start..inside.start);
+        if !inside.is_empty() {
+            let (before, after) = win.split_at_mut(j);
+            let w = &mut after[0];
+            let slab = &mut w.data[(inside.start - w.base) * plane..(inside.end - w.base) * plane];
+            if j == 0 {
+                self.compute_from_src(inside.clone(), slab);
+            } else {
+                self.compute(j, inside.clone(), &before[j - 1], slab);
+            }
+            self.copy_outside(j, inside.clone(), w);
+        }
+        let tail = inside.end.max(start)..target;
+        copy(&mut win[j], tail);
+        win[j].next = target;
+    }
+
+    /// Step 0 over `planes`, reading the source.
+    fn compute_from_src(&self, planes: Range<usize>, slab: &mut [T]) {
+        let mut region = self.steps[0].clone();
+        region[0] = planes;
+        self.kernel.apply(self.src, slab, self.frame, &region);
+    }
+
+    /// Step `j` (after the first) over `planes`, reading the window of the
+    /// step before as a buffer of its own whose origin is its first plane.
+    fn compute(&self, j: usize, planes: Range<usize>, input: &Window<T>, slab: &mut [T]) {
+        let mut dims = self.frame.dims().to_vec();
+        dims[0] = input.data.len() / self.plane();
+        let mut origin = self.frame.origin().to_vec();
+        origin[0] += input.base as i64;
+        let frame = Frame::row_major(&dims).with_origin(&origin);
+        let mut region = self.steps[j].clone();
+        region[0] = planes.start - input.base..planes.end - input.base;
+        self.kernel.apply(&input.data, slab, &frame, &region);
+    }
+
+    /// The cells of `planes` outside step `j`'s region in the other
+    /// dimensions (boundary cells the next step reads) from the source.
+    fn copy_outside(&self, j: usize, planes: Range<usize>, w: &mut Window<T>) {
+        let dims = self.frame.dims();
+        let nd = dims.len();
+        if nd < 2 {
+            return;
+        }
+        let strides = self.frame.strides();
+        let region = &self.steps[j];
+        let last = nd - 1;
+        let width = dims[last];
+        // An odometer over the dimensions between the first and the last.
+        let mut idx = vec![0usize; nd];
+        for p in planes {
+            idx.iter_mut().for_each(|i| *i = 0);
+            'rows: loop {
+                let row = p * strides[0] + (1..last).map(|d| idx[d] * strides[d]).sum::<usize>();
+                let at = row - w.base * strides[0];
+                let runs = if (1..last).any(|d| !region[d].contains(&idx[d])) {
+                    [0..width, 0..0]
+                } else {
+                    [0..region[last].start, region[last].end..width]
+                };
+                for r in runs.into_iter().filter(|r| !r.is_empty()) {
+                    w.data[at + r.start..at + r.end]
+                        .copy_from_slice(&self.src[row + r.start..row + r.end]);
+                }
+                let mut d = last;
+                loop {
+                    if d == 1 {
+                        break 'rows;
+                    }
+                    d -= 1;
+                    idx[d] += 1;
+                    if idx[d] < dims[d] {
+                        continue 'rows;
+                    }
+                    idx[d] = 0;
+                }
+            }
+        }
+    }
+}
