@@ -761,8 +761,46 @@ fn deep_halos_across_ranks_match_one_process() {
     ];
     same_as_one_process(3, &args, dir.path(), "deep");
     let r = report(&path(dir.path(), "deep-n.json"));
-    // 20 iterations at depth 3: exchanges after iterations 2, 5, ..., 17
-    // and 20 is not reached: 6 exchanges of 4 messages (two inner edges).
-    assert_eq!(r["summary"]["halo_messages"], 6 * 4);
+    // 20 iterations at depth 3: periods of 3 iterations and a last one of
+    // 2, each ending with an exchange: 7 exchanges of 4 messages (two inner
+    // edges, both ways).
+    assert_eq!(r["summary"]["halo_messages"], 7 * 4);
     assert_eq!(r["halo_depth"], 3);
+}
+
+/// `--halo-depth auto` across ranks: every rank measures, all agree on one
+/// depth (a rank at another would wait forever for halos), and the bytes
+/// are one process's.
+#[test]
+fn auto_halo_depth_across_ranks_matches_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "2d4",
+        "--size",
+        "40x30",
+        "--iters",
+        "120",
+        "--halo-depth",
+        "auto",
+        "--devices",
+        CPU1,
+        "--devices",
+        CPU1,
+        "--devices",
+        CPU1,
+        "--partition",
+        "s0",
+    ];
+    same_as_one_process(3, &args, dir.path(), "auto");
+    let r = report(&path(dir.path(), "auto-n.json"));
+    let tried: Vec<u64> = r["depth_trials"]
+        .as_array()
+        .expect("depth trials in the report")
+        .iter()
+        .map(|t| t["depth"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tried, [1, 2, 4, 8]);
+    let depth = r["halo_depth"].as_u64().unwrap();
+    assert!((1..=8).contains(&depth), "{depth}");
 }

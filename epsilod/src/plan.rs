@@ -47,8 +47,12 @@ pub struct RunPlan<T> {
     /// Every so many iterations, the whole field to this function.
     pub(crate) snapshot: Option<(u64, SnapshotFn<T>)>,
     /// Iterations between halo exchanges (ghost cells that many reaches
-    /// deep); 1 exchanges every iteration.
+    /// deep); 1 exchanges every iteration. With `auto_depth`, the depth
+    /// the run starts at.
     pub(crate) halo_depth: usize,
+    /// `--halo-depth auto`: measure a few depths first, then run at the
+    /// one the cost model chooses.
+    pub(crate) auto_depth: bool,
 }
 
 /// Each checkpoint with the slowest process's time over it.
@@ -150,6 +154,7 @@ impl<T> RunPlan<T> {
             start: 0,
             snapshot: None,
             halo_depth: 1,
+            auto_depth: false,
         })
     }
 
@@ -355,7 +360,8 @@ impl<T> RunPlan<T> {
             redistributions,
             heuristic: first.map_or_else(Vec::new, |r| r.decisions.clone()),
             checkpoints: checkpoint_records(results),
-            halo_depth: self.halo_depth,
+            halo_depth: first.map_or(self.halo_depth, |r| r.depth),
+            depth_trials: first.map_or_else(Vec::new, |r| r.depth_trials.clone()),
             failures: Vec::new(),
         }
     }

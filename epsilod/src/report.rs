@@ -23,9 +23,23 @@ pub struct Report {
     /// Every device lost and recovered from (`--on-failure recover`).
     #[serde(default)]
     pub failures: Vec<FailureRecord>,
-    /// Iterations between halo exchanges (`--halo-depth`).
+    /// Iterations between halo exchanges (`--halo-depth`; with `auto`, the
+    /// depth chosen).
     #[serde(default = "one")]
     pub halo_depth: usize,
+    /// With `--halo-depth auto`: the seconds per iteration measured at each
+    /// depth tried (the slowest process's), which chose `halo_depth`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depth_trials: Vec<DepthTrial>,
+}
+
+/// One depth `--halo-depth auto` tried.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DepthTrial {
+    /// Iterations between exchanges.
+    pub depth: usize,
+    /// Median seconds per iteration at that depth.
+    pub seconds: f64,
 }
 
 fn one() -> usize {

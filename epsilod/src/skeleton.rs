@@ -59,8 +59,9 @@ pub struct RunOptions {
 pub enum HaloDepth {
     /// Exchange every `n` iterations (1: every iteration).
     Depth(usize),
-    /// 1 in one process, where a message costs little; 4 across MPI
-    /// ranks, where each costs a network latency.
+    /// Measured: a few iterations at depths 1, 2, 4 and 8, then the depth
+    /// a cost model of those times chooses (`heuristics::depth`), for the
+    /// rest of the run. Runs too short to repay the measuring stay at 1.
     Auto,
 }
 
@@ -319,21 +320,20 @@ impl<T: Cell> Skeleton<T> {
 
     /// Validates the run: sizes, devices, partition, ALB, block widths.
     pub fn plan(&self) -> Result<RunPlan<T>, SetupError> {
-        let ranks = cluster::current().map_or(1, |j| j.size);
-        self.plan_on(&self.devices, self.restart.as_deref(), ranks)
+        self.plan_on(&self.devices, self.restart.as_deref())
     }
 
     fn plan_on(
         &self,
         devices: &[DeviceSpec],
         restart: Option<&std::path::Path>,
-        ranks: usize,
     ) -> Result<RunPlan<T>, SetupError> {
         let halo_depth = match self.halo_depth {
             HaloDepth::Depth(k) => k.max(1),
-            HaloDepth::Auto if ranks > 1 && !self.stencil.kernel.reads_previous() => 4,
             HaloDepth::Auto => 1,
         };
+        let auto_depth =
+            self.halo_depth == HaloDepth::Auto && !self.stencil.kernel.reads_previous();
         if halo_depth > 1 && self.stencil.kernel.reads_previous() {
             return Err(SetupError::HaloDepth(format!(
                 "halo depth {halo_depth}: '{}' reads the previous time level, which deep halos do not carry yet; use --halo-depth 1",
@@ -387,6 +387,7 @@ impl<T: Cell> Skeleton<T> {
             plan.start = restart.as_ref().map_or(0, |r| r.manifest.iteration);
             plan.snapshot = self.snapshot.clone();
             plan.halo_depth = halo_depth;
+            plan.auto_depth = auto_depth;
             plan.restart = restart;
             plan
         })
@@ -451,7 +452,7 @@ impl<T: Cell> Skeleton<T> {
         if job.size > 1 {
             #[cfg(feature = "mpi")]
             return execute(
-                self.plan_on(&self.devices, self.restart.as_deref(), job.size),
+                self.plan_on(&self.devices, self.restart.as_deref()),
                 &crate::cluster::mpi::MpiJob::new(job),
             );
             #[cfg(not(feature = "mpi"))]
@@ -464,7 +465,7 @@ impl<T: Cell> Skeleton<T> {
         loop {
             let attempt = Instant::now();
             let out = execute(
-                self.plan_on(&devices, restart.as_deref(), 1),
+                self.plan_on(&devices, restart.as_deref()),
                 &LocalJob::<T>::new(job.clone(), devices.len()),
             );
             match out {

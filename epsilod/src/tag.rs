@@ -16,6 +16,8 @@ pub(crate) enum Tag {
     Checkpoint(u64),
     /// A block of the snapshot after iteration `it`, to process 0.
     Snapshot(u64),
+    /// Ghost cells refreshed for a new halo depth after iteration `it`.
+    Deepen(u64),
 }
 
 /// Tags above every iteration number: redistribution traffic.
@@ -26,6 +28,8 @@ const TIMES: u64 = 1 << 61;
 const CHECKPOINT: u64 = 1 << 60;
 /// Tags of snapshot blocks.
 const SNAPSHOT: u64 = 1 << 59;
+/// Tags of ghost cells for a new halo depth.
+const DEEPEN: u64 = 1 << 58;
 
 impl Tag {
     /// The transport tag.
@@ -35,6 +39,7 @@ impl Tag {
             Tag::Times(it) => TIMES + it,
             Tag::Checkpoint(it) => CHECKPOINT + it,
             Tag::Snapshot(it) => SNAPSHOT + it,
+            Tag::Deepen(it) => DEEPEN + it,
             Tag::Move(n) => REDISTRIBUTE + 2 * n as u64,
             Tag::Refresh(n) => REDISTRIBUTE + 2 * n as u64 + 1,
         }
@@ -57,12 +62,14 @@ mod tests {
                 Tag::Refresh(i as usize),
                 Tag::Checkpoint(i),
                 Tag::Snapshot(i),
+                Tag::Deepen(i),
             ] {
                 assert!(seen.insert(t.encode()), "{t:?} collides");
             }
         }
         // Far apart: a run of 2^61 iterations would be needed to collide.
-        assert!(Tag::Halo(u32::MAX as u64).encode() < Tag::Snapshot(0).encode());
+        assert!(Tag::Halo(u32::MAX as u64).encode() < Tag::Deepen(0).encode());
+        assert!(Tag::Deepen(u32::MAX as u64).encode() < Tag::Snapshot(0).encode());
         assert!(Tag::Snapshot(u32::MAX as u64).encode() < Tag::Checkpoint(0).encode());
         assert!(Tag::Checkpoint(u32::MAX as u64).encode() < Tag::Times(0).encode());
         assert!(Tag::Times(u32::MAX as u64).encode() < Tag::Move(0).encode());

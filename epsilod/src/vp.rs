@@ -6,7 +6,9 @@ use crate::checkpoint::{self, BlockEntry, Committing, Manifest, PendingBlock};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, VpError};
 use crate::plan::RunPlan;
-use crate::report::{CheckpointRecord, DecisionOutcome, DecisionRecord, Redistribution};
+use crate::report::{
+    CheckpointRecord, DecisionOutcome, DecisionRecord, DepthTrial, Redistribution,
+};
 use crate::tag::Tag;
 use controllers::{BufferId, Controller, DeviceError, KernelId};
 use heuristics::{throughput_weights, Heuristic, Rebalanced, Snapshot};
@@ -44,6 +46,10 @@ pub(crate) struct VpResult<T> {
     pub checkpoints: Vec<CheckpointRecord>,
     /// Halo messages it sent.
     pub messages: u64,
+    /// The halo depth it ended at.
+    pub depth: usize,
+    /// `--halo-depth auto`'s measurements (every process has the same).
+    pub depth_trials: Vec<DepthTrial>,
 }
 
 /// A result's place and measurements as they travel between ranks (its
@@ -61,6 +67,8 @@ pub(crate) struct VpMeta {
     decisions: Vec<DecisionRecord>,
     checkpoints: Vec<CheckpointRecord>,
     messages: u64,
+    depth: usize,
+    depth_trials: Vec<DepthTrial>,
 }
 
 #[cfg(any(feature = "mpi", test))]
@@ -80,6 +88,8 @@ impl VpMeta {
             decisions: r.decisions.clone(),
             checkpoints: r.checkpoints.clone(),
             messages: r.messages,
+            depth: r.depth,
+            depth_trials: r.depth_trials.clone(),
         }
     }
 
@@ -101,6 +111,8 @@ impl VpMeta {
                 decisions: self.decisions,
                 checkpoints: self.checkpoints,
                 messages: self.messages,
+                depth: self.depth,
+                depth_trials: self.depth_trials,
             },
         )
     }
@@ -143,6 +155,9 @@ struct Vp<'a, T, X> {
     snapshots: Vec<Vec<T>>,
     /// Halo messages sent.
     messages: u64,
+    /// Iterations between halo exchanges now (ghost cells that many
+    /// reaches deep).
+    depth: usize,
 }
 
 /// Runs virtual process `p` of `run` on the device `spec` describes.
@@ -259,6 +274,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             committing: None,
             snapshots: Vec::new(),
             messages: 0,
+            depth: run.halo_depth.max(1),
         })
     }
 
@@ -282,12 +298,21 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         // compiling its kernel (seconds on a GPU) is setup, not the first
         // iteration's exchange.
         self.transport.barrier().map_err(|e| self.net_err(e))?;
+        let mut trials =
+            (self.run.auto_depth && iters - start >= DepthTrials::MIN_ITERS).then(DepthTrials::new);
+        let mut depth_trials = Vec::new();
         let started = Instant::now();
         let mut it = start;
         while it < iters {
+            if let Some(t) = trials.as_ref() {
+                self.set_depth(t.depth(), it)?;
+            }
             let t0 = Instant::now();
             let rows = self.rows_of(self.p);
-            let len = self.period_len(it);
+            let mut len = self.period_len(it);
+            if let Some(t) = trials.as_ref() {
+                len = len.min(t.left(it - start));
+            }
             let (compute, mut comm) = self.period(it, len)?;
             if let Some(a) = alb.as_mut() {
                 comm += self.balance(a, it, len, compute)?;
@@ -307,6 +332,15 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 comm: comm / n,
                 rows,
             }));
+            if let Some(t) = trials.as_mut() {
+                t.record(it - start, len, wall);
+                if t.done(it + len as u64 - start) {
+                    let (tried, depth) = self.decide_depth(t)?;
+                    self.set_depth(depth, it + len as u64)?;
+                    depth_trials = tried;
+                    trials = None;
+                }
+            }
             it += len as u64;
             if let Some(every) = self.run.snapshot.as_ref().map(|s| s.0) {
                 if it % every == 0 {
@@ -347,7 +381,75 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             decisions,
             checkpoints,
             messages: self.messages,
+            depth: self.depth,
+            depth_trials,
         })
+    }
+
+    /// Runs at `depth` from iteration `it` (the end of a period): both
+    /// buffers over the deeper or shallower extent, boundary cells new to it
+    /// from the init function, and the ghost cells of the new depth from
+    /// the neighbours.
+    fn set_depth(&mut self, depth: usize, it: u64) -> Result<(), RunError> {
+        if depth == self.depth {
+            return Ok(());
+        }
+        let fp = self.run.stencil.kernel.footprint();
+        let geo = geometry(
+            self.geometry.layout.clone(),
+            fp,
+            self.p,
+            &self.reach_low,
+            &self.reach_high,
+            &self.global,
+            depth,
+        )
+        .map_err(|e| self.fail(e.into()))?;
+        let spare = spare_rows(self.run.alb.as_ref(), &geo);
+        for b in [self.cur, self.next] {
+            self.device
+                .resize(b, &geo.extent, &spare)
+                .map_err(|e| self.dev_err(e))?;
+            for part in geo.extent.difference(&self.interior) {
+                self.device
+                    .fill(b, &part, self.run.init.as_ref())
+                    .map_err(|e| self.dev_err(e))?;
+            }
+        }
+        self.geometry = geo;
+        self.depth = depth;
+        let cur = self.cur;
+        let tag = Tag::Deepen(it).encode();
+        self.post_sends(cur, tag)?;
+        self.complete_recvs(cur, tag)
+    }
+
+    /// The depth the trials' times choose, the same on every process: each
+    /// process's median per depth, the slowest process's per depth (the
+    /// run goes at its pace), the cost model's best.
+    fn decide_depth(&mut self, t: &DepthTrials) -> Result<(Vec<DepthTrial>, usize), RunError> {
+        let mine = t.medians();
+        let all = self
+            .transport
+            .all_gather(&mine)
+            .map_err(|e| self.net_err(e))?;
+        let trials: Vec<DepthTrial> = DepthTrials::CANDIDATES
+            .iter()
+            .enumerate()
+            .map(|(i, &depth)| DepthTrial {
+                depth,
+                seconds: all.iter().map(|v| v[i]).fold(0.0, f64::max),
+            })
+            .collect();
+        let samples: Vec<(usize, f64)> = trials.iter().map(|t| (t.depth, t.seconds)).collect();
+        let depth = heuristics::depth::choose_depth(&samples);
+        if self.p == 0 {
+            tracing::info!(
+                "halo depth auto: seconds per iteration {:?}, running at depth {depth}",
+                samples
+            );
+        }
+        Ok((trials, depth))
     }
 
     /// Sends this process's block to process 0, which assembles the field
@@ -609,7 +711,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     /// short by the end of the run and by the next snapshot or checkpoint
     /// (which need every block at their iteration).
     fn period_len(&self, it: u64) -> usize {
-        let mut end = (it + self.run.halo_depth.max(1) as u64).min(self.run.iters);
+        let mut end = (it + self.depth as u64).min(self.run.iters);
         let cuts = [
             self.run.snapshot.as_ref().map(|s| s.0),
             self.run.checkpoint.as_ref().map(|c| c.every),
@@ -829,7 +931,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             &self.reach_low,
             &self.reach_high,
             &self.global,
-            self.run.halo_depth,
+            self.depth,
         )
         .map_err(|e| self.fail(e.into()))?;
         let spare = spare_rows(self.run.alb.as_ref(), &geo);
@@ -900,6 +1002,78 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             weights_before: windows.iter().map(|w| w.rows as f64 / total).collect(),
             weights_after: weights,
         }))
+    }
+}
+
+/// `--halo-depth auto` measuring: after a warm-up, a few iterations at
+/// each candidate depth; then [`heuristics::depth::choose_depth`] decides.
+struct DepthTrials {
+    /// Per candidate, this process's seconds per iteration of each period.
+    times: Vec<Vec<f64>>,
+    /// The depth of the iterations being measured.
+    current: usize,
+}
+
+impl DepthTrials {
+    const CANDIDATES: [usize; 4] = [1, 2, 4, 8];
+    /// Iterations at each candidate (a multiple of every candidate).
+    const EACH: u64 = 8;
+    /// Iterations first at depth 1, not measured: first touches of memory,
+    /// kernels compiled at their first launch.
+    const WARMUP: u64 = 2;
+    /// The fewest iterations a run measures in: the trials take a third.
+    const MIN_ITERS: u64 = 3 * (Self::WARMUP + Self::EACH * Self::CANDIDATES.len() as u64);
+
+    fn new() -> DepthTrials {
+        DepthTrials {
+            times: vec![Vec::new(); Self::CANDIDATES.len()],
+            current: 1,
+        }
+    }
+
+    /// The candidate measured at `done` iterations into the run (the
+    /// warm-up runs at the first).
+    fn slot(done: u64) -> usize {
+        (done.saturating_sub(Self::WARMUP) / Self::EACH) as usize
+    }
+
+    /// The depth to run the next period at.
+    fn depth(&self) -> usize {
+        self.current
+    }
+
+    /// Iterations left before the depth changes, from `done` on.
+    fn left(&self, done: u64) -> usize {
+        let next = if done < Self::WARMUP {
+            Self::WARMUP
+        } else {
+            Self::WARMUP + (Self::slot(done) as u64 + 1) * Self::EACH
+        };
+        (next - done) as usize
+    }
+
+    /// A period of `len` iterations from `done` on took `wall` seconds.
+    fn record(&mut self, done: u64, len: usize, wall: f64) {
+        if done >= Self::WARMUP {
+            if let Some(t) = self.times.get_mut(Self::slot(done)) {
+                t.push(wall / len as f64);
+            }
+        }
+    }
+
+    /// Whether every candidate has been measured at `done` iterations;
+    /// if not, moves on to the candidate due then.
+    fn done(&mut self, done: u64) -> bool {
+        let finished = done >= Self::WARMUP + Self::EACH * Self::CANDIDATES.len() as u64;
+        if !finished && done >= Self::WARMUP {
+            self.current = Self::CANDIDATES[Self::slot(done)];
+        }
+        finished
+    }
+
+    /// This process's median seconds per iteration at each candidate.
+    fn medians(&self) -> Vec<f64> {
+        self.times.iter().map(|t| heuristics::median(t)).collect()
     }
 }
 

@@ -15,7 +15,7 @@ fn run(
     iters: u64,
     devices: usize,
     part: Partition,
-    depth: usize,
+    depth: HaloDepth,
     script: Option<Vec<(u64, Vec<f64>)>>,
 ) -> Result<epsilod::Outcome<f32>, RunError> {
     let spec = lib.spec();
@@ -28,7 +28,7 @@ fn run(
     .init(init)
     .devices(vec![DeviceSpec::cpu(1); devices])
     .partition(part)
-    .halo_depth(HaloDepth::Depth(depth));
+    .halo_depth(depth);
     if let Some(script) = script {
         s = s.alb(
             Alb::custom("scripted", move || {
@@ -56,7 +56,7 @@ fn messages_fall_by_the_depth() {
             48,
             3,
             Partition::Single(0),
-            depth,
+            HaloDepth::Depth(depth),
             None,
         )
         .unwrap()
@@ -69,6 +69,68 @@ fn messages_fall_by_the_depth() {
     for k in [2, 3, 4, 6] {
         assert_eq!(count(k), one / k as u64, "depth {k}");
     }
+}
+
+/// `auto` runs a few iterations at depths 1, 2, 4 and 8, then the rest at
+/// the depth the cost model chooses from those times: the serial
+/// reference's bits, rebalances during the trials included, and a report
+/// that says what was measured and chosen.
+#[test]
+fn auto_depth_measures_then_chooses() {
+    let (lib, sizes, iters) = (Library::S2d4, [70usize, 40], 150);
+    let script = vec![
+        (5, vec![1.0, 2.0, 1.0]),
+        (21, vec![2.0, 1.0, 1.0]),
+        (60, vec![1.0, 1.0, 3.0]),
+    ];
+    let out = run(
+        lib,
+        &sizes,
+        iters,
+        3,
+        Partition::Weighted(0),
+        HaloDepth::Auto,
+        Some(script),
+    )
+    .unwrap();
+    assert_eq!(bits(&out.grid), reference_of(lib, &sizes, iters));
+    let r = &out.report;
+    assert!(
+        r.summary.rebalances >= 2,
+        "{} rebalances",
+        r.summary.rebalances
+    );
+    let tried: Vec<usize> = r.depth_trials.iter().map(|t| t.depth).collect();
+    assert_eq!(tried, [1, 2, 4, 8]);
+    assert!(r
+        .depth_trials
+        .iter()
+        .all(|t| t.seconds.is_finite() && t.seconds > 0.0));
+    let samples: Vec<(usize, f64)> = r
+        .depth_trials
+        .iter()
+        .map(|t| (t.depth, t.seconds))
+        .collect();
+    assert_eq!(r.halo_depth, heuristics::depth::choose_depth(&samples));
+}
+
+/// Runs too short to repay the measuring stay at depth 1.
+#[test]
+fn auto_depth_stays_at_one_in_short_runs() {
+    let out = run(
+        Library::S2d4,
+        &[40, 30],
+        50,
+        3,
+        Partition::Single(0),
+        HaloDepth::Auto,
+        None,
+    )
+    .unwrap();
+    assert_eq!(bits(&out.grid), reference_of(Library::S2d4, &[40, 30], 50));
+    assert!(out.report.depth_trials.is_empty());
+    assert_eq!(out.report.halo_depth, 1);
+    assert_eq!(out.report.summary.halo_messages, 50 * 4);
 }
 
 #[test]
@@ -95,7 +157,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
     fn any_depth_gives_the_same_bits(
-        which in 0usize..6,
+        which in 0usize..11,
         size in 14usize..40,
         depth in 1usize..9,
         iters in 1u64..40,
@@ -103,14 +165,18 @@ proptest! {
         part in 0usize..4,
         events in prop::collection::vec((2u64..38, prop::collection::vec(0.2f64..5.0, 4)), 0..4),
     ) {
-        let lib = [Library::S2d4, Library::S2dnc8, Library::S3d27, Library::S2df5, Library::S1dnc4, Library::S2d8][which];
+        let lib = Library::ALL[which];
         let nd = lib.ndims();
-        let size = if nd == 3 { size / 2 + 5 } else { size };
+        let size = match nd {
+            3 => size / 2 + 5,
+            4 => size / 4 + 6,
+            _ => size,
+        };
         let sizes = vec![size; nd];
         let part = [Partition::Multi, Partition::Single(0), Partition::Weighted(0), Partition::Single(nd - 1)][part];
         let script = matches!(part, Partition::Weighted(_))
             .then(|| events.iter().map(|(at, w)| (*at, w[..devices].to_vec())).collect());
-        let out = match run(lib, &sizes, iters, devices, part, depth, script) {
+        let out = match run(lib, &sizes, iters, devices, part, HaloDepth::Depth(depth), script) {
             Ok(o) => o,
             Err(RunError::Setup(SetupError::Layout(_))) => return Ok(()),
             Err(e) => panic!("{e}"),

@@ -14,10 +14,14 @@
 //! `name` or `name:key=value,...` (`welch:alpha=0.01`) against that table.
 //! [`testing::assert_deterministic`] checks the one property the skeleton
 //! relies on: two copies fed the same numbers decide alike.
+//!
+//! [`depth`] chooses how deep a halo to keep (`--halo-depth auto`) from
+//! iteration times measured at a few depths.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod depth;
 mod epsilod;
 mod ours;
 mod registry;

@@ -175,7 +175,9 @@ fn broadcast_from_root(data: Option<Vec<u8>>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{CheckpointRecord, DecisionOutcome, DecisionRecord, Redistribution};
+    use crate::report::{
+        CheckpointRecord, DecisionOutcome, DecisionRecord, DepthTrial, Redistribution,
+    };
     use crate::vp::IterStats;
     use hitmap::{Shape, Sig};
 
@@ -213,6 +215,11 @@ mod tests {
                 seconds: 0.75,
             }],
             messages: 9,
+            depth: 4,
+            depth_trials: vec![DepthTrial {
+                depth: 2,
+                seconds: 0.25,
+            }],
         };
         let bytes = serde_json::to_vec(&VpMeta::of(7, &r)).unwrap();
         let (p, back) = serde_json::from_slice::<VpMeta>(&bytes)
@@ -226,6 +233,7 @@ mod tests {
         assert_eq!(back.decisions, r.decisions);
         assert_eq!(back.checkpoints, r.checkpoints);
         assert_eq!(back.messages, 9);
+        assert_eq!((back.depth, back.depth_trials), (4, r.depth_trials));
         assert!(serde_json::from_slice::<VpMeta>(&bytes[..bytes.len() / 2]).is_err());
     }
 }
