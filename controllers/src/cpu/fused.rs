@@ -39,6 +39,19 @@ struct Window<T> {
     base: usize,
     /// The next plane to produce (planes `base..next` are ready).
     next: usize,
+    /// `data` as a buffer of its own whose origin is plane `base`.
+    frame: Frame,
+}
+
+impl<T> Window<T> {
+    fn reframe(&mut self, outer: &Frame) {
+        let plane = outer.plane();
+        let mut dims = outer.dims().to_vec();
+        dims[0] = self.data.len() / plane;
+        let mut origin = outer.origin().to_vec();
+        origin[0] += self.base as i64;
+        self.frame = Frame::row_major(&dims).with_origin(&origin);
+    }
 }
 
 impl<T: Cell> Fused<'_, T> {
@@ -82,13 +95,17 @@ impl<T: Cell> Fused<'_, T> {
                 if data.len() < capacity * plane {
                     data.resize(capacity * plane, T::zeroed());
                 }
-                Window {
+                let mut w = Window {
                     data,
                     base: r.start,
                     next: r.start,
-                }
+                    frame: self.frame.clone(),
+                };
+                w.reframe(self.frame);
+                w
             })
             .collect();
+        let mut region = self.steps[0].clone();
         let mut done = planes.start;
         let mut front = reads.first().map_or(planes.start, |r| r.start);
         while done < planes.end {
@@ -97,14 +114,14 @@ impl<T: Cell> Fused<'_, T> {
                 let target = front.saturating_sub(j * rh).min(reads[j].end);
                 if target > win[j].next {
                     let keep = self.still_read(j + 1, &win, &cones, done);
-                    self.produce(j, target, keep, &cones[j], &mut win);
+                    self.produce(j, target, keep, &cones[j], &mut win, &mut region);
                 }
             }
             let target = front.saturating_sub((s - 1) * rh).min(planes.end);
             if target > done {
                 let w = &win[s - 2];
                 let slab = &mut out[(done - planes.start) * plane..(target - planes.start) * plane];
-                self.compute(s - 1, done..target, w, slab);
+                self.compute(s - 1, done..target, w, slab, &mut region);
                 done = target;
             }
         }
@@ -137,6 +154,7 @@ impl<T: Cell> Fused<'_, T> {
         keep: Option<usize>,
         cone: &Range<usize>,
         win: &mut [Window<T>],
+        region: &mut [Range<usize>],
     ) {
         let plane = self.plane();
         let w = &mut win[j];
@@ -149,6 +167,7 @@ impl<T: Cell> Fused<'_, T> {
             if target - w.base > w.data.len() / plane {
                 w.data.resize((target - w.base) * plane, T::zeroed());
             }
+            w.reframe(self.frame);
         }
         let start = w.next;
         let inside = start.max(cone.start).min(target)..target.min(cone.end).max(start);
@@ -164,9 +183,9 @@ impl<T: Cell> Fused<'_, T> {
             let w = &mut after[0];
             let slab = &mut w.data[(inside.start - w.base) * plane..(inside.end - w.base) * plane];
             if j == 0 {
-                self.compute_from_src(inside.clone(), slab);
+                self.compute_from_src(inside.clone(), slab, region);
             } else {
-                self.compute(j, inside.clone(), &before[j - 1], slab);
+                self.compute(j, inside.clone(), &before[j - 1], slab, region);
             }
             self.copy_outside(j, inside.clone(), w);
         }
@@ -175,24 +194,26 @@ impl<T: Cell> Fused<'_, T> {
         win[j].next = target;
     }
 
-    /// Step 0 over `planes`, reading the source.
-    fn compute_from_src(&self, planes: Range<usize>, slab: &mut [T]) {
-        let mut region = self.steps[0].clone();
+    /// Step 0 over `planes`, reading the source; `region` is scratch.
+    fn compute_from_src(&self, planes: Range<usize>, slab: &mut [T], region: &mut [Range<usize>]) {
+        region.clone_from_slice(&self.steps[0]);
         region[0] = planes;
-        self.kernel.apply(self.src, slab, self.frame, &region);
+        self.kernel.apply(self.src, slab, self.frame, region);
     }
 
     /// Step `j` (after the first) over `planes`, reading the window of the
-    /// step before as a buffer of its own whose origin is its first plane.
-    fn compute(&self, j: usize, planes: Range<usize>, input: &Window<T>, slab: &mut [T]) {
-        let mut dims = self.frame.dims().to_vec();
-        dims[0] = input.data.len() / self.plane();
-        let mut origin = self.frame.origin().to_vec();
-        origin[0] += input.base as i64;
-        let frame = Frame::row_major(&dims).with_origin(&origin);
-        let mut region = self.steps[j].clone();
+    /// step before; `region` is scratch.
+    fn compute(
+        &self,
+        j: usize,
+        planes: Range<usize>,
+        input: &Window<T>,
+        slab: &mut [T],
+        region: &mut [Range<usize>],
+    ) {
+        region.clone_from_slice(&self.steps[j]);
         region[0] = planes.start - input.base..planes.end - input.base;
-        self.kernel.apply(&input.data, slab, &frame, &region);
+        self.kernel.apply(&input.data, slab, &input.frame, region);
     }
 
     /// The cells of `planes` outside step `j`'s region in the other
@@ -207,6 +228,17 @@ impl<T: Cell> Fused<'_, T> {
         let region = &self.steps[j];
         let last = nd - 1;
         let width = dims[last];
+        if nd == 2 {
+            // A plane is one row: the cells before and after the region.
+            for p in planes {
+                let (row, at) = (p * strides[0], (p - w.base) * strides[0]);
+                for r in [0..region[1].start, region[1].end..width] {
+                    w.data[at + r.start..at + r.end]
+                        .copy_from_slice(&self.src[row + r.start..row + r.end]);
+                }
+            }
+            return;
+        }
         // An odometer over the dimensions between the first and the last.
         let mut idx = vec![0usize; nd];
         for p in planes {
