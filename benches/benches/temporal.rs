@@ -27,7 +27,10 @@ fn fused(c: &mut Criterion, group: &str, lib: Library, sizes: &[usize], depths: 
     drop(dst);
     let mut dev = CpuController::<f32>::new(rayon::current_num_threads()).unwrap();
     let k = dev
-        .load(Arc::from(library_kernel::<f32>(lib, KernelChoice::Specialized)))
+        .load(Arc::from(library_kernel::<f32>(
+            lib,
+            KernelChoice::Specialized,
+        )))
         .unwrap();
     let a = dev.alloc(&all, &all).unwrap();
     let b = dev.alloc(&all, &all).unwrap();

@@ -985,11 +985,13 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             .map(|v| v[0])
             .fold(0.0, f64::max);
         a.rebalances += 1;
+        let rows_moved = plan.moves().iter().map(|m| m.region.sig(d).card()).sum();
         a.heuristic.on_redistribute(&Rebalanced {
             iter: it,
             rebalances: a.rebalances,
             devices: windows,
             seconds,
+            rows_moved,
         });
         a.windows.clear();
         let total: f64 = windows.iter().map(|w| w.rows as f64).sum();
@@ -997,7 +999,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         Ok(Some(Redistribution {
             iter: it,
             seconds,
-            rows_moved: plan.moves().iter().map(|m| m.region.sig(d).card()).sum(),
+            rows_moved,
             bytes_moved: cells * std::mem::size_of::<T>(),
             weights_before: windows.iter().map(|w| w.rows as f64 / total).collect(),
             weights_after: weights,

@@ -29,7 +29,7 @@ mod stats;
 pub mod testing;
 
 pub use epsilod::{ConstIters, DoubleIters, ExpIters, NextAlb, NoAlb};
-pub use ours::{CostAware, Welch, PRIOR_COST_ITERATIONS};
+pub use ours::{rebalance_cost, rows_to_move, CostAware, Welch, PRIOR_COST_ITERATIONS};
 pub use registry::{
     builtin, by_name, Args, Builtin, HeuristicSpec, Param, ParamKind, SpecError, UnknownHeuristic,
     Value, BUILTIN, NAMES,
@@ -163,6 +163,8 @@ pub struct Rebalanced<'a> {
     pub devices: &'a [DeviceWindow],
     /// Wall seconds of the redistribution on the slowest process.
     pub seconds: f64,
+    /// Rows that changed owner (along the balanced dimension).
+    pub rows_moved: usize,
 }
 
 /// When to rebalance. The skeleton calls `init` once, `check` after every

@@ -66,6 +66,7 @@ where
                 rebalances: at.len(),
                 devices,
                 seconds: 2.0 * s.worst(),
+                rows_moved: 1 + iter as usize % 7,
             };
             a.on_redistribute(&r);
             b.on_redistribute(&r);
@@ -118,6 +119,7 @@ where
                     rebalances,
                     devices,
                     seconds: 2.0 * s.worst() + step as f64 * 1e-3,
+                    rows_moved: 1 + step % 5,
                 };
                 a.on_redistribute(&r);
                 if step >= cut {

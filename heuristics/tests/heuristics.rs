@@ -28,6 +28,7 @@ fn schedule(h: &mut dyn Heuristic, w: &[DeviceWindow], total: u64, cost: f64) ->
                 rebalances: at.len(),
                 devices: w,
                 seconds: cost,
+                rows_moved: 100,
             });
             full_from = iter + 30;
         }
