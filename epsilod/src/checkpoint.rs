@@ -31,6 +31,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod block_file;
+pub(crate) use block_file::align_start;
 
 /// The manifest's format; a restart refuses others.
 pub(crate) const FORMAT: u32 = 1;
@@ -212,12 +213,9 @@ pub(crate) fn ranges(s: &Shape) -> Vec<(i64, i64)> {
     s.sigs().iter().map(|g| (g.begin(), g.end())).collect()
 }
 
-/// The length of a block file holding `levels`.
-pub(crate) fn length<T: Cell>(levels: &[Vec<T>]) -> u64 {
-    levels
-        .iter()
-        .map(|l| std::mem::size_of_val(l.as_slice()) as u64)
-        .sum()
+/// The length of a block file holding `levels` of `cells` cells each.
+pub(crate) fn length<T: Cell>(levels: usize, cells: usize) -> u64 {
+    (levels * cells * std::mem::size_of::<T>()) as u64
 }
 
 /// A block being written by a thread of its own while the run goes on.
@@ -241,8 +239,9 @@ fn failed_name(block: &str) -> String {
     format!("{block}.failed")
 }
 
-/// Starts writing `levels` (each a block's cells, row-major) as virtual
-/// process `vp`'s block of the checkpoint after `iter` iterations: into a
+/// Starts writing `levels` (each a block's `cells` cells, row-major, after
+/// the padding [`align_start`] put first) as virtual process `vp`'s block
+/// of the checkpoint after `iter` iterations: into a
 /// temporary file, checksummed as it goes, synced, then renamed to its
 /// name, which is what the committer waits for; the checksum goes beside
 /// it for the committer. A failed write leaves a `.failed` marker so the
@@ -251,6 +250,7 @@ pub(crate) fn write_block<T: Cell>(
     c: &Checkpointing,
     iter: u64,
     vp: usize,
+    cells: usize,
     levels: Vec<Vec<T>>,
 ) -> Result<PendingBlock<T>, CheckpointError> {
     let dir = c.dir.join(partial_name(iter));
@@ -273,10 +273,14 @@ pub(crate) fn write_block<T: Cell>(
             let tmp = dir.join(format!("{name}.tmp"));
             let sums = dir.join(crc_name(&name));
             let write = || -> Result<(), CheckpointError> {
-                let bytes: Vec<&[u8]> = levels.iter().map(|l| bytemuck::cast_slice(l)).collect();
+                let bytes: Vec<&[u8]> = levels
+                    .iter()
+                    .map(|l| bytemuck::cast_slice(&l[l.len().saturating_sub(cells)..]))
+                    .collect();
                 let crc = block_file::write(&tmp, &bytes).map_err(io(&tmp))?;
+                let len: usize = bytes.iter().map(|b| b.len()).sum();
                 // Not synced: the manifest, which is, carries the value.
-                fs::write(&sums, format!("{crc:08x} {}\n", length(&levels))).map_err(io(&sums))?;
+                fs::write(&sums, format!("{crc:08x} {len}\n")).map_err(io(&sums))?;
                 fs::rename(&tmp, &done).map_err(io(&done))
             };
             match write() {

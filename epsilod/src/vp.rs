@@ -422,15 +422,17 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let mut data = std::mem::take(&mut self.snapshots);
         data.resize_with(levels.len(), Vec::new);
         for (b, v) in levels.into_iter().zip(data.iter_mut()) {
-            v.clear();
+            checkpoint::align_start(v, block.card());
             self.device
                 .read(b, &block, v)
                 .map_err(|e| self.dev_err(e))?;
         }
-        let bytes = checkpoint::length(&data);
         let nlevels = data.len();
-        self.pending =
-            Some(checkpoint::write_block(&c, iter, self.p, data).map_err(|e| self.fail(e.into()))?);
+        let bytes = checkpoint::length::<T>(nlevels, block.card());
+        self.pending = Some(
+            checkpoint::write_block(&c, iter, self.p, block.card(), data)
+                .map_err(|e| self.fail(e.into()))?,
+        );
         let tag = Tag::Checkpoint(iter).encode();
         if self.p != 0 {
             // Exact in an f64: lengths below 2^53.
