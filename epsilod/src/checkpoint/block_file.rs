@@ -101,7 +101,7 @@ pub(crate) fn align_start<T: bytemuck::Pod>(v: &mut Vec<T>, cells: usize) -> usi
     #[cfg(target_os = "linux")]
     {
         let size = std::mem::size_of::<T>();
-        if size > 0 && ALIGN % size == 0 {
+        if size > 0 && ALIGN.is_multiple_of(size) {
             v.reserve(cells + ALIGN / size);
             let pad = v.as_ptr().align_offset(ALIGN);
             if pad < ALIGN / size {
