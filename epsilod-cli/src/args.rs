@@ -273,7 +273,8 @@ pub struct RunArgs {
     /// One device (virtual process) each, repeatable: cpu | cpu:threads=T | opencl |
     /// opencl:platform=P,device=D | cuda | cuda:device=D, each optionally with ,weight=W and
     /// ,slowdown=F or ,slowdown=F@ITER. A cpu without threads= takes its share of the cores the
-    /// other devices leave. Default: one cpu device on every core.
+    /// other devices leave. Default: one cpu device on every core (under MPI, one per rank on
+    /// its share of its host's cores).
     #[arg(long = "devices")]
     pub devices: Vec<String>,
     /// A TOML device file instead of --devices.

@@ -394,6 +394,59 @@ fn a_rank_that_fails_ends_the_job_with_its_message() {
 }
 
 #[test]
+fn a_run_given_no_devices_gets_one_cpu_device_per_rank_on_its_share_of_the_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["run", "2d4", "--size", "66x34", "--iters", "30", "--quiet"];
+    let (a, ra) = (path(dir.path(), "one.dat"), path(dir.path(), "one.json"));
+    let mut one = args.to_vec();
+    one.extend(["--output", &a, "--report", &ra]);
+    ok(&alone(&one), "alone, no --devices");
+    // Unbound, every rank may run on the cores this test may (Open MPI
+    // binds each of 2 ranks to a core of its own by default).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    for np in 2..=4 {
+        let (b, rb) = (
+            path(dir.path(), &format!("{np}.dat")),
+            path(dir.path(), &format!("{np}.json")),
+        );
+        let o = {
+            let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+            let mut c = mpirun_cmd(np);
+            c.args(["--bind-to", "none", bin()])
+                .args(args)
+                .args(["--output", &b, "--report", &rb]);
+            run_bounded(c)
+        };
+        ok(&o, &format!("{np} ranks, no --devices"));
+        assert!(
+            std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+            "{np} ranks given no devices differ from one process"
+        );
+        // The ranks share the host's cores: the lower ones one more where
+        // they do not divide, each at least one.
+        let want: Vec<String> = (0..np)
+            .map(|i| {
+                format!(
+                    "cpu:threads={}",
+                    (cores / np + usize::from(i < cores % np)).max(1)
+                )
+            })
+            .collect();
+        let got: Vec<String> = report(&rb)["config"]["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(got, want, "{np} ranks on {cores} cores");
+    }
+    assert_eq!(
+        report(&ra)["config"]["devices"][0],
+        format!("cpu:threads={cores}").as_str()
+    );
+}
+
+#[test]
 fn a_rank_that_dies_ends_the_job() {
     let _one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
     let mut c = mpirun_cmd(2);
@@ -487,7 +540,7 @@ fn clear_errors_for_jobs_that_cannot_run() {
     );
     assert!(!o.status.success());
     let e = stderr(&o);
-    let want = "error: 3 MPI ranks but only 2 device(s): give at least one device per rank (repeat --devices), or run fewer ranks (mpirun -np 2)";
+    let want = "error: 3 MPI ranks but only 2 device(s): give at least one device per rank (repeat --devices, or give none for one CPU device per rank), or run fewer ranks (mpirun -np 2)";
     assert_eq!(e.matches(want).count(), 1, "{e}");
     // More ranks than rows.
     let o = mpirun(

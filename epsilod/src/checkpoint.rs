@@ -1,12 +1,13 @@
 //! Checkpoints and restarts.
 //!
 //! Every `every` iterations each virtual process copies its block (both
-//! time levels for kernels that read the previous one) to the host,
-//! checksums it and hands it to a thread of its own that writes and syncs
-//! it into a directory `.ckpt-<iter>.partial` while the run goes on.
-//! Process 0 gathers the checksums, and a thread of its own waits for every
-//! block file, writes the manifest and renames the directory to
-//! `ckpt-<iter>`. The rename is the commit: a run killed at any point leaves
+//! time levels for kernels that read the previous one) to the host and
+//! hands it to a thread of its own that checksums, writes and syncs it into
+//! a directory `.ckpt-<iter>.partial` while the run goes on (see
+//! [`block_file`] for how it stays off the compute threads' cores and
+//! memory bandwidth). Process 0 hears of every block, and a thread of its
+//! own waits for every block file and its checksum, writes the manifest and
+//! renames the directory to `ckpt-<iter>`. The rename is the commit: a run killed at any point leaves
 //! either a complete checkpoint or a partial directory a restart ignores.
 //! The last two checkpoints are kept.
 //!
@@ -28,6 +29,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+mod block_file;
+pub(crate) use block_file::align_start;
 
 /// The manifest's format; a restart refuses others.
 pub(crate) const FORMAT: u32 = 1;
@@ -209,16 +213,9 @@ pub(crate) fn ranges(s: &Shape) -> Vec<(i64, i64)> {
     s.sigs().iter().map(|g| (g.begin(), g.end())).collect()
 }
 
-/// The length and CRC-32 of a block file holding `levels`.
-pub(crate) fn checksum<T: Cell>(levels: &[Vec<T>]) -> (u64, u32) {
-    let mut hasher = crc32fast::Hasher::new();
-    let mut bytes = 0u64;
-    for level in levels {
-        let b: &[u8] = bytemuck::cast_slice(level);
-        hasher.update(b);
-        bytes += b.len() as u64;
-    }
-    (bytes, hasher.finalize())
+/// The length of a block file holding `levels` of `cells` cells each.
+pub(crate) fn length<T: Cell>(levels: usize, cells: usize) -> u64 {
+    (levels * cells * std::mem::size_of::<T>()) as u64
 }
 
 /// A block being written by a thread of its own while the run goes on.
@@ -233,22 +230,35 @@ impl<T> PendingBlock<T> {
     }
 }
 
-/// Starts writing `levels` (each a block's cells, row-major) as virtual
-/// process `vp`'s block of the checkpoint after `iter` iterations: into a
-/// temporary file, synced, then renamed to its name, which is what the
-/// committer waits for. A failed write leaves a `.failed` marker so the
+/// The file beside a written block that hands its checksum to the commit.
+fn crc_name(block: &str) -> String {
+    format!("{block}.crc")
+}
+
+fn failed_name(block: &str) -> String {
+    format!("{block}.failed")
+}
+
+/// Starts writing `levels` (each a block's `cells` cells, row-major, after
+/// the padding [`align_start`] put first) as virtual process `vp`'s block
+/// of the checkpoint after `iter` iterations: into a
+/// temporary file, checksummed as it goes, synced, then renamed to its
+/// name, which is what the committer waits for; the checksum goes beside
+/// it for the committer. A failed write leaves a `.failed` marker so the
 /// committer gives up at once.
 pub(crate) fn write_block<T: Cell>(
     c: &Checkpointing,
     iter: u64,
     vp: usize,
+    cells: usize,
     levels: Vec<Vec<T>>,
 ) -> Result<PendingBlock<T>, CheckpointError> {
     let dir = c.dir.join(partial_name(iter));
     fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let name = block_name(vp);
     // A run that failed may have left this block here: gone before process
     // 0 hears of the new one, so the commit cannot take it for the new.
-    for stale in [block_name(vp), format!("{}.failed", block_name(vp))] {
+    for stale in [name.clone(), crc_name(&name), failed_name(&name)] {
         match fs::remove_file(dir.join(&stale)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(io(&dir.join(stale))(e))
@@ -259,24 +269,24 @@ pub(crate) fn write_block<T: Cell>(
     let handle = std::thread::Builder::new()
         .name(format!("epsilod-ckpt{vp}"))
         .spawn(move || {
-            let done = dir.join(block_name(vp));
-            let tmp = dir.join(format!("{}.tmp", block_name(vp)));
+            let done = dir.join(&name);
+            let tmp = dir.join(format!("{name}.tmp"));
+            let sums = dir.join(crc_name(&name));
             let write = || -> Result<(), CheckpointError> {
-                let mut f = fs::File::create(&tmp).map_err(io(&tmp))?;
-                for level in &levels {
-                    // In pieces: one 64 MiB write took 9x longer than
-                    // 1 MiB ones on this machine's overlay file system.
-                    for piece in bytemuck::cast_slice::<T, u8>(level).chunks(1 << 20) {
-                        f.write_all(piece).map_err(io(&tmp))?;
-                    }
-                }
-                f.sync_all().map_err(io(&tmp))?;
+                let bytes: Vec<&[u8]> = levels
+                    .iter()
+                    .map(|l| bytemuck::cast_slice(&l[l.len().saturating_sub(cells)..]))
+                    .collect();
+                let crc = block_file::write(&tmp, &bytes).map_err(io(&tmp))?;
+                let len: usize = bytes.iter().map(|b| b.len()).sum();
+                // Not synced: the manifest, which is, carries the value.
+                fs::write(&sums, format!("{crc:08x} {len}\n")).map_err(io(&sums))?;
                 fs::rename(&tmp, &done).map_err(io(&done))
             };
             match write() {
                 Ok(()) => Ok(levels),
                 Err(e) => {
-                    let _ = fs::write(dir.join(format!("{}.failed", block_name(vp))), []);
+                    let _ = fs::write(dir.join(failed_name(&name)), []);
                     Err(e)
                 }
             }
@@ -285,10 +295,34 @@ pub(crate) fn write_block<T: Cell>(
     Ok(PendingBlock { handle })
 }
 
+/// The checksum the writer of block `b` left beside it (and removes it:
+/// the manifest holds it from now on).
+fn handed_over(dir: &Path, b: &BlockEntry) -> Result<u32, CheckpointError> {
+    let path = dir.join(crc_name(&b.file));
+    let text = fs::read_to_string(&path).map_err(io(&path))?;
+    let parsed = text.split_once(' ').and_then(|(crc, bytes)| {
+        let crc = u32::from_str_radix(crc, 16).ok()?;
+        (bytes.trim().parse::<u64>().ok()? == b.bytes).then_some(crc)
+    });
+    let crc = parsed.ok_or_else(|| CheckpointError::Manifest {
+        path: path.clone(),
+        why: format!(
+            "'{}' is not the checksum of a {}-byte block",
+            text.trim(),
+            b.bytes
+        ),
+    })?;
+    fs::remove_file(&path).map_err(io(&path))?;
+    Ok(crc)
+}
+
 /// Starts the commit of the checkpoint `m` describes: waits for each of its
 /// blocks to be complete (renamed into place, whichever rank wrote it),
-/// then [`commit`]s it.
-pub(crate) fn spawn_commit(c: &Checkpointing, m: Manifest) -> Result<Committing, CheckpointError> {
+/// takes the checksum its writer left beside it, then [`commit`]s it.
+pub(crate) fn spawn_commit(
+    c: &Checkpointing,
+    mut m: Manifest,
+) -> Result<Committing, CheckpointError> {
     let c2 = c.clone();
     let cancel = Arc::new(AtomicBool::new(false));
     let cancelled = cancel.clone();
@@ -297,9 +331,9 @@ pub(crate) fn spawn_commit(c: &Checkpointing, m: Manifest) -> Result<Committing,
         .spawn(move || {
             let dir = c2.dir.join(partial_name(m.iteration));
             let started = Instant::now();
-            for b in &m.blocks {
+            for b in &mut m.blocks {
                 let path = dir.join(&b.file);
-                let failed = dir.join(format!("{}.failed", b.file));
+                let failed = dir.join(failed_name(&b.file));
                 while !path.exists() {
                     if cancelled.load(Ordering::Relaxed) {
                         return Err(CheckpointError::Cancelled);
@@ -315,6 +349,7 @@ pub(crate) fn spawn_commit(c: &Checkpointing, m: Manifest) -> Result<Committing,
                     }
                     std::thread::sleep(Duration::from_millis(2));
                 }
+                b.crc32 = handed_over(&dir, b)?;
             }
             commit(&c2, &m)
         })

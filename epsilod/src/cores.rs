@@ -92,14 +92,19 @@ pub(crate) fn my_cores(info: &JobInfo, ids: Vec<usize>) -> Vec<usize> {
 /// other ranks of the job on its host (the lower ranks taking one more
 /// where they do not divide), at least one.
 pub(crate) fn cores_here(info: &JobInfo, cores: usize) -> usize {
-    let Some(host) = info.hosts.get(info.rank) else {
+    rank_share(info, info.rank, cores)
+}
+
+/// [`cores_here`] for rank `rank` of the job, which may run on `cores`.
+pub(crate) fn rank_share(info: &JobInfo, rank: usize, cores: usize) -> usize {
+    let Some(host) = info.hosts.get(rank) else {
         return cores.max(1);
     };
     let mates: Vec<usize> = (0..info.hosts.len())
         .filter(|&r| info.hosts[r] == *host)
         .collect();
     let n = mates.len().max(1);
-    let i = mates.iter().position(|&r| r == info.rank).unwrap_or(0);
+    let i = mates.iter().position(|&r| r == rank).unwrap_or(0);
     (cores / n + usize::from(i < cores % n)).max(1)
 }
 
@@ -113,6 +118,7 @@ mod tests {
             rank,
             size: hosts.len(),
             hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            cores: vec![16; hosts.len()],
             threads_multiple: true,
         };
         assert_eq!(cores_here(&info(0, &["a"]), 16), 16);
@@ -143,6 +149,7 @@ mod tests {
             rank,
             size: hosts.len(),
             hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            cores: vec![5; hosts.len()],
             threads_multiple: true,
         };
         let ids: Vec<usize> = (0..5).collect();

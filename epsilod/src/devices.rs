@@ -2,6 +2,7 @@
 //! and the TOML device file. Both fill one [`DeviceOptions`], checked in one
 //! place.
 
+use crate::cluster::JobInfo;
 use crate::error::SetupError;
 use controllers::{Controller, CpuController, DeviceError, FailAt, Slowdown};
 use kernels::Cell;
@@ -76,6 +77,23 @@ pub struct DeviceOptions {
 /// Threads of the default device: every core.
 pub fn all_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The devices of a run given none: one CPU device per rank of `job`, each
+/// with its rank's share of its host's cores (ranks on one host split them,
+/// as [`share_cores`] would split them for a `cpu` device there), placed on
+/// its rank. Alone, one device on every core. The threads are written out
+/// rather than left to each rank, so that every rank agrees on the same run
+/// and the report says what each rank got.
+pub fn one_cpu_per_rank(job: &JobInfo) -> Placed {
+    let devices = (0..job.size)
+        .map(|r| {
+            let cores = job.cores.get(r).copied().unwrap_or(1);
+            DeviceSpec::cpu(crate::cores::rank_share(job, r, cores))
+        })
+        .collect();
+    let placement = (job.size > 1).then(|| (0..job.size).collect());
+    (devices, placement)
 }
 
 /// `devices` (those of one process) with every CPU device that was given no
@@ -527,6 +545,44 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_given_no_devices_gets_one_cpu_device_per_rank_on_its_share() {
+        let job = |hosts: &[&str], cores: &[usize]| JobInfo {
+            rank: 0,
+            size: hosts.len(),
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            cores: cores.to_vec(),
+            threads_multiple: true,
+        };
+        let names = |(devices, placement): Placed| {
+            let d: Vec<String> = devices.iter().map(ToString::to_string).collect();
+            (d, placement)
+        };
+        // Alone: every core, no placement (as before MPI).
+        assert_eq!(
+            names(one_cpu_per_rank(&job(&["a"], &[6]))),
+            (vec!["cpu:threads=6".to_string()], None)
+        );
+        // Three ranks on a 16-core host and one on an 8-core host.
+        let (devices, placement) = names(one_cpu_per_rank(&job(
+            &["a", "b", "a", "a"],
+            &[16, 8, 16, 16],
+        )));
+        assert_eq!(
+            devices,
+            [
+                "cpu:threads=6",
+                "cpu:threads=8",
+                "cpu:threads=5",
+                "cpu:threads=5"
+            ]
+        );
+        assert_eq!(placement, Some(vec![0, 1, 2, 3]));
+        // More ranks than cores: one thread each, none left without.
+        let (devices, _) = names(one_cpu_per_rank(&job(&["a"; 4], &[2; 4])));
+        assert_eq!(devices, ["cpu:threads=1"; 4]);
+    }
 
     #[test]
     fn cpu_devices_without_threads_share_what_the_others_leave() {

@@ -55,7 +55,7 @@ pub enum SetupError {
         size: usize,
     },
     /// More ranks than devices.
-    #[error("{ranks} MPI ranks but only {devices} device(s): give at least one device per rank (repeat --devices), or run fewer ranks (mpirun -np {devices})")]
+    #[error("{ranks} MPI ranks but only {devices} device(s): give at least one device per rank (repeat --devices, or give none for one CPU device per rank), or run fewer ranks (mpirun -np {devices})")]
     TooManyRanks {
         /// Ranks in the job.
         ranks: usize,

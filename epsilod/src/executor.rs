@@ -474,6 +474,7 @@ mod tests {
                     rank,
                     size: ranks,
                     hosts: (0..ranks).map(|r| format!("h{r}")).collect(),
+                    cores: vec![1; ranks],
                     threads_multiple: true,
                 },
                 endpoints: endpoints.clone(),

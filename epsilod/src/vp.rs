@@ -502,11 +502,11 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     }
 
     /// The checkpoint after `iter` iterations: this process's block copied
-    /// to the host and checksummed here, written and synced by a thread of
-    /// its own while the run goes on; process 0 gathers every block's
-    /// length and checksum and leaves the commit (manifest, rename) to a
-    /// thread that waits for every block file. Returns the time the run
-    /// stood still for it here.
+    /// to the host here, checksummed, written and synced by a thread of its
+    /// own while the run goes on; process 0 gathers every block's length
+    /// and leaves the commit (checksums, manifest, rename) to a thread that
+    /// waits for every block file. Returns the time the run stood still for
+    /// it here.
     fn checkpoint(
         &mut self,
         iter: u64,
@@ -526,34 +526,36 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let mut data = std::mem::take(&mut self.snapshots);
         data.resize_with(levels.len(), Vec::new);
         for (b, v) in levels.into_iter().zip(data.iter_mut()) {
-            v.clear();
+            checkpoint::align_start(v, block.card());
             self.device
                 .read(b, &block, v)
                 .map_err(|e| self.dev_err(e))?;
         }
-        let (bytes, crc) = checkpoint::checksum(&data);
         let nlevels = data.len();
-        self.pending =
-            Some(checkpoint::write_block(&c, iter, self.p, data).map_err(|e| self.fail(e.into()))?);
+        let bytes = checkpoint::length::<T>(nlevels, block.card());
+        self.pending = Some(
+            checkpoint::write_block(&c, iter, self.p, block.card(), data)
+                .map_err(|e| self.fail(e.into()))?,
+        );
         let tag = Tag::Checkpoint(iter).encode();
         if self.p != 0 {
-            // Exact in an f64: lengths below 2^53, 32-bit checksums.
+            // Exact in an f64: lengths below 2^53.
             self.transport
-                .send_values(0, tag, vec![bytes as f64, crc as f64])
+                .send_values(0, tag, vec![bytes as f64])
                 .map_err(|e| self.net_err(e))?;
         } else {
             let procs = self.geometry.layout.procs();
             let mut blocks = Vec::with_capacity(procs);
             for q in 0..procs {
-                let (bytes, crc32) = if q == 0 {
-                    (bytes, crc)
+                let bytes = if q == 0 {
+                    bytes
                 } else {
                     let v = self
                         .transport
                         .recv_values(q, tag)
                         .map_err(|e| self.net_err(e))?;
                     match v[..] {
-                        [b, c] => (b as u64, c as u32),
+                        [b] => b as u64,
                         _ => {
                             return Err(self.fail(VpError::Protocol(format!(
                                 "checkpoint report from {q} has {} values",
@@ -567,7 +569,8 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                     file: checkpoint::block_name(q),
                     region: checkpoint::ranges(self.geometry.layout.block(q)),
                     bytes,
-                    crc32,
+                    // The writer's, filled in by the commit.
+                    crc32: 0,
                 });
             }
             let m = Manifest {

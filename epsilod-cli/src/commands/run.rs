@@ -5,11 +5,11 @@ use crate::args::RunArgs;
 use crate::error::CliError;
 use crate::init::stencil_init;
 use crate::progress::Bar;
-use epsilod::devices::{all_cores, load_device_file, Placed};
+use epsilod::devices::{load_device_file, one_cpu_per_rank, Placed};
 use epsilod::error::chain;
 use epsilod::output::Snapshots;
 use epsilod::{
-    output, Alb, Checkpointing, Cluster, DeviceSpec, Report, RunOptions, Skeleton, Stencil,
+    output, Alb, Checkpointing, Cluster, DeviceSpec, JobInfo, Report, RunOptions, Skeleton, Stencil,
 };
 use epsilod_apps::App;
 use hitmap::{Footprint, Layout};
@@ -91,10 +91,11 @@ pub fn parse_size(text: &str, ndims: usize) -> Result<Vec<usize>, CliError> {
 }
 
 /// The devices and, when a device file places them on ranks, their ranks.
-fn devices(args: &RunArgs, hosts: &[String]) -> Result<Placed, CliError> {
+/// Given neither, one CPU device per rank on its share of its host's cores.
+fn devices(args: &RunArgs, job: &JobInfo) -> Result<Placed, CliError> {
     Ok(match (&args.device_file, args.devices.is_empty()) {
         (Some(_), false) => return Err(CliError::DevicesTwice),
-        (Some(f), true) => load_device_file(f)?.place(hosts)?,
+        (Some(f), true) => load_device_file(f)?.place(&job.hosts)?,
         (None, false) => (
             args.devices
                 .iter()
@@ -102,7 +103,7 @@ fn devices(args: &RunArgs, hosts: &[String]) -> Result<Placed, CliError> {
                 .collect::<Result<_, _>>()?,
             None,
         ),
-        (None, true) => (vec![DeviceSpec::cpu(all_cores())], None),
+        (None, true) => one_cpu_per_rank(job),
     })
 }
 
@@ -142,7 +143,7 @@ struct Checked {
 fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliError> {
     let target = resolve(&args.stencil)?;
     let size = parse_size(&args.size, target.ndims())?;
-    let (mut devices, placement) = devices(args, &cluster.info().hosts)?;
+    let (mut devices, placement) = devices(args, cluster.info())?;
     if let Some(path) = &args.weights_from {
         seed_weights(&mut devices, &super::predict::load_machine(path)?, path)?;
     }

@@ -33,6 +33,10 @@ pub struct JobInfo {
     pub size: usize,
     /// Host name of every rank.
     pub hosts: Vec<String>,
+    /// The cores every rank may run on ([`all_cores`](crate::devices::all_cores)
+    /// there: its affinity mask, or its cgroup's quota), before ranks on one
+    /// host share them out.
+    pub cores: Vec<usize>,
     /// Whether several threads of a rank may call MPI at once (so that a
     /// rank can host several virtual processes).
     pub threads_multiple: bool,
@@ -45,6 +49,7 @@ impl JobInfo {
             rank: 0,
             size: 1,
             hosts: vec![local_host()],
+            cores: vec![crate::devices::all_cores()],
             threads_multiple: true,
         }
     }
@@ -134,10 +139,16 @@ impl Cluster {
             .into_iter()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .collect();
+        let mine = (crate::devices::all_cores() as u64).to_le_bytes();
+        let cores = mpi::all_gather_bytes(&mine)
+            .into_iter()
+            .map(|b| b.try_into().map_or(1, |b| u64::from_le_bytes(b) as usize))
+            .collect();
         let info = JobInfo {
             rank: world.rank() as usize,
             size: world.size() as usize,
             hosts,
+            cores,
             threads_multiple: threading == ::mpi::Threading::Multiple,
         };
         register(&info)?;
