@@ -1,7 +1,7 @@
 //! One virtual process: a device, its two buffers, its part of the halo
 //! plan, and (with ALB) its copy of the heuristic.
 
-use crate::alb::{floor_weights, Alb, Windows};
+use crate::alb::Alb;
 use crate::checkpoint::{self, BlockEntry, Committing, Manifest, PendingBlock};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, VpError};
@@ -9,7 +9,7 @@ use crate::plan::RunPlan;
 use crate::report::{CheckpointRecord, DecisionOutcome, DecisionRecord, Redistribution};
 use crate::tag::Tag;
 use controllers::{BufferId, Controller, DeviceError, KernelId};
-use heuristics::{throughput_weights, Heuristic, Rebalanced, Snapshot};
+use heuristics::{relayout, throughput_weights, Cycle, Heuristic, Rebalanced, Snapshot};
 use hitmap::{
     split_border, HaloPlan, Layout, Partition, RedistributionPlan, Shape, Transport, TransportError,
 };
@@ -505,19 +505,18 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 .send_values(q, Tag::Times(it).encode(), vec![compute])
                 .map_err(|e| self.net_err(e))?;
         }
-        if it > self.run.start {
-            let row = self.gather_times(it - 1, a.last_compute)?;
-            if it > a.fresh_from {
-                a.windows.push(&row);
-            }
-        }
+        let previous = if it > self.run.start {
+            Some(self.gather_times(it - 1, a.last_compute)?)
+        } else {
+            None
+        };
         a.last_compute = compute;
         let comm = tg.elapsed().as_secs_f64();
-        if !a.windows.full() || it + 1 >= self.run.iters {
+        if !a.cycle.after(it, previous.as_deref()) {
             return Ok(comm);
         }
         let rows: Vec<usize> = (0..peers).map(|q| self.rows_of(q)).collect();
-        let windows = a.windows.snapshot(&rows);
+        let windows = a.cycle.snapshot(&rows);
         let snap = Snapshot {
             iter: it,
             rebalances: a.rebalances,
@@ -545,8 +544,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                             r.weights_after
                         );
                     }
-                    // This iteration's times predate the new layout.
-                    a.fresh_from = it + 1;
                     a.redistributions.push(r);
                 }
                 None => outcome = DecisionOutcome::SkippedTooThin,
@@ -703,23 +700,18 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 "load balancing needs a weighted partition (w<d>)".into(),
             )));
         };
-        let rows = old.domain().sig(d).card();
         let fp = self.run.stencil.kernel.footprint();
-        let min_rows = fp.low()[d].max(fp.high()[d]).max(1);
         let proposed = chosen.unwrap_or_else(|| throughput_weights(windows));
         if proposed.len() != old.procs() || proposed.iter().any(|w| !w.is_finite() || *w < 0.0) {
             return Err(self.fail(VpError::Protocol(format!(
                 "the heuristic proposed invalid weights {proposed:?}"
             ))));
         }
-        let Some(weights) = floor_weights(&proposed, rows, min_rows) else {
+        let Some((weights, new)) =
+            relayout(&old, &proposed, &fp.low(), &fp.high()).map_err(|e| self.fail(e.into()))?
+        else {
             return Ok(None);
         };
-        let new = Layout::new(old.domain(), old.partition(), old.procs(), Some(&weights))
-            .map_err(|e| self.fail(e.into()))?;
-        if new.check_width(&fp.low(), &fp.high()).is_err() {
-            return Ok(None);
-        }
         let plan = RedistributionPlan::new(&old, &new).map_err(|e| self.fail(e.into()))?;
         let tag = Tag::Move(a.rebalances).encode();
         // 1. Rows leaving this process, from the current state (and the
@@ -811,7 +803,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             devices: windows,
             seconds,
         });
-        a.windows.clear();
+        a.cycle.rebalanced(it);
         let total: f64 = windows.iter().map(|w| w.rows as f64).sum();
         let cells = plan.cells_moved();
         Ok(Some(Redistribution {
@@ -843,12 +835,10 @@ impl<T, X> Drop for Vp<'_, T, X> {
 /// One process's side of load balancing.
 struct AlbState {
     heuristic: Box<dyn Heuristic>,
-    windows: Windows,
+    cycle: Cycle,
     rebalances: usize,
     /// This process's kernel time of the previous iteration.
     last_compute: f64,
-    /// First iteration whose times describe the current layout.
-    fresh_from: u64,
     redistributions: Vec<Redistribution>,
     decisions: Vec<DecisionRecord>,
 }
@@ -860,10 +850,9 @@ impl AlbState {
         heuristic.init(iters);
         AlbState {
             heuristic,
-            windows: Windows::new(procs, alb.window),
+            cycle: Cycle::new(procs, alb.window, start, iters),
             rebalances: 0,
             last_compute: 0.0,
-            fresh_from: start,
             redistributions: Vec::new(),
             decisions: Vec::new(),
         }

@@ -18,12 +18,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cycle;
 mod epsilod;
 mod ours;
 mod registry;
 mod stats;
 pub mod testing;
 
+pub use cycle::{floor_weights, relayout, Cycle, Windows, WINDOW};
 pub use epsilod::{ConstIters, DoubleIters, ExpIters, NextAlb, NoAlb};
 pub use ours::{CostAware, Welch, PRIOR_COST_ITERATIONS};
 pub use registry::{
