@@ -15,6 +15,9 @@
 //!   phase measured one range of processes at a time with black holes;
 //! - [`learned`]: a communication phase's features and learned models of
 //!   its time (LinReg-SV, robust LinReg-MV, boosted trees);
+//! - [`simulate`]: the skeleton's loop on a virtual clock (real layouts,
+//!   plans, ALB cycle and heuristics; modelled devices and links), and
+//!   trace mode, which replays a real run's kernel times;
 //! - [`fit`]: the least-squares line and power law the others use.
 //!
 //! The formulas are written out in `docs/modelling.md`.
@@ -46,6 +49,7 @@ pub mod metrics;
 pub mod predict;
 pub mod replay;
 pub mod scaling;
+pub mod simulate;
 
 /// Compiles and runs the examples of `docs/modelling.md` as doc-tests, so
 /// the user guide cannot drift from the API.
