@@ -92,4 +92,10 @@ pub enum CliError {
     /// `predict` failed.
     #[error("cannot predict: {0}")]
     Predict(String),
+    /// `simulate` was asked something it cannot do.
+    #[error("cannot simulate: {0}")]
+    Simulate(String),
+    /// The simulation failed.
+    #[error("cannot simulate: {0}")]
+    Sim(#[from] models::simulate::SimError),
 }

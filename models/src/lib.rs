@@ -17,7 +17,8 @@
 //!   its time (LinReg-SV, robust LinReg-MV, boosted trees);
 //! - [`simulate`]: the skeleton's loop on a virtual clock (real layouts,
 //!   plans, ALB cycle and heuristics; modelled devices and links), and
-//!   trace mode, which replays a real run's kernel times;
+//!   trace mode, which replays a real run's kernel times; [`sim_spec`] its
+//!   scenario options (an anomalous host, thermal drift);
 //! - [`fit`]: the least-squares line and power law the others use.
 //!
 //! The formulas are written out in `docs/modelling.md`.
@@ -49,6 +50,7 @@ pub mod metrics;
 pub mod predict;
 pub mod replay;
 pub mod scaling;
+pub mod sim_spec;
 pub mod simulate;
 
 /// Compiles and runs the examples of `docs/modelling.md` as doc-tests, so

@@ -26,6 +26,13 @@ pub struct Device {
     /// [`Machine::new`].
     #[serde(default)]
     pub relative_power: f64,
+    /// Spread of the per-iteration seconds per cell measured: coefficient
+    /// of variation (standard deviation over mean). The simulator's noise.
+    #[serde(default)]
+    pub cv: f64,
+    /// Iterations measured (0: written by hand).
+    #[serde(default)]
+    pub samples: usize,
 }
 
 impl Device {
@@ -36,6 +43,8 @@ impl Device {
             name: name.into(),
             seconds_per_cell,
             relative_power: 0.0,
+            cv: 0.0,
+            samples: 0,
         }
     }
 }
@@ -117,6 +126,7 @@ impl Machine {
                     value: s,
                 });
             }
+            check_finite("cv", d.cv)?;
             slowest = slowest.max(s);
         }
         for d in &mut devices {

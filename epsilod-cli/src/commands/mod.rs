@@ -10,6 +10,7 @@ mod replay;
 mod run;
 mod scale;
 mod signature;
+mod simulate;
 
 use crate::args::Command;
 use crate::error::CliError;
@@ -26,6 +27,7 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
             crate::view::view(&files, &args.output, args.slice, args.field, args.delay)
         }
         Command::Predict(args) => predict::predict(&args),
+        Command::Simulate(args) => simulate::simulate(&args),
         Command::List => {
             print!("{}", list::list());
             Ok(())
