@@ -30,6 +30,10 @@ pub enum Command {
     Plot(PlotArgs),
     /// Predict a run's times over a calibrated machine (models::predict).
     Predict(PredictArgs),
+    /// Measure each device's seconds per cell at the run's tile sizes and the links by ping-pong,
+    /// fit the link models, and write the machine JSON that predict, simulate and --weights-from
+    /// read.
+    Calibrate(Box<CalibrateArgs>),
     /// Simulate a run on a virtual clock (real layouts, plans, ALB cycle and heuristics; modelled
     /// devices and links), or replay a real report's kernel times (--trace-from).
     Simulate(Box<SimulateArgs>),
@@ -208,6 +212,32 @@ pub struct PredictArgs {
     /// A report of `epsilod run --report` to score the predictions against.
     #[arg(long)]
     pub against: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Iterations timed per pass (the first two are not kept); --iters is ignored.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(4..))]
+    pub calib_iters: u64,
+    /// Passes over the devices; each after the first (weighted partitions only) runs at the tile
+    /// sizes the weights calibrated so far give, the ones a --weights-from run computes.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    pub passes: u64,
+    /// Ping-pong repetitions per message size (the smallest and largest are dropped).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(3..))]
+    pub reps: u64,
+    /// Largest ping-pong message in bytes (sizes 0 and 4, 8, ... doubling up to it, plus the
+    /// run's halo message sizes).
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(4..))]
+    pub max_bytes: u64,
+    /// Measure the devices only.
+    #[arg(long)]
+    pub no_links: bool,
+    /// Where to write the machine JSON.
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Args, Debug)]

@@ -92,6 +92,9 @@ pub enum CliError {
     /// `predict` failed.
     #[error("cannot predict: {0}")]
     Predict(String),
+    /// `calibrate` was asked something it cannot do.
+    #[error("cannot calibrate: {0}")]
+    Calibrate(String),
     /// `simulate` was asked something it cannot do.
     #[error("cannot simulate: {0}")]
     Simulate(String),

@@ -252,3 +252,103 @@ fn simulate_rejects_bad_input_with_one_line() {
         "cannot read report",
     );
 }
+
+/// Calibration writes a machine that names the run's devices, sets the
+/// slowest device's power to 1, holds ping-pong samples from 0 B up to the
+/// largest size with the run's halo size among them, and is read back by
+/// predict, simulate and --weights-from.
+#[test]
+fn calibrate_writes_a_machine_the_other_commands_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("machine.json");
+    let m = m.to_str().unwrap();
+    let devices = ["cpu:threads=1", "cpu:threads=1,slowdown=2"];
+    let out = ok(&[
+        "calibrate",
+        "2d4",
+        "--size",
+        "66x34",
+        "--devices",
+        devices[0],
+        "--devices",
+        devices[1],
+        "--partition",
+        "w0",
+        "--calib-iters",
+        "6",
+        "--reps",
+        "3",
+        "--max-bytes",
+        "4096",
+        "--out",
+        m,
+    ]);
+    assert!(out.contains("link in-process"), "{out}");
+    let v = json(std::path::Path::new(m));
+    let ds = v["devices"].as_array().unwrap();
+    assert_eq!(ds.len(), 2);
+    for (d, name) in ds.iter().zip(devices) {
+        // The report's canonical text (slowdown=2 reads slowdown=2@0).
+        assert!(d["name"].as_str().unwrap().starts_with(name), "{d}");
+        assert!(d["seconds_per_cell"].as_f64().unwrap() > 0.0);
+        assert_eq!(d["samples"], 4, "6 iterations, 2 not kept");
+    }
+    let powers: Vec<f64> = ds
+        .iter()
+        .map(|d| d["relative_power"].as_f64().unwrap())
+        .collect();
+    assert_eq!(powers.iter().cloned().fold(f64::MAX, f64::min), 1.0);
+    let link = &v["links"][0];
+    assert_eq!(link["name"], "in-process");
+    let sizes: Vec<f64> = link["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["bytes"].as_f64().unwrap())
+        .collect();
+    // 0, 4 .. 4096 doubling, and the halo: one row of 32 f32 cells = 128 B
+    // (already a power of two).
+    assert_eq!(sizes.first(), Some(&0.0));
+    assert_eq!(sizes.last(), Some(&4096.0));
+    assert!(sizes.contains(&128.0));
+    assert_eq!(sizes.len(), 12);
+    assert!(link["hockney"]["alpha"].as_f64().unwrap() >= 0.0);
+    assert!(link["piecewise"]["segments"].as_array().is_some());
+    // Read back by the others.
+    ok(&["predict", "--model", m, "--size", "66x34", "--iters", "10"]);
+    ok(&[
+        "run",
+        "2d4",
+        "--size",
+        "66x34",
+        "--iters",
+        "3",
+        "--devices",
+        devices[0],
+        "--devices",
+        devices[1],
+        "--partition",
+        "w0",
+        "--weights-from",
+        m,
+        "--quiet",
+    ]);
+    ok(&[
+        "simulate",
+        "2d4",
+        "--size",
+        "66x34",
+        "--iters",
+        "10",
+        "--devices",
+        devices[0],
+        "--devices",
+        devices[1],
+        "--model",
+        m,
+    ]);
+    fails_with(
+        &["calibrate", "poisson", "--size", "34", "--out", m],
+        "is an app",
+    );
+}

@@ -19,6 +19,8 @@
 //!   plans, ALB cycle and heuristics; modelled devices and links), and
 //!   trace mode, which replays a real run's kernel times; [`sim_spec`] its
 //!   scenario options (an anomalous host, thermal drift);
+//! - [`calibrate`]: a device's seconds per cell and a link class's models
+//!   from measurements (`epsilod calibrate` measures);
 //! - [`fit`]: the least-squares line and power law the others use.
 //!
 //! The formulas are written out in `docs/modelling.md`.
@@ -43,6 +45,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod calibrate;
 pub mod fit;
 pub mod learned;
 pub mod link;

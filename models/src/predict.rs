@@ -74,6 +74,10 @@ pub struct LinkClass {
     /// switch).
     #[serde(default)]
     pub switch_latency: f64,
+    /// The ping-pong samples the models were fitted to (bytes, one-way
+    /// seconds), when calibrated.
+    #[serde(default)]
+    pub samples: Vec<crate::link::Sample>,
 }
 
 impl LinkClass {
@@ -93,6 +97,7 @@ impl LinkClass {
             },
             piecewise: None,
             switch_latency: 0.0,
+            samples: Vec::new(),
         }
     }
 }

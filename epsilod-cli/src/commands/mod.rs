@@ -1,5 +1,6 @@
 //! One module per command.
 
+mod calibrate;
 mod commbench;
 mod compare;
 mod fit_comm;
@@ -28,6 +29,7 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
         }
         Command::Predict(args) => predict::predict(&args),
         Command::Simulate(args) => simulate::simulate(&args),
+        Command::Calibrate(args) => calibrate::calibrate(&args, cluster),
         Command::List => {
             print!("{}", list::list());
             Ok(())
