@@ -34,6 +34,9 @@ pub enum Command {
     /// fit the link models, and write the machine JSON that predict, simulate and --weights-from
     /// read.
     Calibrate(Box<CalibrateArgs>),
+    /// Choose devices, network and layout from a device inventory (TOML): HCLogP's branch and
+    /// bound, the Pareto front of (devices, time), and a sweep over weights and devices per rank.
+    Plan(PlanArgs),
     /// Simulate a run on a virtual clock (real layouts, plans, ALB cycle and heuristics; modelled
     /// devices and links), or replay a real report's kernel times (--trace-from).
     Simulate(Box<SimulateArgs>),
@@ -238,6 +241,40 @@ pub struct CalibrateArgs {
     /// Where to write the machine JSON.
     #[arg(long)]
     pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The inventory (TOML; see docs/modelling.md).
+    #[arg(long)]
+    pub inventory: PathBuf,
+    /// Global size, ROWSxCOLS[x...]; the first extent is partitioned.
+    #[arg(long)]
+    pub size: String,
+    /// Loop iterations.
+    #[arg(long, value_parser = parse_iters)]
+    pub iters: u64,
+    /// Halo depth in rows (the stencil's radius along the partitioned axis).
+    #[arg(long, default_value_t = 1)]
+    pub halo_rows: u64,
+    /// Bytes of one cell.
+    #[arg(long, default_value_t = 4)]
+    pub cell_bytes: u64,
+    /// additive (HCLogP: compute plus messages) | overlap (this skeleton: messages behind the
+    /// inner rows).
+    #[arg(long, default_value = "overlap", value_parser = parse_estimate)]
+    pub estimate: models::plan::Estimate,
+    /// Also write the best choice, the front and the sweep as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+fn parse_estimate(s: &str) -> Result<models::plan::Estimate, String> {
+    match s {
+        "additive" => Ok(models::plan::Estimate::Additive),
+        "overlap" => Ok(models::plan::Estimate::Overlap),
+        _ => Err(format!("unknown estimate '{s}': use additive or overlap")),
+    }
 }
 
 #[derive(Args, Debug)]

@@ -92,6 +92,9 @@ pub enum CliError {
     /// `predict` failed.
     #[error("cannot predict: {0}")]
     Predict(String),
+    /// `plan` failed.
+    #[error("cannot plan: {0}")]
+    Plan(String),
     /// `calibrate` was asked something it cannot do.
     #[error("cannot calibrate: {0}")]
     Calibrate(String),

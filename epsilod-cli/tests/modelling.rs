@@ -352,3 +352,89 @@ fn calibrate_writes_a_machine_the_other_commands_read() {
         "is an app",
     );
 }
+
+/// The example inventory: at a large size every device pays off over the
+/// faster network; at a small one the single fastest device wins; the
+/// front's times fall as devices are added; bad inventories are one line.
+#[test]
+fn plan_chooses_devices_and_writes_the_front() {
+    let inv = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/examples/inventory.toml"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("plan.json");
+    let out = ok(&[
+        "plan",
+        "--inventory",
+        inv,
+        "--size",
+        "4098x4098",
+        "--iters",
+        "1000",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with("best: "), "{out}");
+    let v = json(&j);
+    assert_eq!(v["best"]["devices"], 10);
+    assert_eq!(v["best"]["network"], "infiniband");
+    let front = v["pareto"].as_array().unwrap();
+    assert_eq!(front.len(), 10);
+    let times: Vec<f64> = front
+        .iter()
+        .map(|c| c["seconds"].as_f64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[1] < w[0]));
+    assert_eq!(v["best"]["seconds"], front[9]["seconds"]);
+    ok(&[
+        "plan",
+        "--inventory",
+        inv,
+        "--size",
+        "258x258",
+        "--iters",
+        "1000",
+        "--estimate",
+        "additive",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    let v = json(&j);
+    assert_eq!(v["best"]["devices"], 1);
+    assert!(v["best"]["network"].is_null());
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "in_process = { alpha = 1e-6, beta = 0 }\n[[device]]\nname = \"x\"\nhost = \"h\"\nseconds_per_cel = 1e-9\n",
+    )
+    .unwrap();
+    let b = bad.to_str().unwrap();
+    fails_with(
+        &["plan", "--inventory", b, "--size", "10x10", "--iters", "1"],
+        "seconds_per_cel",
+    );
+    std::fs::write(
+        &bad,
+        "in_process = { alpha = 1e-6, beta = 0 }\n[[device]]\nname = \"x\"\nhost = \"h\"\nseconds_per_cell = -1\n",
+    )
+    .unwrap();
+    fails_with(
+        &["plan", "--inventory", b, "--size", "10x10", "--iters", "1"],
+        "device x seconds_per_cell must be a finite number > 0, got -1",
+    );
+    fails_with(
+        &[
+            "plan",
+            "--inventory",
+            inv,
+            "--size",
+            "10x10",
+            "--iters",
+            "1",
+            "--estimate",
+            "guess",
+        ],
+        "unknown estimate",
+    );
+}

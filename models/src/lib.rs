@@ -19,6 +19,8 @@
 //!   plans, ALB cycle and heuristics; modelled devices and links), and
 //!   trace mode, which replays a real run's kernel times; [`sim_spec`] its
 //!   scenario options (an anomalous host, thermal drift);
+//! - [`plan`]: HCLogP's branch and bound over a device inventory, the
+//!   Pareto front of (devices, time) and a layout sweep;
 //! - [`calibrate`]: a device's seconds per cell and a link class's models
 //!   from measurements (`epsilod calibrate` measures);
 //! - [`fit`]: the least-squares line and power law the others use.
@@ -50,6 +52,7 @@ pub mod fit;
 pub mod learned;
 pub mod link;
 pub mod metrics;
+pub mod plan;
 pub mod predict;
 pub mod replay;
 pub mod scaling;

@@ -109,6 +109,11 @@ pub struct Machine {
     pub devices: Vec<Device>,
     /// Link classes by name.
     pub links: Vec<LinkClass>,
+    /// The skeleton's own seconds per iteration beyond the slowest
+    /// device's kernels (packing, posting, bookkeeping), as calibration
+    /// measured it: `Overlap` and the simulator add it to every iteration.
+    #[serde(default)]
+    pub iteration_overhead: f64,
 }
 
 impl Machine {
@@ -137,7 +142,17 @@ impl Machine {
         for d in &mut devices {
             d.relative_power = slowest / d.seconds_per_cell;
         }
-        Ok(Self { devices, links })
+        Ok(Self {
+            devices,
+            links,
+            iteration_overhead: 0.0,
+        })
+    }
+
+    /// The same machine with the skeleton's per-iteration overhead.
+    pub fn with_overhead(mut self, seconds: f64) -> Result<Self, ModelError> {
+        self.iteration_overhead = check_finite("iteration overhead", seconds)?;
+        Ok(self)
     }
 
     fn link(&self, name: &str) -> Result<&LinkClass, ModelError> {
@@ -219,7 +234,11 @@ impl Machine {
                     let border = border_rows as f64 * cells * spc;
                     let inner = (rows - border_rows) as f64 * cells * spc;
                     let e = nb * link.hockney.time(m);
-                    (border + inner, e, border + e.max(inner))
+                    (
+                        border + inner,
+                        e,
+                        border + e.max(inner) + self.iteration_overhead,
+                    )
                 }
             };
             iteration = iteration.max(time);

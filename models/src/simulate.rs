@@ -253,6 +253,9 @@ pub struct Scenario {
     pub window: usize,
     /// Kernel times.
     pub kernels: Kernels,
+    /// The skeleton's own seconds per iteration on every device beyond its
+    /// kernels and messages (a machine's `iteration_overhead`).
+    pub iteration_overhead: f64,
     /// Keep every `record_every`-th iteration's per-device record (1: all;
     /// 1024 devices x 10,000 iterations is 10 million records).
     pub record_every: u64,
@@ -681,7 +684,7 @@ pub fn simulate(s: &Scenario) -> Result<Simulated, SimError> {
         for (i, &d) in live.iter().enumerate() {
             let start = clock[d];
             began[i] = start;
-            let inner_done = start + compute[i] + posts + alb_posts;
+            let inner_done = start + compute[i] + posts + alb_posts + s.iteration_overhead;
             let end = inner_done.max(arrive[i]);
             clock[d] = end;
             slowest = slowest.max(compute[i]);
@@ -859,6 +862,7 @@ mod tests {
             heuristic: alb.map(|a| a.parse().unwrap()),
             window: heuristics::WINDOW,
             kernels: Kernels::Modelled { seed: 1 },
+            iteration_overhead: 0.0,
             record_every: 1,
         }
     }

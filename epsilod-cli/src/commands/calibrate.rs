@@ -31,8 +31,10 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
     let mut devices = Vec::new();
     let mut halo_bytes = Vec::new();
     let mut names: Vec<String> = Vec::new();
+    let mut overhead = 0.0;
     for pass in 0..passes {
-        let (mut devs, halos) = measure_devices(&run, cluster)?;
+        let (mut devs, halos, over) = measure_devices(&run, cluster)?;
+        overhead = over;
         // Later passes' reports show the seeded weights in each device's
         // text: the machine keeps the devices as the user wrote them.
         if pass == 0 {
@@ -62,7 +64,7 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
             links.push(measure_link("mpi", cluster, 1, &sizes, args.reps)?);
         }
     }
-    let machine = Machine::new(devices, links)?;
+    let machine = Machine::new(devices, links)?.with_overhead(overhead)?;
     if cluster.is_root() {
         write_report(&args.out, to_json(&machine))?;
         print_machine(&machine, &halo_bytes);
@@ -88,7 +90,10 @@ fn plain(run: &RunArgs, iters: u64) -> RunArgs {
 
 /// Every device's seconds per cell over one run of `run`, and the run's
 /// halo message sizes in bytes.
-fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<(Vec<Device>, Vec<u64>), CliError> {
+fn measure_devices(
+    run: &RunArgs,
+    cluster: &Cluster,
+) -> Result<(Vec<Device>, Vec<u64>, f64), CliError> {
     let (layout, footprint) = layout_of(run, cluster).map_err(|e| match e {
         CliError::SignatureOfApp(app) => CliError::Calibrate(format!(
             "'{app}' is an app: calibrate covers library stencils and spec files"
@@ -119,7 +124,21 @@ fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<(Vec<Device>, Vec
         .collect();
     halos.sort_unstable();
     halos.dedup();
-    Ok((devices, halos))
+    // The skeleton's own time: the iteration beyond its slowest kernel.
+    let overheads: Vec<f64> = report
+        .iterations
+        .iter()
+        .skip(WARM_UP)
+        .map(|it| {
+            let slowest = it
+                .devices
+                .iter()
+                .map(|d| d.compute_seconds)
+                .fold(0.0, f64::max);
+            (it.seconds - slowest).max(0.0)
+        })
+        .collect();
+    Ok((devices, halos, heuristics::median(&overheads)))
 }
 
 /// 0, then 4 B doubling up to `max`, and the halo sizes, sorted.
@@ -248,5 +267,8 @@ fn print_machine(m: &Machine, halos: &[u64]) {
             l.name, l.hockney.alpha, l.hockney.beta, l.loggp.l, l.loggp.o_s, l.loggp.o_r, l.loggp.g, l.loggp.big_g, bp
         );
     }
-    println!("halo message sizes {halos:?} B");
+    println!(
+        "skeleton overhead {:.3e} s/iteration; halo message sizes {halos:?} B",
+        m.iteration_overhead
+    );
 }

@@ -5,6 +5,7 @@ mod commbench;
 mod compare;
 mod fit_comm;
 mod list;
+mod plan;
 mod plot;
 mod predict;
 mod replay;
@@ -29,6 +30,7 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
         }
         Command::Predict(args) => predict::predict(&args),
         Command::Simulate(args) => simulate::simulate(&args),
+        Command::Plan(args) => plan::plan(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args, cluster),
         Command::List => {
             print!("{}", list::list());

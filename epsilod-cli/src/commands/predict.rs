@@ -107,7 +107,9 @@ pub(super) fn load_machine(path: &std::path::Path) -> Result<Machine, CliError> 
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
     let raw: Machine = serde_json::from_str(&text)
         .map_err(|e| bad(format!("not a machine JSON (see docs/modelling.md): {e}")))?;
-    Machine::new(raw.devices, raw.links).map_err(|e| bad(e.to_string()))
+    Machine::new(raw.devices, raw.links)
+        .and_then(|m| m.with_overhead(raw.iteration_overhead))
+        .map_err(|e| bad(e.to_string()))
 }
 
 fn perr<E: std::fmt::Display>(e: E) -> CliError {
