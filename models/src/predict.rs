@@ -26,8 +26,9 @@ pub struct Device {
     /// [`Machine::new`].
     #[serde(default)]
     pub relative_power: f64,
-    /// Spread of the per-iteration seconds per cell measured: coefficient
-    /// of variation (standard deviation over mean). The simulator's noise.
+    /// Spread of the per-iteration seconds per cell measured: the robust
+    /// coefficient of variation (1.4826 · MAD / median). The simulator's
+    /// noise.
     #[serde(default)]
     pub cv: f64,
     /// Iterations measured (0: written by hand).
@@ -114,6 +115,11 @@ pub struct Machine {
     /// measured it: `Overlap` and the simulator add it to every iteration.
     #[serde(default)]
     pub iteration_overhead: f64,
+    /// Seconds of one rebalance against the bytes it moves, as calibration
+    /// measured it (barrier, moves, reallocation, halo refresh): the
+    /// simulator's rebalance cost. `None`: modelled from the links.
+    #[serde(default)]
+    pub rebalance: Option<Hockney>,
 }
 
 impl Machine {
@@ -146,6 +152,7 @@ impl Machine {
             devices,
             links,
             iteration_overhead: 0.0,
+            rebalance: None,
         })
     }
 

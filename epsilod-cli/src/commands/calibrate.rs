@@ -12,12 +12,14 @@ use epsilod::spmd::run_vps;
 use epsilod::Cluster;
 use hitmap::{HaloPlan, Partition, Transport, TransportError};
 use models::calibrate::{device, link, PingPong};
-use models::link::Overheads;
+use models::link::{Hockney, Overheads, Sample};
 use models::predict::{Device, LinkClass, Machine};
 use std::time::{Duration, Instant};
 
 /// Iterations of each pass not kept: first touches, thread start-up.
 const WARM_UP: usize = 2;
+/// Iterations of the rebalancing run: five windows of 31.
+const REBALANCE_ITERS: u64 = 160;
 /// Repetitions of each overhead measurement.
 const OVERHEAD_REPS: usize = 16;
 
@@ -64,7 +66,10 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
             links.push(measure_link("mpi", cluster, 1, &sizes, args.reps)?);
         }
     }
-    let machine = Machine::new(devices, links)?.with_overhead(overhead)?;
+    let mut machine = Machine::new(devices, links)?.with_overhead(overhead)?;
+    if weighted {
+        machine.rebalance = measure_rebalance(&run, cluster)?;
+    }
     if cluster.is_root() {
         write_report(&args.out, to_json(&machine))?;
         print_machine(&machine, &halo_bytes);
@@ -139,6 +144,27 @@ fn measure_devices(
         })
         .collect();
     Ok((devices, halos, heuristics::median(&overheads)))
+}
+
+/// Rebalances every window (`const-iters`) for long enough to see several,
+/// and their seconds against the bytes they moved: a line when the sizes
+/// differ, else the median as a fixed cost.
+fn measure_rebalance(run: &RunArgs, cluster: &Cluster) -> Result<Option<Hockney>, CliError> {
+    let mut r = run.clone();
+    r.iters = REBALANCE_ITERS;
+    let report = run_config(&r, "const-iters:every=1", false, cluster)?;
+    let samples: Vec<Sample> = report
+        .redistributions
+        .iter()
+        .map(|m| Sample::new(m.bytes_moved as f64, m.seconds))
+        .collect();
+    if samples.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Hockney::fit(&samples).unwrap_or_else(|_| Hockney {
+        alpha: heuristics::median(&samples.iter().map(|s| s.seconds).collect::<Vec<_>>()),
+        beta: 0.0,
+    })))
 }
 
 /// 0, then 4 B doubling up to `max`, and the halo sizes, sorted.
@@ -271,4 +297,7 @@ fn print_machine(m: &Machine, halos: &[u64]) {
         "skeleton overhead {:.3e} s/iteration; halo message sizes {halos:?} B",
         m.iteration_overhead
     );
+    if let Some(h) = m.rebalance {
+        println!("rebalance {:.3e} s + {:.3e} s/B moved", h.alpha, h.beta);
+    }
 }

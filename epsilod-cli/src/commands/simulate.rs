@@ -76,6 +76,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         window: heuristics::WINDOW,
         kernels: Kernels::Modelled { seed: args.seed },
         iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),
+        rebalance: machine.as_ref().and_then(|m| m.rebalance),
         record_every: args.record_every,
     };
     let config = |alb: &str, s: &Scenario| ReportConfig {
@@ -319,6 +320,7 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
             redistribution_seconds: real.redistributions.iter().map(|r| r.seconds).collect(),
         },
         iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),
+        rebalance: machine.as_ref().and_then(|m| m.rebalance),
         record_every: args.record_every,
     };
     let sim = run_sim(&s)?;
