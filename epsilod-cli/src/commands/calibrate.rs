@@ -191,6 +191,8 @@ fn measure_link(
     let body = |t: &mut dyn Transport<f32>| -> Result<Vec<f64>, TransportError> {
         let me = t.rank();
         if me > 1 {
+            // Idle, but in every collective the two measuring ones call.
+            t.barrier()?;
             return Ok(Vec::new());
         }
         let peer = 1 - me;
@@ -253,6 +255,13 @@ fn measure_link(
     let all = run_vps(cluster, per_rank, &body)?;
     let v = &all[0];
     let per = reps as usize;
+    if v.len() != sizes.len() * per + 3 {
+        return Err(CliError::Calibrate(format!(
+            "the {name} ping-pong returned {} values, expected {}",
+            v.len(),
+            sizes.len() * per + 3
+        )));
+    }
     let pings: Vec<PingPong> = sizes
         .iter()
         .enumerate()
