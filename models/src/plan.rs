@@ -463,22 +463,12 @@ pub fn sweep(inv: &Inventory, p: &Problem, best: &Choice) -> Vec<Choice> {
         .network
         .as_ref()
         .and_then(|n| inv.networks.iter().find(|x| &x.name == n));
-    let most = inv
-        .devices
-        .iter()
-        .zip(&best.counts)
-        .map(|(d, &n)| {
-            inv.devices
-                .iter()
-                .zip(&best.counts)
-                .filter(|(e, _)| e.host == d.host)
-                .map(|(_, &m)| m)
-                .sum::<usize>()
-                .max(n)
-        })
-        .max()
-        .unwrap_or(1)
-        .max(1);
+    // The most devices the choice puts on one host.
+    let mut per_host: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (d, &n) in inv.devices.iter().zip(&best.counts) {
+        *per_host.entry(d.host.as_str()).or_default() += n;
+    }
+    let most = per_host.values().copied().max().unwrap_or(1).max(1);
     let mut out = Vec::new();
     for weights in [Weights::Seeded, Weights::Equal] {
         for per_rank in 1..=most {
