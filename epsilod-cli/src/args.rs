@@ -30,6 +30,16 @@ pub enum Command {
     Plot(PlotArgs),
     /// Predict a run's times over a calibrated machine (models::predict).
     Predict(PredictArgs),
+    /// Measure each device's seconds per cell at the run's tile sizes and the links by ping-pong,
+    /// fit the link models, and write the machine JSON that predict, simulate and --weights-from
+    /// read.
+    Calibrate(Box<CalibrateArgs>),
+    /// Choose devices, network and layout from a device inventory (TOML): HCLogP's branch and
+    /// bound, the Pareto front of (devices, time), and a sweep over weights and devices per rank.
+    Plan(PlanArgs),
+    /// Simulate a run on a virtual clock (real layouts, plans, ALB cycle and heuristics; modelled
+    /// devices and links), or replay a real report's kernel times (--trace-from).
+    Simulate(Box<SimulateArgs>),
     /// Draw a field (.npy from --output or --snapshot) as a heat map with a colour bar; several
     /// files as an animated GIF.
     View(ViewArgs),
@@ -205,6 +215,132 @@ pub struct PredictArgs {
     /// A report of `epsilod run --report` to score the predictions against.
     #[arg(long)]
     pub against: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Iterations timed per pass (the first two are not kept); --iters is ignored.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(4..))]
+    pub calib_iters: u64,
+    /// Passes over the devices; each after the first (weighted partitions only) runs at the tile
+    /// sizes the weights calibrated so far give, the ones a --weights-from run computes.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    pub passes: u64,
+    /// Ping-pong repetitions per message size (the smallest and largest are dropped).
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(3..))]
+    pub reps: u64,
+    /// Largest ping-pong message in bytes (sizes 0 and 4, 8, ... doubling up to it, plus the
+    /// run's halo message sizes).
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(4..))]
+    pub max_bytes: u64,
+    /// Measure the devices only.
+    #[arg(long)]
+    pub no_links: bool,
+    /// Where to write the machine JSON.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The inventory (TOML; see docs/modelling.md).
+    #[arg(long)]
+    pub inventory: PathBuf,
+    /// Global size, ROWSxCOLS[x...]; the first extent is partitioned.
+    #[arg(long)]
+    pub size: String,
+    /// Loop iterations.
+    #[arg(long, value_parser = parse_iters)]
+    pub iters: u64,
+    /// Halo depth in rows (the stencil's radius along the partitioned axis).
+    #[arg(long, default_value_t = 1)]
+    pub halo_rows: u64,
+    /// Bytes of one cell.
+    #[arg(long, default_value_t = 4)]
+    pub cell_bytes: u64,
+    /// additive (HCLogP: compute plus messages) | overlap (this skeleton: messages behind the
+    /// inner rows).
+    #[arg(long, default_value = "overlap", value_parser = parse_estimate)]
+    pub estimate: models::plan::Estimate,
+    /// Also write the best choice, the front and the sweep as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+fn parse_estimate(s: &str) -> Result<models::plan::Estimate, String> {
+    match s {
+        "additive" => Ok(models::plan::Estimate::Additive),
+        "overlap" => Ok(models::plan::Estimate::Overlap),
+        _ => Err(format!("unknown estimate '{s}': use additive or overlap")),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// A library stencil or a stencil spec file (.toml); taken from --trace-from when omitted.
+    pub stencil: Option<String>,
+    /// Global size including boundary cells (as for run).
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Iterations.
+    #[arg(long, value_parser = parse_iters)]
+    pub iters: Option<u64>,
+    /// One modelled device each, repeatable, as for run (weight=, slowdown=F@ITER and fail@ITER
+    /// are modelled; the kind only names it).
+    #[arg(long = "devices")]
+    pub devices: Vec<String>,
+    /// N identical modelled CPU devices instead of --devices.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub devices_count: Option<u64>,
+    /// A machine JSON (epsilod calibrate): seconds per cell and spread per device (one entry for
+    /// all, or one per device), links by name (in-process, mpi; else the first).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Seconds per cell of a device without a model.
+    #[arg(long, default_value_t = 1e-9)]
+    pub seconds_per_cell: f64,
+    /// Coefficient of variation of the lognormal kernel-time noise (default: the model's spread,
+    /// else 0.02).
+    #[arg(long)]
+    pub noise: Option<f64>,
+    /// Devices per host (node): messages between hosts take the mpi link and share their host's
+    /// interface. Default: all on one host.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub per_host: Option<u64>,
+    /// Every device of host H slower by F from iteration ITER: H:F or H:F@ITER.
+    #[arg(long)]
+    pub slow_host: Option<String>,
+    /// Thermal drift: a fraction of the devices (chosen by --seed) ramps to F times slower from
+    /// iteration A to B: FRACTION:F@A..B.
+    #[arg(long)]
+    pub drift: Option<String>,
+    /// m | m<n> | s<d> | w<d>.
+    #[arg(long, default_value = "w0", value_parser = parse_partition)]
+    pub partition: Partition,
+    /// Heuristics, comma-separated as for compare; several (or --reps > 1) print compare's table.
+    #[arg(long, default_value = "none")]
+    pub alb: String,
+    /// Runs of each heuristic, seeds --seed, --seed + 1, ...
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub reps: u64,
+    /// Seed of the noise and of the drifting devices.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Trace mode: replay this report's kernel times and rebalance costs; the decisions and
+    /// weights must come out as in the report.
+    #[arg(long)]
+    pub trace_from: Option<PathBuf>,
+    /// Keep every K-th iteration in the report (1: all).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub record_every: u64,
+    /// JSON report (run's schema), for one run.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// The table as CSV (several runs).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -92,4 +92,16 @@ pub enum CliError {
     /// `predict` failed.
     #[error("cannot predict: {0}")]
     Predict(String),
+    /// `plan` failed.
+    #[error("cannot plan: {0}")]
+    Plan(String),
+    /// `calibrate` was asked something it cannot do.
+    #[error("cannot calibrate: {0}")]
+    Calibrate(String),
+    /// `simulate` was asked something it cannot do.
+    #[error("cannot simulate: {0}")]
+    Simulate(String),
+    /// The simulation failed.
+    #[error("cannot simulate: {0}")]
+    Sim(#[from] models::simulate::SimError),
 }

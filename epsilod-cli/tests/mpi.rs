@@ -857,3 +857,43 @@ fn auto_halo_depth_across_ranks_matches_one_process() {
     let depth = r["halo_depth"].as_u64().unwrap();
     assert!((1..=8).contains(&depth), "{depth}");
 }
+
+/// Calibration under mpirun measures both link classes, `in-process` (two
+/// processes of rank 0) and `mpi` (rank 0 to rank 1), and one device per
+/// rank; rank 0 alone writes the machine.
+#[test]
+fn calibrate_measures_the_mpi_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.json");
+    let m = m.to_str().unwrap();
+    let o = on_ranks(
+        2,
+        &[
+            "calibrate",
+            "2d4",
+            "--size",
+            "34x34",
+            "--partition",
+            "w0",
+            "--calib-iters",
+            "6",
+            "--reps",
+            "3",
+            "--max-bytes",
+            "1024",
+            "--out",
+            m,
+        ],
+    );
+    ok(&o, "calibrate under mpirun");
+    let v = report(m);
+    let links: Vec<&str> = v["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(links, ["in-process", "mpi"]);
+    assert_eq!(v["devices"].as_array().unwrap().len(), 2);
+    assert!(v["links"][1]["hockney"]["alpha"].as_f64().unwrap() > 0.0);
+}

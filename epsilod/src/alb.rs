@@ -1,5 +1,7 @@
-//! The automatic load balancing mechanism's pieces that are not device
-//! work: configuration, the per-device moving windows, and the new weights.
+//! Load balancing configuration. The mechanism's other pieces that are not
+//! device work (the per-device moving windows, when to ask the heuristic,
+//! the floor on new weights) are `heuristics::cycle`, shared with the
+//! simulator.
 //!
 //! A heuristic of your own (the example of docs/alb.md): rebalance whenever
 //! the slowest device's median kernel time is 20% above the fastest's.
@@ -35,8 +37,7 @@
 //! assert!(out.report.summary.rebalances >= 1);
 //! ```
 
-use heuristics::{DeviceWindow, Heuristic};
-use std::collections::VecDeque;
+use heuristics::Heuristic;
 use std::sync::Arc;
 
 /// Makes one heuristic instance (each virtual process runs its own).
@@ -82,7 +83,7 @@ impl Alb {
         Alb {
             name: name.to_string(),
             factory: Arc::new(factory),
-            window: 30,
+            window: heuristics::WINDOW,
             spare: 1.0,
         }
     }
@@ -94,103 +95,11 @@ impl Alb {
     }
 }
 
-/// Every device's last `len` kernel times.
-pub struct Windows {
-    len: usize,
-    times: Vec<VecDeque<f64>>,
-}
-
-impl Windows {
-    /// Empty windows of `len` iterations for `devices` devices.
-    pub fn new(devices: usize, len: usize) -> Windows {
-        Windows {
-            len,
-            times: vec![VecDeque::with_capacity(len); devices],
-        }
-    }
-
-    /// One iteration's times, one per device.
-    pub fn push(&mut self, times: &[f64]) {
-        for (w, &t) in self.times.iter_mut().zip(times) {
-            if w.len() == self.len {
-                w.pop_front();
-            }
-            w.push_back(t);
-        }
-    }
-
-    /// Whether every window holds `len` times.
-    pub fn full(&self) -> bool {
-        self.times.iter().all(|w| w.len() == self.len)
-    }
-
-    /// Forgets every time (after a rebalance).
-    pub fn clear(&mut self) {
-        self.times.iter_mut().for_each(VecDeque::clear);
-    }
-
-    /// The windows as heuristics see them, with each device's rows.
-    pub fn snapshot(&self, rows: &[usize]) -> Vec<DeviceWindow> {
-        self.times
-            .iter()
-            .zip(rows)
-            .map(|(w, &r)| DeviceWindow {
-                rows: r,
-                samples: w.iter().copied().collect(),
-            })
-            .collect()
-    }
-}
-
-/// Raises tiny weights so that every device keeps at least `min_rows` of the
-/// `rows`, renormalising; `None` when that cannot be done.
-pub fn floor_weights(weights: &[f64], rows: usize, min_rows: usize) -> Option<Vec<f64>> {
-    let n = weights.len();
-    if n * (min_rows + 1) > rows {
-        return None;
-    }
-    let total: f64 = weights.iter().sum();
-    // One row above the minimum absorbs cumulative rounding (at most one row).
-    let floor = (min_rows + 1) as f64 / rows as f64;
-    let mut w: Vec<f64> = weights.iter().map(|x| x / total).collect();
-    for _ in 0..n {
-        let low: f64 = w.iter().filter(|&&x| x <= floor).count() as f64 * floor;
-        let high: f64 = w.iter().filter(|&&x| x > floor).sum();
-        if high <= 0.0 {
-            return None;
-        }
-        let scale = (1.0 - low) / high;
-        let next: Vec<f64> = w
-            .iter()
-            .map(|&x| if x <= floor { floor } else { x * scale })
-            .collect();
-        if next.iter().all(|&x| x >= floor - 1e-15) {
-            return Some(next);
-        }
-        w = next;
-    }
-    Some(w)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use heuristics::floor_weights;
     use hitmap::{Layout, Partition, Shape};
     use proptest::prelude::*;
-
-    #[test]
-    fn windows_slide() {
-        let mut w = Windows::new(2, 3);
-        for i in 0..5 {
-            w.push(&[i as f64, 10.0 * i as f64]);
-        }
-        assert!(w.full());
-        let s = w.snapshot(&[7, 8]);
-        assert_eq!(s[0].samples, vec![2.0, 3.0, 4.0]);
-        assert_eq!(s[1].rows, 8);
-        w.clear();
-        assert!(!w.full());
-    }
 
     proptest! {
         #[test]

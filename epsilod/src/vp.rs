@@ -1,7 +1,7 @@
 //! One virtual process: a device, its two buffers, its part of the halo
 //! plan, and (with ALB) its copy of the heuristic.
 
-use crate::alb::{floor_weights, Alb, Windows};
+use crate::alb::Alb;
 use crate::checkpoint::{self, BlockEntry, Committing, Manifest, PendingBlock};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, VpError};
@@ -11,7 +11,7 @@ use crate::report::{
 };
 use crate::tag::Tag;
 use controllers::{BufferId, Controller, DeviceError, KernelId};
-use heuristics::{throughput_weights, Heuristic, Rebalanced, Snapshot};
+use heuristics::{relayout, throughput_weights, Cycle, Heuristic, Rebalanced, Snapshot};
 use hitmap::{
     split_border, HaloPlan, Layout, Partition, RedistributionPlan, Shape, Transport, TransportError,
 };
@@ -623,22 +623,24 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 .send_values(q, Tag::Times(last).encode(), vec![mine])
                 .map_err(|e| self.net_err(e))?;
         }
-        if let Some(before) = a.previous.replace(period) {
-            let row = self.gather_times(before.end - 1, a.last_compute)?;
-            if before.start >= a.fresh_from {
-                for _ in before {
-                    a.windows.push(&row);
-                }
-            }
-        }
+        let previous = match a.previous.replace(period.clone()) {
+            Some(before) => Some((
+                before.clone(),
+                self.gather_times(before.end - 1, a.last_compute)?,
+            )),
+            None => None,
+        };
         a.last_compute = mine;
         let comm = tg.elapsed().as_secs_f64();
-        if !a.windows.full() || last + 1 >= self.run.iters {
+        let previous = previous
+            .as_ref()
+            .map(|(r, row)| (r.clone(), row.as_slice()));
+        if !a.cycle.after_period(period, previous) {
             return Ok(comm);
         }
         let it = last;
         let rows: Vec<usize> = (0..peers).map(|q| self.rows_of(q)).collect();
-        let windows = a.windows.snapshot(&rows);
+        let windows = a.cycle.snapshot(&rows);
         let snap = Snapshot {
             iter: it,
             rebalances: a.rebalances,
@@ -666,8 +668,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                             r.weights_after
                         );
                     }
-                    // This period's times predate the new layout.
-                    a.fresh_from = it + 1;
                     a.redistributions.push(r);
                 }
                 None => outcome = DecisionOutcome::SkippedTooThin,
@@ -888,23 +888,18 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 "load balancing needs a weighted partition (w<d>)".into(),
             )));
         };
-        let rows = old.domain().sig(d).card();
         let fp = self.run.stencil.kernel.footprint();
-        let min_rows = fp.low()[d].max(fp.high()[d]).max(1);
         let proposed = chosen.unwrap_or_else(|| throughput_weights(windows));
         if proposed.len() != old.procs() || proposed.iter().any(|w| !w.is_finite() || *w < 0.0) {
             return Err(self.fail(VpError::Protocol(format!(
                 "the heuristic proposed invalid weights {proposed:?}"
             ))));
         }
-        let Some(weights) = floor_weights(&proposed, rows, min_rows) else {
+        let Some((weights, new)) =
+            relayout(&old, &proposed, &fp.low(), &fp.high()).map_err(|e| self.fail(e.into()))?
+        else {
             return Ok(None);
         };
-        let new = Layout::new(old.domain(), old.partition(), old.procs(), Some(&weights))
-            .map_err(|e| self.fail(e.into()))?;
-        if new.check_width(&fp.low(), &fp.high()).is_err() {
-            return Ok(None);
-        }
         let plan = RedistributionPlan::new(&old, &new).map_err(|e| self.fail(e.into()))?;
         let tag = Tag::Move(a.rebalances).encode();
         // 1. Rows leaving this process, from the current state (and the
@@ -996,7 +991,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             seconds,
             rows_moved,
         });
-        a.windows.clear();
+        a.cycle.rebalanced(it);
         let total: f64 = windows.iter().map(|w| w.rows as f64).sum();
         let cells = plan.cells_moved();
         Ok(Some(Redistribution {
@@ -1100,14 +1095,12 @@ impl<T, X> Drop for Vp<'_, T, X> {
 /// One process's side of load balancing.
 struct AlbState {
     heuristic: Box<dyn Heuristic>,
-    windows: Windows,
+    cycle: Cycle,
     rebalances: usize,
     /// This process's kernel time per iteration of the previous period.
     last_compute: f64,
     /// The previous period's iterations, whose times are read next.
     previous: Option<std::ops::Range<u64>>,
-    /// First iteration whose times describe the current layout.
-    fresh_from: u64,
     redistributions: Vec<Redistribution>,
     decisions: Vec<DecisionRecord>,
 }
@@ -1119,11 +1112,10 @@ impl AlbState {
         heuristic.init(iters);
         AlbState {
             heuristic,
-            windows: Windows::new(procs, alb.window),
+            cycle: Cycle::new(procs, alb.window, start, iters),
             rebalances: 0,
             last_compute: 0.0,
             previous: None,
-            fresh_from: start,
             redistributions: Vec::new(),
             decisions: Vec::new(),
         }

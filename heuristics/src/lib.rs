@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cycle;
 pub mod depth;
 mod epsilod;
 mod ours;
@@ -28,6 +29,7 @@ mod registry;
 mod stats;
 pub mod testing;
 
+pub use cycle::{floor_weights, relayout, Cycle, Windows, WINDOW};
 pub use epsilod::{ConstIters, DoubleIters, ExpIters, NextAlb, NoAlb};
 pub use ours::{rebalance_cost, rows_to_move, CostAware, Welch, PRIOR_COST_ITERATIONS};
 pub use registry::{

@@ -154,12 +154,20 @@ impl HaloPlan {
         let dirs = footprint.directions();
         let blocks = layout.blocks();
         let mut per_vp = vec![VpHalo::default(); blocks.len()];
+        let (low, high): (Vec<i64>, Vec<i64>) = (
+            footprint.low().iter().map(|&r| r as i64).collect(),
+            footprint.high().iter().map(|&r| r as i64).collect(),
+        );
         for (p, bp) in blocks.iter().enumerate() {
             if bp.is_empty() {
                 continue;
             }
+            // Every halo region of p lies within its block grown by the
+            // reach: blocks beyond it are skipped without building regions
+            // (thousands of processes make this loop quadratic).
+            let reach = bp.expand(&low, &high);
             for (q, bq) in blocks.iter().enumerate() {
-                if q == p || bq.is_empty() {
+                if q == p || bq.is_empty() || !reach.overlaps(bq) {
                     continue;
                 }
                 let regions: Vec<Shape> = dirs

@@ -40,7 +40,7 @@ impl RedistributionPlan {
         let mut moves = Vec::new();
         for (from, a) in old.blocks().iter().enumerate() {
             for (to, b) in new.blocks().iter().enumerate() {
-                if from == to {
+                if from == to || !a.overlaps(b) {
                     continue;
                 }
                 let region = a.intersect(b);

@@ -91,6 +91,17 @@ impl Shape {
                     .all(|(a, b)| a.contains_sig(b)))
     }
 
+    /// Whether the shapes share an element: `!self.intersect(other).is_empty()`
+    /// without building the intersection (plans test every pair of blocks).
+    pub fn overlaps(&self, other: &Shape) -> bool {
+        self.ndims() == other.ndims()
+            && self
+                .sigs
+                .iter()
+                .zip(&other.sigs)
+                .all(|(a, b)| !a.intersect(b).is_empty())
+    }
+
     /// Elements in both shapes. Panics when the dimension counts differ: that is a
     /// programming error, never a user input.
     pub fn intersect(&self, other: &Shape) -> Shape {

@@ -15,6 +15,14 @@
 //!   phase measured one range of processes at a time with black holes;
 //! - [`learned`]: a communication phase's features and learned models of
 //!   its time (LinReg-SV, robust LinReg-MV, boosted trees);
+//! - [`simulate`]: the skeleton's loop on a virtual clock (real layouts,
+//!   plans, ALB cycle and heuristics; modelled devices and links), and
+//!   trace mode, which replays a real run's kernel times; [`sim_spec`] its
+//!   scenario options (an anomalous host, thermal drift);
+//! - [`plan`]: HCLogP's branch and bound over a device inventory, the
+//!   Pareto front of (devices, time) and a layout sweep;
+//! - [`calibrate`]: a device's seconds per cell and a link class's models
+//!   from measurements (`epsilod calibrate` measures);
 //! - [`fit`]: the least-squares line and power law the others use.
 //!
 //! The formulas are written out in `docs/modelling.md`.
@@ -39,13 +47,17 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod calibrate;
 pub mod fit;
 pub mod learned;
 pub mod link;
 pub mod metrics;
+pub mod plan;
 pub mod predict;
 pub mod replay;
 pub mod scaling;
+pub mod sim_spec;
+pub mod simulate;
 
 /// Compiles and runs the examples of `docs/modelling.md` as doc-tests, so
 /// the user guide cannot drift from the API.

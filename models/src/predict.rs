@@ -26,6 +26,14 @@ pub struct Device {
     /// [`Machine::new`].
     #[serde(default)]
     pub relative_power: f64,
+    /// Spread of the per-iteration seconds per cell measured: the robust
+    /// coefficient of variation (1.4826 · MAD / median). The simulator's
+    /// noise.
+    #[serde(default)]
+    pub cv: f64,
+    /// Iterations measured (0: written by hand).
+    #[serde(default)]
+    pub samples: usize,
 }
 
 impl Device {
@@ -36,6 +44,8 @@ impl Device {
             name: name.into(),
             seconds_per_cell,
             relative_power: 0.0,
+            cv: 0.0,
+            samples: 0,
         }
     }
 }
@@ -65,6 +75,10 @@ pub struct LinkClass {
     /// switch).
     #[serde(default)]
     pub switch_latency: f64,
+    /// The ping-pong samples the models were fitted to (bytes, one-way
+    /// seconds), when calibrated.
+    #[serde(default)]
+    pub samples: Vec<crate::link::Sample>,
 }
 
 impl LinkClass {
@@ -84,6 +98,7 @@ impl LinkClass {
             },
             piecewise: None,
             switch_latency: 0.0,
+            samples: Vec::new(),
         }
     }
 }
@@ -95,6 +110,16 @@ pub struct Machine {
     pub devices: Vec<Device>,
     /// Link classes by name.
     pub links: Vec<LinkClass>,
+    /// The skeleton's own seconds per iteration beyond the slowest
+    /// device's kernels (packing, posting, bookkeeping), as calibration
+    /// measured it: `Overlap` and the simulator add it to every iteration.
+    #[serde(default)]
+    pub iteration_overhead: f64,
+    /// Seconds of one rebalance against the bytes it moves, as calibration
+    /// measured it (barrier, moves, reallocation, halo refresh): the
+    /// simulator's rebalance cost. `None`: modelled from the links.
+    #[serde(default)]
+    pub rebalance: Option<Hockney>,
 }
 
 impl Machine {
@@ -117,12 +142,24 @@ impl Machine {
                     value: s,
                 });
             }
+            check_finite("cv", d.cv)?;
             slowest = slowest.max(s);
         }
         for d in &mut devices {
             d.relative_power = slowest / d.seconds_per_cell;
         }
-        Ok(Self { devices, links })
+        Ok(Self {
+            devices,
+            links,
+            iteration_overhead: 0.0,
+            rebalance: None,
+        })
+    }
+
+    /// The same machine with the skeleton's per-iteration overhead.
+    pub fn with_overhead(mut self, seconds: f64) -> Result<Self, ModelError> {
+        self.iteration_overhead = check_finite("iteration overhead", seconds)?;
+        Ok(self)
     }
 
     fn link(&self, name: &str) -> Result<&LinkClass, ModelError> {
@@ -204,7 +241,11 @@ impl Machine {
                     let border = border_rows as f64 * cells * spc;
                     let inner = (rows - border_rows) as f64 * cells * spc;
                     let e = nb * link.hockney.time(m);
-                    (border + inner, e, border + e.max(inner))
+                    (
+                        border + inner,
+                        e,
+                        border + e.max(inner) + self.iteration_overhead,
+                    )
                 }
             };
             iteration = iteration.max(time);

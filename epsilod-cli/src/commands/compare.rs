@@ -71,7 +71,7 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
 /// `none,welch:alpha=0.01,margin=3,next-alb` -> `none`,
 /// `welch:alpha=0.01,margin=3`, `next-alb`: names never contain `=`, so a
 /// piece with one continues the parameters of the heuristic before it.
-fn split_heuristics(text: &str) -> Vec<String> {
+pub(super) fn split_heuristics(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for piece in text.split(',').map(str::trim) {
         match out.last_mut() {

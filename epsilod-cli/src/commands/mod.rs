@@ -1,15 +1,18 @@
 //! One module per command.
 
+mod calibrate;
 mod commbench;
 mod compare;
 mod fit_comm;
 mod list;
+mod plan;
 mod plot;
 mod predict;
 mod replay;
 mod run;
 mod scale;
 mod signature;
+mod simulate;
 
 use crate::args::Command;
 use crate::error::CliError;
@@ -26,6 +29,9 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
             crate::view::view(&files, &args.output, args.slice, args.field, args.delay)
         }
         Command::Predict(args) => predict::predict(&args),
+        Command::Simulate(args) => simulate::simulate(&args),
+        Command::Plan(args) => plan::plan(&args),
+        Command::Calibrate(args) => calibrate::calibrate(&args, cluster),
         Command::List => {
             print!("{}", list::list());
             Ok(())

@@ -107,7 +107,16 @@ pub(super) fn load_machine(path: &std::path::Path) -> Result<Machine, CliError> 
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
     let raw: Machine = serde_json::from_str(&text)
         .map_err(|e| bad(format!("not a machine JSON (see docs/modelling.md): {e}")))?;
-    Machine::new(raw.devices, raw.links).map_err(|e| bad(e.to_string()))
+    let mut m = Machine::new(raw.devices, raw.links)
+        .and_then(|m| m.with_overhead(raw.iteration_overhead))
+        .map_err(|e| bad(e.to_string()))?;
+    if let Some(h) = raw.rebalance {
+        if !(h.alpha.is_finite() && h.alpha >= 0.0 && h.beta.is_finite() && h.beta >= 0.0) {
+            return Err(bad(format!("rebalance cost {h:?} must be finite and >= 0")));
+        }
+        m.rebalance = Some(h);
+    }
+    Ok(m)
 }
 
 fn perr<E: std::fmt::Display>(e: E) -> CliError {

@@ -279,6 +279,22 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
     Ok((plan.layout().clone(), footprint))
 }
 
+/// The stencil of a library or spec run (the simulator's: apps have cells
+/// and steps of their own).
+pub(super) fn stencil_of(name: &str) -> Result<Stencil<f32>, CliError> {
+    match resolve(name)? {
+        Target::Library(lib) => Ok(Stencil::<f32>::library(
+            lib,
+            kernels::KernelChoice::Specialized,
+        )),
+        Target::Spec(ref spec) => Ok(Stencil::<f32>::from_any_spec(spec)),
+        Target::App(app) => Err(CliError::Simulate(format!(
+            "'{}' is an app: simulate covers library stencils and spec files",
+            app.name()
+        ))),
+    }
+}
+
 /// Writes the report where asked (when `write`) and hands it back.
 fn finish(report: Report, args: &RunArgs, write: bool) -> Result<Report, CliError> {
     if let (true, Some(path)) = (write, &args.report) {

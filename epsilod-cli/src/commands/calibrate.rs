@@ -1,0 +1,312 @@
+//! `epsilod calibrate`: measures the run's devices (its own kernel at its own
+//! tile sizes, all devices at once as a run has them) and its link classes
+//! (ping-pong between virtual processes: in-process, and across MPI ranks
+//! under mpirun), fits them with `models::calibrate`, and writes the machine
+//! JSON.
+
+use super::run::{layout_of, run_config};
+use super::{check_report_path, write_report};
+use crate::args::{CalibrateArgs, RunArgs};
+use crate::error::CliError;
+use epsilod::spmd::run_vps;
+use epsilod::Cluster;
+use hitmap::{HaloPlan, Partition, Transport, TransportError};
+use models::calibrate::{device, link, PingPong};
+use models::link::{Hockney, Overheads, Sample};
+use models::predict::{Device, LinkClass, Machine};
+use std::time::{Duration, Instant};
+
+/// Iterations of each pass not kept: first touches, thread start-up.
+const WARM_UP: usize = 2;
+/// Iterations of the rebalancing run: five windows of 31.
+const REBALANCE_ITERS: u64 = 160;
+/// Repetitions of each overhead measurement.
+const OVERHEAD_REPS: usize = 16;
+
+pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError> {
+    if cluster.is_root() {
+        check_report_path(&args.out)?;
+    }
+    let mut run = plain(&args.run, args.calib_iters);
+    let weighted = matches!(run.partition, Partition::Weighted(_));
+    let passes = if weighted { args.passes } else { 1 };
+    let mut devices = Vec::new();
+    let mut halo_bytes = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut overhead = 0.0;
+    for pass in 0..passes {
+        let (mut devs, halos, over) = measure_devices(&run, cluster)?;
+        overhead = over;
+        // Later passes' reports show the seeded weights in each device's
+        // text: the machine keeps the devices as the user wrote them.
+        if pass == 0 {
+            names = devs.iter().map(|d| d.name.clone()).collect();
+        }
+        for (d, n) in devs.iter_mut().zip(&names) {
+            d.name = n.clone();
+        }
+        devices = devs;
+        halo_bytes = halos;
+        if pass + 1 < passes {
+            // The next pass runs at the tile sizes these weights give: the
+            // machine goes where --out will be, and the run reads it back.
+            let machine = Machine::new(devices.clone(), Vec::new())?;
+            if cluster.is_root() {
+                write_report(&args.out, to_json(&machine))?;
+            }
+            cluster.agree(Ok(String::new()))?;
+            run.weights_from = Some(args.out.clone());
+        }
+    }
+    let mut links = Vec::new();
+    if !args.no_links {
+        let sizes = sizes(args.max_bytes, &halo_bytes);
+        links.push(measure_link("in-process", cluster, 2, &sizes, args.reps)?);
+        if cluster.size() > 1 {
+            links.push(measure_link("mpi", cluster, 1, &sizes, args.reps)?);
+        }
+    }
+    let mut machine = Machine::new(devices, links)?.with_overhead(overhead)?;
+    if weighted {
+        machine.rebalance = measure_rebalance(&run, cluster)?;
+    }
+    if cluster.is_root() {
+        write_report(&args.out, to_json(&machine))?;
+        print_machine(&machine, &halo_bytes);
+    }
+    Ok(())
+}
+
+/// The run as calibration runs it: `iters` iterations, no load balancing,
+/// and none of the run's files.
+fn plain(run: &RunArgs, iters: u64) -> RunArgs {
+    let mut r = run.clone();
+    r.iters = iters;
+    r.quiet = true;
+    r.report = None;
+    r.output = None;
+    r.checkpoint_every = None;
+    r.checkpoint_dir = None;
+    r.restart = None;
+    r.snapshot_every = None;
+    r.snapshot = None;
+    r
+}
+
+/// Every device's seconds per cell over one run of `run`, and the run's
+/// halo message sizes in bytes.
+fn measure_devices(
+    run: &RunArgs,
+    cluster: &Cluster,
+) -> Result<(Vec<Device>, Vec<u64>, f64), CliError> {
+    let (layout, footprint) = layout_of(run, cluster).map_err(|e| match e {
+        CliError::SignatureOfApp(app) => CliError::Calibrate(format!(
+            "'{app}' is an app: calibrate covers library stencils and spec files"
+        )),
+        other => other,
+    })?;
+    let report = run_config(run, "none", false, cluster)?;
+    let mut devices = Vec::with_capacity(layout.procs());
+    for (d, name) in report.config.devices.iter().enumerate() {
+        let cells = layout.block(d).card() as f64;
+        if cells == 0.0 {
+            return Err(CliError::Calibrate(format!(
+                "device {d} ({name}) has no cells to time: use fewer devices or a larger --size"
+            )));
+        }
+        let per_cell: Vec<f64> = report
+            .iterations
+            .iter()
+            .skip(WARM_UP)
+            .map(|it| it.devices[d].compute_seconds / cells)
+            .collect();
+        devices.push(device(name, &per_cell)?);
+    }
+    let plan =
+        HaloPlan::new(&layout, &footprint).map_err(|e| CliError::Calibrate(e.to_string()))?;
+    let mut halos: Vec<u64> = (0..layout.procs())
+        .flat_map(|p| plan.vp(p).sends.iter().map(|x| x.card() as u64 * 4))
+        .collect();
+    halos.sort_unstable();
+    halos.dedup();
+    // The skeleton's own time: the iteration beyond its slowest kernel.
+    let overheads: Vec<f64> = report
+        .iterations
+        .iter()
+        .skip(WARM_UP)
+        .map(|it| {
+            let slowest = it
+                .devices
+                .iter()
+                .map(|d| d.compute_seconds)
+                .fold(0.0, f64::max);
+            (it.seconds - slowest).max(0.0)
+        })
+        .collect();
+    Ok((devices, halos, heuristics::median(&overheads)))
+}
+
+/// Rebalances every window (`const-iters`) for long enough to see several,
+/// and their seconds against the bytes they moved: a line when the sizes
+/// differ, else the median as a fixed cost.
+fn measure_rebalance(run: &RunArgs, cluster: &Cluster) -> Result<Option<Hockney>, CliError> {
+    let mut r = run.clone();
+    r.iters = REBALANCE_ITERS;
+    let report = run_config(&r, "const-iters:every=1", false, cluster)?;
+    let samples: Vec<Sample> = report
+        .redistributions
+        .iter()
+        .map(|m| Sample::new(m.bytes_moved as f64, m.seconds))
+        .collect();
+    if samples.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Hockney::fit(&samples).unwrap_or_else(|_| Hockney {
+        alpha: heuristics::median(&samples.iter().map(|s| s.seconds).collect::<Vec<_>>()),
+        beta: 0.0,
+    })))
+}
+
+/// 0, then 4 B doubling up to `max`, and the halo sizes, sorted.
+fn sizes(max: u64, halos: &[u64]) -> Vec<u64> {
+    let mut s: Vec<u64> = std::iter::once(0)
+        .chain(std::iter::successors(Some(4u64), |&b| Some(b * 2)).take_while(|&b| b <= max))
+        .chain(halos.iter().copied().filter(|&b| b <= max))
+        .collect();
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+/// Ping-pong between virtual processes 0 and 1 with `per_rank` processes
+/// per rank (2: both in rank 0's process; 1: across ranks 0 and 1), then
+/// the overheads on process 0, fitted into a link class.
+fn measure_link(
+    name: &str,
+    cluster: &Cluster,
+    per_rank: usize,
+    sizes: &[u64],
+    reps: u64,
+) -> Result<LinkClass, CliError> {
+    let body = |t: &mut dyn Transport<f32>| -> Result<Vec<f64>, TransportError> {
+        let me = t.rank();
+        if me > 1 {
+            // Idle, but in every collective the two measuring ones call.
+            t.barrier()?;
+            return Ok(Vec::new());
+        }
+        let peer = 1 - me;
+        let mut out = Vec::new();
+        for &bytes in sizes {
+            let cells = (bytes / 4) as usize;
+            // One untimed round first.
+            for r in 0..=reps {
+                if me == 0 {
+                    let t0 = Instant::now();
+                    t.send(peer, 1, vec![0.0; cells])?;
+                    t.recv(peer, 1)?;
+                    if r > 0 {
+                        out.push(t0.elapsed().as_secs_f64() / 2.0);
+                    }
+                } else {
+                    let m = t.recv(peer, 1)?;
+                    t.send(peer, 1, m)?;
+                }
+            }
+        }
+        // Doerfler & Brightwell's overheads, the simple way: the time in a
+        // small send; the time in a receive whose message has long arrived;
+        // the gap as the rate of back-to-back small sends.
+        let (mut o_s, mut o_r) = (Vec::new(), Vec::new());
+        for _ in 0..OVERHEAD_REPS {
+            if me == 0 {
+                let t0 = Instant::now();
+                t.send(peer, 2, vec![0.0])?;
+                o_s.push(t0.elapsed().as_secs_f64());
+            } else {
+                t.recv(peer, 2)?;
+                t.send(peer, 3, vec![0.0])?;
+            }
+        }
+        let mut gap = 0.0;
+        if me == 0 {
+            for _ in 0..OVERHEAD_REPS {
+                std::thread::sleep(Duration::from_millis(1));
+                let t0 = Instant::now();
+                t.recv(peer, 3)?;
+                o_r.push(t0.elapsed().as_secs_f64());
+            }
+            let t0 = Instant::now();
+            for _ in 0..64 {
+                t.send(peer, 4, vec![0.0])?;
+            }
+            gap = t0.elapsed().as_secs_f64() / 64.0;
+        } else {
+            for _ in 0..64 {
+                t.recv(peer, 4)?;
+            }
+        }
+        t.barrier()?;
+        out.push(heuristics::median(&o_s));
+        out.push(heuristics::median(&o_r));
+        out.push(gap);
+        Ok(out)
+    };
+    let all = run_vps(cluster, per_rank, &body)?;
+    let v = &all[0];
+    let per = reps as usize;
+    if v.len() != sizes.len() * per + 3 {
+        return Err(CliError::Calibrate(format!(
+            "the {name} ping-pong returned {} values, expected {}",
+            v.len(),
+            sizes.len() * per + 3
+        )));
+    }
+    let pings: Vec<PingPong> = sizes
+        .iter()
+        .enumerate()
+        .map(|(k, &b)| PingPong {
+            bytes: b as f64,
+            seconds: v[k * per..(k + 1) * per].to_vec(),
+        })
+        .collect();
+    let tail = &v[sizes.len() * per..];
+    let overheads = Overheads {
+        o_s: tail[0],
+        o_r: tail[1],
+        g: tail[2],
+    };
+    Ok(link(name, &pings, overheads)?)
+}
+
+fn to_json(m: &Machine) -> String {
+    serde_json::to_string_pretty(m).expect("machines serialise")
+}
+
+fn print_machine(m: &Machine, halos: &[u64]) {
+    println!("device  seconds/cell  cv  R_p  samples");
+    for d in &m.devices {
+        println!(
+            "  {}  {:.4e}  {:.3}  {:.3}  {}",
+            d.name, d.seconds_per_cell, d.cv, d.relative_power, d.samples
+        );
+    }
+    for l in &m.links {
+        let bp = l
+            .piecewise
+            .as_ref()
+            .map(|p| p.breakpoints())
+            .unwrap_or_default();
+        println!(
+            "link {}: hockney alpha {:.3e} s beta {:.3e} s/B; loggp L {:.3e} o_s {:.3e} o_r {:.3e} g {:.3e} G {:.3e}; breakpoints {:?} B",
+            l.name, l.hockney.alpha, l.hockney.beta, l.loggp.l, l.loggp.o_s, l.loggp.o_r, l.loggp.g, l.loggp.big_g, bp
+        );
+    }
+    println!(
+        "skeleton overhead {:.3e} s/iteration; halo message sizes {halos:?} B",
+        m.iteration_overhead
+    );
+    if let Some(h) = m.rebalance {
+        println!("rebalance {:.3e} s + {:.3e} s/B moved", h.alpha, h.beta);
+    }
+}

@@ -1,0 +1,464 @@
+//! `epsilod simulate`: a thin front over `models::simulate`. Builds the
+//! scenario from the options (or from a real report, in trace mode), runs
+//! it, and writes run's report schema, so `compare`'s table and `plot` work
+//! on simulated runs.
+
+use super::compare::split_heuristics;
+use super::predict::load_machine;
+use super::run::{parse_size, stencil_of};
+use super::{check_report_path, write_report};
+use crate::args::SimulateArgs;
+use crate::error::CliError;
+use crate::plot::load_report;
+use crate::stats;
+use epsilod::report::{
+    median, DecisionOutcome, DecisionRecord, DeviceIteration, FailureRecord, IterationRecord,
+    Redistribution, ReportConfig, Summary,
+};
+use epsilod::{DeviceSpec, Report};
+use heuristics::HeuristicSpec;
+use hitmap::Partition;
+use models::link::Hockney;
+use models::predict::Machine;
+use models::sim_spec::{DriftSpec, SlowHost};
+use models::simulate::{
+    simulate as run_sim, Kernels, Links, Outcome, Scenario, SimDevice, Simulated, Slowdown,
+};
+
+/// Noise of a device without a calibrated spread.
+const DEFAULT_CV: f64 = 0.02;
+
+pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
+    for p in [&args.report, &args.csv].into_iter().flatten() {
+        check_report_path(p)?;
+    }
+    if let Some(path) = &args.trace_from {
+        return trace(args, path);
+    }
+    let bad = |why: &str| CliError::Simulate(why.to_string());
+    let name = args
+        .stencil
+        .as_deref()
+        .ok_or_else(|| bad("give a stencil (or --trace-from a report)"))?;
+    let stencil = stencil_of(name)?;
+    let size = parse_size(
+        args.size.as_deref().ok_or_else(|| bad("give --size"))?,
+        stencil.low.len(),
+    )?;
+    let iters = args.iters.ok_or_else(|| bad("give --iters"))?;
+    let machine = args.model.as_deref().map(load_machine).transpose()?;
+    let devices = model_devices(args, machine.as_ref())?;
+    let names = split_heuristics(&args.alb);
+    let specs = names
+        .iter()
+        .map(|n| n.parse::<HeuristicSpec>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let several = names.len() > 1 || args.reps > 1;
+    if several && args.report.is_some() {
+        return Err(bad(
+            "--report is for one run: several heuristics or --reps print the table (--csv)",
+        ));
+    }
+    let base = Scenario {
+        domain: epsilod::plan::interior(&size, &stencil)?,
+        partition: args.partition,
+        footprint: stencil.kernel.footprint().clone(),
+        cell_bytes: 4.0,
+        levels: if stencil.kernel.reads_previous() {
+            2
+        } else {
+            1
+        },
+        iters,
+        devices,
+        links: links_of(machine.as_ref()),
+        heuristic: None,
+        window: heuristics::WINDOW,
+        kernels: Kernels::Modelled { seed: args.seed },
+        iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),
+        rebalance: machine.as_ref().and_then(|m| m.rebalance),
+        record_every: args.record_every,
+    };
+    let config = |alb: &str, s: &Scenario| ReportConfig {
+        stencil: stencil.name.clone(),
+        size: size.clone(),
+        iters,
+        devices: s.devices.iter().map(|d| d.name.clone()).collect(),
+        alb: alb.to_string(),
+        partition: args.partition.to_string(),
+        kernel: "simulated".into(),
+        resumed_from: None,
+    };
+    let mut reports: Vec<Vec<Report>> = vec![Vec::new(); names.len()];
+    for rep in 0..args.reps {
+        for (h, spec) in specs.iter().enumerate() {
+            let mut s = base.clone();
+            s.heuristic = Some(spec.clone());
+            s.kernels = Kernels::Modelled {
+                seed: args.seed.wrapping_add(rep),
+            };
+            let sim = run_sim(&s)?;
+            let r = to_report(&sim, config(&spec.to_string(), &s), &s);
+            if several {
+                eprintln!(
+                    "run {}/{} {}: loop {:.4} s, {} rebalance(s)",
+                    rep + 1,
+                    args.reps,
+                    names[h],
+                    r.summary.loop_seconds,
+                    r.summary.rebalances
+                );
+            }
+            reports[h].push(r);
+        }
+    }
+    if several {
+        let rows = stats::table(&names, &reports);
+        print!("{}", stats::render(&rows));
+        if let Some(p) = &args.csv {
+            write_report(p, stats::csv(&rows))?;
+        }
+        return Ok(());
+    }
+    let r = &reports[0][0];
+    println!(
+        "simulated {} x {} iterations on {} device(s), {}: loop {:.4} s, median iteration {:.3} ms, {} rebalance(s), {} failure(s)",
+        r.config.stencil,
+        iters,
+        r.config.devices.len(),
+        r.config.alb,
+        r.summary.loop_seconds,
+        r.summary.median_iteration_seconds * 1e3,
+        r.summary.rebalances,
+        r.failures.len()
+    );
+    if let Some(p) = &args.report {
+        write_report(
+            p,
+            serde_json::to_string_pretty(r).expect("reports serialise"),
+        )?;
+    }
+    Ok(())
+}
+
+/// The devices of a model-mode run: `--devices` or `--devices-count`,
+/// speeds from the machine file, hosts, then the anomalous host and drift.
+fn model_devices(
+    args: &SimulateArgs,
+    machine: Option<&Machine>,
+) -> Result<Vec<SimDevice>, CliError> {
+    let specs: Vec<(String, DeviceSpec)> = match (args.devices_count, args.devices.is_empty()) {
+        (Some(_), false) => {
+            return Err(CliError::Simulate(
+                "give --devices or --devices-count, not both".into(),
+            ))
+        }
+        (Some(n), true) => (0..n)
+            .map(|_| ("cpu".to_string(), DeviceSpec::cpu(1)))
+            .collect(),
+        (None, false) => args
+            .devices
+            .iter()
+            .map(|t| Ok((t.clone(), DeviceSpec::parse(t)?)))
+            .collect::<Result<_, CliError>>()?,
+        (None, true) => {
+            return Err(CliError::Simulate(
+                "give the devices: --devices-count N or --devices ...".into(),
+            ))
+        }
+    };
+    let n = specs.len();
+    if let Some(m) = machine {
+        if m.devices.len() != 1 && m.devices.len() != n {
+            return Err(CliError::Simulate(format!(
+                "the machine describes {} devices, the run has {n}: give one for all or one each",
+                m.devices.len()
+            )));
+        }
+    }
+    let per_host = args.per_host.unwrap_or(n as u64) as usize;
+    let mut devices: Vec<SimDevice> = specs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, spec))| {
+            let calibrated = machine.map(|m| &m.devices[i.min(m.devices.len() - 1)]);
+            let mut d = SimDevice::new(
+                name,
+                calibrated.map_or(args.seconds_per_cell, |c| c.seconds_per_cell),
+            );
+            d.cv = args
+                .noise
+                .or(calibrated.map(|c| c.cv).filter(|&cv| cv > 0.0))
+                .unwrap_or(DEFAULT_CV);
+            d.weight = spec.weight;
+            d.host = i / per_host;
+            if let Some(s) = spec.slowdown {
+                d.slowdowns.push(Slowdown {
+                    factor: s.factor,
+                    from: s.from_iter,
+                });
+            }
+            d.fail_at = spec.fail;
+            d
+        })
+        .collect();
+    let scenario = |e: models::sim_spec::ScenarioError| CliError::Simulate(e.to_string());
+    if let Some(text) = &args.slow_host {
+        let s: SlowHost = text.parse().map_err(scenario)?;
+        if !devices.iter().any(|d| d.host == s.host) {
+            return Err(CliError::Simulate(format!(
+                "--slow-host {text}: there is no host {} (hosts 0..{})",
+                s.host,
+                devices.last().map_or(0, |d| d.host)
+            )));
+        }
+        s.apply(&mut devices);
+    }
+    if let Some(text) = &args.drift {
+        let d: DriftSpec = text.parse().map_err(scenario)?;
+        d.apply(&mut devices, args.seed);
+    }
+    Ok(devices)
+}
+
+/// The machine's links: `in-process` within a host and `mpi` between
+/// hosts (each falling back to the first class), posting cost the LogGP
+/// send overhead; free links without a machine.
+fn links_of(machine: Option<&Machine>) -> Links {
+    let Some(m) = machine else {
+        return Links::default();
+    };
+    let find = |name: &str| m.links.iter().find(|l| l.name == name).or(m.links.first());
+    let free = Hockney {
+        alpha: 0.0,
+        beta: 0.0,
+    };
+    let intra = find("in-process");
+    Links {
+        intra: intra.map_or(free, |l| l.hockney),
+        inter: find("mpi").map_or(free, |l| l.hockney),
+        post: intra.map_or(0.0, |l| l.loggp.o_s),
+    }
+}
+
+/// Trace mode: replays `path`'s kernel times and rebalance costs, checks
+/// the decisions and weights against it, writes the simulated report.
+fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
+    let bad = |why: String| CliError::Simulate(format!("{}: {why}", path.display()));
+    if args.devices_count.is_some() || !args.devices.is_empty() || args.size.is_some() {
+        return Err(CliError::Simulate(
+            "--trace-from takes the stencil, size, devices and heuristic from the report".into(),
+        ));
+    }
+    let real = load_report(path).map_err(|e| match e {
+        CliError::Plot(m) => CliError::Simulate(m),
+        other => other,
+    })?;
+    if real.config.resumed_from.is_some() || !real.failures.is_empty() {
+        return Err(bad(
+            "trace mode replays whole runs without failures or restarts".into(),
+        ));
+    }
+    if real.halo_depth > 1 {
+        // Deep halos time and decide once per period, which the simulator
+        // does not model.
+        return Err(bad(format!(
+            "trace mode replays runs at halo depth 1; this one ran at depth {}",
+            real.halo_depth
+        )));
+    }
+    let stencil = stencil_of(&real.config.stencil)?;
+    let partition: Partition = real
+        .config
+        .partition
+        .parse()
+        .map_err(|e: hitmap::HitmapError| bad(e.to_string()))?;
+    let spec: HeuristicSpec = real.config.alb.parse()?;
+    let iters = real.config.iters;
+    if real.iterations.len() as u64 != iters {
+        return Err(bad(format!(
+            "it records {} iterations of {iters}",
+            real.iterations.len()
+        )));
+    }
+    let compute: Vec<Vec<f64>> = real
+        .iterations
+        .iter()
+        .map(|it| it.devices.iter().map(|d| d.compute_seconds).collect())
+        .collect();
+    let rows: Vec<Vec<usize>> = real
+        .iterations
+        .iter()
+        .map(|it| it.devices.iter().map(|d| d.rows).collect())
+        .collect();
+    let machine = args.model.as_deref().map(load_machine).transpose()?;
+    // The first iteration's rows are the initial partition exactly.
+    let devices = real
+        .config
+        .devices
+        .iter()
+        .zip(
+            rows.first()
+                .ok_or_else(|| bad("it has no iterations".into()))?,
+        )
+        .map(|(name, &r)| {
+            let mut d = SimDevice::new(name.clone(), args.seconds_per_cell);
+            d.weight = r as f64;
+            d
+        })
+        .collect();
+    let s = Scenario {
+        domain: epsilod::plan::interior(&real.config.size, &stencil)?,
+        partition,
+        footprint: stencil.kernel.footprint().clone(),
+        cell_bytes: 4.0,
+        levels: if stencil.kernel.reads_previous() {
+            2
+        } else {
+            1
+        },
+        iters,
+        devices,
+        links: links_of(machine.as_ref()),
+        heuristic: Some(spec),
+        window: heuristics::WINDOW,
+        kernels: Kernels::Trace {
+            compute,
+            rows,
+            redistribution_seconds: real.redistributions.iter().map(|r| r.seconds).collect(),
+        },
+        iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),
+        rebalance: machine.as_ref().and_then(|m| m.rebalance),
+        record_every: args.record_every,
+    };
+    let sim = run_sim(&s)?;
+    let mut config = real.config.clone();
+    config.kernel = "simulated (trace)".into();
+    let r = to_report(&sim, config, &s);
+    if r.heuristic != real.heuristic {
+        let at = r
+            .heuristic
+            .iter()
+            .zip(&real.heuristic)
+            .find(|(a, b)| a != b)
+            .map_or_else(
+                || {
+                    format!(
+                        "{} checks against {}",
+                        r.heuristic.len(),
+                        real.heuristic.len()
+                    )
+                },
+                |(a, _)| format!("the check at iteration {}", a.iter),
+            );
+        return Err(bad(format!("trace mode decided otherwise: {at}")));
+    }
+    let weights = |rs: &[Redistribution]| -> Vec<(u64, Vec<f64>)> {
+        rs.iter()
+            .map(|m| (m.iter, m.weights_after.clone()))
+            .collect()
+    };
+    if weights(&r.redistributions) != weights(&real.redistributions) {
+        return Err(bad("trace mode rebalanced to other weights".into()));
+    }
+    println!(
+        "trace of {}: {} checks and {} rebalance(s), decisions and weights identical to the report",
+        path.display(),
+        r.heuristic.len(),
+        r.redistributions.len()
+    );
+    if let Some(p) = &args.report {
+        write_report(
+            p,
+            serde_json::to_string_pretty(&r).expect("reports serialise"),
+        )?;
+    }
+    Ok(())
+}
+
+/// The simulated run in run's report schema.
+fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
+    let iterations: Vec<IterationRecord> = sim
+        .steps
+        .iter()
+        .map(|st| IterationRecord {
+            iter: st.iter,
+            seconds: st.seconds,
+            elapsed_seconds: st.elapsed,
+            devices: st
+                .devices
+                .iter()
+                .map(|d| DeviceIteration {
+                    compute_seconds: d.compute,
+                    comm_seconds: d.comm,
+                    rows: d.rows,
+                })
+                .collect(),
+        })
+        .collect();
+    let secs = &sim.iteration_seconds;
+    let n = secs.len().max(1) as f64;
+    let cells = s.domain.card() as f64 * s.iters as f64;
+    let redistributions: Vec<Redistribution> = sim
+        .moves
+        .iter()
+        .map(|m| Redistribution {
+            iter: m.iter,
+            seconds: m.seconds,
+            rows_moved: m.rows_moved,
+            bytes_moved: m.bytes_moved as usize,
+            weights_before: m.weights_before.clone(),
+            weights_after: m.weights_after.clone(),
+        })
+        .collect();
+    Report {
+        summary: Summary {
+            total_seconds: sim.loop_seconds,
+            loop_seconds: sim.loop_seconds,
+            mean_iteration_seconds: secs.iter().sum::<f64>() / n,
+            median_iteration_seconds: median(secs),
+            rebalances: redistributions.len(),
+            redistribution_seconds_total: redistributions
+                .iter()
+                .map(|r| r.seconds)
+                .fold(0.0, |a, b| a + b),
+            cell_updates_per_second: if sim.loop_seconds > 0.0 {
+                cells / sim.loop_seconds
+            } else {
+                0.0
+            },
+            skeleton_overhead_seconds_per_iteration: sim.overhead_per_iteration,
+            halo_messages: sim.halo_messages,
+        },
+        config,
+        iterations,
+        redistributions,
+        heuristic: sim
+            .checks
+            .iter()
+            .map(|c| DecisionRecord {
+                iter: c.iter,
+                decision: match c.outcome {
+                    Outcome::Rebalance => DecisionOutcome::Rebalance,
+                    Outcome::Keep => DecisionOutcome::Keep,
+                    Outcome::SkippedTooThin => DecisionOutcome::SkippedTooThin,
+                },
+                values: c.values.iter().cloned().collect(),
+            })
+            .collect(),
+        checkpoints: Vec::new(),
+        failures: sim
+            .failures
+            .iter()
+            .map(|f| FailureRecord {
+                device: s.devices[f.device].name.clone(),
+                error: "simulated failure".into(),
+                attempt_seconds: f.at_seconds,
+                resumed_from: f.iter,
+                devices_left: f.devices_left,
+            })
+            .collect(),
+        halo_depth: 1,
+        depth_trials: Vec::new(),
+    }
+}

@@ -1,0 +1,440 @@
+//! The modelling commands end to end: `simulate` (model and trace mode),
+//! `calibrate` and `plan`, on the real binary.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn epsilod(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_epsilod"))
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = epsilod(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `args` and checks it fails with exactly one stderr line that says
+/// `want`.
+fn fails_with(args: &[&str], want: &str) {
+    let out = epsilod(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert_eq!(err.lines().count(), 1, "{args:?}: not one line:\n{err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+fn json(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Trace mode fed real runs (a device three times slower from iteration
+/// 100) decides exactly as they did, check by check, and moves to the same
+/// weights; a report whose kernel times were tampered with is caught.
+#[test]
+fn trace_mode_reproduces_real_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    for alb in ["const-iters", "cost-aware", "welch"] {
+        let real = dir.path().join(format!("{alb}.json"));
+        let sim = dir.path().join(format!("{alb}-sim.json"));
+        ok(&[
+            "run",
+            "2d4",
+            "--size",
+            "258x258",
+            "--iters",
+            "300",
+            "--devices",
+            "cpu:threads=1",
+            "--devices",
+            "cpu:threads=1,slowdown=3@100",
+            "--partition",
+            "w0",
+            "--alb",
+            alb,
+            "--quiet",
+            "--report",
+            real.to_str().unwrap(),
+        ]);
+        let out = ok(&[
+            "simulate",
+            "--trace-from",
+            real.to_str().unwrap(),
+            "--report",
+            sim.to_str().unwrap(),
+        ]);
+        assert!(out.contains("identical to the report"), "{alb}: {out}");
+        let (r, s) = (json(&real), json(&sim));
+        assert!(!r["heuristic"].as_array().unwrap().is_empty(), "{alb}");
+        assert_eq!(r["heuristic"], s["heuristic"], "{alb}");
+        let after = |v: &Value| -> Vec<Value> {
+            v["redistributions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["weights_after"].clone())
+                .collect()
+        };
+        assert_eq!(after(&r), after(&s), "{alb}");
+        assert_eq!(s["config"]["kernel"], "simulated (trace)");
+    }
+    // Kernel times that say the slow device is fast: other decisions.
+    let mut r = json(&dir.path().join("const-iters.json"));
+    for it in r["iterations"].as_array_mut().unwrap() {
+        it["devices"][1]["compute_seconds"] = Value::from(1e-9);
+    }
+    let bad = dir.path().join("tampered.json");
+    std::fs::write(&bad, r.to_string()).unwrap();
+    fails_with(
+        &["simulate", "--trace-from", bad.to_str().unwrap()],
+        "trace",
+    );
+}
+
+/// Model mode writes run's report schema (plot draws it), several
+/// heuristics print compare's table, and the scenario options reach the
+/// devices: an anomalous host makes the balancing heuristics rebalance.
+#[test]
+fn simulated_runs_report_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("sim.json");
+    let out = ok(&[
+        "simulate",
+        "2d4",
+        "--size",
+        "1026x258",
+        "--iters",
+        "400",
+        "--devices-count",
+        "16",
+        "--per-host",
+        "4",
+        "--slow-host",
+        "2:3@50",
+        "--drift",
+        "0.25:1.5@100..300",
+        "--alb",
+        "const-iters",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.contains("16 device(s)"), "{out}");
+    let r = json(&report);
+    assert_eq!(r["iterations"].as_array().unwrap().len(), 400);
+    assert!(r["summary"]["rebalances"].as_u64().unwrap() >= 1);
+    let last = &r["iterations"][399]["devices"];
+    // Host 2 (devices 8..12) ends with fewer rows than host 0.
+    let rows = |d: usize| last[d]["rows"].as_u64().unwrap();
+    assert!(rows(8) * 2 < rows(0), "{} vs {}", rows(8), rows(0));
+    let png = dir.path().join("sim.png");
+    ok(&[
+        "plot",
+        report.to_str().unwrap(),
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    assert!(std::fs::metadata(&png).unwrap().len() > 0);
+    let csv = dir.path().join("table.csv");
+    let table = ok(&[
+        "simulate",
+        "2d4",
+        "--size",
+        "1026x258",
+        "--iters",
+        "200",
+        "--devices-count",
+        "8",
+        "--slow-host",
+        "0:2",
+        "--per-host",
+        "2",
+        "--alb",
+        "none,const-iters,welch",
+        "--reps",
+        "3",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    for h in ["none", "const-iters", "welch"] {
+        assert!(table.contains(h), "{table}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap().lines().count(),
+        4,
+        "a header and three rows"
+    );
+}
+
+#[test]
+fn simulate_rejects_bad_input_with_one_line() {
+    let base = ["simulate", "2d4", "--size", "100x100", "--iters", "10"];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter()
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+    };
+    for (extra, want) in [
+        (
+            &["--devices-count", "2", "--devices", "cpu"][..],
+            "not both",
+        ),
+        (&[][..], "give the devices"),
+        (
+            &["--devices-count", "2", "--drift", "2:1.5@1..9"][..],
+            "fraction",
+        ),
+        (
+            &["--devices-count", "2", "--slow-host", "5:2"][..],
+            "no host 5",
+        ),
+        (
+            &[
+                "--devices-count",
+                "2",
+                "--alb",
+                "welch,none",
+                "--report",
+                "x.json",
+            ][..],
+            "--report is for one run",
+        ),
+        (
+            &["--devices-count", "2", "--alb", "sometimes"][..],
+            "sometimes",
+        ),
+        (
+            &["--devices-count", "2", "--partition", "w2"][..],
+            "cannot simulate",
+        ),
+    ] {
+        let args = with(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails_with(&args, want);
+    }
+    fails_with(
+        &[
+            "simulate",
+            "--size",
+            "10",
+            "--iters",
+            "3",
+            "--devices-count",
+            "1",
+        ],
+        "give a stencil",
+    );
+    fails_with(
+        &[
+            "simulate",
+            "poisson",
+            "--size",
+            "34",
+            "--iters",
+            "3",
+            "--devices-count",
+            "1",
+        ],
+        "is an app",
+    );
+    fails_with(
+        &["simulate", "--trace-from", "/nonexistent/r.json"],
+        "cannot read report",
+    );
+}
+
+/// Calibration writes a machine that names the run's devices, sets the
+/// slowest device's power to 1, holds ping-pong samples from 0 B up to the
+/// largest size with the run's halo size among them, and is read back by
+/// predict, simulate and --weights-from.
+#[test]
+fn calibrate_writes_a_machine_the_other_commands_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("machine.json");
+    let m = m.to_str().unwrap();
+    let devices = ["cpu:threads=1", "cpu:threads=1,slowdown=2"];
+    let out = ok(&[
+        "calibrate",
+        "2d4",
+        "--size",
+        "66x34",
+        "--devices",
+        devices[0],
+        "--devices",
+        devices[1],
+        "--partition",
+        "w0",
+        "--calib-iters",
+        "6",
+        "--reps",
+        "3",
+        "--max-bytes",
+        "4096",
+        "--out",
+        m,
+    ]);
+    assert!(out.contains("link in-process"), "{out}");
+    let v = json(std::path::Path::new(m));
+    let ds = v["devices"].as_array().unwrap();
+    assert_eq!(ds.len(), 2);
+    for (d, name) in ds.iter().zip(devices) {
+        // The report's canonical text (slowdown=2 reads slowdown=2@0).
+        assert!(d["name"].as_str().unwrap().starts_with(name), "{d}");
+        assert!(d["seconds_per_cell"].as_f64().unwrap() > 0.0);
+        assert_eq!(d["samples"], 4, "6 iterations, 2 not kept");
+    }
+    let powers: Vec<f64> = ds
+        .iter()
+        .map(|d| d["relative_power"].as_f64().unwrap())
+        .collect();
+    assert_eq!(powers.iter().cloned().fold(f64::MAX, f64::min), 1.0);
+    let link = &v["links"][0];
+    assert_eq!(link["name"], "in-process");
+    let sizes: Vec<f64> = link["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["bytes"].as_f64().unwrap())
+        .collect();
+    // 0, 4 .. 4096 doubling, and the halo: one row of 32 f32 cells = 128 B
+    // (already a power of two).
+    assert_eq!(sizes.first(), Some(&0.0));
+    assert_eq!(sizes.last(), Some(&4096.0));
+    assert!(sizes.contains(&128.0));
+    assert_eq!(sizes.len(), 12);
+    assert!(link["hockney"]["alpha"].as_f64().unwrap() >= 0.0);
+    assert!(link["piecewise"]["segments"].as_array().is_some());
+    // Read back by the others.
+    ok(&["predict", "--model", m, "--size", "66x34", "--iters", "10"]);
+    ok(&[
+        "run",
+        "2d4",
+        "--size",
+        "66x34",
+        "--iters",
+        "3",
+        "--devices",
+        devices[0],
+        "--devices",
+        devices[1],
+        "--partition",
+        "w0",
+        "--weights-from",
+        m,
+        "--quiet",
+    ]);
+    ok(&[
+        "simulate",
+        "2d4",
+        "--size",
+        "66x34",
+        "--iters",
+        "10",
+        "--devices",
+        devices[0],
+        "--devices",
+        devices[1],
+        "--model",
+        m,
+    ]);
+    fails_with(
+        &["calibrate", "poisson", "--size", "34", "--out", m],
+        "is an app",
+    );
+}
+
+/// The example inventory: at a large size every device pays off over the
+/// faster network; at a small one the single fastest device wins; the
+/// front's times fall as devices are added; bad inventories are one line.
+#[test]
+fn plan_chooses_devices_and_writes_the_front() {
+    let inv = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/examples/inventory.toml"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("plan.json");
+    let out = ok(&[
+        "plan",
+        "--inventory",
+        inv,
+        "--size",
+        "4098x4098",
+        "--iters",
+        "1000",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with("best: "), "{out}");
+    let v = json(&j);
+    assert_eq!(v["best"]["devices"], 10);
+    assert_eq!(v["best"]["network"], "infiniband");
+    let front = v["pareto"].as_array().unwrap();
+    assert_eq!(front.len(), 10);
+    let times: Vec<f64> = front
+        .iter()
+        .map(|c| c["seconds"].as_f64().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[1] < w[0]));
+    assert_eq!(v["best"]["seconds"], front[9]["seconds"]);
+    ok(&[
+        "plan",
+        "--inventory",
+        inv,
+        "--size",
+        "258x258",
+        "--iters",
+        "1000",
+        "--estimate",
+        "additive",
+        "--json",
+        j.to_str().unwrap(),
+    ]);
+    let v = json(&j);
+    assert_eq!(v["best"]["devices"], 1);
+    assert!(v["best"]["network"].is_null());
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "in_process = { alpha = 1e-6, beta = 0 }\n[[device]]\nname = \"x\"\nhost = \"h\"\nseconds_per_cel = 1e-9\n",
+    )
+    .unwrap();
+    let b = bad.to_str().unwrap();
+    fails_with(
+        &["plan", "--inventory", b, "--size", "10x10", "--iters", "1"],
+        "seconds_per_cel",
+    );
+    std::fs::write(
+        &bad,
+        "in_process = { alpha = 1e-6, beta = 0 }\n[[device]]\nname = \"x\"\nhost = \"h\"\nseconds_per_cell = -1\n",
+    )
+    .unwrap();
+    fails_with(
+        &["plan", "--inventory", b, "--size", "10x10", "--iters", "1"],
+        "device x seconds_per_cell must be a finite number > 0, got -1",
+    );
+    fails_with(
+        &[
+            "plan",
+            "--inventory",
+            inv,
+            "--size",
+            "10x10",
+            "--iters",
+            "1",
+            "--estimate",
+            "guess",
+        ],
+        "unknown estimate",
+    );
+}

@@ -1,0 +1,649 @@
+//! Which devices, network and layout to run on: HCLogP's scheduler
+//! (Soares 2017, ch. 4) over a device inventory, Rivera's configuration
+//! sweep, and the Pareto front of (devices, time).
+//!
+//! A choice is a number of devices from each class of the inventory and one
+//! network between hosts. The devices form the skeleton's chain of slabs,
+//! grouped by host (only the chain's host boundaries cross the network),
+//! `per_rank` consecutive devices of a host in one MPI rank. Its time per
+//! iteration, by [`Estimate`]:
+//! - `Additive` (HCLogP, Eq. 3.5): balanced compute `cells / Σ 1/s_d`
+//!   plus the slowest device's messages, `Σ_neighbours (α + β·M)` over the
+//!   link each neighbour is on;
+//! - `Overlap` (this skeleton): `max_d border_d + max(inner_d, exchange_d)`.
+//!
+//! [`branch_and_bound`] finds the best choice; it is exact (tested against
+//! [`exhaustive`]): it tries classes fastest first, every count from all to
+//! none, and prunes a branch once even the balanced compute of everything
+//! still open cannot beat the best found.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::link::Hockney;
+
+/// Why a plan cannot be made.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum PlanError {
+    /// No devices, or no network with devices on several hosts.
+    #[error("the inventory has {0}")]
+    Empty(&'static str),
+    /// A number that must be finite and positive is not.
+    #[error("{what} must be a finite number > 0, got {value}")]
+    Bad {
+        /// Which.
+        what: String,
+        /// Its value.
+        value: f64,
+    },
+}
+
+/// A link's Hockney parameters as an inventory writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    /// Latency in seconds.
+    pub alpha: f64,
+    /// Seconds per byte.
+    pub beta: f64,
+}
+
+impl LinkSpec {
+    fn hockney(&self) -> Hockney {
+        Hockney {
+            alpha: self.alpha,
+            beta: self.beta,
+        }
+    }
+}
+
+/// A network between hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// Its name.
+    pub name: String,
+    /// Latency in seconds.
+    pub alpha: f64,
+    /// Seconds per byte.
+    pub beta: f64,
+}
+
+impl Network {
+    fn link(&self) -> LinkSpec {
+        LinkSpec {
+            alpha: self.alpha,
+            beta: self.beta,
+        }
+    }
+}
+
+/// Identical devices on one host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceClass {
+    /// Their name.
+    pub name: String,
+    /// Their host.
+    pub host: String,
+    /// Calibrated seconds per cell.
+    pub seconds_per_cell: f64,
+    /// How many.
+    #[serde(default = "one")]
+    pub count: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// What can be booked: device classes on hosts, the links within a rank
+/// (`in_process`) and between ranks of one host (`shared_memory`, by
+/// default the same), and the networks between hosts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Inventory {
+    /// Between devices of one rank.
+    pub in_process: LinkSpec,
+    /// Between ranks of one host.
+    #[serde(default)]
+    pub shared_memory: Option<LinkSpec>,
+    /// Between hosts.
+    #[serde(default, rename = "network")]
+    pub networks: Vec<Network>,
+    /// The devices.
+    #[serde(rename = "device")]
+    pub devices: Vec<DeviceClass>,
+}
+
+/// How a choice's time is estimated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Estimate {
+    /// HCLogP's compute plus communication.
+    Additive,
+    /// Borders, then the exchange behind the inner rows.
+    Overlap,
+}
+
+/// The run to plan: a slab partition of `rows` rows of `cells_per_row`
+/// cells, `halo_rows` rows deep halos of `bytes_per_row` bytes a row.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    /// Rows along the partitioned axis.
+    pub rows: f64,
+    /// Cells per row.
+    pub cells_per_row: f64,
+    /// Halo depth in rows.
+    pub halo_rows: f64,
+    /// Bytes of one halo row.
+    pub bytes_per_row: f64,
+    /// Iterations.
+    pub iterations: f64,
+    /// How to estimate.
+    pub estimate: Estimate,
+}
+
+/// How the rows are shared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Weights {
+    /// In proportion to each device's speed (`--weights-from`).
+    Seeded,
+    /// Equal rows (`w0` without weights).
+    Equal,
+}
+
+/// One configuration and its estimated loop time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    /// Devices taken from each class, in inventory order.
+    pub counts: Vec<usize>,
+    /// The network between hosts (`None`: one host).
+    pub network: Option<String>,
+    /// Consecutive devices of a host in one rank.
+    pub per_rank: usize,
+    /// How the rows are shared.
+    pub weights: Weights,
+    /// Devices in all.
+    pub devices: usize,
+    /// Estimated loop seconds.
+    pub seconds: f64,
+}
+
+impl Inventory {
+    /// Checks every number.
+    pub fn check(&self) -> Result<(), PlanError> {
+        if self.devices.iter().all(|d| d.count == 0) {
+            return Err(PlanError::Empty("no devices"));
+        }
+        let finite = |what: String, v: f64, zero_ok: bool| {
+            if v.is_finite() && (v > 0.0 || zero_ok && v == 0.0) {
+                Ok(())
+            } else {
+                Err(PlanError::Bad { what, value: v })
+            }
+        };
+        for d in &self.devices {
+            finite(
+                format!("device {} seconds_per_cell", d.name),
+                d.seconds_per_cell,
+                false,
+            )?;
+        }
+        let mut links = vec![("in_process".to_string(), self.in_process)];
+        links.extend(self.shared_memory.map(|l| ("shared_memory".to_string(), l)));
+        links.extend(
+            self.networks
+                .iter()
+                .map(|n| (format!("network {}", n.name), n.link())),
+        );
+        for (name, l) in links {
+            finite(format!("{name} alpha"), l.alpha, true)?;
+            finite(format!("{name} beta"), l.beta, true)?;
+        }
+        Ok(())
+    }
+
+    /// Estimated loop seconds of `counts` devices over `network`, `per_rank`
+    /// devices a rank, rows shared by `weights`; `None` for no devices, or
+    /// several hosts without a network.
+    pub fn time(
+        &self,
+        p: &Problem,
+        counts: &[usize],
+        network: Option<&Network>,
+        per_rank: usize,
+        weights: Weights,
+    ) -> Option<f64> {
+        // The chain: devices grouped by host (inventory order within one).
+        let mut hosts: Vec<&str> = Vec::new();
+        for (d, &n) in self.devices.iter().zip(counts) {
+            if n > 0 && !hosts.contains(&d.host.as_str()) {
+                hosts.push(&d.host);
+            }
+        }
+        let mut chain: Vec<(usize, f64)> = Vec::new(); // (host, seconds per cell)
+        for (h, host) in hosts.iter().enumerate() {
+            for (d, &n) in self.devices.iter().zip(counts) {
+                if d.host == *host {
+                    chain.extend(std::iter::repeat_n((h, d.seconds_per_cell), n));
+                }
+            }
+        }
+        if chain.is_empty() || (hosts.len() > 1 && network.is_none()) {
+            return None;
+        }
+        let per_rank = per_rank.max(1);
+        // Rank of each device: consecutive devices of a host, per_rank a rank.
+        let mut rank = Vec::with_capacity(chain.len());
+        let (mut r, mut in_rank, mut host) = (0usize, 0usize, chain[0].0);
+        for &(h, _) in &chain {
+            if h != host || in_rank == per_rank {
+                r += 1;
+                in_rank = 0;
+                host = h;
+            }
+            rank.push(r);
+            in_rank += 1;
+        }
+        let m = p.halo_rows * p.bytes_per_row;
+        let link = |a: usize, b: usize| -> Hockney {
+            if chain[a].0 != chain[b].0 {
+                network.expect("checked above").link().hockney()
+            } else if rank[a] != rank[b] {
+                self.shared_memory.unwrap_or(self.in_process).hockney()
+            } else {
+                self.in_process.hockney()
+            }
+        };
+        let speed: f64 = chain.iter().map(|c| 1.0 / c.1).sum();
+        let n = chain.len();
+        let cells = p.rows * p.cells_per_row;
+        let mut worst: f64 = 0.0;
+        for (d, &(_, s)) in chain.iter().enumerate() {
+            let share = match weights {
+                Weights::Seeded => (1.0 / s) / speed,
+                Weights::Equal => 1.0 / n as f64,
+            };
+            let mut exchange = 0.0;
+            let mut nb = 0.0;
+            for q in [d.wrapping_sub(1), d + 1] {
+                if q < n {
+                    exchange += link(d, q).time(m);
+                    nb += 1.0;
+                }
+            }
+            let compute = share * cells * s;
+            let t = match p.estimate {
+                Estimate::Additive => compute + exchange,
+                Estimate::Overlap => {
+                    let rows = share * p.rows;
+                    let border = rows.min(p.halo_rows * nb) * p.cells_per_row * s;
+                    border + exchange.max(compute - border)
+                }
+            };
+            worst = worst.max(t);
+        }
+        Some(worst * p.iterations)
+    }
+
+    fn choice(&self, p: &Problem, counts: Vec<usize>, network: Option<&Network>) -> Option<Choice> {
+        let per_rank = counts.iter().sum::<usize>().max(1);
+        let seconds = self.time(p, &counts, network, per_rank, Weights::Seeded)?;
+        Some(Choice {
+            devices: counts.iter().sum(),
+            network: network.map(|n| n.name.clone()),
+            counts,
+            per_rank,
+            weights: Weights::Seeded,
+            seconds,
+        })
+    }
+
+    /// The networks a choice may use: none (one host) and each network.
+    fn network_options(&self) -> Vec<Option<&Network>> {
+        std::iter::once(None)
+            .chain(self.networks.iter().map(Some))
+            .collect()
+    }
+}
+
+/// A better choice: less time, then fewer devices, then the earlier.
+fn better(a: &Choice, b: &Option<Choice>) -> bool {
+    match b {
+        None => true,
+        Some(b) => a.seconds < b.seconds || (a.seconds == b.seconds && a.devices < b.devices),
+    }
+}
+
+/// Every choice of counts (one rank per host, seeded weights) over every
+/// network: the reference the others are tested against.
+pub fn exhaustive(inv: &Inventory, p: &Problem) -> Result<Choice, PlanError> {
+    inv.check()?;
+    let mut best: Option<Choice> = None;
+    for net in inv.network_options() {
+        let mut counts = vec![0usize; inv.devices.len()];
+        loop {
+            if let Some(c) = inv.choice(p, counts.clone(), net) {
+                if better(&c, &best) {
+                    best = Some(c);
+                }
+            }
+            // The next count vector, odometer-wise.
+            let mut i = 0;
+            while i < counts.len() && counts[i] == inv.devices[i].count {
+                counts[i] = 0;
+                i += 1;
+            }
+            if i == counts.len() {
+                break;
+            }
+            counts[i] += 1;
+        }
+    }
+    best.ok_or(PlanError::Empty(
+        "no usable choice (several hosts need a network)",
+    ))
+}
+
+/// HCLogP's branch and bound: classes fastest first, from the fastest
+/// device on, each class's count from all to none; a branch is cut when
+/// the balanced compute of the fastest devices it can still add (a lower
+/// bound on any completion's time) is no better than the best found.
+pub fn branch_and_bound(inv: &Inventory, p: &Problem) -> Result<Choice, PlanError> {
+    inv.check()?;
+    best_of(inv, p, None).ok_or(PlanError::Empty(
+        "no usable choice (several hosts need a network)",
+    ))
+}
+
+/// The best choice with exactly `want` devices (any number when `None`).
+fn best_of(inv: &Inventory, p: &Problem, want: Option<usize>) -> Option<Choice> {
+    let mut order: Vec<usize> = (0..inv.devices.len()).collect();
+    order.sort_by(|&a, &b| {
+        inv.devices[a]
+            .seconds_per_cell
+            .total_cmp(&inv.devices[b].seconds_per_cell)
+    });
+    let mut best: Option<Choice> = None;
+    for net in inv.network_options() {
+        let mut b = Bound {
+            inv,
+            p,
+            net,
+            order: &order,
+            cells: p.rows * p.cells_per_row * p.iterations,
+            counts: vec![0; inv.devices.len()],
+            best: best.take(),
+        };
+        b.search(0, 0.0, want.unwrap_or(usize::MAX), want.is_some());
+        best = b.best;
+    }
+    best
+}
+
+/// One branch-and-bound search over the classes in `order`.
+struct Bound<'a> {
+    inv: &'a Inventory,
+    p: &'a Problem,
+    net: Option<&'a Network>,
+    order: &'a [usize],
+    cells: f64,
+    counts: Vec<usize>,
+    best: Option<Choice>,
+}
+
+impl Bound<'_> {
+    /// Decides classes `order[i..]` with `speed` chosen so far and at most
+    /// `left` devices more (exactly, when `exact`).
+    fn search(&mut self, i: usize, speed: f64, left: usize, exact: bool) {
+        // The fastest devices still open: no completion computes faster.
+        let mut open = 0.0;
+        let mut room = left;
+        for &c in &self.order[i..] {
+            let d = &self.inv.devices[c];
+            let k = room.min(d.count);
+            open += k as f64 / d.seconds_per_cell;
+            room -= k;
+        }
+        if exact && room > 0 {
+            return;
+        }
+        let total = speed + open;
+        if total <= 0.0 {
+            return;
+        }
+        if let Some(b) = &self.best {
+            if self.cells / total > b.seconds {
+                return;
+            }
+        }
+        if i == self.order.len() {
+            if let Some(c) = self.inv.choice(self.p, self.counts.clone(), self.net) {
+                if better(&c, &self.best) {
+                    self.best = Some(c);
+                }
+            }
+            return;
+        }
+        let class = self.order[i];
+        let (count, spc) = {
+            let d = &self.inv.devices[class];
+            (d.count, d.seconds_per_cell)
+        };
+        for n in (0..=count.min(left)).rev() {
+            self.counts[class] = n;
+            self.search(i + 1, speed + n as f64 / spc, left - n, exact);
+        }
+        self.counts[class] = 0;
+    }
+}
+
+/// The Pareto front of (devices, time): for each device count the best
+/// choice with exactly that many (branch and bound under the count), kept
+/// when it beats every smaller count.
+pub fn pareto(inv: &Inventory, p: &Problem) -> Result<Vec<Choice>, PlanError> {
+    inv.check()?;
+    let total: usize = inv.devices.iter().map(|d| d.count).sum();
+    let mut front: Vec<Choice> = Vec::new();
+    for n in 1..=total {
+        if let Some(c) = best_of(inv, p, Some(n)) {
+            if front.last().is_none_or(|f| c.seconds < f.seconds) {
+                front.push(c);
+            }
+        }
+    }
+    Ok(front)
+}
+
+/// Rivera's sweep over one choice of devices: rows seeded or equal, and
+/// every devices-per-rank from 1 to the most devices on a host, sorted by
+/// estimated time.
+pub fn sweep(inv: &Inventory, p: &Problem, best: &Choice) -> Vec<Choice> {
+    let net = best
+        .network
+        .as_ref()
+        .and_then(|n| inv.networks.iter().find(|x| &x.name == n));
+    // The most devices the choice puts on one host.
+    let mut per_host: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (d, &n) in inv.devices.iter().zip(&best.counts) {
+        *per_host.entry(d.host.as_str()).or_default() += n;
+    }
+    let most = per_host.values().copied().max().unwrap_or(1).max(1);
+    let mut out = Vec::new();
+    for weights in [Weights::Seeded, Weights::Equal] {
+        for per_rank in 1..=most {
+            if let Some(seconds) = inv.time(p, &best.counts, net, per_rank, weights) {
+                out.push(Choice {
+                    per_rank,
+                    weights,
+                    seconds,
+                    ..best.clone()
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn problem(rows: f64, estimate: Estimate) -> Problem {
+        Problem {
+            rows,
+            cells_per_row: 1024.0,
+            halo_rows: 1.0,
+            bytes_per_row: 4096.0,
+            iterations: 100.0,
+            estimate,
+        }
+    }
+
+    fn inventory(classes: &[(usize, f64, usize)], nets: &[(f64, f64)]) -> Inventory {
+        Inventory {
+            in_process: LinkSpec {
+                alpha: 2e-6,
+                beta: 1e-11,
+            },
+            shared_memory: Some(LinkSpec {
+                alpha: 5e-6,
+                beta: 1e-10,
+            }),
+            networks: nets
+                .iter()
+                .enumerate()
+                .map(|(i, &(alpha, beta))| Network {
+                    name: format!("net{i}"),
+                    alpha,
+                    beta,
+                })
+                .collect(),
+            devices: classes
+                .iter()
+                .enumerate()
+                .map(|(i, &(host, spc, count))| DeviceClass {
+                    name: format!("c{i}"),
+                    host: format!("h{host}"),
+                    seconds_per_cell: spc,
+                    count,
+                })
+                .collect(),
+        }
+    }
+
+    /// Every subset of individual devices, for the Pareto front's reference.
+    fn brute_front(inv: &Inventory, p: &Problem) -> Vec<(usize, f64)> {
+        let total: usize = inv.devices.iter().map(|d| d.count).sum();
+        let mut best = vec![f64::INFINITY; total + 1];
+        let mut counts = vec![0usize; inv.devices.len()];
+        loop {
+            let n: usize = counts.iter().sum();
+            for net in inv.network_options() {
+                if let Some(t) = inv.time(p, &counts, net, n.max(1), Weights::Seeded) {
+                    best[n] = best[n].min(t);
+                }
+            }
+            let mut i = 0;
+            while i < counts.len() && counts[i] == inv.devices[i].count {
+                counts[i] = 0;
+                i += 1;
+            }
+            if i == counts.len() {
+                break;
+            }
+            counts[i] += 1;
+        }
+        let mut front = Vec::new();
+        for (n, &t) in best.iter().enumerate().skip(1) {
+            if t.is_finite() && front.last().is_none_or(|&(_, f)| t < f) {
+                front.push((n, t));
+            }
+        }
+        front
+    }
+
+    fn classes() -> impl Strategy<Value = Vec<(usize, f64, usize)>> {
+        prop::collection::vec((0usize..3, 1e-10f64..1e-8, 0usize..4), 1..5)
+            .prop_filter("some device", |c| c.iter().any(|x| x.2 > 0))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Branch and bound finds the exhaustive optimum, and the Pareto
+        /// front is brute force's, for either estimate.
+        #[test]
+        fn branch_and_bound_and_the_front_match_brute_force(
+            c in classes(),
+            nets in prop::collection::vec((1e-6f64..1e-3, 1e-11f64..1e-8), 0..3),
+            rows in 16.0f64..100_000.0,
+            overlap in any::<bool>(),
+        ) {
+            let inv = inventory(&c, &nets);
+            let p = problem(rows, if overlap { Estimate::Overlap } else { Estimate::Additive });
+            let (bb, ex) = (branch_and_bound(&inv, &p).unwrap(), exhaustive(&inv, &p).unwrap());
+            prop_assert!((bb.seconds - ex.seconds).abs() <= 1e-12 * ex.seconds, "{:?} {:?}", bb, ex);
+            let front: Vec<(usize, f64)> = pareto(&inv, &p).unwrap().iter().map(|c| (c.devices, c.seconds)).collect();
+            let brute = brute_front(&inv, &p);
+            prop_assert_eq!(front.len(), brute.len(), "{:?} {:?}", front, brute);
+            for (a, b) in front.iter().zip(&brute) {
+                prop_assert_eq!(a.0, b.0);
+                prop_assert!((a.1 - b.1).abs() <= 1e-12 * b.1);
+            }
+        }
+    }
+
+    /// Soares §4.1: fast devices behind a slow network lose to slower ones
+    /// on a fast one when messages dominate, and win when compute does.
+    #[test]
+    fn the_network_decides_when_messages_dominate() {
+        // Host 0: two devices, 4x faster, reachable only over the slow
+        // network from host 1; host 1: eight slow devices.
+        let inv = inventory(&[(0, 1e-9, 2), (1, 4e-9, 8)], &[(1e-3, 1e-7)]);
+        // Few rows: an iteration is microseconds of compute, the network
+        // milliseconds.
+        let small = branch_and_bound(&inv, &problem(64.0, Estimate::Additive)).unwrap();
+        assert_eq!(small.network, None);
+        assert_eq!(small.counts, vec![2, 0], "{small:?}");
+        // Many rows: compute dominates and every device pays off.
+        let big = branch_and_bound(&inv, &problem(1e6, Estimate::Additive)).unwrap();
+        assert_eq!(big.counts, vec![2, 8], "{big:?}");
+        assert_eq!(big.network.as_deref(), Some("net0"));
+    }
+
+    #[test]
+    fn the_sweep_ranks_layouts_and_seeding_wins_on_mixed_devices() {
+        let inv = inventory(&[(0, 1e-9, 2), (0, 3e-9, 2)], &[]);
+        // Additive: the messages count, hidden by nothing.
+        let p = problem(4096.0, Estimate::Additive);
+        let best = branch_and_bound(&inv, &p).unwrap();
+        let s = sweep(&inv, &p, &best);
+        assert_eq!(s.len(), 8, "2 weightings x 1..4 per rank");
+        assert!(s.windows(2).all(|w| w[0].seconds <= w[1].seconds));
+        assert_eq!(s[0].weights, Weights::Seeded);
+        assert_eq!(s[0].per_rank, 4, "in-process links are the cheapest");
+    }
+
+    #[test]
+    fn bad_inventories_are_refused() {
+        let mut inv = inventory(&[(0, 1e-9, 0)], &[]);
+        assert_eq!(
+            branch_and_bound(&inv, &problem(10.0, Estimate::Additive)).unwrap_err(),
+            PlanError::Empty("no devices")
+        );
+        inv.devices[0].count = 1;
+        inv.devices[0].seconds_per_cell = -1.0;
+        assert_eq!(
+            exhaustive(&inv, &problem(10.0, Estimate::Additive))
+                .unwrap_err()
+                .to_string(),
+            "device c0 seconds_per_cell must be a finite number > 0, got -1"
+        );
+        // Two hosts and no network: each host alone.
+        let inv = inventory(&[(0, 1e-9, 1), (1, 1e-9, 1)], &[]);
+        let c = branch_and_bound(&inv, &problem(10.0, Estimate::Additive)).unwrap();
+        assert_eq!(c.devices, 1);
+    }
+}

@@ -1,0 +1,1084 @@
+//! A simulator of the skeleton's loop on a virtual clock: the real layouts,
+//! halo and redistribution plans (hitmap), the real ALB cycle and
+//! heuristics (heuristics), with modelled devices and links in place of
+//! kernels and messages.
+//!
+//! Each device keeps its own clock. In an iteration it computes its border
+//! strips, posts its halo messages, computes its inner region and then
+//! waits for its neighbours' halos, each of which left when that neighbour
+//! finished its borders and took the link's time (a sender's messages
+//! share its bandwidth one after another, their latencies overlap) (`max(inner, arrivals)`,
+//! the schedule [`Method::Overlap`](crate::predict::Method::Overlap) models
+//! in closed form). No device waits for another otherwise: kernel times
+//! for ALB travel point to point and are read one iteration late, as in
+//! the skeleton, and only a rebalance lines every clock up (its barrier).
+//!
+//! Kernel time is `seconds_per_cell · cells · slowdown · drift · ε` with `ε`
+//! lognormal of mean 1 and the device's coefficient of variation, or, in
+//! trace mode, a real report's kernel times replayed as they were. Fed the
+//! same kernel times and redistribution costs as a real run, the simulator
+//! asks the heuristic at the same iterations on the same windows, so it
+//! decides alike and moves to the same weights: trace mode checks that the
+//! rows it computes are the rows the real run had, every iteration.
+
+use heuristics::{
+    relayout, throughput_weights, Cycle, Heuristic, HeuristicSpec, Rebalanced, Snapshot,
+};
+use hitmap::{
+    split_border, Footprint, HaloPlan, HitmapError, Layout, Partition, RedistributionPlan, Shape,
+};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, LogNormal};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::link::Hockney;
+
+/// Why a simulation cannot run or stopped.
+#[derive(Debug, Error)]
+pub enum SimError {
+    /// No devices, or every device failed.
+    #[error("no devices left to simulate")]
+    NoDevices,
+    /// A device's speed, noise or slowdown is not a usable number.
+    #[error("device {device}: {what} must be a finite number {bound}, got {value}")]
+    BadDevice {
+        /// Device index.
+        device: usize,
+        /// Which quantity.
+        what: &'static str,
+        /// What it must be.
+        bound: &'static str,
+        /// What it was.
+        value: f64,
+    },
+    /// The layouts cannot be built (too many devices for the rows, ...).
+    #[error(transparent)]
+    Layout(#[from] HitmapError),
+    /// ALB needs a weighted partition.
+    #[error("load balancing needs a weighted partition (w<d>), not {0}")]
+    AlbNeedsWeights(Partition),
+    /// A trace does not cover the run.
+    #[error("the trace has {got} {what}, the run needs {needed}")]
+    TraceShape {
+        /// What is short.
+        what: &'static str,
+        /// How many the run needs.
+        needed: usize,
+        /// How many the trace has.
+        got: usize,
+    },
+    /// Trace mode computed other rows than the real run had: the
+    /// simulator's cycle or relayout no longer matches the skeleton's.
+    #[error("trace diverged at iteration {iter}: device {device} had {real} rows in the real run, {simulated} simulated")]
+    TraceDiverged {
+        /// Iteration.
+        iter: u64,
+        /// Device.
+        device: usize,
+        /// Rows in the trace.
+        real: usize,
+        /// Rows simulated.
+        simulated: usize,
+    },
+    /// A trace with a failing device.
+    #[error("trace mode replays runs without device failures")]
+    TraceWithFailure,
+    /// The heuristic proposed weights that are not one finite non-negative
+    /// number per device.
+    #[error("the heuristic proposed invalid weights {0:?}")]
+    BadWeights(Vec<f64>),
+}
+
+/// A change of speed from an iteration on: kernels take `factor` times as
+/// long from iteration `from` (the `slowdown=F@ITER` of a device spec).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Slowdown {
+    /// At least 1 in a device spec; any positive factor here.
+    pub factor: f64,
+    /// First iteration affected.
+    pub from: u64,
+}
+
+/// Thermal drift: the kernel time factor ramps linearly from 1 at iteration
+/// `from` to `factor` at `until`, and stays there.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// Factor reached at `until`.
+    pub factor: f64,
+    /// First iteration of the ramp.
+    pub from: u64,
+    /// Last iteration of the ramp.
+    pub until: u64,
+}
+
+impl Drift {
+    fn at(&self, it: u64) -> f64 {
+        if it <= self.from {
+            1.0
+        } else if it >= self.until {
+            self.factor
+        } else {
+            let x = (it - self.from) as f64 / (self.until - self.from) as f64;
+            1.0 + (self.factor - 1.0) * x
+        }
+    }
+}
+
+/// A modelled device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimDevice {
+    /// Display name (the report's device text).
+    pub name: String,
+    /// Seconds per cell update at full speed.
+    pub seconds_per_cell: f64,
+    /// Coefficient of variation of the lognormal kernel-time noise.
+    pub cv: f64,
+    /// Initial weight under `w<d>`.
+    pub weight: f64,
+    /// Host (node) index: messages between hosts take the inter-host link
+    /// and share their host's network interface.
+    pub host: usize,
+    /// Speed changes, applied multiplicatively.
+    pub slowdowns: Vec<Slowdown>,
+    /// Thermal drift.
+    pub drift: Option<Drift>,
+    /// The iteration at which the device fails (it is dropped and the run
+    /// goes on over the others).
+    pub fail_at: Option<u64>,
+}
+
+impl SimDevice {
+    /// A device updating a cell in `seconds_per_cell`, noiseless, weight 1,
+    /// on host 0.
+    pub fn new(name: impl Into<String>, seconds_per_cell: f64) -> SimDevice {
+        SimDevice {
+            name: name.into(),
+            seconds_per_cell,
+            cv: 0.0,
+            weight: 1.0,
+            host: 0,
+            slowdowns: Vec::new(),
+            drift: None,
+            fail_at: None,
+        }
+    }
+
+    /// The factor on kernel time at iteration `it`, noise aside.
+    pub fn factor(&self, it: u64) -> f64 {
+        let slow: f64 = self
+            .slowdowns
+            .iter()
+            .filter(|s| it >= s.from)
+            .map(|s| s.factor)
+            .product();
+        slow * self.drift.map_or(1.0, |d| d.at(it))
+    }
+}
+
+/// The links: within a host and between hosts, plus the sender's cost of
+/// posting one small message (each device sends its kernel time to every
+/// other every iteration).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Links {
+    /// Between devices of one host.
+    pub intra: Hockney,
+    /// Between hosts; the bytes leaving one host in an iteration share its
+    /// interface (per-host contention).
+    pub inter: Hockney,
+    /// Seconds to post one small message.
+    pub post: f64,
+}
+
+impl Default for Links {
+    /// Free links: compute alone.
+    fn default() -> Links {
+        let free = Hockney {
+            alpha: 0.0,
+            beta: 0.0,
+        };
+        Links {
+            intra: free,
+            inter: free,
+            post: 0.0,
+        }
+    }
+}
+
+/// Where kernel times come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kernels {
+    /// The device models, noise drawn from this seed.
+    Modelled {
+        /// Seed of the noise.
+        seed: u64,
+    },
+    /// A real run's: `compute[i][d]` is device `d`'s kernel seconds in
+    /// iteration `i`, `rows[i][d]` its rows (checked against the
+    /// simulation's), `redistribution_seconds[k]` the cost of the `k`-th
+    /// rebalance (heuristics learn from it).
+    Trace {
+        /// Kernel seconds by iteration and device.
+        compute: Vec<Vec<f64>>,
+        /// Rows by iteration and device.
+        rows: Vec<Vec<usize>>,
+        /// Seconds of each rebalance, in order.
+        redistribution_seconds: Vec<f64>,
+    },
+}
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// The cells computed (the global array's interior).
+    pub domain: Shape,
+    /// How it is cut.
+    pub partition: Partition,
+    /// The stencil's footprint (halo plans, border widths, thinnest block).
+    pub footprint: Footprint,
+    /// Bytes of one cell of one level.
+    pub cell_bytes: f64,
+    /// Levels moved by a rebalance (2 for kernels reading the level before).
+    pub levels: usize,
+    /// Iterations.
+    pub iters: u64,
+    /// The devices.
+    pub devices: Vec<SimDevice>,
+    /// The links.
+    pub links: Links,
+    /// The heuristic (none: no load balancing).
+    pub heuristic: Option<HeuristicSpec>,
+    /// ALB window.
+    pub window: usize,
+    /// Kernel times.
+    pub kernels: Kernels,
+    /// The skeleton's own seconds per iteration on every device beyond its
+    /// kernels and messages (a machine's `iteration_overhead`).
+    pub iteration_overhead: f64,
+    /// A rebalance's seconds against the bytes it moves (a machine's
+    /// calibrated `rebalance`); `None`: each device's moves over the links.
+    pub rebalance: Option<Hockney>,
+    /// Keep every `record_every`-th iteration's per-device record (1: all;
+    /// 1024 devices x 10,000 iterations is 10 million records).
+    pub record_every: u64,
+}
+
+/// One device in one iteration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceStep {
+    /// Kernel seconds.
+    pub compute: f64,
+    /// Seconds posting messages and waiting for halos.
+    pub comm: f64,
+    /// Rows held along the partitioned dimension.
+    pub rows: usize,
+}
+
+/// One recorded iteration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Its number.
+    pub iter: u64,
+    /// The slowest device's wall time in it.
+    pub seconds: f64,
+    /// Virtual time at its end, on the latest clock.
+    pub elapsed: f64,
+    /// Every device, in device order (failed ones: zeros).
+    pub devices: Vec<DeviceStep>,
+}
+
+/// A rebalance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Move {
+    /// Iteration after which it happened.
+    pub iter: u64,
+    /// Modelled (or, in trace mode, replayed) seconds.
+    pub seconds: f64,
+    /// Rows that changed owner.
+    pub rows_moved: usize,
+    /// Bytes moved.
+    pub bytes_moved: f64,
+    /// Row shares before, per live device.
+    pub weights_before: Vec<f64>,
+    /// Row shares after.
+    pub weights_after: Vec<f64>,
+}
+
+/// What a check decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Rebalanced.
+    Rebalance,
+    /// Kept the layout.
+    Keep,
+    /// Asked to rebalance, but the blocks would be thinner than the stencil.
+    SkippedTooThin,
+}
+
+/// One heuristic check.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Iteration checked.
+    pub iter: u64,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// The heuristic's values behind it.
+    pub values: Vec<(String, f64)>,
+}
+
+/// A device lost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// Device index.
+    pub device: usize,
+    /// Iteration at which it failed (the run goes on from there).
+    pub iter: u64,
+    /// Virtual seconds at the failure.
+    pub at_seconds: f64,
+    /// Devices left.
+    pub devices_left: usize,
+}
+
+/// A simulated run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Simulated {
+    /// The recorded iterations.
+    pub steps: Vec<Step>,
+    /// Every iteration's wall time (the slowest device's).
+    pub iteration_seconds: Vec<f64>,
+    /// Mean over iterations of wall time minus the slowest kernel time.
+    pub overhead_per_iteration: f64,
+    /// Virtual loop time (the latest clock at the end).
+    pub loop_seconds: f64,
+    /// Every rebalance.
+    pub moves: Vec<Move>,
+    /// Every heuristic check.
+    pub checks: Vec<Check>,
+    /// Devices lost.
+    pub failures: Vec<Failure>,
+    /// Halo messages sent in all.
+    pub halo_messages: u64,
+}
+
+/// The per-layout geometry: rows, cells, border share and halo messages
+/// of each live device.
+struct Geometry {
+    layout: Layout,
+    rows: Vec<usize>,
+    cells: Vec<f64>,
+    border: Vec<f64>,
+    /// `(to, bytes)` per live device.
+    sends: Vec<Vec<(usize, f64)>>,
+}
+
+impl Geometry {
+    fn new(layout: Layout, fp: &Footprint, cell_bytes: f64) -> Result<Geometry, SimError> {
+        let plan = HaloPlan::new(&layout, fp)?;
+        let (low, high) = (fp.low(), fp.high());
+        let (wl, wh): (Vec<i64>, Vec<i64>) = (
+            high.iter().map(|&x| x as i64).collect(),
+            low.iter().map(|&x| x as i64).collect(),
+        );
+        let topo = layout.topology().dims().to_vec();
+        let nd = layout.domain().ndims();
+        let cut: Vec<bool> = (0..nd)
+            .map(|d| {
+                layout
+                    .cut_dims()
+                    .iter()
+                    .position(|&c| c == d)
+                    .is_some_and(|axis| topo[axis] > 1)
+            })
+            .collect();
+        let along = layout.cut_dims().first().copied().unwrap_or(0);
+        let mut g = Geometry {
+            rows: Vec::with_capacity(layout.procs()),
+            cells: Vec::with_capacity(layout.procs()),
+            border: Vec::with_capacity(layout.procs()),
+            sends: Vec::with_capacity(layout.procs()),
+            layout: layout.clone(),
+        };
+        for (p, b) in layout.blocks().iter().enumerate() {
+            let (strips, _) = split_border(b, &wl, &wh, &cut);
+            g.rows.push(b.sig(along).card());
+            g.cells.push(b.card() as f64);
+            g.border
+                .push(strips.iter().map(Shape::card).sum::<usize>() as f64);
+            g.sends.push(
+                plan.vp(p)
+                    .sends
+                    .iter()
+                    .map(|x| (x.peer, x.card() as f64 * cell_bytes))
+                    .collect(),
+            );
+        }
+        Ok(g)
+    }
+}
+
+/// Lognormal noise of mean 1 and coefficient of variation `cv` per device.
+struct Noise {
+    rng: StdRng,
+    dists: Vec<Option<LogNormal<f64>>>,
+}
+
+impl Noise {
+    fn new(devices: &[SimDevice], seed: u64) -> Noise {
+        let dists = devices
+            .iter()
+            .map(|d| {
+                (d.cv > 0.0).then(|| {
+                    let s2 = (1.0 + d.cv * d.cv).ln();
+                    LogNormal::new(-s2 / 2.0, s2.sqrt()).expect("a finite positive sigma")
+                })
+            })
+            .collect();
+        Noise {
+            rng: StdRng::seed_from_u64(seed),
+            dists,
+        }
+    }
+
+    fn draw(&mut self, d: usize) -> f64 {
+        match &self.dists[d] {
+            Some(l) => l.sample(&mut self.rng),
+            None => 1.0,
+        }
+    }
+}
+
+fn check(s: &Scenario) -> Result<(), SimError> {
+    if s.devices.is_empty() {
+        return Err(SimError::NoDevices);
+    }
+    for (device, d) in s.devices.iter().enumerate() {
+        let bad = |what, bound, value| SimError::BadDevice {
+            device,
+            what,
+            bound,
+            value,
+        };
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !positive(d.seconds_per_cell) {
+            return Err(bad("seconds per cell", "> 0", d.seconds_per_cell));
+        }
+        if !(d.cv.is_finite() && d.cv >= 0.0) {
+            return Err(bad("noise cv", ">= 0", d.cv));
+        }
+        if !(d.weight.is_finite() && d.weight >= 0.0) {
+            return Err(bad("weight", ">= 0", d.weight));
+        }
+        for sd in &d.slowdowns {
+            if !positive(sd.factor) {
+                return Err(bad("slowdown", "> 0", sd.factor));
+            }
+        }
+        if let Some(dr) = d.drift {
+            if !positive(dr.factor) {
+                return Err(bad("drift", "> 0", dr.factor));
+            }
+        }
+    }
+    if s.heuristic.as_ref().is_some_and(|h| h.name() != "none")
+        && !matches!(s.partition, Partition::Weighted(_))
+    {
+        return Err(SimError::AlbNeedsWeights(s.partition));
+    }
+    if let Kernels::Trace { compute, rows, .. } = &s.kernels {
+        if s.devices.iter().any(|d| d.fail_at.is_some()) {
+            return Err(SimError::TraceWithFailure);
+        }
+        for (what, len, widths) in [
+            (
+                "iterations of kernel times",
+                compute.len(),
+                compute.iter().map(Vec::len).collect::<Vec<_>>(),
+            ),
+            (
+                "iterations of rows",
+                rows.len(),
+                rows.iter().map(Vec::len).collect(),
+            ),
+        ] {
+            if len < s.iters as usize {
+                return Err(SimError::TraceShape {
+                    what,
+                    needed: s.iters as usize,
+                    got: len,
+                });
+            }
+            if let Some(&w) = widths.iter().find(|&&w| w != s.devices.len()) {
+                return Err(SimError::TraceShape {
+                    what: "devices in an iteration",
+                    needed: s.devices.len(),
+                    got: w,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One message of `bytes` from host `a` to host `b`, given the bytes
+/// leaving `a` for other hosts this iteration.
+fn link_time(l: &Links, a: usize, b: usize, bytes: f64, host_out: f64) -> f64 {
+    if a == b {
+        l.intra.time(bytes)
+    } else {
+        l.inter.alpha + l.inter.beta * host_out.max(bytes)
+    }
+}
+
+/// Runs the scenario.
+pub fn simulate(s: &Scenario) -> Result<Simulated, SimError> {
+    check(s)?;
+    let n = s.devices.len();
+    let hosts = s.devices.iter().map(|d| d.host).max().unwrap_or(0) + 1;
+    // Live devices, in device order: layouts and windows are over these.
+    let mut live: Vec<usize> = (0..n).collect();
+    let weights: Vec<f64> = s.devices.iter().map(|d| d.weight).collect();
+    let layout = Layout::new(&s.domain, s.partition, n, Some(&weights))?;
+    let (low, high) = (s.footprint.low(), s.footprint.high());
+    layout.check_width(&low, &high)?;
+    let mut geo = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
+    let mut heuristic: Option<Box<dyn Heuristic>> = s
+        .heuristic
+        .as_ref()
+        .filter(|h| h.name() != "none")
+        .map(HeuristicSpec::build);
+    if let Some(h) = heuristic.as_mut() {
+        h.init(s.iters);
+    }
+    let mut cycle = Cycle::new(n, s.window, 0, s.iters);
+    let mut noise = Noise::new(
+        &s.devices,
+        match s.kernels {
+            Kernels::Modelled { seed } => seed,
+            Kernels::Trace { .. } => 0,
+        },
+    );
+    let mut clock = vec![0.0f64; n];
+    let mut previous: Option<Vec<f64>> = None;
+    let mut out = Simulated {
+        steps: Vec::new(),
+        iteration_seconds: Vec::with_capacity(s.iters as usize),
+        overhead_per_iteration: 0.0,
+        loop_seconds: 0.0,
+        moves: Vec::new(),
+        checks: Vec::new(),
+        failures: Vec::new(),
+        halo_messages: 0,
+    };
+    let mut overhead = 0.0;
+    let every = s.record_every.max(1);
+    // Scratch, per live index.
+    let mut compute = vec![0.0; n];
+    let mut sent_at = vec![0.0; n];
+    let mut arrive = vec![0.0f64; n];
+    let mut began = vec![0.0; n];
+    let mut host_out = vec![0.0; hosts];
+    for it in 0..s.iters {
+        // Failures first: the device's launch in this iteration fails.
+        let failing: Vec<usize> = live
+            .iter()
+            .copied()
+            .filter(|&d| s.devices[d].fail_at == Some(it))
+            .collect();
+        if !failing.is_empty() {
+            let now = live.iter().map(|&d| clock[d]).fold(0.0, f64::max);
+            let share: Vec<f64> = live
+                .iter()
+                .zip(&geo.rows)
+                .filter(|(d, _)| !failing.contains(d))
+                .map(|(_, &r)| r.max(1) as f64)
+                .collect();
+            live.retain(|d| !failing.contains(d));
+            if live.is_empty() {
+                return Err(SimError::NoDevices);
+            }
+            for &d in &failing {
+                out.failures.push(Failure {
+                    device: d,
+                    iter: it,
+                    at_seconds: now,
+                    devices_left: live.len(),
+                });
+            }
+            let layout = Layout::new(&s.domain, s.partition, live.len(), Some(&share))?;
+            layout.check_width(&low, &high)?;
+            geo = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
+            cycle = Cycle::new(live.len(), s.window, it, s.iters);
+            previous = None;
+            // Everyone starts again together from the recovered state.
+            for &d in &live {
+                clock[d] = now;
+            }
+        }
+        let m = live.len();
+        if let Kernels::Trace { rows, .. } = &s.kernels {
+            for (i, &r) in geo.rows.iter().enumerate() {
+                let real = rows[it as usize][live[i]];
+                if real != r {
+                    return Err(SimError::TraceDiverged {
+                        iter: it,
+                        device: live[i],
+                        real,
+                        simulated: r,
+                    });
+                }
+            }
+        }
+        // Kernel times.
+        for (i, &d) in live.iter().enumerate() {
+            compute[i] = match &s.kernels {
+                Kernels::Trace { compute, .. } => compute[it as usize][d],
+                Kernels::Modelled { .. } => {
+                    let dev = &s.devices[d];
+                    dev.seconds_per_cell * geo.cells[i] * dev.factor(it) * noise.draw(d)
+                }
+            };
+        }
+        // Borders, then halos leave; each host's interface carries the bytes
+        // its devices send to other hosts.
+        host_out.iter_mut().for_each(|x| *x = 0.0);
+        for (i, &d) in live.iter().enumerate() {
+            let border = if geo.cells[i] > 0.0 {
+                compute[i] * geo.border[i] / geo.cells[i]
+            } else {
+                0.0
+            };
+            sent_at[i] = clock[d] + border;
+            let h = s.devices[d].host;
+            for &(q, bytes) in &geo.sends[i] {
+                if s.devices[live[q]].host != h {
+                    host_out[h] += bytes;
+                }
+            }
+        }
+        arrive[..m].iter_mut().for_each(|x| *x = 0.0);
+        for (i, &d) in live.iter().enumerate() {
+            let h = s.devices[d].host;
+            // A device's messages leave one after another (bytes), while
+            // their latencies overlap.
+            let mut queued = 0.0;
+            for &(q, bytes) in &geo.sends[i] {
+                let hq = s.devices[live[q]].host;
+                let t = link_time(&s.links, h, hq, bytes, host_out[h]);
+                let latency = if h == hq {
+                    s.links.intra.alpha
+                } else {
+                    s.links.inter.alpha
+                };
+                queued += t - latency;
+                arrive[q] = arrive[q].max(sent_at[i] + queued + latency);
+                out.halo_messages += 1;
+            }
+        }
+        let posts = s.links.post * (geo.sends.iter().map(Vec::len).max().unwrap_or(0)) as f64;
+        let alb_posts = if heuristic.is_some() {
+            s.links.post * (m - 1) as f64
+        } else {
+            0.0
+        };
+        let record = it % every == 0 || it + 1 == s.iters;
+        let mut step = record.then(|| vec![DeviceStep::default(); n]);
+        let mut slowest: f64 = 0.0;
+        for (i, &d) in live.iter().enumerate() {
+            let start = clock[d];
+            began[i] = start;
+            let inner_done = start + compute[i] + posts + alb_posts;
+            let waited = inner_done.max(arrive[i]);
+            // The skeleton's own time comes after the halos are in: it is
+            // neither kernel nor message time in the report.
+            let end = waited + s.iteration_overhead;
+            clock[d] = end;
+            slowest = slowest.max(compute[i]);
+            if let Some(st) = step.as_mut() {
+                st[d] = DeviceStep {
+                    compute: compute[i],
+                    comm: waited - start - compute[i],
+                    rows: geo.rows[i],
+                };
+            }
+        }
+        // ALB after the iteration, on the times of the one before.
+        let row: Vec<f64> = compute[..m].to_vec();
+        if let Some(h) = heuristic.as_mut() {
+            if cycle.after(it, previous.as_deref()) {
+                let windows = cycle.snapshot(&geo.rows);
+                let snap = Snapshot {
+                    iter: it,
+                    rebalances: out.moves.len(),
+                    remaining: s.iters - 1 - it,
+                    devices: &windows,
+                };
+                let dec = h.check(&snap);
+                let mut outcome = if dec.rebalance {
+                    Outcome::Rebalance
+                } else {
+                    Outcome::Keep
+                };
+                if dec.rebalance {
+                    let proposed = dec
+                        .weights
+                        .clone()
+                        .unwrap_or_else(|| throughput_weights(&windows));
+                    if proposed.len() != m || proposed.iter().any(|w| !w.is_finite() || *w < 0.0) {
+                        return Err(SimError::BadWeights(proposed));
+                    }
+                    match relayout(&geo.layout, &proposed, &low, &high)? {
+                        None => outcome = Outcome::SkippedTooThin,
+                        Some((weights, layout)) => {
+                            let plan = RedistributionPlan::new(&geo.layout, &layout)?;
+                            let next = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
+                            let seconds = match &s.kernels {
+                                Kernels::Trace {
+                                    redistribution_seconds,
+                                    ..
+                                } => redistribution_seconds
+                                    .get(out.moves.len())
+                                    .copied()
+                                    .unwrap_or(0.0),
+                                Kernels::Modelled { .. } => match s.rebalance {
+                                    Some(h) => h.time(
+                                        plan.cells_moved() as f64 * s.cell_bytes * s.levels as f64,
+                                    ),
+                                    None => move_seconds(s, &live, &plan, &next, s.cell_bytes),
+                                },
+                            };
+                            let along = geo.layout.cut_dims().first().copied().unwrap_or(0);
+                            let total: f64 = geo.rows.iter().map(|&r| r as f64).sum();
+                            out.moves.push(Move {
+                                iter: it,
+                                seconds,
+                                rows_moved: plan
+                                    .moves()
+                                    .iter()
+                                    .map(|mv| mv.region.sig(along).card())
+                                    .sum(),
+                                bytes_moved: plan.cells_moved() as f64
+                                    * s.cell_bytes
+                                    * s.levels as f64,
+                                weights_before: geo
+                                    .rows
+                                    .iter()
+                                    .map(|&r| r as f64 / total)
+                                    .collect(),
+                                weights_after: weights,
+                            });
+                            h.on_redistribute(&Rebalanced {
+                                iter: it,
+                                rebalances: out.moves.len(),
+                                devices: &windows,
+                                seconds,
+                                rows_moved: out.moves.last().map_or(0, |m| m.rows_moved),
+                            });
+                            cycle.rebalanced(it);
+                            // The barrier, then the move.
+                            let now = live.iter().map(|&d| clock[d]).fold(0.0, f64::max);
+                            let done = now + seconds;
+                            for &d in &live {
+                                clock[d] = done;
+                            }
+                            geo = next;
+                        }
+                    }
+                }
+                out.checks.push(Check {
+                    iter: it,
+                    outcome,
+                    values: dec
+                        .values
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), *v))
+                        .collect(),
+                });
+            }
+        }
+        previous = Some(row);
+        // A rebalance's barrier and move count in the iteration's wall time.
+        let wall = live
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| clock[d] - began[i])
+            .fold(0.0, f64::max);
+        overhead += wall - slowest;
+        out.iteration_seconds.push(wall);
+        let elapsed = live.iter().map(|&d| clock[d]).fold(0.0, f64::max);
+        if let Some(devices) = step {
+            out.steps.push(Step {
+                iter: it,
+                seconds: wall,
+                elapsed,
+                devices,
+            });
+        }
+    }
+    if let Some(h) = heuristic.as_mut() {
+        h.end();
+    }
+    out.loop_seconds = clock.iter().copied().fold(0.0, f64::max);
+    out.overhead_per_iteration = overhead / s.iters.max(1) as f64;
+    Ok(out)
+}
+
+/// A rebalance's modelled time: each live device sends and receives its
+/// moves one after another, then refreshes its halos; the slowest decides.
+fn move_seconds(
+    s: &Scenario,
+    live: &[usize],
+    plan: &RedistributionPlan,
+    next: &Geometry,
+    cell_bytes: f64,
+) -> f64 {
+    let mut busy = vec![0.0f64; live.len()];
+    for mv in plan.moves() {
+        let bytes = mv.region.card() as f64 * cell_bytes * s.levels as f64;
+        let (a, b) = (s.devices[live[mv.from]].host, s.devices[live[mv.to]].host);
+        let t = link_time(&s.links, a, b, bytes, bytes);
+        busy[mv.from] += t;
+        busy[mv.to] += t;
+    }
+    for (i, sends) in next.sends.iter().enumerate() {
+        for &(q, bytes) in sends {
+            let (a, b) = (s.devices[live[i]].host, s.devices[live[q]].host);
+            busy[q] += link_time(&s.links, a, b, bytes, bytes);
+        }
+    }
+    busy.into_iter().fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predict::{Device, LinkClass, Machine, Method, Run};
+    use proptest::prelude::*;
+
+    fn cross() -> Footprint {
+        Footprint::new(2, vec![vec![-1, 0], vec![1, 0], vec![0, -1], vec![0, 1]])
+    }
+
+    fn scenario(devices: Vec<SimDevice>, rows: i64, iters: u64, alb: Option<&str>) -> Scenario {
+        Scenario {
+            domain: Shape::from_ranges(&[(1, rows + 1), (1, 1025)]),
+            partition: Partition::Weighted(0),
+            footprint: cross(),
+            cell_bytes: 4.0,
+            levels: 1,
+            iters,
+            devices,
+            links: Links::default(),
+            heuristic: alb.map(|a| a.parse().unwrap()),
+            window: heuristics::WINDOW,
+            kernels: Kernels::Modelled { seed: 1 },
+            iteration_overhead: 0.0,
+            rebalance: None,
+            record_every: 1,
+        }
+    }
+
+    /// Two identical noiseless devices: every iteration takes exactly the
+    /// closed form of `Method::Overlap` (borders, then the exchange behind
+    /// the inner rows), whether the exchange or the inner rows are longer.
+    #[test]
+    fn noiseless_identical_devices_match_the_overlap_closed_form() {
+        for (alpha, beta) in [(1e-6, 1e-10), (1e-3, 1e-8)] {
+            let link = Hockney { alpha, beta };
+            let mut s = scenario(
+                (0..2)
+                    .map(|i| SimDevice::new(format!("d{i}"), 2e-9))
+                    .collect(),
+                1024,
+                50,
+                None,
+            );
+            s.links = Links {
+                intra: link,
+                inter: link,
+                post: 0.0,
+            };
+            let sim = simulate(&s).unwrap();
+            let machine = Machine::new(
+                (0..2).map(|i| Device::new(format!("d{i}"), 2e-9)).collect(),
+                vec![LinkClass::from_hockney("l", link)],
+            )
+            .unwrap();
+            let run = Run::from_weights(1024, 1024, 1, 4096.0, 50, &[1.0; 2], "l").unwrap();
+            let p = machine.predict(&run, Method::Overlap).unwrap();
+            assert!(
+                (sim.loop_seconds - p.loop_time).abs() < 1e-9 * p.loop_time,
+                "{} vs {}",
+                sim.loop_seconds,
+                p.loop_time
+            );
+            assert_eq!(sim.halo_messages, 2 * 50);
+        }
+    }
+
+    /// With no noise and speeds 1 : 1/3, the first rebalance moves to 3 : 1.
+    #[test]
+    fn weights_converge_to_the_speed_ratio() {
+        let s = scenario(
+            vec![SimDevice::new("fast", 1e-9), SimDevice::new("slow", 3e-9)],
+            1024,
+            200,
+            Some("next-alb"),
+        );
+        let sim = simulate(&s).unwrap();
+        let first = &sim.moves[0];
+        assert_eq!(first.iter, 30, "the first full window");
+        assert!((first.weights_after[0] - 0.75).abs() < 1e-9);
+        assert_eq!(sim.steps[31].devices[0].rows, 768);
+        assert_eq!(sim.steps[31].devices[1].rows, 256);
+    }
+
+    /// A run fed back its own kernel times and rebalance costs decides alike
+    /// at every check and moves to the same weights.
+    #[test]
+    fn trace_mode_reproduces_a_run_it_is_fed() {
+        for alb in ["const-iters", "cost-aware", "welch", "next-alb"] {
+            let mut slow = SimDevice::new("slow", 1e-9);
+            slow.slowdowns.push(Slowdown {
+                factor: 3.0,
+                from: 200,
+            });
+            slow.cv = 0.1;
+            let mut fast = SimDevice::new("fast", 1e-9);
+            fast.cv = 0.1;
+            let mut s = scenario(vec![fast, slow], 512, 600, Some(alb));
+            s.links.intra = Hockney {
+                alpha: 1e-5,
+                beta: 1e-9,
+            };
+            let real = simulate(&s).unwrap();
+            assert!(!real.moves.is_empty(), "{alb}");
+            s.kernels = Kernels::Trace {
+                compute: real
+                    .steps
+                    .iter()
+                    .map(|st| st.devices.iter().map(|d| d.compute).collect())
+                    .collect(),
+                rows: real
+                    .steps
+                    .iter()
+                    .map(|st| st.devices.iter().map(|d| d.rows).collect())
+                    .collect(),
+                redistribution_seconds: real.moves.iter().map(|m| m.seconds).collect(),
+            };
+            let replay = simulate(&s).unwrap();
+            assert_eq!(replay.checks, real.checks, "{alb}");
+            assert_eq!(replay.moves, real.moves, "{alb}");
+        }
+    }
+
+    #[test]
+    fn a_trace_that_disagrees_is_caught() {
+        let s = scenario(
+            vec![SimDevice::new("a", 1e-9), SimDevice::new("b", 1e-9)],
+            64,
+            3,
+            None,
+        );
+        let mut t = s.clone();
+        t.kernels = Kernels::Trace {
+            compute: vec![vec![1.0, 1.0]; 3],
+            rows: vec![vec![32, 32], vec![32, 32], vec![31, 33]],
+            redistribution_seconds: vec![],
+        };
+        assert!(matches!(
+            simulate(&t),
+            Err(SimError::TraceDiverged {
+                iter: 2,
+                device: 0,
+                real: 31,
+                simulated: 32
+            })
+        ));
+        t.kernels = Kernels::Trace {
+            compute: vec![vec![1.0, 1.0]; 2],
+            rows: vec![vec![32, 32]; 3],
+            redistribution_seconds: vec![],
+        };
+        assert_eq!(
+            simulate(&t).unwrap_err().to_string(),
+            "the trace has 2 iterations of kernel times, the run needs 3"
+        );
+    }
+
+    #[test]
+    fn bad_devices_are_refused_by_name() {
+        let mut d = SimDevice::new("a", 1e-9);
+        d.cv = f64::NAN;
+        let e = simulate(&scenario(vec![d], 64, 3, None)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "device 0: noise cv must be a finite number >= 0, got NaN"
+        );
+        let e = simulate(&scenario(vec![SimDevice::new("a", 0.0)], 64, 3, None)).unwrap_err();
+        assert!(e.to_string().contains("seconds per cell must be"));
+        assert!(matches!(
+            simulate(&scenario(vec![], 64, 3, None)),
+            Err(SimError::NoDevices)
+        ));
+    }
+
+    /// A failed device keeps no rows; the others share them all from then
+    /// on, and the run goes to its end.
+    #[test]
+    fn a_failed_device_is_dropped() {
+        let mut d = SimDevice::new("b", 1e-9);
+        d.fail_at = Some(40);
+        let s = scenario(
+            vec![SimDevice::new("a", 1e-9), d, SimDevice::new("c", 1e-9)],
+            300,
+            100,
+            Some("const-iters"),
+        );
+        let sim = simulate(&s).unwrap();
+        assert_eq!(sim.failures.len(), 1);
+        assert_eq!((sim.failures[0].device, sim.failures[0].iter), (1, 40));
+        assert_eq!(sim.steps.len(), 100);
+        assert!(sim.steps[39].devices[1].rows > 0);
+        for st in &sim.steps[40..] {
+            assert_eq!(st.devices[1].rows, 0);
+            assert_eq!(st.devices.iter().map(|d| d.rows).sum::<usize>(), 300);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Whatever the speeds, noise and slowdowns: rows are conserved
+        /// every iteration, no block is ever thinner than the stencil, the
+        /// clock only moves forward, and a seed gives the same run twice.
+        #[test]
+        fn rows_are_conserved_and_blocks_stay_wide(
+            speeds in prop::collection::vec((1e-10f64..1e-8, 0.0f64..0.5, 1.0f64..10.0, 0u64..150), 2..9),
+            rows in 40i64..400,
+            alb in prop::sample::select(vec!["const-iters", "next-alb", "cost-aware", "welch", "double-iters"]),
+            seed in any::<u64>(),
+        ) {
+            let devices = speeds
+                .iter()
+                .enumerate()
+                .map(|(i, &(spc, cv, f, at))| {
+                    let mut d = SimDevice::new(format!("d{i}"), spc);
+                    d.cv = cv;
+                    d.slowdowns.push(Slowdown { factor: f, from: at });
+                    d
+                })
+                .collect();
+            let mut s = scenario(devices, rows, 200, Some(alb));
+            s.kernels = Kernels::Modelled { seed };
+            let sim = simulate(&s).unwrap();
+            let mut last = 0.0;
+            for st in &sim.steps {
+                prop_assert_eq!(st.devices.iter().map(|d| d.rows).sum::<usize>(), rows as usize);
+                prop_assert!(st.devices.iter().all(|d| d.rows >= 1));
+                prop_assert!(st.elapsed >= last);
+                last = st.elapsed;
+            }
+            prop_assert_eq!(simulate(&s).unwrap(), sim);
+        }
+    }
+}
