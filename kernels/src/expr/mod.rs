@@ -20,6 +20,7 @@
 //! multiply-adds on either side.
 
 pub mod build;
+mod fused;
 mod parse;
 mod rows;
 
