@@ -1,7 +1,7 @@
 //! Every parser of user input gives a value or an error, never a panic:
 //! stencil spec files (weighted and expressions, whose kernels are also
 //! built and their device code written), device files, `--devices`
-//! entries, heuristics, partitions, checkpoint manifests. Inputs are arbitrary text and valid
+//! entries, heuristics, partitions, checkpoint manifests, PGM images. Inputs are arbitrary text and valid
 //! inputs with random edits. `FUZZ_CASES` raises the count per parser
 //! (the default keeps CI quick).
 
@@ -111,6 +111,21 @@ proptest! {
     #[test]
     fn device_entries(text in prop_oneof![".*", mutated("cpu:threads=2,weight=3,slowdown=2.5@100"), mutated("opencl:platform=0,device=1")]) {
         let _ = epsilod::DeviceSpec::parse(&text);
+    }
+
+    #[test]
+    fn pgm_images(
+        text in prop_oneof![".*", mutated("P2\n# c\n3 2\n255\n0 1 2\n3 4 255\n")],
+        binary in prop::collection::vec(any::<u8>(), 0..40),
+        wide in any::<bool>(),
+    ) {
+        let _ = epsilod::pgm::parse(text.as_bytes());
+        // Binary images: a valid header, then any bytes (too few, too many).
+        let mut p5 = if wide { b"P5 2 3\n1000\n".to_vec() } else { b"P5\n2 3 255\n".to_vec() };
+        p5.extend(&binary);
+        if let Ok(img) = epsilod::pgm::parse(&p5) {
+            prop_assert_eq!(img.pixels.len(), 6);
+        }
     }
 
     #[test]
