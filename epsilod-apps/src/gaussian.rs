@@ -311,7 +311,7 @@ mod tests {
         // Half a pixel off centre: (2, 2) and (3, 3) weigh the same, (1, 1) not.
         assert_eq!(w[2 * 5 + 2], w[3 * 5 + 3]);
         assert_ne!(w[5 + 1], w[3 * 5 + 3]);
-        assert_eq!(norm(1.0), 6.283185307179586);
+        assert_eq!(norm(1.0), std::f64::consts::TAU);
     }
 
     #[test]

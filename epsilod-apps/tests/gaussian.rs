@@ -49,16 +49,11 @@ fn serial(
     a.iter().map(|v| v.to_bits()).collect()
 }
 
-fn run(
-    image: &[f32],
-    rows: usize,
-    cols: usize,
-    kw: usize,
-    sigma: f32,
-    iters: u64,
-    devices: &[&str],
-    part: Partition,
-) -> Vec<u32> {
+/// An image's rows and columns, the kernel width and sigma.
+type Case = (usize, usize, usize, f32);
+
+fn run(image: &[f32], case: Case, iters: u64, devices: &[&str], part: Partition) -> Vec<u32> {
+    let (rows, cols, kw, sigma) = case;
     Skeleton::new(
         &gaussian::global_size(rows, cols, kw),
         gaussian::stencil(kw, sigma),
@@ -122,7 +117,7 @@ fn same_bits_as_the_serial_loop_on_every_layout() {
         );
         for (devs, part) in &layouts {
             assert_eq!(
-                run(&img, rows, cols, kw, sigma, iters as u64, devs, *part),
+                run(&img, (rows, cols, kw, sigma), iters as u64, devs, *part),
                 want,
                 "{rows}x{cols} kw {kw} sigma {sigma}: {devs:?} {part}"
             );
@@ -134,7 +129,13 @@ fn same_bits_as_the_serial_loop_on_every_layout() {
 #[test]
 fn truncation_gives_positive_zero() {
     let img = vec![-0.5f32; 9];
-    let got = run(&img, 3, 3, 3, 1.0, 1, &["cpu:threads=1"], Partition::Multi);
+    let got = run(
+        &img,
+        (3, 3, 3, 1.0),
+        1,
+        &["cpu:threads=1"],
+        Partition::Multi,
+    );
     let want = serial(&img, 3, 3, 3, 1.0, 1);
     assert_eq!(got, want);
     let image: Vec<u32> = (1..4)
