@@ -37,7 +37,7 @@ fn mutated(valid: &'static str) -> impl Strategy<Value = String> {
 
 const WEIGHTED: &str =
     "name = \"x\"\nlow = [1, 1]\nhigh = [1, 1]\nweights = [0, 1, 0, 1, 0, 1, 0, 1, 0]\nfactor = 4\n";
-const EXPRESSION: &str = "name = \"e\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { k = 0.5 }\nlet = [\"s = u[-1,0] + u[1,0]\", \"hot = s > k\"]\nupdate = \"select(hot && !(g[0] < 2), sqrt(abs(s)) / 2, min(old2, u[0,1]) - 3 * (s + 1e-3))\"\n";
+const EXPRESSION: &str = "name = \"e\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { k = 0.5 }\nlet = [\"s = u[-1,0] + u[1,0]\", \"hot = s > k\"]\nupdate = \"select(hot && !(g[0] < n[1] - 2), sqrt(abs(s)) / 2, min(old2, u[0,1]) - 3 * (s + 1e-3))\"\n";
 const DEVICE_FILE: &str = "[[device]]\nkind = \"cpu\"\nthreads = 1\nweight = 2\nslowdown = \"3@300\"\nhost = \"*\"\n[[device]]\nkind = \"opencl\"\nplatform = 0\ndevice = 0\nrank = 1\n";
 
 /// A checkpoint written by a real run, its directory and manifest text:
@@ -97,7 +97,9 @@ proptest! {
     #[test]
     fn stencil_specs(text in prop_oneof![".*", mutated(WEIGHTED), mutated(EXPRESSION)]) {
         if let Ok(kernels::AnySpec::Expr(e)) = kernels::AnySpec::from_toml(&text, "f.toml") {
-            // What parses also compiles, for the CPU and for devices.
+            // What parses also compiles (once bound to a domain, as a run
+            // binds it), for the CPU and for devices.
+            let e = e.for_domain(&vec![10; e.ndims()]).unwrap();
             let k = kernels::ExprKernel::<f32>::new(&e);
             let _ = kernels::Kernel::device_kernel(&k);
         }

@@ -281,7 +281,7 @@ pub fn run_config(
     options.observer = bar.as_ref().map(Bar::observer);
     let stencil = match target {
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
-        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(spec),
+        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(&spec.for_domain(&size)?),
         Target::App(app) => {
             let out = app.run(&size, &params, &options, cluster)?;
             drop(bar);
@@ -322,7 +322,7 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
     } = check(args, "none", cluster)?;
     let stencil = match target {
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
-        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(spec),
+        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(&spec.for_domain(&size)?),
         Target::App(app) => return Err(CliError::SignatureOfApp(app.name().to_string())),
     };
     let footprint = stencil.kernel.footprint().clone();

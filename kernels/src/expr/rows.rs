@@ -119,6 +119,7 @@ impl<T: Math> Builder<T> {
             Expr::Let(i) => self.lets[*i],
             Expr::Global(d) => self.push(Key::Node(format!("Global({d})")), Op::Global(*d)),
             Expr::Old2 => self.push(Key::Node("Old2".into()), Op::Old2),
+            Expr::Size(_) => unreachable!("ExprKernel::new refuses unbound sizes"),
             Expr::Neg(a) => {
                 let a = self.build(a);
                 self.node(Op::Neg(a))
