@@ -1,13 +1,18 @@
-//! Spec expressions against the specialised library kernel on one thread,
-//! alternated step by step and each timed by its fastest step: on a shared
-//! machine the minimum is what the code costs, where criterion's median
-//! also measures the neighbours. Prints `expression / specialised` speed.
+//! Spec expressions against the specialised library kernel, alternated
+//! step by step and each timed by its fastest step: on a shared machine
+//! the minimum is what the code costs, where criterion's median also
+//! measures the neighbours. Prints `expression / specialised` speed.
 //!
 //! `cargo run --release -p benches --example expr_ratio [steps] [2d4|3d27]`
-//! (`EXPR_RATIO_ONLY=0|1` runs only the specialised or the expression
-//! kernel, `EXPR_RATIO_CONTROL=1` the specialised kernel in both places).
+//! on one thread; `EXPR_RATIO_THREADS=N` launches on a CPU device of N
+//! threads instead (as the criterion bench does), `EXPR_RATIO_ONLY=0|1`
+//! runs only the specialised or the expression kernel,
+//! `EXPR_RATIO_CONTROL=1` the specialised kernel in both places.
 
+use controllers::{Controller, CpuController};
+use hitmap::Shape;
 use kernels::{launch_serial, ExprKernel, ExprSpec, Frame, Kernel, Library, Specialized};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn ratio(lib: Library, sizes: &[usize], update: &str, steps: usize) {
@@ -20,20 +25,36 @@ fn ratio(lib: Library, sizes: &[usize], update: &str, steps: usize) {
         "bench",
     )
     .expect("the bench's expression parses");
-    let kernels: [Box<dyn Kernel<f32>>; 2] = [
-        Box::new(Specialized::new(lib)),
+    let kernels: [Arc<dyn Kernel<f32>>; 2] = [
+        Arc::new(Specialized::new(lib)),
         if std::env::var_os("EXPR_RATIO_CONTROL").is_some() {
             // The specialised kernel against itself: the harness's own bias.
-            Box::new(Specialized::new(lib))
+            Arc::new(Specialized::new(lib))
         } else {
-            Box::new(ExprKernel::<f32>::new(&expr))
+            Arc::new(ExprKernel::<f32>::new(&expr))
         },
     ];
+    let threads: Option<usize> = std::env::var("EXPR_RATIO_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok());
     let frame = Frame::row_major(sizes);
     let cells: usize = sizes.iter().product();
     let src: Vec<f32> = (0..cells).map(|i| (i % 97) as f32).collect();
     let mut dst = vec![0.0f32; cells];
     let region: Vec<_> = sizes.iter().map(|&n| 1..n - 1).collect();
+    let all = Shape::from_sizes(sizes);
+    let interior = all.shrink(&vec![1; sizes.len()], &vec![1; sizes.len()]);
+    let mut device = threads.map(|n| {
+        let mut dev = CpuController::<f32>::new(n).expect("a CPU device");
+        let ids = kernels.clone().map(|k| dev.load(k).expect("loads"));
+        let (a, b) = (
+            dev.alloc(&all, &all).unwrap(),
+            dev.alloc(&all, &all).unwrap(),
+        );
+        dev.write(a, &all, &src).unwrap();
+        dev.write(b, &all, &src).unwrap();
+        (dev, ids, a, b)
+    });
     let mut best = [Duration::MAX; 2];
     for _ in 0..steps {
         for (i, (k, b)) in kernels.iter().zip(&mut best).enumerate().rev() {
@@ -41,7 +62,10 @@ fn ratio(lib: Library, sizes: &[usize], update: &str, steps: usize) {
                 continue;
             }
             let t = Instant::now();
-            launch_serial(k.as_ref(), &src, &mut dst, &frame, &region).expect("fits");
+            match &mut device {
+                Some((dev, ids, a, bb)) => dev.launch(ids[i], *a, *bb, &interior).expect("fits"),
+                None => launch_serial(k.as_ref(), &src, &mut dst, &frame, &region).expect("fits"),
+            }
             *b = (*b).min(t.elapsed());
         }
     }
