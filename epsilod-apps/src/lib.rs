@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod gas;
+pub mod gaussian;
 pub mod laplace;
 pub mod poisson;
 pub mod wavesim;
@@ -45,6 +46,20 @@ pub trait App: Sync {
     fn params(&self) -> &'static [Param] {
         &[]
     }
+    /// Errors (with the reason) unless `params` suit it, beyond each being
+    /// a number (whole numbers, ranges).
+    fn check_params(&self, _params: &Params) -> Result<(), String> {
+        Ok(())
+    }
+    /// What its input file is (`epsilod run APP --input FILE`), if it
+    /// reads one.
+    fn input(&self) -> Option<&'static str> {
+        None
+    }
+    /// The size (as `--size` means it for this app) of a run on `input`.
+    fn size_of_input(&self, _input: &std::path::Path) -> Result<Vec<usize>, String> {
+        Err(format!("{} reads no input file", self.name()))
+    }
     /// Runs on a global array of `size` in `cluster`.
     fn run(
         &self,
@@ -65,9 +80,13 @@ pub struct Param {
     pub about: &'static str,
 }
 
-/// An app's parameter values, every one present (defaults filled in).
+/// An app's parameter values, every one present (defaults filled in),
+/// and its input file, if given.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Params(std::collections::BTreeMap<String, f64>);
+pub struct Params {
+    values: std::collections::BTreeMap<String, f64>,
+    input: Option<std::path::PathBuf>,
+}
 
 impl Params {
     /// `app`'s defaults, overridden by `given` (`name=value` each): an
@@ -103,12 +122,30 @@ impl Params {
                 .ok_or_else(|| format!("--param {name}={value}: not a finite number"))?;
             values.insert(name.to_string(), v);
         }
-        Ok(Params(values))
+        let params = Params {
+            values,
+            input: None,
+        };
+        app.check_params(&params)?;
+        Ok(params)
+    }
+
+    /// The same values with `input` as the input file.
+    pub fn with_input(self, input: &std::path::Path) -> Params {
+        Params {
+            input: Some(input.to_path_buf()),
+            ..self
+        }
     }
 
     /// The value of `name` (a parameter the app declared).
     pub fn get(&self, name: &str) -> f64 {
-        self.0.get(name).copied().unwrap_or(f64::NAN)
+        self.values.get(name).copied().unwrap_or(f64::NAN)
+    }
+
+    /// The input file, if given.
+    pub fn input(&self) -> Option<&std::path::Path> {
+        self.input.as_deref()
     }
 }
 
@@ -152,6 +189,7 @@ pub(crate) fn three_per_dimension(app: &str, size: &[usize]) -> Result<(), Strin
 pub fn all() -> &'static [&'static dyn App] {
     &[
         &gas::GasSim,
+        &gaussian::Gaussian,
         &laplace::Laplace,
         &poisson::Poisson,
         &wavesim::WaveSim,

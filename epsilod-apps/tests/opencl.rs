@@ -39,3 +39,51 @@ fn gas_sim_on_opencl_matches_the_cpu_bit_for_bit() {
         "mixed"
     );
 }
+
+/// The device body computes in double where the Rust kernel does, and
+/// truncates alike: odd and even widths, negative pixels, mixed with CPUs.
+#[test]
+fn gaussian_on_opencl_matches_the_cpu_bit_for_bit() {
+    use epsilod_apps::gaussian;
+    for (rows, cols, kw, sigma) in [(37, 29, 5, 1.0f32), (22, 26, 4, 1.7)] {
+        let img: Vec<f32> = (0..rows * cols)
+            .map(|k| {
+                // Large values too: f32 steps where f64 ones belong would
+                // show above the truncation.
+                let v = ((k * 7919 + 13) % 256) as f32;
+                match k % 7 {
+                    0 => -v / 300.0,
+                    1 | 4 => v * 65537.0,
+                    _ => v,
+                }
+            })
+            .collect();
+        let run = |devs: &[&str], part| -> Vec<u32> {
+            Skeleton::new(
+                &gaussian::global_size(rows, cols, kw),
+                gaussian::stencil(kw, sigma),
+            )
+            .iterations(5)
+            .init(gaussian::init(img.clone(), rows, cols, kw))
+            .devices(devices(devs))
+            .partition(part)
+            .run()
+            .unwrap()
+            .grid
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+        };
+        let cpu = run(&["cpu:threads=1"], Partition::Multi);
+        assert_eq!(
+            run(&["opencl"], Partition::Multi),
+            cpu,
+            "kw {kw}: opencl alone"
+        );
+        assert_eq!(
+            run(&["cpu:threads=1", "opencl", "opencl"], Partition::Single(0)),
+            cpu,
+            "kw {kw}: mixed"
+        );
+    }
+}

@@ -400,9 +400,13 @@ pub struct RunArgs {
     /// stencil spec file (.toml).
     pub stencil: String,
     /// Global size including boundary cells: 4098x4098, or 32 for the same in every dimension.
-    /// For apps, see 'epsilod list'.
-    #[arg(long, allow_hyphen_values = true)]
-    pub size: String,
+    /// For apps, see 'epsilod list'. An app's --input gives it when left out.
+    #[arg(long, allow_hyphen_values = true, required_unless_present = "input")]
+    pub size: Option<String>,
+    /// An app's input file (see 'epsilod list': gaussian's image, .pgm or .npy); under MPI,
+    /// every rank reads it.
+    #[arg(long)]
+    pub input: Option<PathBuf>,
     /// Iterations.
     #[arg(long, default_value = "100", allow_hyphen_values = true, value_parser = parse_iters)]
     pub iters: u64,
@@ -431,8 +435,8 @@ pub struct RunArgs {
     /// specialized (bit-identical to EPSILOD) | generic.
     #[arg(long, default_value = "specialized", value_parser = parse_kernel)]
     pub kernel: KernelChoice,
-    /// Result array: .npy, .txt (EPSILOD's text format), .dat (raw little-endian) or .vti (VTK
-    /// image data, for ParaView).
+    /// Result array: .npy, .txt (EPSILOD's text format), .dat (raw little-endian), .vti (VTK
+    /// image data, for ParaView) or .pgm (a grey-level image of a 2-d field, values rounded).
     #[arg(long)]
     pub output: Option<PathBuf>,
     /// JSON report.
@@ -471,7 +475,7 @@ pub struct RunArgs {
     /// Write the field every N iterations to --snapshot (on rank 0).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "snapshot")]
     pub snapshot_every: Option<u64>,
-    /// Snapshot file pattern with {iter}, e.g. out/field_{iter}.npy (.npy, .txt, .dat or .vti); see
+    /// Snapshot file pattern with {iter}, e.g. out/field_{iter}.npy (.npy, .txt, .dat, .vti or .pgm); see
     /// 'epsilod view' to draw them.
     #[arg(long, requires = "snapshot_every")]
     pub snapshot: Option<String>,

@@ -409,6 +409,103 @@ fn app_parameters_reach_the_app() {
     assert_ne!(out("c.npy", Some("dt=0.1")), default);
 }
 
+/// A PGM in, the blurred image out as PGM and .npy: the same pixels as the
+/// app run in this process, the image's size without --size.
+#[test]
+fn gaussian_blurs_a_pgm_image() {
+    use epsilod_apps::gaussian;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let (rows, cols) = (19usize, 23usize);
+    let pixels: Vec<u8> = (0..rows * cols).map(|k| ((k * 37) % 256) as u8).collect();
+    let mut pgm = format!("P5\n# test\n{cols} {rows}\n255\n").into_bytes();
+    pgm.extend(&pixels);
+    std::fs::write(p("in.pgm"), &pgm).unwrap();
+    for out in ["out.pgm", "out.npy"] {
+        let o = epsilod(&[
+            "run",
+            "gaussian",
+            "--input",
+            &p("in.pgm"),
+            "--iters",
+            "4",
+            "--param",
+            "kw=4",
+            "--devices",
+            "cpu:threads=1",
+            "--devices",
+            "cpu:threads=1",
+            "--quiet",
+            "--output",
+            &p(out),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let image: Vec<f32> = pixels.iter().map(|&v| f32::from(v)).collect();
+    let grid = epsilod::Skeleton::new(
+        &gaussian::global_size(rows, cols, 4),
+        gaussian::stencil(4, 1.0),
+    )
+    .iterations(4)
+    .init(gaussian::init(image, rows, cols, 4))
+    .run()
+    .unwrap()
+    .grid;
+    let r = gaussian::radius(4);
+    let want: Vec<f32> = (0..rows * cols)
+        .map(|k| grid[[k / cols + r, k % cols + r]])
+        .collect();
+    let npy: ndarray::ArrayD<f32> = ndarray_npy::read_npy(p("out.npy")).unwrap();
+    assert_eq!(npy.shape(), &[rows, cols]);
+    assert!(npy
+        .iter()
+        .zip(&want)
+        .all(|(a, b)| a.to_bits() == b.to_bits()));
+    let back = epsilod::pgm::read(Path::new(&p("out.pgm"))).unwrap();
+    assert_eq!((back.rows, back.cols, back.maxval), (rows, cols, 255));
+    let grey: Vec<f32> = back.pixels.iter().map(|&v| f32::from(v)).collect();
+    assert_eq!(grey, want, "whole numbers in 0..=255 survive PGM exactly");
+    assert!(want.iter().any(|&v| v != want[0]), "not a flat image");
+    // --size must agree with the image; other stencils take no --input.
+    fails_with(
+        &[
+            "run",
+            "gaussian",
+            "--input",
+            &p("in.pgm"),
+            "--size",
+            "10x10",
+        ],
+        "the input",
+    );
+    fails_with(
+        &["run", "2d4", "--input", &p("in.pgm"), "--size", "10"],
+        "--input is for apps that read a file; '2d4' reads none",
+    );
+    std::fs::write(p("bad.pgm"), b"P2\n2 2\n255\n1 2 3\n").unwrap();
+    fails_with(
+        &["run", "gaussian", "--input", &p("bad.pgm")],
+        "not a PGM image: the file ends before the pixel 3",
+    );
+    fails_with(
+        &["run", "gaussian", "--size", "10x10", "--param", "kw=40"],
+        "the kernel width is a whole number 2 to 31",
+    );
+    fails_with(
+        &[
+            "run",
+            "3d6",
+            "--size",
+            "6",
+            "--iters",
+            "1",
+            "--output",
+            &p("x.pgm"),
+        ],
+        "a PGM image holds a 2-d field",
+    );
+}
+
 #[test]
 fn gas_sim_writes_the_user_domain_raw() {
     let dir = tempfile::tempdir().unwrap();

@@ -241,6 +241,24 @@ fn laplace_poisson_wavesim_and_spec_expressions_match_one_process_on_2_and_3_ran
     }
 }
 
+/// Every rank reads the image; the blur's bits do not depend on the ranks.
+#[test]
+fn gaussian_matches_one_process_on_2_and_3_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = path(dir.path(), "in.pgm");
+    let mut pgm = b"P5\n30 26\n255\n".to_vec();
+    pgm.extend((0..30 * 26).map(|k| ((k * 37) % 256) as u8));
+    std::fs::write(&image, pgm).unwrap();
+    for np in [2, 3] {
+        let mut args = vec!["run", "gaussian", "--input", &image, "--iters", "5"];
+        args.extend(["--param", "kw=4", "--partition", "w0"]);
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        same_as_one_process(np, &args, dir.path(), &format!("gaussian-{np}"));
+    }
+}
+
 #[test]
 fn a_device_file_places_devices_per_rank() {
     let dir = tempfile::tempdir().unwrap();

@@ -47,6 +47,42 @@ fn the_2d4_expression_writes_the_library_2d4s_output() {
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 }
 
+/// `n[d]` is the run's domain: the wavesim spec writes what the same
+/// spec with the sizes written in writes, on two devices.
+#[test]
+fn the_domain_size_is_the_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(specs().join("wavesim.toml")).unwrap();
+    let literal = text.replace("n[0]", "34").replace("n[1]", "26");
+    assert_ne!(literal, text);
+    let (a, b) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
+    std::fs::write(&a, &text).unwrap();
+    std::fs::write(&b, &literal).unwrap();
+    let out = |spec: &Path, name: &str| {
+        let path = dir.path().join(name);
+        let o = epsilod(&[
+            "run",
+            spec.to_str().unwrap(),
+            "--size",
+            "34x26",
+            "--iters",
+            "9",
+            "--init",
+            "random",
+            "--devices",
+            "cpu:threads=1",
+            "--devices",
+            "cpu:threads=1",
+            "--quiet",
+            "--output",
+            path.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(path).unwrap()
+    };
+    assert!(out(&a, "a.npy") == out(&b, "b.npy"));
+}
+
 #[test]
 fn every_example_spec_runs() {
     let mut n = 0;

@@ -91,6 +91,14 @@ pub enum SetupError {
     /// Snapshots that could not be written.
     #[error("{0}")]
     Snapshot(String),
+    /// An app's input file that could not be read.
+    #[error("cannot read {path}: {why}")]
+    Input {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        why: String,
+    },
     /// Checkpoints every 0 iterations.
     #[error("checkpoints every 0 iterations: give --checkpoint-every 1 or more")]
     CheckpointEvery,

@@ -30,6 +30,7 @@ pub mod devices;
 pub mod error;
 mod executor;
 pub mod output;
+pub mod pgm;
 pub mod plan;
 pub mod report;
 pub mod skeleton;

@@ -1,5 +1,6 @@
 //! Writing result arrays: `.npy`, EPSILOD's `.txt` (one value a line,
-//! `%042.40f`), and raw little-endian `.dat`. Output functions are part of
+//! `%042.40f`), raw little-endian `.dat`, VTK's `.vti` and, for 2-d
+//! scalar fields, `.pgm` images ([`crate::pgm`]). Output functions are part of
 //! the skeleton's contract (EPSILOD's takes them), so they live here, not
 //! in the command line.
 
@@ -16,7 +17,9 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum OutputError {
     /// The file name's extension names no format.
-    #[error("unknown output format '{0}': use a file name ending in .npy, .txt, .dat or .vti")]
+    #[error(
+        "unknown output format '{0}': use a file name ending in .npy, .txt, .dat, .vti or .pgm"
+    )]
     Format(String),
     /// The file could not be created or written.
     #[error("cannot write output {path}: {why}")]
@@ -65,6 +68,9 @@ pub enum Format {
     /// VTK XML image data, for ParaView: point data named `field`, one
     /// component per scalar of a cell.
     Vti,
+    /// A grey-level image (2-d fields of one scalar a cell), values
+    /// rounded to whole numbers.
+    Pgm,
 }
 
 impl Format {
@@ -75,6 +81,7 @@ impl Format {
             Some("txt") => Ok(Format::Txt),
             Some("dat") => Ok(Format::Dat),
             Some("vti") => Ok(Format::Vti),
+            Some("pgm") => Ok(Format::Pgm),
             _ => Err(OutputError::Format(path.display().to_string())),
         }
     }
@@ -186,6 +193,20 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
                 .map_err(|e| err(e.to_string()))
         }
         Format::Vti => write_vti::<T>(path, grid.shape(), scalars).map_err(err),
+        Format::Pgm => match grid.shape() {
+            &[rows, cols] if T::COMPONENTS == 1 => {
+                let values: Vec<f64> = scalars.iter().map(|&s| s.into()).collect();
+                crate::pgm::write(path, rows, cols, &values).map_err(|e| match e {
+                    crate::pgm::PgmError::Io { why, .. }
+                    | crate::pgm::PgmError::Format { why, .. } => err(why),
+                })
+            }
+            shape => Err(err(format!(
+                "a PGM image holds a 2-d field of one number a cell, not {}-d cells of {}",
+                shape.len(),
+                T::COMPONENTS
+            ))),
+        },
     }
 }
 

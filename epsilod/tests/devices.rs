@@ -197,17 +197,21 @@ update = "select(hot, sqrt(abs(s)) / 2.5, max(min(s * k, u[0,0]), u[-1,-1] / 3))
     assert_eq!(bits(&out.grid), bits(&reference));
 }
 
-/// An expression reading the global index (a point source and a term that
-/// grows along dimension 1): the same bits as a serial loop on every device
-/// mix, so every device and partition knows where its cells are.
+/// An expression reading the global index and the domain size (a point
+/// source in the middle row, a term that grows along dimension 1 and one
+/// that shrinks towards the last row): the same bits as a serial loop on
+/// every device mix, so every device and partition knows where its cells
+/// are and how large the domain is.
 #[allow(dead_code)]
 fn global_index_in_expressions(kind: &str) {
+    let (rows, cols, iters) = (40usize, 36usize, 9);
     let spec = kernels::ExprSpec::from_toml(
-        "name = \"source\"\nlow = [1, 1]\nhigh = [1, 1]\nupdate = \"select(g[0] == 20 && g[1] == 7, 1, (u[-1,0] + u[1,0] + u[0,-1] + u[0,1]) / 4 + g[1] * 0.001 - g[0] * 0.002)\"\n",
+        "name = \"source\"\nlow = [1, 1]\nhigh = [1, 1]\nupdate = \"select(g[0] == n[0] / 2 && g[1] == 7, 1, (u[-1,0] + u[1,0] + u[0,-1] + u[0,1]) / 4 + g[1] * 0.001 - (n[0] - g[0]) * 0.002)\"\n",
         "source.toml",
     )
+    .unwrap()
+    .for_domain(&[rows, cols])
     .unwrap();
-    let (rows, cols, iters) = (40usize, 36usize, 9);
     let init = |i: &[i64]| random_value(i, 9);
     let mut want: Vec<f32> = (0..rows * cols)
         .map(|k| init(&[(k / cols) as i64, (k % cols) as i64]))
@@ -223,7 +227,7 @@ fn global_index_in_expressions(kind: &str) {
                     1.0
                 } else {
                     (x(-1, 0) + x(1, 0) + x(0, -1) + x(0, 1)) / 4.0 + q as f32 * 0.001
-                        - r as f32 * 0.002
+                        - (rows as f32 - r as f32) * 0.002
                 };
             }
         }

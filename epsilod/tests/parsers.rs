@@ -1,7 +1,7 @@
 //! Every parser of user input gives a value or an error, never a panic:
 //! stencil spec files (weighted and expressions, whose kernels are also
 //! built and their device code written), device files, `--devices`
-//! entries, heuristics, partitions, checkpoint manifests. Inputs are arbitrary text and valid
+//! entries, heuristics, partitions, checkpoint manifests, PGM images. Inputs are arbitrary text and valid
 //! inputs with random edits. `FUZZ_CASES` raises the count per parser
 //! (the default keeps CI quick).
 
@@ -37,7 +37,7 @@ fn mutated(valid: &'static str) -> impl Strategy<Value = String> {
 
 const WEIGHTED: &str =
     "name = \"x\"\nlow = [1, 1]\nhigh = [1, 1]\nweights = [0, 1, 0, 1, 0, 1, 0, 1, 0]\nfactor = 4\n";
-const EXPRESSION: &str = "name = \"e\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { k = 0.5 }\nlet = [\"s = u[-1,0] + u[1,0]\", \"hot = s > k\"]\nupdate = \"select(hot && !(g[0] < 2), sqrt(abs(s)) / 2, min(old2, u[0,1]) - 3 * (s + 1e-3))\"\n";
+const EXPRESSION: &str = "name = \"e\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { k = 0.5 }\nlet = [\"s = u[-1,0] + u[1,0]\", \"hot = s > k\"]\nupdate = \"select(hot && !(g[0] < n[1] - 2), sqrt(abs(s)) / 2, min(old2, u[0,1]) - 3 * (s + 1e-3))\"\n";
 const DEVICE_FILE: &str = "[[device]]\nkind = \"cpu\"\nthreads = 1\nweight = 2\nslowdown = \"3@300\"\nhost = \"*\"\n[[device]]\nkind = \"opencl\"\nplatform = 0\ndevice = 0\nrank = 1\n";
 
 /// A checkpoint written by a real run, its directory and manifest text:
@@ -97,7 +97,9 @@ proptest! {
     #[test]
     fn stencil_specs(text in prop_oneof![".*", mutated(WEIGHTED), mutated(EXPRESSION)]) {
         if let Ok(kernels::AnySpec::Expr(e)) = kernels::AnySpec::from_toml(&text, "f.toml") {
-            // What parses also compiles, for the CPU and for devices.
+            // What parses also compiles (once bound to a domain, as a run
+            // binds it), for the CPU and for devices.
+            let e = e.for_domain(&vec![10; e.ndims()]).unwrap();
             let k = kernels::ExprKernel::<f32>::new(&e);
             let _ = kernels::Kernel::device_kernel(&k);
         }
@@ -111,6 +113,21 @@ proptest! {
     #[test]
     fn device_entries(text in prop_oneof![".*", mutated("cpu:threads=2,weight=3,slowdown=2.5@100"), mutated("opencl:platform=0,device=1")]) {
         let _ = epsilod::DeviceSpec::parse(&text);
+    }
+
+    #[test]
+    fn pgm_images(
+        text in prop_oneof![".*", mutated("P2\n# c\n3 2\n255\n0 1 2\n3 4 255\n")],
+        binary in prop::collection::vec(any::<u8>(), 0..40),
+        wide in any::<bool>(),
+    ) {
+        let _ = epsilod::pgm::parse(text.as_bytes());
+        // Binary images: a valid header, then any bytes (too few, too many).
+        let mut p5 = if wide { b"P5 2 3\n1000\n".to_vec() } else { b"P5\n2 3 255\n".to_vec() };
+        p5.extend(&binary);
+        if let Ok(img) = epsilod::pgm::parse(&p5) {
+            prop_assert_eq!(img.pixels.len(), 6);
+        }
     }
 
     #[test]

@@ -85,6 +85,52 @@ fn examples_run_and_reject_bad_input_in_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// The gaussian example names its output as the original does and
+/// writes the app's pixels; a missing image is one line.
+#[test]
+fn the_gaussian_example_blurs_a_pgm() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.pgm");
+    let mut pgm = b"P5\n21 17\n255\n".to_vec();
+    pgm.extend((0..21 * 17).map(|k| ((k * 53) % 256) as u8));
+    std::fs::write(&input, pgm).unwrap();
+    let prefix = dir.path().join("out").display().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_gaussian"))
+        .args(["3", "5", input.to_str().unwrap(), &prefix])
+        .args(["--device", "cpu:threads=1", "--device", "cpu:threads=1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = epsilod::pgm::read(&dir.path().join("out_3_5.ascii.pgm")).unwrap();
+    let img = epsilod_apps::gaussian::load(&input).unwrap().2;
+    let grid = epsilod::Skeleton::new(
+        &epsilod_apps::gaussian::global_size(17, 21, 5),
+        epsilod_apps::gaussian::stencil(5, 1.0),
+    )
+    .iterations(3)
+    .init(epsilod_apps::gaussian::init(img, 17, 21, 5))
+    .run()
+    .unwrap()
+    .grid;
+    let want: Vec<u16> = (0..17 * 21)
+        .map(|k| grid[[k / 21 + 2, k % 21 + 2]] as u16)
+        .collect();
+    assert_eq!(got.pixels, want);
+    assert_eq!((got.rows, got.cols), (17, 21));
+    let out = Command::new(env!("CARGO_BIN_EXE_gaussian"))
+        .args(["3", "5", "/no/such.pgm", &prefix])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: cannot read /no/such.pgm"), "{err}");
+}
+
 /// The examples under real mpirun write what they write alone.
 #[cfg(feature = "mpi")]
 #[test]

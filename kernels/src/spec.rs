@@ -68,6 +68,15 @@ impl AnySpec {
             AnySpec::Expr(s) => s.ndims(),
         }
     }
+
+    /// The spec for a run on a global array of `size`: an expression's
+    /// `n[d]` bound (see [`crate::ExprSpec::for_domain`]).
+    pub fn for_domain(&self, size: &[usize]) -> Result<AnySpec, SpecError> {
+        match self {
+            AnySpec::Weighted(s) => Ok(AnySpec::Weighted(s.clone())),
+            AnySpec::Expr(s) => s.for_domain(size).map(AnySpec::Expr),
+        }
+    }
 }
 
 fn read(path: &Path) -> Result<String, SpecError> {

@@ -84,6 +84,9 @@ pub fn list() -> String {
         for p in app.params() {
             s += &format!("          --param {}={} ({})\n", p.name, p.default, p.about);
         }
+        if let Some(input) = app.input() {
+            s += &format!("          --input FILE ({input})\n");
+        }
     }
     s += "load-balancing heuristics (--alb name[:key=value,...]):\n";
     for h in heuristics::BUILTIN {

@@ -90,6 +90,53 @@ pub fn parse_size(text: &str, ndims: usize) -> Result<Vec<usize>, CliError> {
     }
 }
 
+/// The run's size: `--size`, or an app's input's, which `--size` (if
+/// given too) must equal.
+fn size_of(args: &RunArgs, target: &Target) -> Result<Vec<usize>, CliError> {
+    let given = args
+        .size
+        .as_deref()
+        .map(|s| parse_size(s, target.ndims()))
+        .transpose()?;
+    let Some(input) = &args.input else {
+        return given.ok_or_else(|| CliError::Size {
+            size: String::new(),
+            why: "give --size".into(),
+        });
+    };
+    let app = match target {
+        Target::App(app) if app.input().is_some() => app,
+        _ => {
+            return Err(CliError::Param(format!(
+                "--input is for apps that read a file; '{}' reads none",
+                args.stencil
+            )))
+        }
+    };
+    let of_input = app.size_of_input(input).map_err(|why| CliError::Input {
+        path: input.display().to_string(),
+        why,
+    })?;
+    match given {
+        Some(s) if s != of_input => Err(CliError::Size {
+            size: size_text(&s),
+            why: format!(
+                "the input {} is {}: leave --size out or give that",
+                input.display(),
+                size_text(&of_input)
+            ),
+        }),
+        _ => Ok(of_input),
+    }
+}
+
+fn size_text(size: &[usize]) -> String {
+    size.iter()
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
 /// The devices and, when a device file places them on ranks, their ranks.
 /// Given neither, one CPU device per rank on its share of its host's cores.
 fn devices(args: &RunArgs, job: &JobInfo) -> Result<Placed, CliError> {
@@ -142,7 +189,7 @@ struct Checked {
 /// Everything that can be wrong with a run, found before any work starts.
 fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliError> {
     let target = resolve(&args.stencil)?;
-    let size = parse_size(&args.size, target.ndims())?;
+    let size = size_of(args, &target)?;
     let (mut devices, placement) = devices(args, cluster.info())?;
     if let Some(path) = &args.weights_from {
         seed_weights(&mut devices, &super::predict::load_machine(path)?, path)?;
@@ -151,10 +198,15 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let params = match &target {
         Target::App(app) => {
             app.check_size(&size).map_err(|why| CliError::Size {
-                size: args.size.clone(),
+                size: size_text(&size),
                 why,
             })?;
-            epsilod_apps::Params::parse(*app, &args.params).map_err(CliError::Param)?
+            let params =
+                epsilod_apps::Params::parse(*app, &args.params).map_err(CliError::Param)?;
+            match &args.input {
+                Some(input) => params.with_input(input),
+                None => params,
+            }
         }
         _ if !args.params.is_empty() => {
             return Err(CliError::Param(format!(
@@ -230,7 +282,7 @@ pub fn run_config(
     options.observer = bar.as_ref().map(Bar::observer);
     let stencil = match target {
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
-        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(spec),
+        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(&spec.for_domain(&size)?),
         Target::App(app) => {
             let out = app.run(&size, &params, &options, cluster)?;
             drop(bar);
@@ -271,7 +323,7 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
     } = check(args, "none", cluster)?;
     let stencil = match target {
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
-        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(spec),
+        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(&spec.for_domain(&size)?),
         Target::App(app) => return Err(CliError::SignatureOfApp(app.name().to_string())),
     };
     let footprint = stencil.kernel.footprint().clone();

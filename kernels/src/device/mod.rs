@@ -212,6 +212,13 @@ impl DeviceKernel {
         self
     }
 
+    /// Declares that the body computes in `double` (an f32 kernel with
+    /// f64 steps), so OpenCL enables cl_khr_fp64.
+    pub fn with_fp64(mut self) -> DeviceKernel {
+        self.fp64 = true;
+        self
+    }
+
     /// The body, the same text in every dialect.
     pub fn body(&self) -> &str {
         &self.body

@@ -38,6 +38,12 @@ pub fn g(d: usize) -> E {
     E(Expr::Global(d))
 }
 
+/// The global domain's size along dimension `d` (boundary included),
+/// bound by [`ExprSpec::for_domain`](super::ExprSpec::for_domain).
+pub fn n(d: usize) -> E {
+    E(Expr::Size(d))
+}
+
 /// The cell one level before `u(&[0, ...])` (level t-1).
 pub fn old2() -> E {
     E(Expr::Old2)

@@ -13,13 +13,16 @@
 //!
 //! The language: numbers (rounded to the cell type), `u[o0, o1, ...]` (the
 //! old cell at that offset, within `low`/`high`), `g[d]` (the cell's global
-//! index along dimension d), parameters, earlier
+//! index along dimension d), `n[d]` (the global domain's size along d,
+//! boundary included: a constant of the run, bound by
+//! [`ExprSpec::for_domain`]), parameters, earlier
 //! `let`s, `+ - * /` (left to right, parentheses kept), unary `-`,
 //! comparisons `< <= > >= == !=`, `&& || !` on them, `select(condition,
 //! a, b)`, `sqrt`, `abs`, `min`, `max`. Nothing is contracted into fused
 //! multiply-adds on either side.
 
 pub mod build;
+mod fused;
 mod parse;
 mod rows;
 
@@ -218,7 +221,10 @@ impl ExprSpec {
             return Err(bad(
                 "update",
                 0,
-                format!("g[{d}]: the dimension must be 0 to {}", self.ndims() - 1),
+                format!(
+                    "g[{d}] or n[{d}]: the dimension must be 0 to {}",
+                    self.ndims() - 1
+                ),
             ));
         }
         for o in &fp {
@@ -251,6 +257,48 @@ impl ExprSpec {
         self.low.len()
     }
 
+    /// Whether the kernel reads the domain size (`n[d]`), which
+    /// [`for_domain`](Self::for_domain) must bind before it runs.
+    pub fn uses_domain(&self) -> bool {
+        self.leaves().iter().any(|e| matches!(e, Expr::Size(_)))
+    }
+
+    /// The spec for a run on a global array of `size` (boundary
+    /// included): every `n[d]` becomes the number `size[d]`, a constant of
+    /// the run on the CPU and a literal in device code.
+    pub fn for_domain(&self, size: &[usize]) -> Result<ExprSpec, SpecError> {
+        if size.len() != self.ndims() {
+            return Err(bad(
+                "update",
+                0,
+                format!("a {}-d domain for a {}-d stencil", size.len(), self.ndims()),
+            ));
+        }
+        fn bind(e: &Expr, size: &[usize]) -> Expr {
+            let b = |x: &Expr| Box::new(bind(x, size));
+            match e {
+                Expr::Size(d) => Expr::Num(size[*d] as f64),
+                Expr::Num(_) | Expr::Cell(_) | Expr::Let(_) | Expr::Global(_) | Expr::Old2 => {
+                    e.clone()
+                }
+                Expr::Neg(a) => Expr::Neg(b(a)),
+                Expr::Not(a) => Expr::Not(b(a)),
+                Expr::Arith(op, x, y) => Expr::Arith(*op, b(x), b(y)),
+                Expr::Compare(op, x, y) => Expr::Compare(*op, b(x), b(y)),
+                Expr::And(x, y) => Expr::And(b(x), b(y)),
+                Expr::Or(x, y) => Expr::Or(b(x), b(y)),
+                Expr::Select(c, x, y) => Expr::Select(b(c), b(x), b(y)),
+                Expr::Call(f, args) => Expr::Call(*f, args.iter().map(|a| bind(a, size)).collect()),
+            }
+        }
+        let mut out = self.clone();
+        for (_, e, _) in &mut out.lets {
+            *e = bind(e, size);
+        }
+        out.update = bind(&self.update, size);
+        Ok(out)
+    }
+
     /// Whether the update reads `old2`, the level before the current one.
     pub fn reads_previous(&self) -> bool {
         self.leaves().iter().any(|e| matches!(e, Expr::Old2))
@@ -261,7 +309,7 @@ impl ExprSpec {
         self.leaves()
             .iter()
             .filter_map(|e| match e {
-                Expr::Global(d) => Some(*d),
+                Expr::Global(d) | Expr::Size(d) => Some(*d),
                 _ => None,
             })
             .collect()
@@ -271,7 +319,9 @@ impl ExprSpec {
     fn leaves(&self) -> Vec<Expr> {
         fn walk(e: &Expr, out: &mut Vec<Expr>) {
             match e {
-                Expr::Global(_) | Expr::Old2 | Expr::Num(_) | Expr::Cell(_) => out.push(e.clone()),
+                Expr::Global(_) | Expr::Size(_) | Expr::Old2 | Expr::Num(_) | Expr::Cell(_) => {
+                    out.push(e.clone())
+                }
                 Expr::Let(_) => {}
                 Expr::Neg(a) | Expr::Not(a) => walk(a, out),
                 Expr::Arith(_, a, b)
@@ -325,7 +375,17 @@ pub struct ExprKernel<T> {
 }
 
 impl<T: Math> ExprKernel<T> {
+    /// # Panics
+    ///
+    /// If the spec reads the domain size (`n[d]`) unbound: bind it with
+    /// [`ExprSpec::for_domain`] first (the size is the run's, not the
+    /// spec's).
     pub fn new(spec: &ExprSpec) -> ExprKernel<T> {
+        assert!(
+            !spec.uses_domain(),
+            "stencil '{}' reads n[d]: bind the domain with ExprSpec::for_domain first",
+            spec.name
+        );
         let lets: Vec<Expr> = spec.lets.iter().map(|(_, e, _)| e.clone()).collect();
         ExprKernel {
             spec: spec.clone(),
@@ -357,6 +417,7 @@ fn c<T: Math>(e: &Expr, nd: usize) -> String {
         Expr::Let(i) => format!("l{i}"),
         // Read before the body writes `dst[c]`: the level before `src`.
         Expr::Old2 => "old2".to_string(),
+        Expr::Size(_) => unreachable!("ExprKernel::new refuses unbound sizes"),
         Expr::Global(d) => {
             // The thread's position along normalised dimension `n`, as the
             // prologue lays the grid out, plus the region's global origin.
@@ -568,6 +629,7 @@ mod tests {
             Expr::Num(v) => *v as f32,
             Expr::Cell(o) => src[(c + frame.linear(o)) as usize],
             Expr::Let(_) => unreachable!("no lets here"),
+            Expr::Size(_) => unreachable!("bound before"),
             Expr::Old2 => prev[c as usize],
             Expr::Global(d) => {
                 let idx = frame.index_of(c as usize);
@@ -705,6 +767,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_domain_size_is_a_constant_of_the_run() {
+        let e = spec("let = [\"n = n[1] - 1\"]\nupdate = \"u[0,0] * n[0] + n\"").unwrap();
+        assert!(e.uses_domain());
+        let bound = e.for_domain(&[7, 700]).unwrap();
+        assert!(!bound.uses_domain());
+        let literal = spec("let = [\"n = 700 - 1\"]\nupdate = \"u[0,0] * 7 + n\"").unwrap();
+        assert_eq!(bound, literal);
+        let k = ExprKernel::<f32>::new(&bound);
+        assert_eq!(
+            run::<f32>(&k, 7, 700),
+            run::<f32>(&ExprKernel::new(&literal), 7, 700)
+        );
+        let src = k.device_kernel().unwrap().source(Dialect::OpenCl);
+        assert!(
+            src.contains("const cell l0 = (700.0f - 1.0f); /* n */"),
+            "{src}"
+        );
+        assert!(src.contains("dst[c] = ((src[c] * 7.0f) + l0);"), "{src}");
+        let wrong = e.for_domain(&[7, 700, 3]).unwrap_err().to_string();
+        assert!(wrong.contains("a 3-d domain for a 2-d stencil"), "{wrong}");
+        let unbound = std::panic::catch_unwind(|| ExprKernel::<f32>::new(&e));
+        assert!(unbound.is_err(), "an unbound n[d] cannot run");
+        let e = spec("update = \"u[0,0] + n[2]\"").unwrap_err().to_string();
+        assert!(e.contains("n[2]: the dimension must be 0 to 1"), "{e}");
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub enum Expr {
     Global(usize),
     /// The cell one level before `u[0,...]` (level t-1): `old2`.
     Old2,
+    /// The global domain's size along dimension `d` (boundary included):
+    /// `n[d]`. Replaced by the number when the spec meets its domain
+    /// (`ExprSpec::for_domain`).
+    Size(usize),
     Neg(Box<Expr>),
     Arith(Arith, Box<Expr>, Box<Expr>),
     Compare(Compare, Box<Expr>, Box<Expr>),
@@ -359,7 +363,8 @@ impl Parser<'_> {
                 if name == "old2" {
                     return Ok((Expr::Old2, Kind::Real));
                 }
-                if name == "g" && matches!(self.peek(), Tok::Sym("[")) {
+                // `n` alone stays a name (a let or parameter may be called n).
+                if (name == "g" || name == "n") && matches!(self.peek(), Tok::Sym("[")) {
                     self.pos += 1;
                     let d = self.int()?;
                     self.expect("]")?;
@@ -367,12 +372,17 @@ impl Parser<'_> {
                         return Err(ParseError {
                             at,
                             why: format!(
-                                "g[{d}]: the dimension must be 0 to {}",
+                                "{name}[{d}]: the dimension must be 0 to {}",
                                 self.scope.ndims - 1
                             ),
                         });
                     }
-                    return Ok((Expr::Global(d as usize), Kind::Real));
+                    let e = if name == "g" {
+                        Expr::Global(d as usize)
+                    } else {
+                        Expr::Size(d as usize)
+                    };
+                    return Ok((e, Kind::Real));
                 }
                 if name == "select" || Func::by_name(&name).is_some() {
                     self.expect("(")?;
@@ -429,8 +439,8 @@ impl Parser<'_> {
                 Err(ParseError {
                     at,
                     why: format!(
-                        "unknown name '{name}' (use u[...], g[...], old2, a parameter, an earlier \
-                         let, select, sqrt, abs, min or max)"
+                        "unknown name '{name}' (use u[...], g[...], n[...], old2, a parameter, an \
+                         earlier let, select, sqrt, abs, min or max)"
                     ),
                 })
             }

@@ -3,14 +3,17 @@
 //! chunk of a row at a time, a loop the compiler vectorises, so the
 //! arithmetic stays operation-for-operation what the device code does.
 
+use super::fused::{fused, Last};
 use super::parse::{Arith, Compare, Expr, Func};
 use super::Math;
 use crate::frame::{for_each_row, Frame};
 use std::collections::HashMap;
 use std::ops::Range;
 
-/// Cells per chunk: the chunk's operands and temporaries stay in L1.
-const CHUNK: usize = 512;
+/// Cells per chunk: long enough that the per-chunk dispatch does not show
+/// (2d4 4098^2 ran at 0.56x the specialised kernel with 512, 0.78x with
+/// 4096, no better with 16384), short enough that temporaries stay in L2.
+const CHUNK: usize = 4096;
 
 /// One operation; operands are earlier operations' indices. Conditions are
 /// carried as 1 and 0.
@@ -31,9 +34,9 @@ enum Op<T> {
     Select(usize, usize, usize),
     Call1(Func, usize),
     Call2(Func, usize, usize),
-    /// `(((t0 + t1) + t2) + ...) op c`: a left-to-right sum, a few terms
-    /// per pass, then optionally one more operation with a last operand
-    /// (the same roundings as one operation per pass, fewer passes).
+    /// `(((t0 + t1) + t2) + ...) op c`: a left-to-right sum, then
+    /// optionally one more operation with a last operand, in one pass
+    /// (the same roundings as one operation per pass; [`super::fused`]).
     /// Its terms are `Program::sums[i]`.
     Sum(usize, Option<(Arith, usize)>),
 }
@@ -51,6 +54,9 @@ pub struct Program<T> {
     pub offsets: Vec<Vec<i64>>,
     /// The terms of each fused sum.
     sums: Vec<Vec<usize>>,
+    /// The operations that compute something, in order up to the root
+    /// (operands come before their users, so nothing after it feeds it).
+    steps: Vec<usize>,
 }
 
 /// A hashable key of an operation (constants by their bits).
@@ -113,6 +119,7 @@ impl<T: Math> Builder<T> {
             Expr::Let(i) => self.lets[*i],
             Expr::Global(d) => self.push(Key::Node(format!("Global({d})")), Op::Global(*d)),
             Expr::Old2 => self.push(Key::Node("Old2".into()), Op::Old2),
+            Expr::Size(_) => unreachable!("ExprKernel::new refuses unbound sizes"),
             Expr::Neg(a) => {
                 let a = self.build(a);
                 self.node(Op::Neg(a))
@@ -226,11 +233,15 @@ impl<T: Math> Program<T> {
             b.lets.push(id);
         }
         let root = b.build(update);
+        let steps = (0..=root)
+            .filter(|&k| !matches!(b.ops[k], Op::Load(_) | Op::Const(_)))
+            .collect();
         Program {
             ops: b.ops,
             root,
             offsets: b.offsets,
             sums: b.sums,
+            steps,
         }
     }
 
@@ -284,105 +295,6 @@ fn eval<T: Math>(
     eval_body(p, frame, lin, src, s, bufs, out)
 }
 
-/// `dst = fin(((t0 + t1) + t2) + ..., last)`, up to four terms per pass,
-/// `fin` applied in the last pass (`last` its second operand, if any).
-/// Not inlined: as a parameter, `dst` is known not to alias the terms,
-/// which is what lets the loops vectorise (measured on 3d27: 32 ms -> 21-25
-/// ms a step; the generic kernel's `weighted_row` found the same).
-#[inline(never)]
-fn sum<'a, T: Math + 'a>(
-    dst: &mut [T],
-    terms: &[usize],
-    get: &impl Fn(usize) -> &'a [T],
-    last: Option<&'a [T]>,
-    fin: impl Fn(T, T) -> T + Copy,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: `sum_avx2` only requires AVX2, which the CPU was just found to have.
-        return unsafe { sum_avx2(dst, terms, get, last, fin) };
-    }
-    sum_body(dst, terms, get, last, fin)
-}
-
-/// See `kernel::row_avx2`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn sum_avx2<'a, T: Math + 'a>(
-    dst: &mut [T],
-    terms: &[usize],
-    get: &impl Fn(usize) -> &'a [T],
-    last: Option<&'a [T]>,
-    fin: impl Fn(T, T) -> T + Copy,
-) {
-    sum_body(dst, terms, get, last, fin)
-}
-
-#[inline(always)]
-fn sum_body<'a, T: Math + 'a>(
-    dst: &mut [T],
-    terms: &[usize],
-    get: &impl Fn(usize) -> &'a [T],
-    last: Option<&'a [T]>,
-    fin: impl Fn(T, T) -> T + Copy,
-) {
-    let n = dst.len();
-    let with_last = last.is_some();
-    let last = last.map_or(&[][..], |l| &l[..n]);
-    // The passes: the first takes up to four terms, the others three.
-    let first = terms.len().min(4);
-    let passes = 1 + (terms.len() - first).div_ceil(3);
-    let mut at = 0;
-    for p in 0..passes {
-        let take = if p == 0 {
-            first
-        } else {
-            (terms.len() - at).min(3)
-        };
-        let group = &terms[at..at + take];
-        at += take;
-        let end = p + 1 == passes;
-        // Each shape its own loop, so each vectorises.
-        macro_rules! pass {
-            ($acc:expr, $group:expr, [$($t:ident),+]) => {{
-                let [$($t),+] = $group else { unreachable!("the group's size") };
-                // Every operand cut to the destination's length, so the
-                // loops index without bounds checks and vectorise.
-                let n = dst.len();
-                $(let $t = &get(*$t)[..n];)+
-                if end && with_last {
-                    for (j, o) in dst.iter_mut().enumerate() {
-                        *o = fin($acc(*o, j) $(+ $t[j])+, last[j]);
-                    }
-                } else if end {
-                    for (j, o) in dst.iter_mut().enumerate() {
-                        *o = fin($acc(*o, j) $(+ $t[j])+, *o);
-                    }
-                } else {
-                    for (j, o) in dst.iter_mut().enumerate() {
-                        *o = $acc(*o, j) $(+ $t[j])+;
-                    }
-                }
-            }};
-        }
-        let keep = |o: T, _: usize| o;
-        match (p, take) {
-            (0, 4) => {
-                let t0 = &get(group[0])[..n];
-                pass!(|_: T, j: usize| t0[j], &group[1..], [a, b, c])
-            }
-            (0, 3) => {
-                let t0 = &get(group[0])[..n];
-                pass!(|_: T, j: usize| t0[j], &group[1..], [a, b])
-            }
-            (_, 3) => pass!(keep, group, [a, b, c]),
-            (_, 2) => pass!(keep, group, [a, b]),
-            (_, 1) => pass!(keep, group, [a]),
-            _ => unreachable!("a fused sum has three terms or more"),
-        }
-    }
-}
-
 /// See `kernel::row_avx2`: wider vectors, the same operations (AVX2 has no
 /// fused multiply-add, so nothing is contracted).
 #[cfg(target_arch = "x86_64")]
@@ -412,11 +324,8 @@ fn eval_body<T: Math>(
     let n = out.len();
     let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
     let truth = |b: bool| if b { one } else { zero };
-    // Operands come before their users, so nothing after the root feeds it.
-    for (k, op) in p.ops.iter().enumerate().take(p.root + 1) {
-        if matches!(op, Op::Load(_) | Op::Const(_)) {
-            continue;
-        }
+    for &k in &p.steps {
+        let op = &p.ops[k];
         let (done, rest) = bufs.split_at_mut(k);
         if let Op::Old2 = op {
             // Kept before the root overwrites the destination (as the root
@@ -505,19 +414,24 @@ fn eval_body<T: Math>(
                 }
             }
             Op::Sum(i, tail) => {
-                let terms = &p.sums[i][..];
-                match tail {
-                    None => sum(dst, terms, &get, None, |x, _| x),
-                    Some((f, c)) => {
-                        let c = Some(get(c));
-                        match f {
-                            Arith::Add => sum(dst, terms, &get, c, |x, y| x + y),
-                            Arith::Sub => sum(dst, terms, &get, c, |x, y| x - y),
-                            Arith::Mul => sum(dst, terms, &get, c, |x, y| x * y),
-                            Arith::Div => sum(dst, terms, &get, c, |x, y| x / y),
+                let mut terms: [&[T]; MAX_SUM] = [&[]; MAX_SUM];
+                // Resolved here rather than through `get`: a stencil's sum
+                // reads many neighbours, and a call per read per row showed
+                // in profiles of 3d27.
+                for (t, &op) in terms.iter_mut().zip(&p.sums[i]) {
+                    *t = match p.ops[op] {
+                        Op::Load(j) => {
+                            let start = (s as isize + lin[j]) as usize;
+                            &src[start..start + n]
                         }
-                    }
+                        _ => &done[op][..n],
+                    };
                 }
+                let tail = tail.map(|(f, c)| match p.ops[c] {
+                    Op::Const(v) => (f, Last::Scalar(v)),
+                    _ => (f, Last::Row(get(c))),
+                });
+                fused(dst, &terms[..p.sums[i].len()], tail);
             }
             Op::Call2(f, a, b) => {
                 let it = dst.iter_mut().zip(get(a)).zip(get(b));

@@ -1,0 +1,331 @@
+//! EPSILOD's gaussian (apps.md §1.4, from a Muesli example): a grey-level
+//! image blurred `iters` times by a kw x kw Gaussian. Each step sums the
+//! weighted neighbours in f32 products but accumulates in f64, rounding to
+//! f32 after every term, then truncates toward zero, exactly as
+//! gaussian_kernels.c; the same arithmetic is the device body, so every
+//! device gives the same bits.
+//!
+//! The array is the image with a border of `kw / 2` zeros each side, a
+//! boundary never written. The weights are computed once on the host (its
+//! `expf`) and handed to devices as a table. Decisions on the original's
+//! quirks (apps.md §5): PGM input is read as the format defines it (any
+//! white space, bytes as unsigned pixels, two-byte pixels too, where
+//! EPSILOD wanted one value a line and read bytes as signed); the kernel
+//! stays centred half a pixel off for odd kw (`mean = kw / 2` as a float,
+//! Muesli's); `(float)(int)sum` is written `trunc(sum) + 0`, its value
+//! wherever the C is defined (|sum| < 2^31) and defined everywhere.
+
+use crate::{App, AppOutcome, Param, Params};
+use epsilod::error::SetupError;
+use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
+use hitmap::{Footprint, Shape};
+use kernels::{CellDecl, Custom, DeviceKernel, DeviceScalar, Neighbourhood, Table};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The original's kernel width (Muesli's example).
+pub const KW: usize = 5;
+/// The original's sigma.
+pub const SIGMA: f32 = 1.0;
+/// Kernel widths taken: 2 upwards (a border of at least one cell), up to
+/// a 31x31 kernel.
+pub const KW_RANGE: std::ops::RangeInclusive<usize> = 2..=31;
+
+/// The border each side: `kw / 2`.
+pub fn radius(kw: usize) -> usize {
+    kw / 2
+}
+
+/// The kw x kw weights, row-major: `expf(-0.5 (dr^2 + dc^2))` with
+/// `dr = (r - kw/2) / sigma` in f32 (kw/2 as a float: 2.5 for kw 5).
+pub fn weights(kw: usize, sigma: f32) -> Vec<f32> {
+    let mean = kw as f32 / 2.0;
+    let d = |i: usize| (i as f32 - mean) / sigma;
+    let mut w = Vec::with_capacity(kw * kw);
+    for r in 0..kw {
+        for c in 0..kw {
+            let (dr, dc) = (d(r), d(c));
+            // `exp` of a run-time value: glibc's expf, as EPSILOD's host.
+            w.push((-0.5f32 * (dr * dr + dc * dc)).exp());
+        }
+    }
+    w
+}
+
+/// The divisor, `2*M_PI*sigma*sigma` in double as the C computes it.
+pub fn norm(sigma: f32) -> f64 {
+    ((2.0 * std::f64::consts::PI) * f64::from(sigma)) * f64::from(sigma)
+}
+
+/// The global array for a `rows x cols` image: the image and its border.
+pub fn global_size(rows: usize, cols: usize, kw: usize) -> [usize; 2] {
+    let r = radius(kw);
+    [rows + 2 * r, cols + 2 * r]
+}
+
+/// Where the image lies in the global array (the output).
+pub fn image_region(rows: usize, cols: usize, kw: usize) -> Shape {
+    let r = radius(kw) as i64;
+    Shape::from_ranges(&[(r, r + rows as i64), (r, r + cols as i64)])
+}
+
+/// The offsets one step reads: rows and columns `-kw/2 .. kw - 1 - kw/2`.
+fn offsets(kw: usize) -> Vec<[i64; 2]> {
+    let off = radius(kw) as i64;
+    (0..kw as i64)
+        .flat_map(|a| (0..kw as i64).map(move |b| [a - off, b - off]))
+        .collect()
+}
+
+/// One step at a cell, in the original's order.
+fn step(nb: &Neighbourhood<f32>, kw: usize, w: &[f32], norm: f64) -> f32 {
+    let off = radius(kw) as isize;
+    let mut sum = 0.0f32;
+    for a in 0..kw {
+        for b in 0..kw {
+            let p = nb.get(&[a as isize - off, b as isize - off]) * w[a * kw + b];
+            sum = (f64::from(sum) + f64::from(p) / norm) as f32;
+        }
+    }
+    sum.trunc() + 0.0
+}
+
+/// The step as device code, operation for operation as [`step`].
+#[allow(unsafe_code)]
+pub fn device_kernel(kw: usize, sigma: f32) -> DeviceKernel {
+    let body = format!(
+        r#"    float sum = 0.0f;
+    for (int a = 0; a < {kw}; a++) {{
+        for (int b = 0; b < {kw}; b++) {{
+            const float p = src[c + (index_t)(a - {off}) * s2 + (index_t)(b - {off}) * s3] * W[a * {kw} + b];
+            sum = (float)((double)sum + (double)p / {norm});
+        }}
+    }}
+    dst[c] = trunc(sum) + 0.0f;
+"#,
+        off = radius(kw),
+        norm = norm(sigma).literal(),
+    );
+    // SAFETY: the body reads `src` at `c` plus (a - off, b - off) for a, b
+    // in 0..kw on dimensions 0 and 1 (s2, s3 for a 2-d grid), which is
+    // exactly `offsets(kw)`, the kernel's footprint, and writes only
+    // `dst[c]`; `cell` is one float like the Rust cell.
+    unsafe { DeviceKernel::new(CellDecl::scalar::<f32>(), body) }
+        .with_table(Table::reals("W", &weights(kw, sigma)))
+        .with_fp64()
+}
+
+/// The blur as a skeleton stencil: halos of `kw / 2` each side.
+pub fn stencil(kw: usize, sigma: f32) -> Stencil<f32> {
+    let (w, n) = (weights(kw, sigma), norm(sigma));
+    let fp = Footprint::new(2, offsets(kw).iter().map(|o| o.to_vec()).collect());
+    let kernel = Custom::new("gaussian", fp, move |nb: &Neighbourhood<f32>| {
+        step(nb, kw, &w, n)
+    })
+    .with_device_kernel(device_kernel(kw, sigma));
+    let r = radius(kw);
+    Stencil::custom(Arc::new(kernel), vec![r; 2], vec![r; 2])
+}
+
+/// The initial array: `pixels` (`rows x cols`) inside a border of zeros.
+pub fn init(
+    pixels: Vec<f32>,
+    rows: usize,
+    cols: usize,
+    kw: usize,
+) -> impl Fn(&[i64]) -> f32 + Send + Sync + 'static {
+    assert_eq!(pixels.len(), rows * cols, "a rows x cols image");
+    let r = radius(kw) as i64;
+    move |g: &[i64]| {
+        let (i, j) = (g[0] - r, g[1] - r);
+        if (0..rows as i64).contains(&i) && (0..cols as i64).contains(&j) {
+            pixels[i as usize * cols + j as usize]
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The image a run without `--input` blurs: a checkerboard of 16-pixel
+/// squares, 0 and 255.
+pub fn test_image(rows: usize, cols: usize) -> Vec<f32> {
+    (0..rows * cols)
+        .map(|k| {
+            let (i, j) = (k / cols, k % cols);
+            if (i / 16 + j / 16) % 2 == 0 {
+                255.0
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
+/// An image file: a PGM, or a 2-d `.npy` array of f32 or f64 (rounded to
+/// f32). Rows, columns and the pixels, row-major; errors say what is
+/// wrong with the file (the caller names it).
+pub fn load(path: &Path) -> Result<(usize, usize, Vec<f32>), String> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("pgm") => {
+            let img = epsilod::pgm::read(path).map_err(|e| match e {
+                epsilod::pgm::PgmError::Io { why, .. } => why,
+                epsilod::pgm::PgmError::Format { why, .. } => format!("not a PGM image: {why}"),
+            })?;
+            let px = img.pixels.iter().map(|&p| f32::from(p)).collect();
+            Ok((img.rows, img.cols, px))
+        }
+        Some("npy") => {
+            let bad = |e: ndarray_npy::ReadNpyError| e.to_string();
+            let two_d = |shape: &[usize]| match shape {
+                &[r, c] if r > 0 && c > 0 => Ok((r, c)),
+                s => Err(format!(
+                    "an image is a 2-d array with pixels, this one has shape {s:?}"
+                )),
+            };
+            let a: ndarray::ArrayD<f32> = match ndarray_npy::read_npy(path) {
+                Ok(a) => a,
+                Err(ndarray_npy::ReadNpyError::WrongDescriptor(_)) => {
+                    let a: ndarray::ArrayD<f64> = ndarray_npy::read_npy(path).map_err(bad)?;
+                    a.mapv(|v| v as f32)
+                }
+                Err(e) => return Err(bad(e)),
+            };
+            let (r, c) = two_d(a.shape())?;
+            Ok((r, c, a.iter().copied().collect()))
+        }
+        _ => Err("give an image as .pgm or .npy".into()),
+    }
+}
+
+/// `epsilod run gaussian [--input image.pgm | --size ROWSxCOLS]`.
+pub struct Gaussian;
+
+impl Gaussian {
+    fn kw(params: &Params) -> usize {
+        params.get("kw") as usize
+    }
+    fn sigma(params: &Params) -> f32 {
+        params.get("sigma") as f32
+    }
+}
+
+impl App for Gaussian {
+    fn name(&self) -> &'static str {
+        "gaussian"
+    }
+    fn about(&self) -> &'static str {
+        "2-d  repeated Gaussian blur of a grey-level image (EPSILOD's); --size is the image (rows x cols), or --input image.pgm|.npy; without --input, a checkerboard"
+    }
+    fn ndims(&self) -> usize {
+        2
+    }
+    fn check_size(&self, _size: &[usize]) -> Result<(), String> {
+        // Any image of at least one pixel: the border is added to it.
+        Ok(())
+    }
+    fn params(&self) -> &'static [Param] {
+        &[
+            Param {
+                name: "kw",
+                default: KW as f64,
+                about: "kernel width, a whole number 2 to 31",
+            },
+            Param {
+                name: "sigma",
+                default: SIGMA as f64,
+                about: "the Gaussian's standard deviation in pixels, > 0",
+            },
+        ]
+    }
+    fn check_params(&self, params: &Params) -> Result<(), String> {
+        let kw = params.get("kw");
+        if kw.fract() != 0.0 || !KW_RANGE.contains(&(kw as usize)) || kw < 0.0 {
+            return Err(format!(
+                "--param kw={kw}: the kernel width is a whole number 2 to 31"
+            ));
+        }
+        let sigma = Gaussian::sigma(params);
+        if !(sigma > 0.0 && sigma.is_finite()) {
+            return Err(format!(
+                "--param sigma={}: sigma must be above 0",
+                params.get("sigma")
+            ));
+        }
+        Ok(())
+    }
+    fn input(&self) -> Option<&'static str> {
+        Some("the image to blur, .pgm (P2 or P5) or a 2-d .npy array")
+    }
+    fn size_of_input(&self, input: &Path) -> Result<Vec<usize>, String> {
+        let (rows, cols, _) = load(input)?;
+        Ok(vec![rows, cols])
+    }
+    fn run(
+        &self,
+        size: &[usize],
+        params: &Params,
+        options: &RunOptions,
+        cluster: &Cluster,
+    ) -> Result<AppOutcome, RunError> {
+        let (kw, sigma) = (Gaussian::kw(params), Gaussian::sigma(params));
+        let (rows, cols) = (size[0], size[1]);
+        let pixels = match params.input() {
+            None => test_image(rows, cols),
+            Some(path) => {
+                let input = |why: String| {
+                    RunError::Setup(SetupError::Input {
+                        path: path.display().to_string(),
+                        why,
+                    })
+                };
+                let (r, c, px) = load(path).map_err(input)?;
+                if (r, c) != (rows, cols) {
+                    return Err(input(format!(
+                        "the image is {r}x{c}, the run is for {rows}x{cols}"
+                    )));
+                }
+                px
+            }
+        };
+        let skeleton = Skeleton::new(&global_size(rows, cols, kw), stencil(kw, sigma))
+            .init(init(pixels, rows, cols, kw));
+        crate::run_to_output(
+            skeleton,
+            options,
+            cluster,
+            Some(image_region(rows, cols, kw)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_follow_the_original_formula() {
+        let w = weights(5, 1.0);
+        assert_eq!(w.len(), 25);
+        // Row 2, column 2: dr = dc = -0.5, so exp(-0.25).
+        assert_eq!(w[2 * 5 + 2], (-0.25f32).exp());
+        // Half a pixel off centre: (2, 2) and (3, 3) weigh the same, (1, 1) not.
+        assert_eq!(w[2 * 5 + 2], w[3 * 5 + 3]);
+        assert_ne!(w[5 + 1], w[3 * 5 + 3]);
+        assert_eq!(norm(1.0), std::f64::consts::TAU);
+    }
+
+    #[test]
+    fn the_device_body_reads_its_footprint_in_double() {
+        let k = device_kernel(5, 1.0);
+        assert!(k.needs_fp64());
+        let src = k.source(kernels::Dialect::OpenCl);
+        assert!(src.contains("cl_khr_fp64"), "{src}");
+        assert!(
+            src.contains("sum = (float)((double)sum + (double)p / 6.283185307179586);"),
+            "{src}"
+        );
+        assert!(src.contains("(index_t)(a - 2) * s2"), "{src}");
+        assert_eq!(offsets(4).first(), Some(&[-2, -2]));
+        assert_eq!(offsets(4).last(), Some(&[1, 1]));
+    }
+}

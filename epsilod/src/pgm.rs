@@ -1,0 +1,284 @@
+//! PGM grey-level images (Netpbm): the gaussian app's input and an output
+//! format for any 2-d field.
+//!
+//! Reading takes both kinds, `P2` (decimal values) and `P5` (one byte per
+//! pixel, or two big-endian bytes where the maximum is over 255), with
+//! `#` comments anywhere in the header (and between `P2` values). EPSILOD's
+//! reader (apps.md §1.4) wanted one `P2` value per line and read `P5`
+//! bytes as signed chars; this one reads what the format allows, and
+//! pixels are never negative. Writing gives `P2`, one value a line, as
+//! EPSILOD's gaussian writes its result.
+
+use std::io::Write;
+use std::path::Path;
+use thiserror::Error;
+
+/// Why an image could not be read or written.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PgmError {
+    /// The file could not be opened, read or written.
+    #[error("{path}: {why}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The system's reason.
+        why: String,
+    },
+    /// The file is not a PGM image as the format defines it.
+    #[error("{path} is not a PGM image: {why}")]
+    Format {
+        /// The file.
+        path: String,
+        /// What is wrong, and where.
+        why: String,
+    },
+}
+
+/// A grey-level image, row-major, `rows x cols` pixels of at most `maxval`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    /// Rows (the PGM height).
+    pub rows: usize,
+    /// Columns (the PGM width).
+    pub cols: usize,
+    /// The white level, 1 to 65535.
+    pub maxval: u16,
+    /// The pixels, row after row.
+    pub pixels: Vec<u16>,
+}
+
+/// Reads a PGM file.
+pub fn read(path: &Path) -> Result<Image, PgmError> {
+    let bytes = std::fs::read(path).map_err(|e| PgmError::Io {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })?;
+    parse(&bytes).map_err(|why| PgmError::Format {
+        path: path.display().to_string(),
+        why,
+    })
+}
+
+/// The tokens of a PGM file, `#` comments skipped.
+struct Tokens<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Tokens<'_> {
+    fn skip_space(&mut self) {
+        while let Some(&b) = self.bytes.get(self.at) {
+            if b == b'#' {
+                while self.bytes.get(self.at).is_some_and(|&b| b != b'\n') {
+                    self.at += 1;
+                }
+            } else if b.is_ascii_whitespace() {
+                self.at += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The next decimal number, at most `max`; `what` names it in errors.
+    fn number(&mut self, what: &str, max: u32) -> Result<u32, String> {
+        self.skip_space();
+        let start = self.at;
+        let mut v: u32 = 0;
+        while let Some(d) = self.bytes.get(self.at).filter(|b| b.is_ascii_digit()) {
+            v = v.saturating_mul(10).saturating_add(u32::from(d - b'0'));
+            self.at += 1;
+        }
+        if self.at == start {
+            return Err(match self.bytes.get(self.at) {
+                None => format!("the file ends before the {what}"),
+                Some(_) => format!("expected the {what} at byte {start}, a decimal number"),
+            });
+        }
+        if v > max {
+            return Err(format!("the {what} at byte {start} is over {max}"));
+        }
+        Ok(v)
+    }
+}
+
+/// Parses a PGM file's bytes.
+pub fn parse(bytes: &[u8]) -> Result<Image, String> {
+    let binary = match bytes.get(..2) {
+        Some(b"P2") => false,
+        Some(b"P5") => true,
+        _ => return Err("it does not start with P2 or P5".into()),
+    };
+    let mut t = Tokens { bytes, at: 2 };
+    if !t
+        .bytes
+        .get(2)
+        .is_some_and(|b| b.is_ascii_whitespace() || *b == b'#')
+    {
+        return Err("expected white space after the magic number".into());
+    }
+    // Sizes past a billion pixels are refused before allocating.
+    const MAX_SIDE: u32 = 1 << 20;
+    let cols = t.number("width", MAX_SIDE)? as usize;
+    let rows = t.number("height", MAX_SIDE)? as usize;
+    let maxval = t.number("maximum grey value", 65535)?;
+    if cols == 0 || rows == 0 {
+        return Err(format!("the image is {cols}x{rows}: it has no pixels"));
+    }
+    if maxval == 0 {
+        return Err("the maximum grey value is 0: it must be 1 to 65535".into());
+    }
+    let count = rows
+        .checked_mul(cols)
+        .filter(|&n| n <= 1 << 30)
+        .ok_or_else(|| format!("{cols}x{rows} pixels is too many"))?;
+    let maxval = maxval as u16;
+    let pixels = if binary {
+        // Exactly one white-space byte ends the header.
+        if !t.bytes.get(t.at).is_some_and(u8::is_ascii_whitespace) {
+            return Err("expected one white-space byte after the maximum grey value".into());
+        }
+        let data = &t.bytes[t.at + 1..];
+        let wide = maxval > 255;
+        let need = count * if wide { 2 } else { 1 };
+        if data.len() < need {
+            return Err(format!(
+                "{} bytes of pixels, {cols}x{rows} need {need}",
+                data.len()
+            ));
+        }
+        let pixels: Vec<u16> = if wide {
+            data[..need]
+                .chunks_exact(2)
+                .map(|b| u16::from_be_bytes([b[0], b[1]]))
+                .collect()
+        } else {
+            data[..need].iter().map(|&b| u16::from(b)).collect()
+        };
+        if let Some(i) = pixels.iter().position(|&p| p > maxval) {
+            return Err(format!(
+                "pixel {i} is {}, over the maximum grey value {maxval}",
+                pixels[i]
+            ));
+        }
+        pixels
+    } else {
+        let mut pixels = Vec::with_capacity(count);
+        for i in 0..count {
+            let v = t
+                .number(&format!("pixel {i}"), u32::from(maxval))
+                .map_err(|e| format!("{e} (the maximum grey value is {maxval})"))?;
+            pixels.push(v as u16);
+        }
+        pixels
+    };
+    Ok(Image {
+        rows,
+        cols,
+        maxval,
+        pixels,
+    })
+}
+
+/// Writes `values` (`rows x cols`, row-major) as a `P2` image, one value a
+/// line: each rounded to the nearest whole number (NaN to 0) and held to
+/// 0..=65535; the maximum grey value is 255, or the largest value where
+/// that is more.
+pub fn write(path: &Path, rows: usize, cols: usize, values: &[f64]) -> Result<(), PgmError> {
+    assert_eq!(values.len(), rows * cols, "an image of rows x cols values");
+    let io = |e: std::io::Error| PgmError::Io {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    };
+    let grey: Vec<u16> = values
+        .iter()
+        .map(|&v| {
+            if v.is_nan() {
+                0
+            } else {
+                v.round().clamp(0.0, 65535.0) as u16
+            }
+        })
+        .collect();
+    let maxval = grey.iter().copied().max().unwrap_or(0).max(255);
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    write!(w, "P2\n{cols} {rows}\n{maxval}\n").map_err(io)?;
+    for g in grey {
+        writeln!(w, "{g}").map_err(io)?;
+    }
+    w.flush().map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_kinds_read_with_comments_and_any_white_space() {
+        let ascii = b"P2\n# made by hand\n3 2 # width height\n200\n0 1 2\n# a comment between rows\n100\n150 200\n";
+        let want = Image {
+            rows: 2,
+            cols: 3,
+            maxval: 200,
+            pixels: vec![0, 1, 2, 100, 150, 200],
+        };
+        assert_eq!(parse(ascii).unwrap(), want);
+        let mut binary = b"P5 3 2\n200\n".to_vec();
+        binary.extend([0u8, 1, 2, 100, 150, 200]);
+        assert_eq!(parse(&binary).unwrap(), want);
+        // Bytes over 127 are pixels over 127 (EPSILOD read signed chars).
+        let mut high = b"P5\n1 1\n255\n".to_vec();
+        high.push(250);
+        assert_eq!(parse(&high).unwrap().pixels, vec![250]);
+        let mut wide = b"P5\n2 1\n1000\n".to_vec();
+        wide.extend([3u8, 0xe8, 0, 7]);
+        assert_eq!(parse(&wide).unwrap().pixels, vec![1000, 7]);
+    }
+
+    #[test]
+    fn bad_images_say_what_is_wrong() {
+        for (text, why) in [
+            (&b"P6\n1 1\n255\n"[..], "does not start with P2 or P5"),
+            (b"P2", "expected white space after the magic number"),
+            (b"P2\n", "ends before the width"),
+            (b"P2\nx 2", "expected the width at byte 3"),
+            (b"P2\n2 2\n255\n1 2 3", "ends before the pixel 3"),
+            (b"P2\n1 1\n255\n256", "pixel 0 at byte 11 is over 255"),
+            (b"P2\n0 4\n255\n", "it has no pixels"),
+            (b"P2\n1 1\n0\n0", "the maximum grey value is 0"),
+            (
+                b"P2\n1 1\n70000\n0",
+                "maximum grey value at byte 7 is over 65535",
+            ),
+            (b"P2\n99999999 99999999\n255\n", "width at byte 3 is over"),
+            (b"P2\n1000000 1000000\n255\n", "too many"),
+            (b"P5\n2 2\n255\n\x01\x02", "2 bytes of pixels, 2x2 need 4"),
+            (b"P5\n1 1\n255", "one white-space byte after"),
+            (
+                b"P5\n1 1\n9\n\x0a",
+                "pixel 0 is 10, over the maximum grey value 9",
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.contains(why), "{:?}: {e}", String::from_utf8_lossy(text));
+        }
+        let e = read(Path::new("/no/such/image.pgm")).unwrap_err();
+        assert!(
+            matches!(&e, PgmError::Io { path, .. } if path == "/no/such/image.pgm"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn written_images_read_back_rounded_and_held_in_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.pgm");
+        write(&p, 2, 3, &[0.0, 1.4, 2.6, -5.0, f64::NAN, 255.0]).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text, "P2\n3 2\n255\n0\n1\n3\n0\n0\n255\n");
+        assert_eq!(read(&p).unwrap().pixels, vec![0, 1, 3, 0, 0, 255]);
+        write(&p, 1, 2, &[300.0, 1e9]).unwrap();
+        let back = read(&p).unwrap();
+        assert_eq!((back.maxval, back.pixels), (65535, vec![300, 65535]));
+    }
+}
