@@ -675,7 +675,6 @@ pub fn simulate(s: &Scenario) -> Result<Simulated, SimError> {
                 out.halo_messages += 1;
             }
         }
-        let posts = s.links.post * (geo.sends.iter().map(Vec::len).max().unwrap_or(0)) as f64;
         let alb_posts = if heuristic.is_some() {
             s.links.post * (m - 1) as f64
         } else {
@@ -687,6 +686,7 @@ pub fn simulate(s: &Scenario) -> Result<Simulated, SimError> {
         for (i, &d) in live.iter().enumerate() {
             let start = clock[d];
             began[i] = start;
+            let posts = s.links.post * geo.sends[i].len() as f64;
             let inner_done = start + compute[i] + posts + alb_posts;
             let waited = inner_done.max(arrive[i]);
             // The skeleton's own time comes after the halos are in: it is
