@@ -297,7 +297,8 @@ pub struct Move {
     pub seconds: f64,
     /// Rows that changed owner.
     pub rows_moved: usize,
-    /// Bytes moved.
+    /// Bytes of the cells that changed owner (one level, as run's report
+    /// counts them).
     pub bytes_moved: f64,
     /// Row shares before, per live device.
     pub weights_before: Vec<f64>,
@@ -842,7 +843,10 @@ impl<'a> Sim<'a> {
         let s = self.s;
         let plan = RedistributionPlan::new(&self.geo.layout, &layout)?;
         let next = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
-        let bytes = plan.cells_moved() as f64 * s.cell_bytes * s.levels as f64;
+        // The report counts the cells moved once; kernels reading the
+        // level before move both levels, which the cost pays for.
+        let cells_bytes = plan.cells_moved() as f64 * s.cell_bytes;
+        let bytes = cells_bytes * s.levels as f64;
         let seconds = match (&s.kernels, s.rebalance) {
             (
                 Kernels::Trace {
@@ -869,7 +873,7 @@ impl<'a> Sim<'a> {
                 .iter()
                 .map(|mv| mv.region.sig(along).card())
                 .sum(),
-            bytes_moved: bytes,
+            bytes_moved: cells_bytes,
             weights_before: self.geo.rows.iter().map(|&r| r as f64 / total).collect(),
             weights_after: weights,
         });
