@@ -844,9 +844,8 @@ impl<'a> Sim<'a> {
         let plan = RedistributionPlan::new(&self.geo.layout, &layout)?;
         let next = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
         // The report counts the cells moved once; kernels reading the
-        // level before move both levels, which the cost pays for.
+        // level before move both levels, which the link model pays for.
         let cells_bytes = plan.cells_moved() as f64 * s.cell_bytes;
-        let bytes = cells_bytes * s.levels as f64;
         let seconds = match (&s.kernels, s.rebalance) {
             (
                 Kernels::Trace {
@@ -858,7 +857,8 @@ impl<'a> Sim<'a> {
                 .get(self.out.moves.len())
                 .copied()
                 .unwrap_or(0.0),
-            (Kernels::Modelled { .. }, Some(h)) => h.time(bytes),
+            // Calibrated against the report's bytes_moved: the same measure.
+            (Kernels::Modelled { .. }, Some(h)) => h.time(cells_bytes),
             (Kernels::Modelled { .. }, None) => {
                 move_seconds(s, &self.live, &plan, &next, s.cell_bytes)
             }
