@@ -256,8 +256,9 @@ pub struct Scenario {
     /// The skeleton's own seconds per iteration on every device beyond its
     /// kernels and messages (a machine's `iteration_overhead`).
     pub iteration_overhead: f64,
-    /// A rebalance's seconds against the bytes it moves (a machine's
-    /// calibrated `rebalance`); `None`: each device's moves over the links.
+    /// A rebalance's seconds against the bytes of the cells it moves, one
+    /// level (a machine's calibrated `rebalance`); `None`: each device's
+    /// moves, every level, over the links.
     pub rebalance: Option<Hockney>,
     /// Keep every `record_every`-th iteration's per-device record (1: all;
     /// 1024 devices x 10,000 iterations is 10 million records).
