@@ -86,6 +86,16 @@ fn trace_mode_reproduces_real_runs() {
                 .collect()
         };
         assert_eq!(after(&r), after(&s), "{alb}");
+        // The same redistribution plans: rows and bytes moved alike.
+        let moved = |v: &Value| -> Vec<(Value, Value)> {
+            v["redistributions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| (m["rows_moved"].clone(), m["bytes_moved"].clone()))
+                .collect()
+        };
+        assert_eq!(moved(&r), moved(&s), "{alb}");
         assert_eq!(s["config"]["kernel"], "simulated (trace)");
     }
     // Kernel times that say the slow device is fast: other decisions.

@@ -256,8 +256,9 @@ pub struct Scenario {
     /// The skeleton's own seconds per iteration on every device beyond its
     /// kernels and messages (a machine's `iteration_overhead`).
     pub iteration_overhead: f64,
-    /// A rebalance's seconds against the bytes it moves (a machine's
-    /// calibrated `rebalance`); `None`: each device's moves over the links.
+    /// A rebalance's seconds against the bytes of the cells it moves, one
+    /// level (a machine's calibrated `rebalance`); `None`: each device's
+    /// moves, every level, over the links.
     pub rebalance: Option<Hockney>,
     /// Keep every `record_every`-th iteration's per-device record (1: all;
     /// 1024 devices x 10,000 iterations is 10 million records).
@@ -297,7 +298,8 @@ pub struct Move {
     pub seconds: f64,
     /// Rows that changed owner.
     pub rows_moved: usize,
-    /// Bytes moved.
+    /// Bytes of the cells that changed owner (one level, as run's report
+    /// counts them).
     pub bytes_moved: f64,
     /// Row shares before, per live device.
     pub weights_before: Vec<f64>,
@@ -533,130 +535,204 @@ fn link_time(l: &Links, a: usize, b: usize, bytes: f64, host_out: f64) -> f64 {
 /// Runs the scenario.
 pub fn simulate(s: &Scenario) -> Result<Simulated, SimError> {
     check(s)?;
-    let n = s.devices.len();
-    let hosts = s.devices.iter().map(|d| d.host).max().unwrap_or(0) + 1;
-    // Live devices, in device order: layouts and windows are over these.
-    let mut live: Vec<usize> = (0..n).collect();
-    let weights: Vec<f64> = s.devices.iter().map(|d| d.weight).collect();
-    let layout = Layout::new(&s.domain, s.partition, n, Some(&weights))?;
-    let (low, high) = (s.footprint.low(), s.footprint.high());
-    layout.check_width(&low, &high)?;
-    let mut geo = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
-    let mut heuristic: Option<Box<dyn Heuristic>> = s
-        .heuristic
-        .as_ref()
-        .filter(|h| h.name() != "none")
-        .map(HeuristicSpec::build);
-    if let Some(h) = heuristic.as_mut() {
-        h.init(s.iters);
+    let mut sim = Sim::new(s)?;
+    for it in 0..s.iters {
+        sim.fail_devices(it)?;
+        sim.check_trace(it)?;
+        sim.kernel_times(it);
+        let (step, slowest) = sim.iterate(it);
+        let row = sim.compute[..sim.live.len()].to_vec();
+        sim.balance(it)?;
+        sim.previous = Some(row);
+        sim.record(it, step, slowest);
     }
-    let mut cycle = Cycle::new(n, s.window, 0, s.iters);
-    let mut noise = Noise::new(
-        &s.devices,
-        match s.kernels {
+    Ok(sim.finish())
+}
+
+/// A simulation in progress.
+struct Sim<'a> {
+    s: &'a Scenario,
+    /// Live devices, in device order: layouts and windows are over these.
+    live: Vec<usize>,
+    geo: Geometry,
+    heuristic: Option<Box<dyn Heuristic>>,
+    cycle: Cycle,
+    noise: Noise,
+    /// Each device's virtual clock.
+    clock: Vec<f64>,
+    /// Kernel times of the iteration before (ALB reads them one late).
+    previous: Option<Vec<f64>>,
+    out: Simulated,
+    /// Sum of wall minus slowest kernel over iterations.
+    overhead: f64,
+    /// The stencil's reach below and above.
+    low: Vec<usize>,
+    high: Vec<usize>,
+    // Scratch by live index: kernel seconds, when the halos left, when the
+    // last one arrived, when the iteration began; bytes out per host.
+    compute: Vec<f64>,
+    sent_at: Vec<f64>,
+    arrive: Vec<f64>,
+    began: Vec<f64>,
+    host_out: Vec<f64>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(s: &'a Scenario) -> Result<Sim<'a>, SimError> {
+        let n = s.devices.len();
+        let hosts = s.devices.iter().map(|d| d.host).max().unwrap_or(0) + 1;
+        let weights: Vec<f64> = s.devices.iter().map(|d| d.weight).collect();
+        let layout = Layout::new(&s.domain, s.partition, n, Some(&weights))?;
+        let (low, high) = (s.footprint.low(), s.footprint.high());
+        layout.check_width(&low, &high)?;
+        let mut heuristic: Option<Box<dyn Heuristic>> = s
+            .heuristic
+            .as_ref()
+            .filter(|h| h.name() != "none")
+            .map(HeuristicSpec::build);
+        if let Some(h) = heuristic.as_mut() {
+            h.init(s.iters);
+        }
+        let seed = match s.kernels {
             Kernels::Modelled { seed } => seed,
             Kernels::Trace { .. } => 0,
-        },
-    );
-    let mut clock = vec![0.0f64; n];
-    let mut previous: Option<Vec<f64>> = None;
-    let mut out = Simulated {
-        steps: Vec::new(),
-        iteration_seconds: Vec::with_capacity(s.iters as usize),
-        overhead_per_iteration: 0.0,
-        loop_seconds: 0.0,
-        moves: Vec::new(),
-        checks: Vec::new(),
-        failures: Vec::new(),
-        halo_messages: 0,
-    };
-    let mut overhead = 0.0;
-    let every = s.record_every.max(1);
-    // Scratch, per live index.
-    let mut compute = vec![0.0; n];
-    let mut sent_at = vec![0.0; n];
-    let mut arrive = vec![0.0f64; n];
-    let mut began = vec![0.0; n];
-    let mut host_out = vec![0.0; hosts];
-    for it in 0..s.iters {
-        // Failures first: the device's launch in this iteration fails.
-        let failing: Vec<usize> = live
+        };
+        Ok(Sim {
+            s,
+            live: (0..n).collect(),
+            geo: Geometry::new(layout, &s.footprint, s.cell_bytes)?,
+            heuristic,
+            cycle: Cycle::new(n, s.window, 0, s.iters),
+            noise: Noise::new(&s.devices, seed),
+            clock: vec![0.0; n],
+            previous: None,
+            out: Simulated {
+                steps: Vec::new(),
+                iteration_seconds: Vec::with_capacity(s.iters as usize),
+                overhead_per_iteration: 0.0,
+                loop_seconds: 0.0,
+                moves: Vec::new(),
+                checks: Vec::new(),
+                failures: Vec::new(),
+                halo_messages: 0,
+            },
+            overhead: 0.0,
+            low,
+            high,
+            compute: vec![0.0; n],
+            sent_at: vec![0.0; n],
+            arrive: vec![0.0; n],
+            began: vec![0.0; n],
+            host_out: vec![0.0; hosts],
+        })
+    }
+
+    /// The latest clock of the live devices.
+    fn now(&self) -> f64 {
+        self.live.iter().map(|&d| self.clock[d]).fold(0.0, f64::max)
+    }
+
+    /// Devices failing at `it` (their launch in it fails) are dropped; the
+    /// others share their rows and start again together.
+    fn fail_devices(&mut self, it: u64) -> Result<(), SimError> {
+        let s = self.s;
+        let failing: Vec<usize> = self
+            .live
             .iter()
             .copied()
             .filter(|&d| s.devices[d].fail_at == Some(it))
             .collect();
-        if !failing.is_empty() {
-            let now = live.iter().map(|&d| clock[d]).fold(0.0, f64::max);
-            let share: Vec<f64> = live
-                .iter()
-                .zip(&geo.rows)
-                .filter(|(d, _)| !failing.contains(d))
-                .map(|(_, &r)| r.max(1) as f64)
-                .collect();
-            live.retain(|d| !failing.contains(d));
-            if live.is_empty() {
-                return Err(SimError::NoDevices);
-            }
-            for &d in &failing {
-                out.failures.push(Failure {
-                    device: d,
+        if failing.is_empty() {
+            return Ok(());
+        }
+        let now = self.now();
+        let share: Vec<f64> = self
+            .live
+            .iter()
+            .zip(&self.geo.rows)
+            .filter(|(d, _)| !failing.contains(d))
+            .map(|(_, &r)| r.max(1) as f64)
+            .collect();
+        self.live.retain(|d| !failing.contains(d));
+        if self.live.is_empty() {
+            return Err(SimError::NoDevices);
+        }
+        for &d in &failing {
+            self.out.failures.push(Failure {
+                device: d,
+                iter: it,
+                at_seconds: now,
+                devices_left: self.live.len(),
+            });
+        }
+        let layout = Layout::new(&s.domain, s.partition, self.live.len(), Some(&share))?;
+        layout.check_width(&self.low, &self.high)?;
+        self.geo = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
+        self.cycle = Cycle::new(self.live.len(), s.window, it, s.iters);
+        self.previous = None;
+        for &d in &self.live {
+            self.clock[d] = now;
+        }
+        Ok(())
+    }
+
+    /// In trace mode, the rows must be the real run's.
+    fn check_trace(&self, it: u64) -> Result<(), SimError> {
+        let Kernels::Trace { rows, .. } = &self.s.kernels else {
+            return Ok(());
+        };
+        for (i, &r) in self.geo.rows.iter().enumerate() {
+            let real = rows[it as usize][self.live[i]];
+            if real != r {
+                return Err(SimError::TraceDiverged {
                     iter: it,
-                    at_seconds: now,
-                    devices_left: live.len(),
+                    device: self.live[i],
+                    real,
+                    simulated: r,
                 });
             }
-            let layout = Layout::new(&s.domain, s.partition, live.len(), Some(&share))?;
-            layout.check_width(&low, &high)?;
-            geo = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
-            cycle = Cycle::new(live.len(), s.window, it, s.iters);
-            previous = None;
-            // Everyone starts again together from the recovered state.
-            for &d in &live {
-                clock[d] = now;
-            }
         }
-        let m = live.len();
-        if let Kernels::Trace { rows, .. } = &s.kernels {
-            for (i, &r) in geo.rows.iter().enumerate() {
-                let real = rows[it as usize][live[i]];
-                if real != r {
-                    return Err(SimError::TraceDiverged {
-                        iter: it,
-                        device: live[i],
-                        real,
-                        simulated: r,
-                    });
-                }
-            }
-        }
-        // Kernel times.
-        for (i, &d) in live.iter().enumerate() {
-            compute[i] = match &s.kernels {
+        Ok(())
+    }
+
+    fn kernel_times(&mut self, it: u64) {
+        let s = self.s;
+        for (i, &d) in self.live.iter().enumerate() {
+            self.compute[i] = match &s.kernels {
                 Kernels::Trace { compute, .. } => compute[it as usize][d],
                 Kernels::Modelled { .. } => {
                     let dev = &s.devices[d];
-                    dev.seconds_per_cell * geo.cells[i] * dev.factor(it) * noise.draw(d)
+                    dev.seconds_per_cell * self.geo.cells[i] * dev.factor(it) * self.noise.draw(d)
                 }
             };
         }
-        // Borders, then halos leave; each host's interface carries the bytes
-        // its devices send to other hosts.
-        host_out.iter_mut().for_each(|x| *x = 0.0);
+    }
+
+    /// Borders, halos out, inner rows, halos in, overhead: every live
+    /// clock moves on by one iteration. Returns the devices' records (when
+    /// this iteration is recorded) and the slowest kernel time.
+    fn iterate(&mut self, it: u64) -> (Option<Vec<DeviceStep>>, f64) {
+        let s = self.s;
+        let (live, geo) = (&self.live, &self.geo);
+        let m = live.len();
+        // Each host's interface carries the bytes its devices send to
+        // other hosts.
+        self.host_out.iter_mut().for_each(|x| *x = 0.0);
         for (i, &d) in live.iter().enumerate() {
             let border = if geo.cells[i] > 0.0 {
-                compute[i] * geo.border[i] / geo.cells[i]
+                self.compute[i] * geo.border[i] / geo.cells[i]
             } else {
                 0.0
             };
-            sent_at[i] = clock[d] + border;
+            self.sent_at[i] = self.clock[d] + border;
             let h = s.devices[d].host;
             for &(q, bytes) in &geo.sends[i] {
                 if s.devices[live[q]].host != h {
-                    host_out[h] += bytes;
+                    self.host_out[h] += bytes;
                 }
             }
         }
-        arrive[..m].iter_mut().for_each(|x| *x = 0.0);
+        self.arrive[..m].iter_mut().for_each(|x| *x = 0.0);
         for (i, &d) in live.iter().enumerate() {
             let h = s.devices[d].host;
             // A device's messages leave one after another (bytes), while
@@ -664,150 +740,176 @@ pub fn simulate(s: &Scenario) -> Result<Simulated, SimError> {
             let mut queued = 0.0;
             for &(q, bytes) in &geo.sends[i] {
                 let hq = s.devices[live[q]].host;
-                let t = link_time(&s.links, h, hq, bytes, host_out[h]);
+                let t = link_time(&s.links, h, hq, bytes, self.host_out[h]);
                 let latency = if h == hq {
                     s.links.intra.alpha
                 } else {
                     s.links.inter.alpha
                 };
                 queued += t - latency;
-                arrive[q] = arrive[q].max(sent_at[i] + queued + latency);
-                out.halo_messages += 1;
+                self.arrive[q] = self.arrive[q].max(self.sent_at[i] + queued + latency);
+                self.out.halo_messages += 1;
             }
         }
-        let posts = s.links.post * (geo.sends.iter().map(Vec::len).max().unwrap_or(0)) as f64;
-        let alb_posts = if heuristic.is_some() {
+        // With ALB every device posts its kernel time to every other.
+        let alb_posts = if self.heuristic.is_some() {
             s.links.post * (m - 1) as f64
         } else {
             0.0
         };
-        let record = it % every == 0 || it + 1 == s.iters;
-        let mut step = record.then(|| vec![DeviceStep::default(); n]);
+        let record = it.is_multiple_of(s.record_every.max(1)) || it + 1 == s.iters;
+        let mut step = record.then(|| vec![DeviceStep::default(); s.devices.len()]);
         let mut slowest: f64 = 0.0;
         for (i, &d) in live.iter().enumerate() {
-            let start = clock[d];
-            began[i] = start;
-            let inner_done = start + compute[i] + posts + alb_posts;
-            let waited = inner_done.max(arrive[i]);
+            let start = self.clock[d];
+            self.began[i] = start;
+            let posts = s.links.post * geo.sends[i].len() as f64;
+            let inner_done = start + self.compute[i] + posts + alb_posts;
+            let waited = inner_done.max(self.arrive[i]);
             // The skeleton's own time comes after the halos are in: it is
             // neither kernel nor message time in the report.
-            let end = waited + s.iteration_overhead;
-            clock[d] = end;
-            slowest = slowest.max(compute[i]);
+            self.clock[d] = waited + s.iteration_overhead;
+            slowest = slowest.max(self.compute[i]);
             if let Some(st) = step.as_mut() {
                 st[d] = DeviceStep {
-                    compute: compute[i],
-                    comm: waited - start - compute[i],
+                    compute: self.compute[i],
+                    comm: waited - start - self.compute[i],
                     rows: geo.rows[i],
                 };
             }
         }
-        // ALB after the iteration, on the times of the one before.
-        let row: Vec<f64> = compute[..m].to_vec();
-        if let Some(h) = heuristic.as_mut() {
-            if cycle.after(it, previous.as_deref()) {
-                let windows = cycle.snapshot(&geo.rows);
-                let snap = Snapshot {
-                    iter: it,
-                    rebalances: out.moves.len(),
-                    remaining: s.iters - 1 - it,
-                    devices: &windows,
-                };
-                let dec = h.check(&snap);
-                let mut outcome = if dec.rebalance {
-                    Outcome::Rebalance
-                } else {
-                    Outcome::Keep
-                };
-                if dec.rebalance {
-                    let proposed = dec
-                        .weights
-                        .clone()
-                        .unwrap_or_else(|| throughput_weights(&windows));
-                    if proposed.len() != m || proposed.iter().any(|w| !w.is_finite() || *w < 0.0) {
-                        return Err(SimError::BadWeights(proposed));
-                    }
-                    match relayout(&geo.layout, &proposed, &low, &high)? {
-                        None => outcome = Outcome::SkippedTooThin,
-                        Some((weights, layout)) => {
-                            let plan = RedistributionPlan::new(&geo.layout, &layout)?;
-                            let next = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
-                            let seconds = match &s.kernels {
-                                Kernels::Trace {
-                                    redistribution_seconds,
-                                    ..
-                                } => redistribution_seconds
-                                    .get(out.moves.len())
-                                    .copied()
-                                    .unwrap_or(0.0),
-                                Kernels::Modelled { .. } => match s.rebalance {
-                                    Some(h) => h.time(
-                                        plan.cells_moved() as f64 * s.cell_bytes * s.levels as f64,
-                                    ),
-                                    None => move_seconds(s, &live, &plan, &next, s.cell_bytes),
-                                },
-                            };
-                            let along = geo.layout.cut_dims().first().copied().unwrap_or(0);
-                            let total: f64 = geo.rows.iter().map(|&r| r as f64).sum();
-                            out.moves.push(Move {
-                                iter: it,
-                                seconds,
-                                rows_moved: plan
-                                    .moves()
-                                    .iter()
-                                    .map(|mv| mv.region.sig(along).card())
-                                    .sum(),
-                                bytes_moved: plan.cells_moved() as f64
-                                    * s.cell_bytes
-                                    * s.levels as f64,
-                                weights_before: geo
-                                    .rows
-                                    .iter()
-                                    .map(|&r| r as f64 / total)
-                                    .collect(),
-                                weights_after: weights,
-                            });
-                            h.on_redistribute(&Rebalanced {
-                                iter: it,
-                                rebalances: out.moves.len(),
-                                devices: &windows,
-                                seconds,
-                                rows_moved: out.moves.last().map_or(0, |m| m.rows_moved),
-                            });
-                            cycle.rebalanced(it);
-                            // The barrier, then the move.
-                            let now = live.iter().map(|&d| clock[d]).fold(0.0, f64::max);
-                            let done = now + seconds;
-                            for &d in &live {
-                                clock[d] = done;
-                            }
-                            geo = next;
-                        }
-                    }
-                }
-                out.checks.push(Check {
-                    iter: it,
-                    outcome,
-                    values: dec
-                        .values
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), *v))
-                        .collect(),
-                });
+        (step, slowest)
+    }
+
+    /// ALB after iteration `it`, on the times of the one before: the cycle
+    /// says whether to ask, the heuristic decides, `relayout` gives the new
+    /// layout.
+    fn balance(&mut self, it: u64) -> Result<(), SimError> {
+        let s = self.s;
+        let Some(h) = self.heuristic.as_mut() else {
+            return Ok(());
+        };
+        if !self.cycle.after(it, self.previous.as_deref()) {
+            return Ok(());
+        }
+        let windows = self.cycle.snapshot(&self.geo.rows);
+        let dec = h.check(&Snapshot {
+            iter: it,
+            rebalances: self.out.moves.len(),
+            remaining: s.iters - 1 - it,
+            devices: &windows,
+        });
+        let mut outcome = if dec.rebalance {
+            Outcome::Rebalance
+        } else {
+            Outcome::Keep
+        };
+        if dec.rebalance {
+            let proposed = dec
+                .weights
+                .clone()
+                .unwrap_or_else(|| throughput_weights(&windows));
+            if proposed.len() != self.live.len()
+                || proposed.iter().any(|w| !w.is_finite() || *w < 0.0)
+            {
+                return Err(SimError::BadWeights(proposed));
+            }
+            match relayout(&self.geo.layout, &proposed, &self.low, &self.high)? {
+                None => outcome = Outcome::SkippedTooThin,
+                Some((weights, layout)) => self.rebalance(it, &windows, weights, layout)?,
             }
         }
-        previous = Some(row);
-        // A rebalance's barrier and move count in the iteration's wall time.
-        let wall = live
+        self.out.checks.push(Check {
+            iter: it,
+            outcome,
+            values: dec
+                .values
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect(),
+        });
+        Ok(())
+    }
+
+    /// Moves to `layout`: the barrier (every clock to the latest), then the
+    /// rebalance's cost (replayed in trace mode, else calibrated or
+    /// modelled).
+    fn rebalance(
+        &mut self,
+        it: u64,
+        windows: &[heuristics::DeviceWindow],
+        weights: Vec<f64>,
+        layout: Layout,
+    ) -> Result<(), SimError> {
+        let s = self.s;
+        let plan = RedistributionPlan::new(&self.geo.layout, &layout)?;
+        let next = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
+        // The report counts the cells moved once; kernels reading the
+        // level before move both levels, which the link model pays for.
+        let cells_bytes = plan.cells_moved() as f64 * s.cell_bytes;
+        let seconds = match (&s.kernels, s.rebalance) {
+            (
+                Kernels::Trace {
+                    redistribution_seconds,
+                    ..
+                },
+                _,
+            ) => redistribution_seconds
+                .get(self.out.moves.len())
+                .copied()
+                .unwrap_or(0.0),
+            // Calibrated against the report's bytes_moved: the same measure.
+            (Kernels::Modelled { .. }, Some(h)) => h.time(cells_bytes),
+            (Kernels::Modelled { .. }, None) => {
+                move_seconds(s, &self.live, &plan, &next, s.cell_bytes)
+            }
+        };
+        let along = self.geo.layout.cut_dims().first().copied().unwrap_or(0);
+        let total: f64 = self.geo.rows.iter().map(|&r| r as f64).sum();
+        self.out.moves.push(Move {
+            iter: it,
+            seconds,
+            rows_moved: plan
+                .moves()
+                .iter()
+                .map(|mv| mv.region.sig(along).card())
+                .sum(),
+            bytes_moved: cells_bytes,
+            weights_before: self.geo.rows.iter().map(|&r| r as f64 / total).collect(),
+            weights_after: weights,
+        });
+        if let Some(h) = self.heuristic.as_mut() {
+            h.on_redistribute(&Rebalanced {
+                iter: it,
+                rebalances: self.out.moves.len(),
+                devices: windows,
+                seconds,
+                rows_moved: self.out.moves.last().map_or(0, |m| m.rows_moved),
+            });
+        }
+        self.cycle.rebalanced(it);
+        let done = self.now() + seconds;
+        for &d in &self.live {
+            self.clock[d] = done;
+        }
+        self.geo = next;
+        Ok(())
+    }
+
+    /// The iteration's wall time (a rebalance's barrier and move
+    /// included) and, when recorded, its devices.
+    fn record(&mut self, it: u64, step: Option<Vec<DeviceStep>>, slowest: f64) {
+        let wall = self
+            .live
             .iter()
             .enumerate()
-            .map(|(i, &d)| clock[d] - began[i])
+            .map(|(i, &d)| self.clock[d] - self.began[i])
             .fold(0.0, f64::max);
-        overhead += wall - slowest;
-        out.iteration_seconds.push(wall);
-        let elapsed = live.iter().map(|&d| clock[d]).fold(0.0, f64::max);
+        self.overhead += wall - slowest;
+        self.out.iteration_seconds.push(wall);
+        let elapsed = self.now();
         if let Some(devices) = step {
-            out.steps.push(Step {
+            self.out.steps.push(Step {
                 iter: it,
                 seconds: wall,
                 elapsed,
@@ -815,12 +917,15 @@ pub fn simulate(s: &Scenario) -> Result<Simulated, SimError> {
             });
         }
     }
-    if let Some(h) = heuristic.as_mut() {
-        h.end();
+
+    fn finish(mut self) -> Simulated {
+        if let Some(h) = self.heuristic.as_mut() {
+            h.end();
+        }
+        self.out.loop_seconds = self.clock.iter().copied().fold(0.0, f64::max);
+        self.out.overhead_per_iteration = self.overhead / self.s.iters.max(1) as f64;
+        self.out
     }
-    out.loop_seconds = clock.iter().copied().fold(0.0, f64::max);
-    out.overhead_per_iteration = overhead / s.iters.max(1) as f64;
-    Ok(out)
 }
 
 /// A rebalance's modelled time: each live device sends and receives its
