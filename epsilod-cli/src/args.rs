@@ -481,8 +481,8 @@ pub struct RunArgs {
     pub snapshot: Option<String>,
     /// Ghost cells K stencil reaches deep, exchanged every K iterations (messages fall K-fold;
     /// each device computes the ring in between itself; CPU devices fuse the K iterations into
-    /// one pass over memory): 1..64 | auto (measures depths 1, 2, 4, 8 over the first 34
-    /// iterations, then runs at the best; runs under 102 iterations stay at 1). Results are the
+    /// one pass over memory): 1..64 | auto (depths 1, 2, 4, 8 take turns over the first
+    /// 42 iterations, then the run goes on at the best; runs under 126 iterations stay at 1). Results are the
     /// same bits for any K.
     #[arg(long, default_value = "1", value_parser = clap::value_parser!(HaloDepth))]
     pub halo_depth: HaloDepth,

@@ -851,7 +851,7 @@ fn auto_halo_depth_across_ranks_matches_one_process() {
         "--size",
         "40x30",
         "--iters",
-        "120",
+        "140",
         "--halo-depth",
         "auto",
         "--devices",

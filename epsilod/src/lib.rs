@@ -26,6 +26,7 @@ pub mod alb;
 pub mod checkpoint;
 pub mod cluster;
 mod cores;
+mod depth_trials;
 pub mod devices;
 pub mod error;
 mod executor;

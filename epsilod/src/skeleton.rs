@@ -59,9 +59,10 @@ pub struct RunOptions {
 pub enum HaloDepth {
     /// Exchange every `n` iterations (1: every iteration).
     Depth(usize),
-    /// Measured: a few iterations at depths 1, 2, 4 and 8, then the depth
-    /// a cost model of those times chooses (`heuristics::depth`), for the
-    /// rest of the run. Runs too short to repay the measuring stay at 1.
+    /// Measured: depths 1, 2, 4 and 8 take turns over the first 42
+    /// iterations, then the run goes on at the depth a cost model of those
+    /// times chooses (`heuristics::depth`). Runs under 126 iterations stay
+    /// at 1.
     Auto,
 }
 

@@ -3,6 +3,7 @@
 
 use crate::alb::Alb;
 use crate::checkpoint::{self, BlockEntry, Committing, Manifest, PendingBlock};
+use crate::depth_trials::Trials;
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, VpError};
 use crate::plan::RunPlan;
@@ -299,13 +300,13 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         // iteration's exchange.
         self.transport.barrier().map_err(|e| self.net_err(e))?;
         let mut trials =
-            (self.run.auto_depth && iters - start >= DepthTrials::MIN_ITERS).then(DepthTrials::new);
+            (self.run.auto_depth && iters - start >= Trials::MIN_ITERS).then(Trials::new);
         let mut depth_trials = Vec::new();
         let started = Instant::now();
         let mut it = start;
         while it < iters {
             if let Some(t) = trials.as_ref() {
-                self.set_depth(t.depth(), it)?;
+                self.set_depth(t.depth(it - start), it)?;
             }
             let t0 = Instant::now();
             let rows = self.rows_of(self.p);
@@ -334,7 +335,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             }));
             if let Some(t) = trials.as_mut() {
                 t.record(it - start, len, wall);
-                if t.done(it + len as u64 - start) {
+                if t.finished(it + len as u64 - start) {
                     let (tried, depth) = self.decide_depth(t)?;
                     self.set_depth(depth, it + len as u64)?;
                     depth_trials = tried;
@@ -425,15 +426,15 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     }
 
     /// The depth the trials' times choose, the same on every process: each
-    /// process's median per depth, the slowest process's per depth (the
+    /// process's fastest per depth, the slowest process's per depth (the
     /// run goes at its pace), the cost model's best.
-    fn decide_depth(&mut self, t: &DepthTrials) -> Result<(Vec<DepthTrial>, usize), RunError> {
-        let mine = t.medians();
+    fn decide_depth(&mut self, t: &Trials) -> Result<(Vec<DepthTrial>, usize), RunError> {
+        let mine = t.fastest();
         let all = self
             .transport
             .all_gather(&mine)
             .map_err(|e| self.net_err(e))?;
-        let trials: Vec<DepthTrial> = DepthTrials::CANDIDATES
+        let trials: Vec<DepthTrial> = crate::depth_trials::CANDIDATES
             .iter()
             .enumerate()
             .map(|(i, &depth)| DepthTrial {
@@ -1002,78 +1003,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             weights_before: windows.iter().map(|w| w.rows as f64 / total).collect(),
             weights_after: weights,
         }))
-    }
-}
-
-/// `--halo-depth auto` measuring: after a warm-up, a few iterations at
-/// each candidate depth; then [`heuristics::depth::choose_depth`] decides.
-struct DepthTrials {
-    /// Per candidate, this process's seconds per iteration of each period.
-    times: Vec<Vec<f64>>,
-    /// The depth of the iterations being measured.
-    current: usize,
-}
-
-impl DepthTrials {
-    const CANDIDATES: [usize; 4] = [1, 2, 4, 8];
-    /// Iterations at each candidate (a multiple of every candidate).
-    const EACH: u64 = 8;
-    /// Iterations first at depth 1, not measured: first touches of memory,
-    /// kernels compiled at their first launch.
-    const WARMUP: u64 = 2;
-    /// The fewest iterations a run measures in: the trials take a third.
-    const MIN_ITERS: u64 = 3 * (Self::WARMUP + Self::EACH * Self::CANDIDATES.len() as u64);
-
-    fn new() -> DepthTrials {
-        DepthTrials {
-            times: vec![Vec::new(); Self::CANDIDATES.len()],
-            current: 1,
-        }
-    }
-
-    /// The candidate measured at `done` iterations into the run (the
-    /// warm-up runs at the first).
-    fn slot(done: u64) -> usize {
-        (done.saturating_sub(Self::WARMUP) / Self::EACH) as usize
-    }
-
-    /// The depth to run the next period at.
-    fn depth(&self) -> usize {
-        self.current
-    }
-
-    /// Iterations left before the depth changes, from `done` on.
-    fn left(&self, done: u64) -> usize {
-        let next = if done < Self::WARMUP {
-            Self::WARMUP
-        } else {
-            Self::WARMUP + (Self::slot(done) as u64 + 1) * Self::EACH
-        };
-        (next - done) as usize
-    }
-
-    /// A period of `len` iterations from `done` on took `wall` seconds.
-    fn record(&mut self, done: u64, len: usize, wall: f64) {
-        if done >= Self::WARMUP {
-            if let Some(t) = self.times.get_mut(Self::slot(done)) {
-                t.push(wall / len as f64);
-            }
-        }
-    }
-
-    /// Whether every candidate has been measured at `done` iterations;
-    /// if not, moves on to the candidate due then.
-    fn done(&mut self, done: u64) -> bool {
-        let finished = done >= Self::WARMUP + Self::EACH * Self::CANDIDATES.len() as u64;
-        if !finished && done >= Self::WARMUP {
-            self.current = Self::CANDIDATES[Self::slot(done)];
-        }
-        finished
-    }
-
-    /// This process's median seconds per iteration at each candidate.
-    fn medians(&self) -> Vec<f64> {
-        self.times.iter().map(|t| heuristics::median(t)).collect()
     }
 }
 
