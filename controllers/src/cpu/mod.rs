@@ -39,9 +39,11 @@ fn even_split(rows: usize, tasks: usize) -> Vec<usize> {
 const MAX_FUSED: usize = 16;
 
 /// How a fused launch of `steps` over `rows` planes is cut into tasks on
-/// `threads` threads: two per thread for balance, but none so thin that
-/// the cone it shares with its neighbours (recomputed by both) outweighs
-/// it, and none under [`MIN_TASK_CELLS`] unless the whole launch is.
+/// `threads` threads: as many as a one-step launch (a few per thread, so a
+/// thread the OS takes away leaves its unstarted tasks to the others), but
+/// none so thin that the cone it shares with its neighbours (recomputed by
+/// both) outweighs it, and none under [`MIN_TASK_CELLS`] unless the whole
+/// launch is.
 fn fused_task_rows(
     rows: usize,
     plane: usize,
@@ -50,7 +52,7 @@ fn fused_task_rows(
     threads: usize,
 ) -> Vec<usize> {
     let min_rows = (8 * steps * reach.max(1)).max(MIN_TASK_CELLS.div_ceil(plane.max(1)));
-    even_split(rows, (rows / min_rows).clamp(1, threads.max(1) * 2))
+    even_split(rows, (rows / min_rows).clamp(1, threads.max(1) * 4))
 }
 
 /// Bytes a fused launch keeps each thread's windows in: the core's
@@ -434,6 +436,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Fused launches: every plane in one task, in order; a few tasks per
+    /// thread where there are planes enough; none thinner than eight cones
+    /// of reach (each recomputed by two tasks) unless the launch is.
+    #[test]
+    fn fused_tasks_cover_every_plane_and_outweigh_their_cones() {
+        for threads in [1, 2, 8] {
+            for (steps, reach) in [(2, 2), (4, 2), (8, 4)] {
+                for plane in [64, 4096, 66_564] {
+                    for rows in [1, 7, 63, 64, 300, 4096] {
+                        let t = fused_task_rows(rows, plane, steps, reach, threads);
+                        assert_eq!(t.iter().sum::<usize>(), rows);
+                        assert!(t.len() <= threads * 4);
+                        if t.len() > 1 {
+                            assert!(t.iter().all(|&r| r >= 8 * steps * reach), "{t:?}");
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(fused_task_rows(4096, 4096, 4, 2, 2).len(), 8);
     }
 
     #[test]
