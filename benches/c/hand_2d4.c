@@ -1,6 +1,6 @@
 /* The straightforward hand-written baseline EPSILOD-style codes are compared
  * with: one Jacobi step of 2d4 per sweep over two ping-pong arrays, rows
- * shared among OpenMP threads. Build and run (scripts/c-baseline):
+ * shared among OpenMP threads. Build and run:
  *   gcc -O3 -march=native -fopenmp benches/c/hand_2d4.c -o hand_2d4
  *   OMP_NUM_THREADS=2 ./hand_2d4 4098 100
  * Prints the loop's seconds and cell updates per second (interior cells
