@@ -113,6 +113,12 @@ impl<C: ExprCell> Stencil<C> {
 
 impl<T: Math> Stencil<T> {
     /// A stencil from a spec file of either kind.
+    ///
+    /// # Panics
+    ///
+    /// As [`Stencil::from_expr`]: where the spec's cells have components
+    /// (`cell = N`; build those with `Stencil::<[T; N]>::from_expr`), or
+    /// `n[d]` is unbound.
     pub fn from_any_spec(spec: &AnySpec) -> Stencil<T> {
         match spec {
             AnySpec::Weighted(s) => Stencil::from_spec(s),

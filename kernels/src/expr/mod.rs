@@ -18,8 +18,12 @@
 //! [`ExprSpec::for_domain`]), parameters, earlier
 //! `let`s, `+ - * /` (left to right, parentheses kept), unary `-`,
 //! comparisons `< <= > >= == !=`, `&& || !` on them, `select(condition,
-//! a, b)`, `sqrt`, `abs`, `min`, `max`. Nothing is contracted into fused
-//! multiply-adds on either side.
+//! a, b)`, `sqrt`, `abs`, `min`, `max`, `inf`. Nothing is contracted into
+//! fused multiply-adds on either side.
+//!
+//! A spec with `cell = N` has cells of N components (`[f32; N]` in Rust,
+//! a struct of `d[N]` in device code): `update` is a list of N
+//! expressions, and reads pick a component, `u[o0, ...][k]`, `old2[k]`.
 
 pub mod build;
 mod fused;
@@ -602,8 +606,8 @@ impl<C: ExprCell> Kernel<C> for ExprKernel<C> {
                 CellDecl::scalar::<R<C>>()
             }
             Some(n) => {
-                // Built whole, then stored once: the components may read
-                // `old2`, which is `dst[c]` as it was.
+                // Built in registers and stored as one cell, as the
+                // hand-written array-cell bodies do.
                 body += "    cell out;\n";
                 for (k, e) in self.spec.update.iter().enumerate() {
                     body += &format!("    out.d[{k}] = {};\n", c(e));
@@ -953,6 +957,95 @@ mod tests {
         assert!(unbound.is_err(), "an unbound n[d] cannot run");
         let e = spec("update = \"u[0,0] + n[2]\"").unwrap_err().to_string();
         assert!(e.contains("n[2]: the dimension must be 0 to 1"), "{e}");
+    }
+
+    /// A 2-d stencil on two-component cells, with old2, against the same
+    /// arithmetic by hand; and its device C.
+    #[test]
+    fn array_cells_compute_each_component_as_written() {
+        let e = spec(
+            "cell = 2\nparams = { h = 0.5 }\nlet = [\"s = u[0,-1][0] * h\"]\nupdate = [\"s - u[0,1][1] + old2[1]\", \"select(u[0,0][0] < inf, u[-1,0][1] + u[1,0][0] * 2, s)\"]",
+        )
+        .unwrap();
+        assert_eq!(e.components, Some(2));
+        assert_eq!(
+            e.offsets(),
+            vec![vec![-1, 0], vec![0, -1], vec![0, 0], vec![0, 1], vec![1, 0]]
+        );
+        let (rows, cols) = (6, 300);
+        let frame = Frame::row_major(&[rows, cols]);
+        let src: Vec<[f32; 2]> = (0..rows * cols)
+            .map(|i| {
+                [
+                    ((i * 7919) % 1000) as f32 / 97.0 - 3.0,
+                    (i % 17) as f32 * 0.3 - 1.0,
+                ]
+            })
+            .collect();
+        let prev: Vec<[f32; 2]> = (0..rows * cols)
+            .map(|i| [i as f32, -(i as f32) * 0.25])
+            .collect();
+        let mut dst = prev.clone();
+        let k = ExprKernel::<[f32; 2]>::new(&e);
+        launch_serial(&k, &src, &mut dst, &frame, &[1..rows - 1, 1..cols - 1]).unwrap();
+        for r in 1..rows - 1 {
+            for q in 1..cols - 1 {
+                let at = |dr: i64, dq: i64| {
+                    src[((r as i64 + dr) * cols as i64 + q as i64 + dq) as usize]
+                };
+                let s = at(0, -1)[0] * 0.5;
+                let want = [
+                    s - at(0, 1)[1] + prev[r * cols + q][1],
+                    at(-1, 0)[1] + at(1, 0)[0] * 2.0,
+                ];
+                assert_eq!(
+                    dst[r * cols + q].map(f32::to_bits),
+                    want.map(f32::to_bits),
+                    "({r},{q})"
+                );
+            }
+        }
+        let dev = k.device_kernel().unwrap();
+        assert_eq!(dev.cell(), &CellDecl::array::<f32>(2));
+        let src = dev.source(Dialect::OpenCl);
+        for line in [
+            "typedef struct { float d[2]; } cell;",
+            "const cell old2 = dst[c];",
+            "const float l0 = (src[c + (-1L) * s3].d[0] * 0.5f); /* s */",
+            "out.d[0] = ((l0 - src[c + (1L) * s3].d[1]) + old2.d[1]);",
+            "out.d[1] = ((src[c].d[0] < INFINITY) ? (src[c + (-1L) * s2].d[1] + (src[c + (1L) * s2].d[0] * 2.0f)) : l0);",
+            "dst[c] = out;",
+        ] {
+            assert!(src.contains(line), "{line}: {src}");
+        }
+    }
+
+    #[test]
+    fn bad_component_syntax_names_the_part_and_the_place() {
+        let two = "cell = 2\nupdate = ";
+        let cases = [
+            (format!("{two}[\"u[0,0][0]\", \"u[0,0]\"]"), "in update[1], at character 6: u[...] is a cell of 2 components: pick one with u[...][k]"),
+            (format!("{two}[\"u[0,0][2]\", \"u[0,0][1]\"]"), "in update[0], at character 6: u[...][2]: the component must be 0 to 1"),
+            (format!("{two}[\"u[0,0][0]\", \"u[0,0][-1]\"]"), "in update[1], at character 6: u[...][-1]: the component must be 0 to 1"),
+            (format!("{two}[\"u[0,0][0]\", \"u[0,0][x]\"]"), "in update[1], at character 7: expected a whole-number component"),
+            (format!("{two}[\"u[0,0][0]\", \"u[0,0][1\"]"), "in update[1], at character 8: expected ']'"),
+            (format!("{two}[\"u[0,0][0]\", \"old2 + 1\"]"), "in update[1], at character 5: old2 is a cell of 2 components: pick one with old2[k]"),
+            (format!("{two}[\"u[0,0][0]\"]"), "cell = 2 needs 2 updates (one per component), got 1"),
+            (format!("{two}[\"u[0,0][0]\", 3]"), "the updates must be strings"),
+            (format!("{two}\"u[0,0][0]\""), "cell = 2: the update is a list of 2 strings, one per component"),
+            ("update = [\"u[0,0]\"]".to_string(), "the update is one string (a list is for cells with components: cell = N)"),
+            ("update = \"u[0,0][0]\"".to_string(), "in update, at character 6: u[...][k]: the cells are scalar (declare cell = N for N components)"),
+            ("update = \"u[0,0] + old2[0]\"".to_string(), "in update, at character 13: old2[k]: the cells are scalar"),
+            ("cell = 0\nupdate = []".to_string(), "cell = 0: a cell has 1 to 256 components"),
+            ("cell = -1\nupdate = []".to_string(), "t.toml"),
+            ("let = [\"inf = 2\"]\nupdate = \"u[0,0]\"".to_string(), "'inf' is already a parameter, u or inf"),
+            ("params = { inf = 1.0 }\nupdate = \"u[0,0]\"".to_string(), "parameter 'inf' has a reserved name"),
+        ];
+        for (body, want) in cases {
+            let e = spec(&body).unwrap_err().to_string();
+            assert!(e.contains("t.toml") && e.contains(want), "{body}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]

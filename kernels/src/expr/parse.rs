@@ -345,7 +345,12 @@ impl Parser<'_> {
             ));
         }
         self.pos += 1;
-        let k = self.int()?;
+        let neg = self.eat("-");
+        let Tok::Int(k) = *self.peek() else {
+            return self.fail("expected a whole-number component");
+        };
+        self.pos += 1;
+        let k = if neg { -k } else { k };
         self.expect("]")?;
         if k < 0 || k as usize >= n {
             return Err(ParseError {
