@@ -560,7 +560,7 @@ fn c<T: Math>(e: &Expr, nd: usize, array: bool) -> String {
                 Func::Min => "fmin",
                 Func::Max => "fmax",
             };
-            let args: Vec<String> = args.iter().map(|a| sub(a)).collect();
+            let args: Vec<String> = args.iter().map(sub).collect();
             format!("{name}({})", args.join(", "))
         }
     }
