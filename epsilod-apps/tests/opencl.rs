@@ -40,6 +40,48 @@ fn gas_sim_on_opencl_matches_the_cpu_bit_for_bit() {
     );
 }
 
+/// The gas-sim spec (examples/specs/gassim.toml, `cell = 19`) compiled to
+/// OpenCL C over the `cell` struct: the app's bits on the CPU, alone and
+/// mixed with a CPU device.
+#[test]
+fn the_gassim_spec_on_opencl_matches_the_app_on_the_cpu() {
+    use epsilod_apps::gas;
+    use kernels::AnySpec;
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs/gassim.toml");
+    let AnySpec::Expr(spec) = AnySpec::load(&path).unwrap() else {
+        panic!("gassim.toml is an update expression")
+    };
+    let user = [56, 54, 14];
+    let run = |stencil, devs: &[&str], part| {
+        Skeleton::new(&gas::global_size(user), stencil)
+            .iterations(9)
+            .init(gas::init(user))
+            .devices(devices(devs))
+            .partition(part)
+            .run()
+            .unwrap()
+            .grid
+    };
+    let cells = |g: &ndarray::ArrayD<gas::GasCell>| -> Vec<u32> {
+        g.iter().flat_map(|c| c.map(f32::to_bits)).collect()
+    };
+    let app = cells(&run(gas::stencil(), &["cpu:threads=1"], Partition::Multi));
+    let spec = || epsilod::Stencil::from_expr(&spec);
+    assert!(
+        cells(&run(spec(), &["opencl"], Partition::Multi)) == app,
+        "opencl alone"
+    );
+    assert!(
+        cells(&run(
+            spec(),
+            &["cpu:threads=1", "opencl"],
+            Partition::Single(0)
+        )) == app,
+        "mixed"
+    );
+}
+
 /// The device body computes in double where the Rust kernel does, and
 /// truncates alike: odd and even widths, negative pixels, mixed with CPUs.
 #[test]

@@ -34,6 +34,15 @@ pub enum CliError {
         /// Every app's name.
         apps: String,
     },
+    /// A spec file whose cells have components (`cell = N`): the binary's
+    /// runs and its inits are of scalar cells.
+    #[error("{path} has cells of {n} components (cell = {n}): epsilod runs spec files of scalar cells; run it from Rust, Stencil::<[f32; {n}]>::from_expr with an init of its own (docs/stencils.md)")]
+    ArrayCells {
+        /// The spec file.
+        path: String,
+        /// Its components per cell.
+        n: usize,
+    },
     /// A size that does not parse or fit the stencil.
     #[error("bad size '{size}': {why}")]
     Size {

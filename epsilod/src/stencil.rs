@@ -3,8 +3,8 @@
 
 use kernels::expr::Math;
 use kernels::{
-    library_kernel, AnySpec, Cell, ExprKernel, ExprSpec, Generic, Kernel, KernelChoice, Library,
-    Real, StencilSpec,
+    library_kernel, AnySpec, Cell, ExprCell, ExprKernel, ExprSpec, Generic, Kernel, KernelChoice,
+    Library, Real, StencilSpec,
 };
 use std::fmt;
 use std::sync::Arc;
@@ -91,20 +91,34 @@ impl<T: Real> Stencil<T> {
     }
 }
 
-impl<T: Math> Stencil<T> {
+impl<C: ExprCell> Stencil<C> {
     /// A stencil whose update is an expression (one source for the CPU and
-    /// every device dialect).
-    pub fn from_expr(spec: &ExprSpec) -> Stencil<T> {
+    /// every device dialect), for cells of the spec's kind: `f32` or `f64`
+    /// for scalar cells, `[f32; N]` for `cell = N`.
+    ///
+    /// # Panics
+    ///
+    /// As [`ExprKernel::new`]: where `C` is not the spec's cell, or `n[d]`
+    /// is unbound.
+    pub fn from_expr(spec: &ExprSpec) -> Stencil<C> {
         Stencil {
             name: spec.name.clone(),
-            kernel: Arc::new(ExprKernel::<T>::new(spec)),
+            kernel: Arc::new(ExprKernel::<C>::new(spec)),
             low: spec.low.clone(),
             high: spec.high.clone(),
             kind: KernelKind::Expression,
         }
     }
+}
 
+impl<T: Math> Stencil<T> {
     /// A stencil from a spec file of either kind.
+    ///
+    /// # Panics
+    ///
+    /// As [`Stencil::from_expr`]: where the spec's cells have components
+    /// (`cell = N`; build those with `Stencil::<[T; N]>::from_expr`), or
+    /// `n[d]` is unbound.
     pub fn from_any_spec(spec: &AnySpec) -> Stencil<T> {
         match spec {
             AnySpec::Weighted(s) => Stencil::from_spec(s),

@@ -35,9 +35,34 @@ fn mutated(valid: &'static str) -> impl Strategy<Value = String> {
     })
 }
 
+/// `spec`'s kernel for cells `C`, on the CPU (one step over a small grid)
+/// and as device code.
+fn compiles<C: kernels::ExprCell>(spec: &kernels::ExprSpec) {
+    let k = kernels::ExprKernel::<C>::new(spec);
+    let _ = kernels::Kernel::device_kernel(&k);
+    let dims: Vec<usize> = spec
+        .low
+        .iter()
+        .zip(&spec.high)
+        .map(|(l, h)| l + h + 2)
+        .collect();
+    let cells: usize = dims.iter().product();
+    if cells <= 100_000 {
+        let frame = kernels::Frame::row_major(&dims);
+        let src = vec![C::zeroed(); cells];
+        let mut dst = src.clone();
+        let region: Vec<_> = (0..dims.len())
+            .map(|d| spec.low[d]..dims[d] - spec.high[d])
+            .collect();
+        kernels::launch_serial(&k, &src, &mut dst, &frame, &region).unwrap();
+    }
+}
+
 const WEIGHTED: &str =
     "name = \"x\"\nlow = [1, 1]\nhigh = [1, 1]\nweights = [0, 1, 0, 1, 0, 1, 0, 1, 0]\nfactor = 4\n";
 const EXPRESSION: &str = "name = \"e\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { k = 0.5 }\nlet = [\"s = u[-1,0] + u[1,0]\", \"hot = s > k\"]\nupdate = \"select(hot && !(g[0] < n[1] - 2), sqrt(abs(s)) / 2, min(old2, u[0,1]) - 3 * (s + 1e-3))\"\n";
+/// Cells of components: `cell`, `u[...][k]`, `old2[k]`, `inf`, a list of updates.
+const COMPONENTS: &str = "name = \"c\"\ncell = 3\nlow = [1, 1]\nhigh = [1, 1]\nlet = [\"w = u[0,0][0] == inf\", \"m = u[-1,0][1] + u[1,0][2]\"]\nupdate = [\"select(w, u[0,0][0], m)\", \"old2[1] * 2\", \"u[0,1][2] - m / 3\"]\n";
 const DEVICE_FILE: &str = "[[device]]\nkind = \"cpu\"\nthreads = 1\nweight = 2\nslowdown = \"3@300\"\nhost = \"*\"\n[[device]]\nkind = \"opencl\"\nplatform = 0\ndevice = 0\nrank = 1\n";
 
 /// A checkpoint written by a real run, its directory and manifest text:
@@ -95,13 +120,27 @@ proptest! {
     }
 
     #[test]
-    fn stencil_specs(text in prop_oneof![".*", mutated(WEIGHTED), mutated(EXPRESSION)]) {
-        if let Ok(kernels::AnySpec::Expr(e)) = kernels::AnySpec::from_toml(&text, "f.toml") {
+    fn stencil_specs(text in prop_oneof![".*", mutated(WEIGHTED), mutated(EXPRESSION), mutated(COMPONENTS)]) {
+        let parsed = kernels::AnySpec::from_toml(&text, "f.toml");
+        if [WEIGHTED, EXPRESSION, COMPONENTS].contains(&text.as_str()) {
+            prop_assert!(parsed.is_ok(), "{:?}", parsed.err().map(|e| e.to_string()));
+        }
+        if let Ok(kernels::AnySpec::Expr(e)) = parsed {
             // What parses also compiles (once bound to a domain, as a run
             // binds it), for the CPU and for devices.
             let e = e.for_domain(&vec![10; e.ndims()]).unwrap();
-            let k = kernels::ExprKernel::<f32>::new(&e);
-            let _ = kernels::Kernel::device_kernel(&k);
+            match e.components {
+                None => compiles::<f32>(&e),
+                Some(1) => compiles::<[f32; 1]>(&e),
+                Some(2) => compiles::<[f32; 2]>(&e),
+                Some(3) => compiles::<[f32; 3]>(&e),
+                Some(n) => {
+                    // Cell types are compile-time: the row operations at
+                    // least, over components of n.
+                    let lets: Vec<_> = e.lets.iter().map(|l| l.1.clone()).collect();
+                    let _ = kernels::expr::Program::<f32>::new(&lets, &e.update, Some(n));
+                }
+            }
         }
     }
 

@@ -19,7 +19,7 @@ pub use cell::{Cell, Real};
 pub use custom::{Custom, Neighbourhood};
 pub use device::{CellDecl, DeviceKernel, DeviceScalar, Dialect, Table};
 pub use error::{KernelError, SpecError};
-pub use expr::{ExprKernel, ExprSpec};
+pub use expr::{ExprCell, ExprKernel, ExprSpec};
 pub use frame::{for_each_row, Frame};
 pub use generic::Generic;
 pub use kernel::{check_launch, launch_serial, Kernel};

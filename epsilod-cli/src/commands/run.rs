@@ -41,7 +41,18 @@ fn resolve(name: &str) -> Result<Target, CliError> {
     }
     let path = Path::new(name);
     if path.extension().is_some_and(|e| e == "toml") || path.exists() {
-        return Ok(Target::Spec(AnySpec::load(path)?));
+        let spec = AnySpec::load(path)?;
+        if let AnySpec::Expr(kernels::ExprSpec {
+            components: Some(n),
+            ..
+        }) = spec
+        {
+            return Err(CliError::ArrayCells {
+                path: name.to_string(),
+                n,
+            });
+        }
+        return Ok(Target::Spec(spec));
     }
     Err(CliError::UnknownStencil {
         name: name.to_string(),

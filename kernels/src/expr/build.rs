@@ -30,7 +30,7 @@ pub struct Cond(pub(crate) Expr);
 
 /// The old cell at `offset` (one entry per dimension).
 pub fn u(offset: &[i64]) -> E {
-    E(Expr::Cell(offset.to_vec()))
+    E(Expr::Cell(offset.to_vec(), 0))
 }
 
 /// The cell's global index along dimension `d` (boundary included).
@@ -46,7 +46,7 @@ pub fn n(d: usize) -> E {
 
 /// The cell one level before `u(&[0, ...])` (level t-1).
 pub fn old2() -> E {
-    E(Expr::Old2)
+    E(Expr::Old2(0))
 }
 
 /// A literal, rounded to the cell type where used.

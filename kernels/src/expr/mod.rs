@@ -18,8 +18,12 @@
 //! [`ExprSpec::for_domain`]), parameters, earlier
 //! `let`s, `+ - * /` (left to right, parentheses kept), unary `-`,
 //! comparisons `< <= > >= == !=`, `&& || !` on them, `select(condition,
-//! a, b)`, `sqrt`, `abs`, `min`, `max`. Nothing is contracted into fused
-//! multiply-adds on either side.
+//! a, b)`, `sqrt`, `abs`, `min`, `max`, `inf`. Nothing is contracted into
+//! fused multiply-adds on either side.
+//!
+//! A spec with `cell = N` has cells of N components (`[f32; N]` in Rust,
+//! a struct of `d[N]` in device code): `update` is a list of N
+//! expressions, and reads pick a component, `u[o0, ...][k]`, `old2[k]`.
 
 pub mod build;
 mod fused;
@@ -27,7 +31,7 @@ mod parse;
 mod rows;
 
 use crate::cell::Real;
-use crate::device::{CellDecl, DeviceKernel};
+use crate::device::{CellDecl, DeviceKernel, DeviceScalar};
 use crate::error::SpecError;
 use crate::frame::Frame;
 use crate::kernel::Kernel;
@@ -82,9 +86,16 @@ pub struct ExprSpec {
     pub params: BTreeMap<String, f64>,
     /// `let` bindings in order: name, value, and whether it is a condition.
     pub lets: Vec<(String, Expr, bool)>,
-    /// The new cell.
-    pub update: Expr,
+    /// `None` for scalar cells; the component count of array cells
+    /// (`cell = N`).
+    pub components: Option<usize>,
+    /// The new cell: one expression, or one per component.
+    pub update: Vec<Expr>,
 }
+
+/// Most components a cell may have: far more than any lattice model needs
+/// (D3Q27 has 27), few enough that a cell stays a handful of cache lines.
+pub const MAX_COMPONENTS: usize = 256;
 
 /// The TOML form, before parsing the expressions.
 #[derive(Deserialize)]
@@ -97,7 +108,46 @@ struct Raw {
     params: BTreeMap<String, f64>,
     #[serde(default, rename = "let")]
     lets: Vec<String>,
-    update: String,
+    /// Components per cell; scalar cells where absent.
+    cell: Option<usize>,
+    /// A string, or with `cell` a list of one string per component.
+    update: toml::Value,
+}
+
+/// The update's text: one string for scalar cells, a list of one string
+/// per component for cells of `components`.
+fn update_texts(value: &toml::Value, components: Option<usize>) -> Result<Vec<String>, SpecError> {
+    match (value, components) {
+        (toml::Value::String(s), None) => Ok(vec![s.clone()]),
+        (toml::Value::Array(items), Some(n)) => {
+            let texts: Option<Vec<String>> = items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect();
+            match texts {
+                Some(t) if t.len() == n => Ok(t),
+                Some(t) => Err(bad(
+                    "update",
+                    0,
+                    format!(
+                        "cell = {n} needs {n} updates (one per component), got {}",
+                        t.len()
+                    ),
+                )),
+                None => Err(bad("update", 0, "the updates must be strings")),
+            }
+        }
+        (_, None) => Err(bad(
+            "update",
+            0,
+            "the update is one string (a list is for cells with components: cell = N)",
+        )),
+        (_, Some(n)) => Err(bad(
+            "update",
+            0,
+            format!("cell = {n}: the update is a list of {n} strings, one per component"),
+        )),
+    }
 }
 
 fn bad(part: &str, at: usize, why: impl Into<String>) -> SpecError {
@@ -124,7 +174,9 @@ impl ExprSpec {
 
     fn new(raw: Raw) -> Result<ExprSpec, SpecError> {
         check_extents(&raw.low, &raw.high)?;
-        const RESERVED: [&str; 8] = ["u", "g", "old2", "select", "sqrt", "abs", "min", "max"];
+        const RESERVED: [&str; 9] = [
+            "u", "g", "old2", "inf", "select", "sqrt", "abs", "min", "max",
+        ];
         if let Some(name) = raw.params.keys().find(|n| RESERVED.contains(&n.as_str())) {
             return Err(bad(
                 "params",
@@ -140,22 +192,35 @@ impl ExprSpec {
             ));
         }
         let ndims = raw.low.len();
+        let components = match raw.cell {
+            None => None,
+            Some(n) if (1..=MAX_COMPONENTS).contains(&n) => Some(n),
+            Some(n) => {
+                return Err(bad(
+                    "cell",
+                    0,
+                    format!("cell = {n}: a cell has 1 to {MAX_COMPONENTS} components"),
+                ))
+            }
+        };
+        let updates = update_texts(&raw.update, components)?;
         let mut names: Vec<(String, Kind)> = Vec::new();
         let mut lets = Vec::new();
         for (i, text) in raw.lets.iter().enumerate() {
             let part = format!("let {}", i + 1);
             let (name, expr) = parse::binding(text).map_err(|e| bad(&part, e.at, e.why))?;
-            if raw.params.contains_key(name) || name == "u" {
+            if raw.params.contains_key(name) || name == "u" || name == "inf" {
                 return Err(bad(
                     &part,
                     0,
-                    format!("'{name}' is already a parameter or u"),
+                    format!("'{name}' is already a parameter, u or inf"),
                 ));
             }
             let scope = Scope {
                 params: &raw.params,
                 lets: &names,
                 ndims,
+                components,
             };
             let offset = text.len() - expr.len();
             let (e, k) =
@@ -167,15 +232,23 @@ impl ExprSpec {
             params: &raw.params,
             lets: &names,
             ndims,
+            components,
         };
-        let (update, kind) =
-            parse::expression(&raw.update, &scope).map_err(|e| bad("update", e.at, e.why))?;
-        if kind != Kind::Real {
-            return Err(bad(
-                "update",
-                0,
-                "the update is a condition: wrap it in select(...)",
-            ));
+        let mut update = Vec::new();
+        for (k, text) in updates.iter().enumerate() {
+            let part = match components {
+                None => "update".to_string(),
+                Some(_) => format!("update[{k}]"),
+            };
+            let (e, kind) = parse::expression(text, &scope).map_err(|e| bad(&part, e.at, e.why))?;
+            if kind != Kind::Real {
+                return Err(bad(
+                    &part,
+                    0,
+                    "the update is a condition: wrap it in select(...)",
+                ));
+            }
+            update.push(e);
         }
         let spec = ExprSpec {
             name: raw.name,
@@ -183,6 +256,7 @@ impl ExprSpec {
             high: raw.high,
             params: raw.params,
             lets,
+            components,
             update,
         };
         spec.check_reads()?;
@@ -204,7 +278,8 @@ impl ExprSpec {
             high,
             params: BTreeMap::new(),
             lets: Vec::new(),
-            update: update.0,
+            components: None,
+            update: vec![update.0],
         };
         spec.check_reads()?;
         Ok(spec)
@@ -278,7 +353,7 @@ impl ExprSpec {
             let b = |x: &Expr| Box::new(bind(x, size));
             match e {
                 Expr::Size(d) => Expr::Num(size[*d] as f64),
-                Expr::Num(_) | Expr::Cell(_) | Expr::Let(_) | Expr::Global(_) | Expr::Old2 => {
+                Expr::Num(_) | Expr::Cell(..) | Expr::Let(_) | Expr::Global(_) | Expr::Old2(_) => {
                     e.clone()
                 }
                 Expr::Neg(a) => Expr::Neg(b(a)),
@@ -295,13 +370,15 @@ impl ExprSpec {
         for (_, e, _) in &mut out.lets {
             *e = bind(e, size);
         }
-        out.update = bind(&self.update, size);
+        for e in &mut out.update {
+            *e = bind(e, size);
+        }
         Ok(out)
     }
 
     /// Whether the update reads `old2`, the level before the current one.
     pub fn reads_previous(&self) -> bool {
-        self.leaves().iter().any(|e| matches!(e, Expr::Old2))
+        self.leaves().iter().any(|e| matches!(e, Expr::Old2(_)))
     }
 
     /// The dimensions whose global index the kernel uses.
@@ -319,7 +396,7 @@ impl ExprSpec {
     fn leaves(&self) -> Vec<Expr> {
         fn walk(e: &Expr, out: &mut Vec<Expr>) {
             match e {
-                Expr::Global(_) | Expr::Size(_) | Expr::Old2 | Expr::Num(_) | Expr::Cell(_) => {
+                Expr::Global(_) | Expr::Size(_) | Expr::Old2(_) | Expr::Num(_) | Expr::Cell(..) => {
                     out.push(e.clone())
                 }
                 Expr::Let(_) => {}
@@ -343,7 +420,9 @@ impl ExprSpec {
         for (_, e, _) in &self.lets {
             walk(e, &mut out);
         }
-        walk(&self.update, &mut out);
+        for e in &self.update {
+            walk(e, &mut out);
+        }
         out
     }
 
@@ -353,7 +432,7 @@ impl ExprSpec {
             .leaves()
             .into_iter()
             .filter_map(|e| match e {
-                Expr::Cell(o) => Some(o),
+                Expr::Cell(o, _) => Some(o),
                 _ => None,
             })
             .collect();
@@ -367,36 +446,71 @@ impl ExprSpec {
     }
 }
 
-/// An [`ExprSpec`] as a kernel for cells of type `T`.
-pub struct ExprKernel<T> {
-    spec: ExprSpec,
-    footprint: Footprint,
-    program: Program<T>,
+/// A cell an expression kernel computes: one real (`f32`, `f64`), or an
+/// array of them (`[f32; 19]`) for specs with `cell = N`.
+pub trait ExprCell: crate::cell::Cell {
+    /// The type each component computes in.
+    type Real: Math;
+    /// `None` for a scalar cell; the component count of an array cell.
+    const COMPONENTS: Option<usize>;
 }
 
-impl<T: Math> ExprKernel<T> {
+impl<T: Math> ExprCell for T {
+    type Real = T;
+    const COMPONENTS: Option<usize> = None;
+}
+
+impl<T: Math, const N: usize> ExprCell for [T; N] {
+    type Real = T;
+    const COMPONENTS: Option<usize> = Some(N);
+}
+
+/// An [`ExprSpec`] as a kernel for cells of type `C`.
+pub struct ExprKernel<C: ExprCell> {
+    spec: ExprSpec,
+    footprint: Footprint,
+    program: Program<C::Real>,
+}
+
+impl<C: ExprCell> ExprKernel<C> {
     /// # Panics
     ///
     /// If the spec reads the domain size (`n[d]`) unbound: bind it with
     /// [`ExprSpec::for_domain`] first (the size is the run's, not the
-    /// spec's).
-    pub fn new(spec: &ExprSpec) -> ExprKernel<T> {
+    /// spec's). If the spec's cells are not `C`'s: scalar for `f32`, `N`
+    /// components (`cell = N`) for `[f32; N]` ([`ExprSpec::components`]).
+    pub fn new(spec: &ExprSpec) -> ExprKernel<C> {
         assert!(
             !spec.uses_domain(),
             "stencil '{}' reads n[d]: bind the domain with ExprSpec::for_domain first",
+            spec.name
+        );
+        assert_eq!(
+            spec.components,
+            C::COMPONENTS,
+            "stencil '{}': its cells' components (None: scalar) are not the kernel's",
             spec.name
         );
         let lets: Vec<Expr> = spec.lets.iter().map(|(_, e, _)| e.clone()).collect();
         ExprKernel {
             spec: spec.clone(),
             footprint: spec.footprint(),
-            program: Program::new(&lets, &spec.update),
+            program: Program::new(&lets, &spec.update, spec.components),
         }
     }
 }
 
-/// `e` in C, fully parenthesised.
-fn c<T: Math>(e: &Expr, nd: usize) -> String {
+/// `e` in C, fully parenthesised, for an `nd`-dimensional kernel whose
+/// cells are arrays (`array`, components `.d[k]`) or scalars.
+fn c<T: Math>(e: &Expr, nd: usize, array: bool) -> String {
+    let sub = |e: &Expr| c::<T>(e, nd, array);
+    let part = |k: &usize| {
+        if array {
+            format!(".d[{k}]")
+        } else {
+            String::new()
+        }
+    };
     let arith = |op: Arith| match op {
         Arith::Add => "+",
         Arith::Sub => "-",
@@ -413,10 +527,10 @@ fn c<T: Math>(e: &Expr, nd: usize) -> String {
     };
     match e {
         Expr::Num(v) => T::literal_of(*v),
-        Expr::Cell(o) => crate::device::exprs::neighbour(o),
+        Expr::Cell(o, k) => crate::device::exprs::neighbour(o) + &part(k),
         Expr::Let(i) => format!("l{i}"),
         // Read before the body writes `dst[c]`: the level before `src`.
-        Expr::Old2 => "old2".to_string(),
+        Expr::Old2(k) => "old2".to_string() + &part(k),
         Expr::Size(_) => unreachable!("ExprKernel::new refuses unbound sizes"),
         Expr::Global(d) => {
             // The thread's position along normalised dimension `n`, as the
@@ -428,22 +542,17 @@ fn c<T: Math>(e: &Expr, nd: usize) -> String {
                 1 => "(z % n1)",
                 _ => "(z / n1)",
             };
-            format!("((cell)(o{n} + {at}))")
+            format!("(({})(o{n} + {at}))", T::C_TYPE)
         }
-        Expr::Neg(a) => format!("(-{})", c::<T>(a, nd)),
-        Expr::Not(a) => format!("(!{})", c::<T>(a, nd)),
-        Expr::Arith(op, a, b) => format!("({} {} {})", c::<T>(a, nd), arith(*op), c::<T>(b, nd)),
+        Expr::Neg(a) => format!("(-{})", sub(a)),
+        Expr::Not(a) => format!("(!{})", sub(a)),
+        Expr::Arith(op, a, b) => format!("({} {} {})", sub(a), arith(*op), sub(b)),
         Expr::Compare(op, a, b) => {
-            format!("({} {} {})", c::<T>(a, nd), compare(*op), c::<T>(b, nd))
+            format!("({} {} {})", sub(a), compare(*op), sub(b))
         }
-        Expr::And(a, b) => format!("({} && {})", c::<T>(a, nd), c::<T>(b, nd)),
-        Expr::Or(a, b) => format!("({} || {})", c::<T>(a, nd), c::<T>(b, nd)),
-        Expr::Select(k, a, b) => format!(
-            "({} ? {} : {})",
-            c::<T>(k, nd),
-            c::<T>(a, nd),
-            c::<T>(b, nd)
-        ),
+        Expr::And(a, b) => format!("({} && {})", sub(a), sub(b)),
+        Expr::Or(a, b) => format!("({} || {})", sub(a), sub(b)),
+        Expr::Select(k, a, b) => format!("({} ? {} : {})", sub(k), sub(a), sub(b)),
         Expr::Call(f, args) => {
             let name = match f {
                 Func::Sqrt => "sqrt",
@@ -451,13 +560,13 @@ fn c<T: Math>(e: &Expr, nd: usize) -> String {
                 Func::Min => "fmin",
                 Func::Max => "fmax",
             };
-            let args: Vec<String> = args.iter().map(|a| c::<T>(a, nd)).collect();
+            let args: Vec<String> = args.iter().map(sub).collect();
             format!("{name}({})", args.join(", "))
         }
     }
 }
 
-impl<T: Math> Kernel<T> for ExprKernel<T> {
+impl<C: ExprCell> Kernel<C> for ExprKernel<C> {
     fn name(&self) -> &str {
         &self.spec.name
     }
@@ -466,7 +575,11 @@ impl<T: Math> Kernel<T> for ExprKernel<T> {
         &self.footprint
     }
 
-    fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {
+    fn apply(&self, src: &[C], dst: &mut [C], frame: &Frame, region: &[Range<usize>]) {
+        // A cell is its components side by side (`C` is `Real` or an array
+        // of it), so the buffers are read as components.
+        let src: &[C::Real] = bytemuck::cast_slice(src);
+        let dst: &mut [C::Real] = bytemuck::cast_slice_mut(dst);
         self.program.apply(src, dst, frame, region);
     }
 
@@ -475,21 +588,35 @@ impl<T: Math> Kernel<T> for ExprKernel<T> {
     }
 
     fn device_kernel(&self) -> Option<DeviceKernel> {
+        type R<C> = <C as ExprCell>::Real;
         let nd = self.spec.ndims();
+        let array = self.spec.components.is_some();
+        let c = |e: &Expr| c::<R<C>>(e, nd, array);
         let mut body = String::new();
         if self.spec.reads_previous() {
             body += "    const cell old2 = dst[c];\n";
         }
         for (i, (name, e, cond)) in self.spec.lets.iter().enumerate() {
-            let ty = if *cond { "int" } else { "cell" };
-            body += &format!("    const {ty} l{i} = {}; /* {name} */\n", c::<T>(e, nd));
+            let ty = if *cond { "int" } else { R::<C>::C_TYPE };
+            body += &format!("    const {ty} l{i} = {}; /* {name} */\n", c(e));
         }
-        body += &format!("    dst[c] = {};\n", c::<T>(&self.spec.update, nd));
-        Some(DeviceKernel::generated(
-            CellDecl::scalar::<T>(),
-            body,
-            false,
-        ))
+        let cell = match self.spec.components {
+            None => {
+                body += &format!("    dst[c] = {};\n", c(&self.spec.update[0]));
+                CellDecl::scalar::<R<C>>()
+            }
+            Some(n) => {
+                // Built in registers and stored as one cell, as the
+                // hand-written array-cell bodies do.
+                body += "    cell out;\n";
+                for (k, e) in self.spec.update.iter().enumerate() {
+                    body += &format!("    out.d[{k}] = {};\n", c(e));
+                }
+                body += "    dst[c] = out;\n";
+                CellDecl::array::<R<C>>(n)
+            }
+        };
+        Some(DeviceKernel::generated(cell, body, false))
     }
 }
 
@@ -577,7 +704,7 @@ mod tests {
             .device_kernel()
             .unwrap()
             .source(Dialect::Cuda);
-        assert!(src.contains("const cell l0 = (src[c + (-1L) * s2] - (src[c + (1L) * s2 + (-1L) * s3] * 0.3)); /* s */"), "{src}");
+        assert!(src.contains("const double l0 = (src[c + (-1L) * s2] - (src[c + (1L) * s2 + (-1L) * s3] * 0.3)); /* s */"), "{src}");
         assert!(
             src.contains("const int l1 = ((l0 > 0.2) && (!(src[c] < 0.0))); /* hot */"),
             "{src}"
@@ -620,17 +747,18 @@ mod tests {
     }
 
     /// The expression at one cell, straight from the tree: what the row
-    /// operations must equal bit for bit.
-    fn at_cell(e: &Expr, src: &[f32], prev: &[f32], frame: &Frame, c: isize) -> f32 {
-        let r = |x: &Expr| at_cell(x, src, prev, frame, c);
+    /// operations must equal bit for bit. Buffers hold `w` components a
+    /// cell.
+    fn at_cell(e: &Expr, src: &[f32], prev: &[f32], frame: &Frame, c: isize, w: usize) -> f32 {
+        let r = |x: &Expr| at_cell(x, src, prev, frame, c, w);
         let b = |x: f32| x != 0.0;
         let t = |x: bool| if x { 1.0 } else { 0.0 };
         match e {
             Expr::Num(v) => *v as f32,
-            Expr::Cell(o) => src[(c + frame.linear(o)) as usize],
+            Expr::Cell(o, k) => src[(c + frame.linear(o)) as usize * w + k],
             Expr::Let(_) => unreachable!("no lets here"),
             Expr::Size(_) => unreachable!("bound before"),
-            Expr::Old2 => prev[c as usize],
+            Expr::Old2(k) => prev[c as usize * w + k],
             Expr::Global(d) => {
                 let idx = frame.index_of(c as usize);
                 (frame.origin()[*d] + idx[*d] as i64) as f32
@@ -669,13 +797,14 @@ mod tests {
         }
     }
 
-    fn any_expr() -> impl proptest::strategy::Strategy<Value = Expr> {
+    /// Expressions over cells of `w` components.
+    fn any_expr(w: usize) -> impl proptest::strategy::Strategy<Value = Expr> {
         use proptest::prelude::*;
         let leaf = prop_oneof![
             prop::sample::select(vec![0.0, 1.0, -1.5, 0.3, 7.0]).prop_map(Expr::Num),
-            (-1i64..=1, -1i64..=1).prop_map(|(a, b)| Expr::Cell(vec![a, b])),
+            (-1i64..=1, -1i64..=1, 0..w).prop_map(|(a, b, k)| Expr::Cell(vec![a, b], k)),
             (0usize..2).prop_map(Expr::Global),
-            Just(Expr::Old2),
+            (0..w).prop_map(Expr::Old2),
         ];
         leaf.prop_recursive(4, 48, 8, |inner| {
             let arith = prop::sample::select(vec![Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]);
@@ -744,29 +873,63 @@ mod tests {
         /// Row operations (fused sums, shared subexpressions, chunks)
         /// equal the expression evaluated cell by cell, bit for bit.
         #[test]
-        fn rows_equal_the_tree_cell_by_cell(e in any_expr(), cols in 3usize..1200) {
-            let program = Program::<f32>::new(&[], &e);
-            let rows = 4;
-            let frame = Frame::row_major(&[rows, cols]).with_origin(&[5, -3]);
-            let src: Vec<f32> = (0..rows * cols)
-                .map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 3.0)
-                .collect();
-            // The destination holds the level before: what old2 reads.
-            let prev: Vec<f32> = (0..rows * cols).map(|i| (i % 13) as f32 * 0.7 - 2.0).collect();
-            let mut dst = prev.clone();
-            program.apply(&src, &mut dst[cols..], &frame, &[1..rows - 1, 1..cols - 1]);
-            for r in 1..rows - 1 {
-                for q in 1..cols - 1 {
-                    let c = (r * cols + q) as isize;
-                    let want = at_cell(&e, &src, &prev, &frame, c);
-                    let got = dst[c as usize];
+        fn rows_equal_the_tree_cell_by_cell(e in any_expr(1), cols in 3usize..1200) {
+            rows_equal_the_tree(&[e], None, cols)?;
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+        /// The same for array cells: every component read gathered from
+        /// its place in the cell, every component written to its own.
+        #[test]
+        fn array_cells_equal_the_tree_cell_by_cell(
+            es in proptest::strategy::Strategy::prop_flat_map(1usize..4, |w| proptest::collection::vec(any_expr(w), w)),
+            cols in 3usize..1200,
+        ) {
+            rows_equal_the_tree(&es, Some(es.len()), cols)?;
+        }
+    }
+
+    /// Runs `es` (one per component) as row operations over a 4 x `cols`
+    /// grid and compares each interior cell with [`at_cell`].
+    fn rows_equal_the_tree(
+        es: &[Expr],
+        width: Option<usize>,
+        cols: usize,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let program = Program::<f32>::new(&[], es, width);
+        let w = width.unwrap_or(1);
+        let rows = 4;
+        let frame = Frame::row_major(&[rows, cols]).with_origin(&[5, -3]);
+        let src: Vec<f32> = (0..rows * cols * w)
+            .map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 3.0)
+            .collect();
+        // The destination holds the level before: what old2 reads.
+        let prev: Vec<f32> = (0..rows * cols * w)
+            .map(|i| (i % 13) as f32 * 0.7 - 2.0)
+            .collect();
+        let mut dst = prev.clone();
+        program.apply(
+            &src,
+            &mut dst[cols * w..],
+            &frame,
+            &[1..rows - 1, 1..cols - 1],
+        );
+        for r in 1..rows - 1 {
+            for q in 1..cols - 1 {
+                let c = (r * cols + q) as isize;
+                for (k, e) in es.iter().enumerate() {
+                    let want = at_cell(e, &src, &prev, &frame, c, w);
+                    let got = dst[c as usize * w + k];
                     proptest::prop_assert!(
                         got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
-                        "cell ({r},{q}): {got} vs {want} for {e:?}"
+                        "cell ({r},{q}) component {k}: {got} vs {want} for {e:?}"
                     );
                 }
             }
         }
+        Ok(())
     }
 
     #[test]
@@ -784,7 +947,7 @@ mod tests {
         );
         let src = k.device_kernel().unwrap().source(Dialect::OpenCl);
         assert!(
-            src.contains("const cell l0 = (700.0f - 1.0f); /* n */"),
+            src.contains("const float l0 = (700.0f - 1.0f); /* n */"),
             "{src}"
         );
         assert!(src.contains("dst[c] = ((src[c] * 7.0f) + l0);"), "{src}");
@@ -794,6 +957,95 @@ mod tests {
         assert!(unbound.is_err(), "an unbound n[d] cannot run");
         let e = spec("update = \"u[0,0] + n[2]\"").unwrap_err().to_string();
         assert!(e.contains("n[2]: the dimension must be 0 to 1"), "{e}");
+    }
+
+    /// A 2-d stencil on two-component cells, with old2, against the same
+    /// arithmetic by hand; and its device C.
+    #[test]
+    fn array_cells_compute_each_component_as_written() {
+        let e = spec(
+            "cell = 2\nparams = { h = 0.5 }\nlet = [\"s = u[0,-1][0] * h\"]\nupdate = [\"s - u[0,1][1] + old2[1]\", \"select(u[0,0][0] < inf, u[-1,0][1] + u[1,0][0] * 2, s)\"]",
+        )
+        .unwrap();
+        assert_eq!(e.components, Some(2));
+        assert_eq!(
+            e.offsets(),
+            vec![vec![-1, 0], vec![0, -1], vec![0, 0], vec![0, 1], vec![1, 0]]
+        );
+        let (rows, cols) = (6, 300);
+        let frame = Frame::row_major(&[rows, cols]);
+        let src: Vec<[f32; 2]> = (0..rows * cols)
+            .map(|i| {
+                [
+                    ((i * 7919) % 1000) as f32 / 97.0 - 3.0,
+                    (i % 17) as f32 * 0.3 - 1.0,
+                ]
+            })
+            .collect();
+        let prev: Vec<[f32; 2]> = (0..rows * cols)
+            .map(|i| [i as f32, -(i as f32) * 0.25])
+            .collect();
+        let mut dst = prev.clone();
+        let k = ExprKernel::<[f32; 2]>::new(&e);
+        launch_serial(&k, &src, &mut dst, &frame, &[1..rows - 1, 1..cols - 1]).unwrap();
+        for r in 1..rows - 1 {
+            for q in 1..cols - 1 {
+                let at = |dr: i64, dq: i64| {
+                    src[((r as i64 + dr) * cols as i64 + q as i64 + dq) as usize]
+                };
+                let s = at(0, -1)[0] * 0.5;
+                let want = [
+                    s - at(0, 1)[1] + prev[r * cols + q][1],
+                    at(-1, 0)[1] + at(1, 0)[0] * 2.0,
+                ];
+                assert_eq!(
+                    dst[r * cols + q].map(f32::to_bits),
+                    want.map(f32::to_bits),
+                    "({r},{q})"
+                );
+            }
+        }
+        let dev = k.device_kernel().unwrap();
+        assert_eq!(dev.cell(), &CellDecl::array::<f32>(2));
+        let src = dev.source(Dialect::OpenCl);
+        for line in [
+            "typedef struct { float d[2]; } cell;",
+            "const cell old2 = dst[c];",
+            "const float l0 = (src[c + (-1L) * s3].d[0] * 0.5f); /* s */",
+            "out.d[0] = ((l0 - src[c + (1L) * s3].d[1]) + old2.d[1]);",
+            "out.d[1] = ((src[c].d[0] < INFINITY) ? (src[c + (-1L) * s2].d[1] + (src[c + (1L) * s2].d[0] * 2.0f)) : l0);",
+            "dst[c] = out;",
+        ] {
+            assert!(src.contains(line), "{line}: {src}");
+        }
+    }
+
+    #[test]
+    fn bad_component_syntax_names_the_part_and_the_place() {
+        let two = "cell = 2\nupdate = ";
+        let cases = [
+            (format!("{two}[\"u[0,0][0]\", \"u[0,0]\"]"), "in update[1], at character 6: u[...] is a cell of 2 components: pick one with u[...][k]"),
+            (format!("{two}[\"u[0,0][2]\", \"u[0,0][1]\"]"), "in update[0], at character 6: u[...][2]: the component must be 0 to 1"),
+            (format!("{two}[\"u[0,0][0]\", \"u[0,0][-1]\"]"), "in update[1], at character 6: u[...][-1]: the component must be 0 to 1"),
+            (format!("{two}[\"u[0,0][0]\", \"u[0,0][x]\"]"), "in update[1], at character 7: expected a whole-number component"),
+            (format!("{two}[\"u[0,0][0]\", \"u[0,0][1\"]"), "in update[1], at character 8: expected ']'"),
+            (format!("{two}[\"u[0,0][0]\", \"old2 + 1\"]"), "in update[1], at character 5: old2 is a cell of 2 components: pick one with old2[k]"),
+            (format!("{two}[\"u[0,0][0]\"]"), "cell = 2 needs 2 updates (one per component), got 1"),
+            (format!("{two}[\"u[0,0][0]\", 3]"), "the updates must be strings"),
+            (format!("{two}\"u[0,0][0]\""), "cell = 2: the update is a list of 2 strings, one per component"),
+            ("update = [\"u[0,0]\"]".to_string(), "the update is one string (a list is for cells with components: cell = N)"),
+            ("update = \"u[0,0][0]\"".to_string(), "in update, at character 6: u[...][k]: the cells are scalar (declare cell = N for N components)"),
+            ("update = \"u[0,0] + old2[0]\"".to_string(), "in update, at character 13: old2[k]: the cells are scalar"),
+            ("cell = 0\nupdate = []".to_string(), "cell = 0: a cell has 1 to 256 components"),
+            ("cell = -1\nupdate = []".to_string(), "t.toml"),
+            ("let = [\"inf = 2\"]\nupdate = \"u[0,0]\"".to_string(), "'inf' is already a parameter, u or inf"),
+            ("params = { inf = 1.0 }\nupdate = \"u[0,0]\"".to_string(), "parameter 'inf' has a reserved name"),
+        ];
+        for (body, want) in cases {
+            let e = spec(&body).unwrap_err().to_string();
+            assert!(e.contains("t.toml") && e.contains(want), "{body}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]

@@ -51,15 +51,17 @@ impl Func {
 pub enum Expr {
     /// A literal, rounded to the cell type where used.
     Num(f64),
-    /// The old cell at an offset: `u[-1, 0]`.
-    Cell(Vec<i64>),
+    /// The old cell at an offset, and which component of it (0 for a
+    /// scalar cell): `u[-1, 0]`, `u[-1, 0][3]`.
+    Cell(Vec<i64>, usize),
     /// The value of `let` number `i`.
     Let(usize),
     /// The cell's global index along dimension `d` (boundary included),
     /// as a number: `g[d]`.
     Global(usize),
-    /// The cell one level before `u[0,...]` (level t-1): `old2`.
-    Old2,
+    /// The cell one level before `u[0,...]` (level t-1), and which
+    /// component (0 for a scalar cell): `old2`, `old2[3]`.
+    Old2(usize),
     /// The global domain's size along dimension `d` (boundary included):
     /// `n[d]`. Replaced by the number when the spec meets its domain
     /// (`ExprSpec::for_domain`).
@@ -173,6 +175,8 @@ pub struct Scope<'a> {
     pub params: &'a BTreeMap<String, f64>,
     pub lets: &'a [(String, Kind)],
     pub ndims: usize,
+    /// `None` for scalar cells; the component count of array cells.
+    pub components: Option<usize>,
 }
 
 struct Parser<'a> {
@@ -322,6 +326,41 @@ impl Parser<'_> {
         }
     }
 
+    /// The component a read picks: `[k]` after `what` where cells have
+    /// components (required there), nothing where they are scalar.
+    fn component(&mut self, what: &str) -> Result<usize, ParseError> {
+        let at = self.at();
+        let picks = matches!(self.peek(), Tok::Sym("["));
+        let Some(n) = self.scope.components else {
+            if picks {
+                return self.fail(format!(
+                    "{what}[k]: the cells are scalar (declare cell = N for N components)"
+                ));
+            }
+            return Ok(0);
+        };
+        if !picks {
+            return self.fail(format!(
+                "{what} is a cell of {n} components: pick one with {what}[k]"
+            ));
+        }
+        self.pos += 1;
+        let neg = self.eat("-");
+        let Tok::Int(k) = *self.peek() else {
+            return self.fail("expected a whole-number component");
+        };
+        self.pos += 1;
+        let k = if neg { -k } else { k };
+        self.expect("]")?;
+        if k < 0 || k as usize >= n {
+            return Err(ParseError {
+                at,
+                why: format!("{what}[{k}]: the component must be 0 to {}", n - 1),
+            });
+        }
+        Ok(k as usize)
+    }
+
     fn primary(&mut self) -> Parsed {
         let at = self.at();
         match self.peek().clone() {
@@ -358,10 +397,15 @@ impl Parser<'_> {
                             ),
                         });
                     }
-                    return Ok((Expr::Cell(off), Kind::Real));
+                    let k = self.component("u[...]")?;
+                    return Ok((Expr::Cell(off, k), Kind::Real));
                 }
                 if name == "old2" {
-                    return Ok((Expr::Old2, Kind::Real));
+                    let k = self.component("old2")?;
+                    return Ok((Expr::Old2(k), Kind::Real));
+                }
+                if name == "inf" {
+                    return Ok((Expr::Num(f64::INFINITY), Kind::Real));
                 }
                 // `n` alone stays a name (a let or parameter may be called n).
                 if (name == "g" || name == "n") && matches!(self.peek(), Tok::Sym("[")) {
@@ -439,8 +483,8 @@ impl Parser<'_> {
                 Err(ParseError {
                     at,
                     why: format!(
-                        "unknown name '{name}' (use u[...], g[...], n[...], old2, a parameter, an \
-                         earlier let, select, sqrt, abs, min or max)"
+                        "unknown name '{name}' (use u[...], g[...], n[...], old2, inf, a parameter, \
+                         an earlier let, select, sqrt, abs, min or max)"
                     ),
                 })
             }
@@ -514,6 +558,7 @@ mod tests {
                 params: &params,
                 lets: &lets,
                 ndims: 2,
+                components: None,
             },
         )
     }
@@ -522,7 +567,7 @@ mod tests {
     fn precedence_and_left_association() {
         let (e, k) = parse("u[-1,0] + u[1,0] * k - 2 / h").unwrap();
         assert_eq!(k, Kind::Real);
-        let c = |o: &[i64]| Box::new(Expr::Cell(o.to_vec()));
+        let c = |o: &[i64]| Box::new(Expr::Cell(o.to_vec(), 0));
         assert_eq!(
             e,
             Expr::Arith(

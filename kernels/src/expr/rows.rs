@@ -15,16 +15,23 @@ use std::ops::Range;
 /// 4096, no better with 16384), short enough that temporaries stay in L2.
 const CHUNK: usize = 4096;
 
+/// What the temporaries of one chunk of array cells may take: they are
+/// one row each per operation, so a long program (gas-sim's has hundreds)
+/// runs on shorter chunks to keep them in L2.
+const ARRAY_TEMPORARIES: usize = 256 * 1024;
+
 /// One operation; operands are earlier operations' indices. Conditions are
 /// carried as 1 and 0.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Op<T> {
+    /// A component of a neighbour: `Program::loads[i]`.
     Load(usize),
     Const(T),
     /// The global index along a dimension.
     Global(usize),
-    /// The destination's value before this step (level t-1).
-    Old2,
+    /// A component of the destination's value before this step (level
+    /// t-1).
+    Old2(usize),
     Neg(usize),
     Arith(Arith, usize, usize),
     Compare(Compare, usize, usize),
@@ -49,9 +56,15 @@ const MAX_SUM: usize = 32;
 #[derive(Clone, Debug)]
 pub struct Program<T> {
     ops: Vec<Op<T>>,
-    root: usize,
-    /// The offsets `Load(i)` reads.
-    pub offsets: Vec<Vec<i64>>,
+    /// The operation computing each component of the new cell (one for a
+    /// scalar cell).
+    roots: Vec<usize>,
+    /// The offset and component `Load(i)` reads.
+    loads: Vec<(Vec<i64>, usize)>,
+    /// `None` for scalar cells; the components of array cells.
+    width: Option<usize>,
+    /// Cells per chunk.
+    chunk: usize,
     /// The terms of each fused sum.
     sums: Vec<Vec<usize>>,
     /// The operations that compute something, in order up to the root
@@ -70,7 +83,7 @@ enum Key {
 struct Builder<T> {
     ops: Vec<Op<T>>,
     seen: HashMap<Key, usize>,
-    offsets: Vec<Vec<i64>>,
+    loads: Vec<(Vec<i64>, usize)>,
     lets: Vec<usize>,
     sums: Vec<Vec<usize>>,
 }
@@ -96,8 +109,33 @@ impl<T: Math> Builder<T> {
     }
 
     fn node(&mut self, op: Op<T>) -> usize {
+        if let Some(v) = self.folded(op) {
+            return self.push(Key::Const(v.to_f64().to_bits()), Op::Const(v));
+        }
         // Operands are already unique, so the op's text is its identity.
         self.push(Key::Node(format!("{op:?}")), op)
+    }
+
+    /// The value of arithmetic on constants, computed now: the same IEEE
+    /// operation in `T` the rows would do (`1 / 3`, `dt / tau`).
+    fn folded(&self, op: Op<T>) -> Option<T> {
+        let value = |i: usize| match self.ops[i] {
+            Op::Const(v) => Some(v),
+            _ => None,
+        };
+        match op {
+            Op::Neg(a) => Some(-value(a)?),
+            Op::Arith(f, a, b) => {
+                let (x, y) = (value(a)?, value(b)?);
+                Some(match f {
+                    Arith::Add => x + y,
+                    Arith::Sub => x - y,
+                    Arith::Mul => x * y,
+                    Arith::Div => x / y,
+                })
+            }
+            _ => None,
+        }
     }
 
     fn build(&mut self, e: &Expr) -> usize {
@@ -106,19 +144,20 @@ impl<T: Math> Builder<T> {
                 let t = T::from_f64(*v);
                 self.push(Key::Const(t.to_f64().to_bits()), Op::Const(t))
             }
-            Expr::Cell(o) => {
-                let i = match self.offsets.iter().position(|x| x == o) {
+            Expr::Cell(o, k) => {
+                let load = (o.clone(), *k);
+                let i = match self.loads.iter().position(|x| *x == load) {
                     Some(i) => i,
                     None => {
-                        self.offsets.push(o.clone());
-                        self.offsets.len() - 1
+                        self.loads.push(load);
+                        self.loads.len() - 1
                     }
                 };
                 self.push(Key::Load(i), Op::Load(i))
             }
             Expr::Let(i) => self.lets[*i],
             Expr::Global(d) => self.push(Key::Node(format!("Global({d})")), Op::Global(*d)),
-            Expr::Old2 => self.push(Key::Node("Old2".into()), Op::Old2),
+            Expr::Old2(k) => self.push(Key::Node(format!("Old2({k})")), Op::Old2(*k)),
             Expr::Size(_) => unreachable!("ExprKernel::new refuses unbound sizes"),
             Expr::Neg(a) => {
                 let a = self.build(a);
@@ -219,12 +258,15 @@ fn left_spine(e: &Expr) -> Vec<&Expr> {
 }
 
 impl<T: Math> Program<T> {
-    /// Compiles `lets` (in order) and `update`.
-    pub fn new(lets: &[Expr], update: &Expr) -> Program<T> {
+    /// Compiles `lets` (in order) and `update`, one expression per
+    /// component of cells of `width` components (`None`: one expression,
+    /// scalar cells).
+    pub fn new(lets: &[Expr], update: &[Expr], width: Option<usize>) -> Program<T> {
+        assert_eq!(update.len(), width.unwrap_or(1), "one update per component");
         let mut b = Builder {
             ops: Vec::new(),
             seen: HashMap::new(),
-            offsets: Vec::new(),
+            loads: Vec::new(),
             lets: Vec::new(),
             sums: Vec::new(),
         };
@@ -232,67 +274,142 @@ impl<T: Math> Program<T> {
             let id = b.build(l);
             b.lets.push(id);
         }
-        let root = b.build(update);
-        let steps = (0..=root)
+        let roots: Vec<usize> = update.iter().map(|e| b.build(e)).collect();
+        let last = roots.iter().copied().max().expect("one update or more");
+        let steps = (0..=last)
             .filter(|&k| !matches!(b.ops[k], Op::Load(_) | Op::Const(_)))
             .collect();
+        let chunk = match width {
+            None => CHUNK,
+            Some(_) => {
+                let rows = b.ops.len() + b.loads.len();
+                let fit = ARRAY_TEMPORARIES / (rows * std::mem::size_of::<T>()).max(1);
+                // Whole vectors, at least, and no longer than scalar chunks.
+                (fit / 16 * 16).clamp(16, CHUNK)
+            }
+        };
         Program {
             ops: b.ops,
-            root,
-            offsets: b.offsets,
+            roots,
+            loads: b.loads,
+            width,
+            chunk,
             sums: b.sums,
             steps,
         }
     }
 
     /// Computes `region` into `dst` (the slab from `region[0].start`).
+    /// Both buffers hold components: one per cell for scalar cells, the
+    /// cell's `width` components side by side for array cells.
     pub fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {
-        let lin: Vec<isize> = self.offsets.iter().map(|o| frame.linear(o)).collect();
+        let lin: Vec<isize> = self.loads.iter().map(|(o, _)| frame.linear(o)).collect();
+        let chunk = self.chunk;
         let mut bufs: Vec<Vec<T>> = self
             .ops
             .iter()
             .map(|op| match op {
-                Op::Const(c) => vec![*c; CHUNK],
+                Op::Const(c) => vec![*c; chunk],
                 Op::Load(_) => Vec::new(),
-                _ => vec![T::from_f64(0.0); CHUNK],
+                _ => vec![T::from_f64(0.0); chunk],
             })
+            .collect();
+        let Some(width) = self.width else {
+            for_each_row(frame, region, |s, d, len| {
+                let mut at = 0;
+                while at < len {
+                    let n = chunk.min(len - at);
+                    let out = &mut dst[d + at..d + at + n];
+                    let ch = Chunk {
+                        src,
+                        lin: &lin,
+                        s: s + at,
+                        at: s + at,
+                        n,
+                    };
+                    eval(self, frame, ch, &mut bufs, Some(out));
+                    at += n;
+                }
+            });
+            return;
+        };
+        // Array cells: each component a chunk reads is gathered into a row
+        // of its own, so the operations run on plain rows as for scalar
+        // cells; load `j`'s row starts at `j * chunk` of `gathered`.
+        let mut gathered = vec![T::from_f64(0.0); self.loads.len() * chunk];
+        let rows: Vec<isize> = (0..self.loads.len())
+            .map(|j| (j * chunk) as isize)
             .collect();
         for_each_row(frame, region, |s, d, len| {
             let mut at = 0;
             while at < len {
-                let n = CHUNK.min(len - at);
-                eval(
-                    self,
-                    frame,
-                    &lin,
-                    src,
-                    s + at,
-                    &mut bufs,
-                    &mut dst[d + at..d + at + n],
-                );
+                let n = chunk.min(len - at);
+                let (s, d) = (s + at, d + at);
+                for (j, ((_, k), &off)) in self.loads.iter().zip(&lin).enumerate() {
+                    let first = (s as isize + off) as usize;
+                    let row = &mut gathered[j * chunk..j * chunk + n];
+                    for (i, g) in row.iter_mut().enumerate() {
+                        *g = src[(first + i) * width + k];
+                    }
+                }
+                for (op, buf) in self.ops.iter().zip(bufs.iter_mut()) {
+                    if let Op::Old2(k) = *op {
+                        for (i, b) in buf[..n].iter_mut().enumerate() {
+                            *b = dst[(d + i) * width + k];
+                        }
+                    }
+                }
+                let ch = Chunk {
+                    src: &gathered,
+                    lin: &rows,
+                    s: 0,
+                    at: s,
+                    n,
+                };
+                eval(self, frame, ch, &mut bufs, None);
+                for (k, &root) in self.roots.iter().enumerate() {
+                    let value = |i: usize| match self.ops[root] {
+                        Op::Load(j) => gathered[j * chunk + i],
+                        _ => bufs[root][i],
+                    };
+                    for i in 0..n {
+                        dst[(d + i) * width + k] = value(i);
+                    }
+                }
                 at += n;
             }
         });
     }
 }
 
-/// One chunk of `out.len()` cells starting at `s` in `src`.
+/// Where one chunk of `n` cells reads: load `j` at `src[s + lin[j]..]`;
+/// its first cell is at `at` in the frame (for the global index).
+#[derive(Clone, Copy)]
+struct Chunk<'a, T> {
+    src: &'a [T],
+    lin: &'a [isize],
+    s: usize,
+    at: usize,
+    n: usize,
+}
+
+/// One chunk: the root into `out` for scalar cells; for array cells
+/// (`out` is `None`) every operation into `bufs`, `Old2` rows filled in
+/// already.
 #[inline(never)]
 fn eval<T: Math>(
     p: &Program<T>,
     frame: &Frame,
-    lin: &[isize],
-    src: &[T],
-    s: usize,
+    ch: Chunk<'_, T>,
     bufs: &mut [Vec<T>],
-    out: &mut [T],
+    out: Option<&mut [T]>,
 ) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: `eval_avx2` only requires AVX2, which the CPU was just found to have.
-        return unsafe { eval_avx2(p, frame, lin, src, s, bufs, out) };
+        return unsafe { eval_avx2(p, frame, ch, bufs, out) };
     }
-    eval_body(p, frame, lin, src, s, bufs, out)
+    eval_body(p, frame, ch, bufs, out)
 }
 
 /// See `kernel::row_avx2`: wider vectors, the same operations (AVX2 has no
@@ -302,43 +419,46 @@ fn eval<T: Math>(
 fn eval_avx2<T: Math>(
     p: &Program<T>,
     frame: &Frame,
-    lin: &[isize],
-    src: &[T],
-    s: usize,
+    ch: Chunk<'_, T>,
     bufs: &mut [Vec<T>],
-    out: &mut [T],
+    out: Option<&mut [T]>,
 ) {
-    eval_body(p, frame, lin, src, s, bufs, out)
+    eval_body(p, frame, ch, bufs, out)
 }
 
 #[inline(always)]
 fn eval_body<T: Math>(
     p: &Program<T>,
     frame: &Frame,
-    lin: &[isize],
-    src: &[T],
-    s: usize,
+    ch: Chunk<'_, T>,
     bufs: &mut [Vec<T>],
-    out: &mut [T],
+    mut out: Option<&mut [T]>,
 ) {
-    let n = out.len();
+    let Chunk { src, lin, s, at, n } = ch;
     let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
     let truth = |b: bool| if b { one } else { zero };
+    // Scalar cells compute their root straight into `out`.
+    let root = if out.is_some() {
+        p.roots[0]
+    } else {
+        usize::MAX
+    };
     for &k in &p.steps {
         let op = &p.ops[k];
         let (done, rest) = bufs.split_at_mut(k);
-        if let Op::Old2 = op {
+        if let Op::Old2(_) = op {
             // Kept before the root overwrites the destination (as the root
             // it is already there).
-            if k != p.root {
-                rest[0][..n].copy_from_slice(out);
+            if let Some(out) = out.as_deref() {
+                if k != root {
+                    rest[0][..n].copy_from_slice(out);
+                }
             }
             continue;
         }
-        let dst: &mut [T] = if k == p.root {
-            &mut *out
-        } else {
-            &mut rest[0][..n]
+        let dst: &mut [T] = match out.as_deref_mut() {
+            Some(out) if k == root => out,
+            _ => &mut rest[0][..n],
         };
         let get = |i: usize| -> &[T] {
             match p.ops[i] {
@@ -350,12 +470,12 @@ fn eval_body<T: Math>(
             }
         };
         match *op {
-            Op::Load(_) | Op::Const(_) | Op::Old2 => {}
+            Op::Load(_) | Op::Const(_) | Op::Old2(_) => {}
             Op::Global(dim) => {
                 // This chunk's global index: constant along the row except
                 // in the last dimension, where it counts up.
-                let at = (s / frame.strides()[dim]) % frame.dims()[dim];
-                let first = frame.origin()[dim] + at as i64;
+                let pos = (at / frame.strides()[dim]) % frame.dims()[dim];
+                let first = frame.origin()[dim] + pos as i64;
                 if dim + 1 == frame.ndims() {
                     for (j, o) in dst.iter_mut().enumerate() {
                         *o = T::from_f64((first + j as i64) as f64);
@@ -444,7 +564,8 @@ fn eval_body<T: Math>(
         }
     }
     // A root that is a plain read or a constant computed nothing above.
-    match p.ops[p.root] {
+    let Some(out) = out else { return };
+    match p.ops[root] {
         Op::Load(j) => {
             let start = (s as isize + lin[j]) as usize;
             out.copy_from_slice(&src[start..start + n]);
