@@ -215,6 +215,14 @@ pub struct PredictArgs {
     /// A report of `epsilod run --report` to score the predictions against.
     #[arg(long)]
     pub against: Option<PathBuf>,
+    /// A learned exchange model (`epsilod fit-comm --out`): it times every method's halo
+    /// exchange from the features of hitmap's halo plan for the predicted layout.
+    #[arg(long)]
+    pub comm: Option<PathBuf>,
+    /// Devices per rank for --comm's features (device d on rank d / N); all on one rank when
+    /// omitted.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub per_rank: Option<u64>,
 }
 
 #[derive(Args, Debug)]
