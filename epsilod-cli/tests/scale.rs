@@ -167,6 +167,8 @@ fn commbench_writes_exact_features_and_fit_comm_scores_them() {
         "2",
         "--iters",
         "3",
+        "--sweeps",
+        "3",
         "--csv",
         csv,
     ]);

@@ -190,6 +190,42 @@ pub struct Sample {
     pub seconds: f64,
 }
 
+/// The alpha-beta (Hockney) baseline of a phase: `alpha` per message plus
+/// `beta` per byte of its busiest process, fitted to the same relative
+/// error the learned models are (a plain least-squares fit lets the
+/// longest phases set both constants and misses short ones by orders of
+/// magnitude, which would flatter the learned models).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AlphaBeta {
+    /// Seconds per message.
+    pub alpha: f64,
+    /// Seconds per byte.
+    pub beta: f64,
+}
+
+impl AlphaBeta {
+    /// Minimises `Σ ((alpha·pm + beta·pd − t) / t)²`, both constants kept
+    /// non-negative: least squares through the origin on rows divided by
+    /// their time.
+    pub fn fit(samples: &[Sample]) -> AlphaBeta {
+        let rows: Vec<(f64, f64, f64)> = samples
+            .iter()
+            .filter(|s| s.seconds > 0.0)
+            .map(|s| (s.features.pm / s.seconds, s.features.pd / s.seconds, 1.0))
+            .collect();
+        let c = crate::scaling::ExchangeCost::fit(&rows);
+        AlphaBeta {
+            alpha: c.alpha,
+            beta: c.beta,
+        }
+    }
+
+    /// Predicted seconds of a phase with `features`.
+    pub fn predict(&self, f: &Features) -> f64 {
+        self.alpha * f.pm + self.beta * f.pd
+    }
+}
+
 /// A term's transform of a feature (the study's set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Transform {
@@ -937,6 +973,17 @@ mod tests {
         let text = serde_json::to_string(&model).unwrap();
         let back: CommModel = serde_json::from_str(&text).unwrap();
         assert_eq!(back.predict(&far), model.predict(&far));
+    }
+
+    #[test]
+    fn alpha_beta_recovers_an_exact_law_across_five_decades() {
+        let samples = grid(|f| 3e-6 * f.pm + 2e-10 * f.pd);
+        let ab = AlphaBeta::fit(&samples);
+        assert!((ab.alpha - 3e-6).abs() < 1e-12, "{ab:?}");
+        assert!((ab.beta - 2e-10).abs() < 1e-16, "{ab:?}");
+        for s in &samples {
+            assert!(((ab.predict(&s.features) - s.seconds) / s.seconds).abs() < 1e-6);
+        }
     }
 
     #[test]
