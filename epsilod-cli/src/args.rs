@@ -95,6 +95,11 @@ pub struct CommbenchArgs {
     /// Timed exchanges per pairing (after two untimed ones); each process keeps its third quartile.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: u64,
+    /// Sweeps over all the configurations; each configuration's time is the median of its
+    /// sweeps. On a shared machine a burst of other work spoils a stretch of one sweep, and
+    /// the sweeps take it at different configurations.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sweeps: u64,
     /// Seed of the pairings.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -215,6 +220,14 @@ pub struct PredictArgs {
     /// A report of `epsilod run --report` to score the predictions against.
     #[arg(long)]
     pub against: Option<PathBuf>,
+    /// A learned exchange model (`epsilod fit-comm --out`): it times every method's halo
+    /// exchange from the features of hitmap's halo plan for the predicted layout.
+    #[arg(long)]
+    pub comm: Option<PathBuf>,
+    /// Devices per rank for --comm's features (device d on rank d / N); all on one rank when
+    /// omitted.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub per_rank: Option<u64>,
 }
 
 #[derive(Args, Debug)]

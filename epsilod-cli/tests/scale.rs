@@ -167,6 +167,8 @@ fn commbench_writes_exact_features_and_fit_comm_scores_them() {
         "2",
         "--iters",
         "3",
+        "--sweeps",
+        "3",
         "--csv",
         csv,
     ]);
@@ -221,5 +223,116 @@ fn commbench_writes_exact_features_and_fit_comm_scores_them() {
     one_error_line(
         &["fit-comm", junk.to_str().unwrap()],
         "not commbench output",
+    );
+}
+
+/// A machine of three CPU devices and a slow link, written by hand.
+fn machine(dir: &Path) -> String {
+    let path = dir.join("machine.json");
+    let dev = |n: &str| format!(r#"{{"name":"{n}","seconds_per_cell":1e-9}}"#);
+    let text = format!(
+        r#"{{"devices":[{},{},{}],"links":[{{"name":"local","hockney":{{"alpha":1e-3,"beta":1e-6}},
+        "loggp":{{"l":1e-3,"o_s":0,"o_r":0,"g":0,"big_g":1e-6}}}}]}}"#,
+        dev("a"),
+        dev("b"),
+        dev("c")
+    );
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn predict_times_halo_exchanges_by_a_learned_model_of_the_plans_features() {
+    let dir = tempfile::tempdir().unwrap();
+    // Chains of 2-4 processes on one rank, each message l bytes, timed by
+    // t = 2e-5 + 1e-9·pd: the law the single-feature regression recovers.
+    let mut csv =
+        "ranks,per_rank,l,pm,pd,nd_min,nd_avg,nd_max,nm_min,nm_avg,nm_max,ind_max,inm_max,td,tm,seconds\n"
+            .to_string();
+    for p in 2..=4u32 {
+        for l in [100.0, 300.0, 1000.0, 3000.0, 10000.0] {
+            let pm = f64::from(p.min(3) - 1);
+            let tm = 2.0 * f64::from(p - 1);
+            let seconds = 2e-5 + 1e-9 * pm * l;
+            csv += &format!(
+                "1,{p},{l},{pm},{},0,0,0,0,0,0,{},{tm},{},{tm},{seconds:e}\n",
+                pm * l,
+                tm * l,
+                tm * l
+            );
+        }
+    }
+    let train = dir.path().join("train.csv");
+    std::fs::write(&train, csv).unwrap();
+    let model = dir.path().join("comm.json");
+    let model = model.to_str().unwrap();
+    ok(&[
+        "fit-comm",
+        train.to_str().unwrap(),
+        "--method",
+        "linreg-sv",
+        "--out",
+        model,
+    ]);
+    let m = machine(dir.path());
+    let predict = |cols: &str| {
+        epsilod(&[
+            "predict", "--model", &m, "--method", "hockney", "--size", cols, "--iters", "10",
+            "--comm", model,
+        ])
+    };
+    // 30 rows of 100 8-byte cells over three devices: the middle one sends
+    // two 800-byte halos, so pd = 1600 and t = 2.16e-5 s.
+    let out = predict("30x100");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.is_empty(), "no warning in range: {stderr}");
+    assert!(
+        stdout.contains("exchange by linreg-sv (4 messages, largest 800 B): 2.16000"),
+        "{stdout}"
+    );
+    let exchanges: Vec<f64> = stdout
+        .lines()
+        .filter_map(|l| l.split("exchange ").nth(1))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(exchanges.len(), 3, "{stdout}");
+    for e in exchanges {
+        assert!((e - 2.16e-5).abs() < 1e-9, "{stdout}");
+    }
+    // Without the model, the link: two messages of 1 ms + 800 µs.
+    let linked = ok(&[
+        "predict", "--model", &m, "--method", "hockney", "--size", "30x100", "--iters", "10",
+    ]);
+    assert!(linked.contains("exchange 3.600000e-3 s"), "{linked}");
+
+    // Messages of 80,000 bytes lie beyond every training size: one warning.
+    let out = predict("30x10000");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("warning: the halo exchange's l, pd, ind_max, td lie outside"),
+        "{stderr}"
+    );
+
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{}").unwrap();
+    one_error_line(
+        &[
+            "predict",
+            "--model",
+            &m,
+            "--size",
+            "30x100",
+            "--iters",
+            "1",
+            "--comm",
+            junk.to_str().unwrap(),
+        ],
+        "not a model of `epsilod fit-comm --out`",
     );
 }

@@ -190,6 +190,42 @@ pub struct Sample {
     pub seconds: f64,
 }
 
+/// The alpha-beta (Hockney) baseline of a phase: `alpha` per message plus
+/// `beta` per byte of its busiest process, fitted to the same relative
+/// error the learned models are (a plain least-squares fit lets the
+/// longest phases set both constants and misses short ones by orders of
+/// magnitude, which would flatter the learned models).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AlphaBeta {
+    /// Seconds per message.
+    pub alpha: f64,
+    /// Seconds per byte.
+    pub beta: f64,
+}
+
+impl AlphaBeta {
+    /// Minimises `Σ ((alpha·pm + beta·pd − t) / t)²`, both constants kept
+    /// non-negative: least squares through the origin on rows divided by
+    /// their time.
+    pub fn fit(samples: &[Sample]) -> AlphaBeta {
+        let rows: Vec<(f64, f64, f64)> = samples
+            .iter()
+            .filter(|s| s.seconds > 0.0)
+            .map(|s| (s.features.pm / s.seconds, s.features.pd / s.seconds, 1.0))
+            .collect();
+        let c = crate::scaling::ExchangeCost::fit(&rows);
+        AlphaBeta {
+            alpha: c.alpha,
+            beta: c.beta,
+        }
+    }
+
+    /// Predicted seconds of a phase with `features`.
+    pub fn predict(&self, f: &Features) -> f64 {
+        self.alpha * f.pm + self.beta * f.pd
+    }
+}
+
 /// A term's transform of a feature (the study's set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Transform {
@@ -597,8 +633,11 @@ impl FromStr for Method {
 }
 
 /// A fitted model of a communication phase's time, with the range of
-/// every feature it was trained on.
+/// every feature it was trained on. Read back from JSON, its shapes are
+/// checked (a hand-edited file is refused, not a panic later); the trees'
+/// insides are `gbdt`'s and trusted as written.
 #[derive(Serialize, Deserialize)]
+#[serde(try_from = "Unchecked")]
 pub struct CommModel {
     /// How it was fitted.
     pub method: Method,
@@ -607,6 +646,62 @@ pub struct CommModel {
     /// Least and most seconds seen in training.
     seconds: (f64, f64),
     kind: Kind,
+}
+
+/// A [`CommModel`] as read, before its shapes are checked.
+#[derive(Deserialize)]
+struct Unchecked {
+    method: Method,
+    ranges: Vec<(f64, f64)>,
+    seconds: (f64, f64),
+    kind: Kind,
+}
+
+impl TryFrom<Unchecked> for CommModel {
+    type Error = ModelError;
+
+    fn try_from(m: Unchecked) -> Result<CommModel, ModelError> {
+        let mismatch = |left: usize, right: usize| ModelError::LengthMismatch { left, right };
+        if m.ranges.len() != FEATURES.len() {
+            return Err(mismatch(m.ranges.len(), FEATURES.len()));
+        }
+        let (lo, hi) = m.seconds;
+        if !(lo.is_finite() && hi.is_finite() && 0.0 <= lo && lo <= hi) {
+            return Err(ModelError::InvalidValue {
+                what: "the model's range of seconds",
+                value: if lo.is_finite() { hi } else { lo },
+            });
+        }
+        let bad_feature = |f: usize| ModelError::InvalidValue {
+            what: "a model's feature index",
+            value: f as f64,
+        };
+        match &m.kind {
+            Kind::Sv(sv) => {
+                if sv.feature >= FEATURES.len() {
+                    return Err(bad_feature(sv.feature));
+                }
+                if sv.coefficients.len() != sv.terms.len() + 1 {
+                    return Err(mismatch(sv.coefficients.len(), sv.terms.len() + 1));
+                }
+            }
+            Kind::Mv(mv) => {
+                if let Some(&(f, _)) = mv.used.iter().find(|(f, _)| *f >= FEATURES.len()) {
+                    return Err(bad_feature(f));
+                }
+                if mv.coefficients.len() != mv.used.len() + 1 {
+                    return Err(mismatch(mv.coefficients.len(), mv.used.len() + 1));
+                }
+            }
+            Kind::Trees(_) => {}
+        }
+        Ok(CommModel {
+            method: m.method,
+            ranges: m.ranges,
+            seconds: m.seconds,
+            kind: m.kind,
+        })
+    }
 }
 
 impl CommModel {
@@ -878,6 +973,43 @@ mod tests {
         let text = serde_json::to_string(&model).unwrap();
         let back: CommModel = serde_json::from_str(&text).unwrap();
         assert_eq!(back.predict(&far), model.predict(&far));
+    }
+
+    #[test]
+    fn alpha_beta_recovers_an_exact_law_across_five_decades() {
+        let samples = grid(|f| 3e-6 * f.pm + 2e-10 * f.pd);
+        let ab = AlphaBeta::fit(&samples);
+        assert!((ab.alpha - 3e-6).abs() < 1e-12, "{ab:?}");
+        assert!((ab.beta - 2e-10).abs() < 1e-16, "{ab:?}");
+        for s in &samples {
+            assert!(((ab.predict(&s.features) - s.seconds) / s.seconds).abs() < 1e-6);
+        }
+    }
+
+    #[test]
+    fn a_model_file_with_wrong_shapes_is_refused() {
+        let samples = grid(|f| 1e-5 + 1e-9 * f.pd);
+        let model = CommModel::fit(Method::LinRegSv, &samples, GbrtOptions::default()).unwrap();
+        let text = serde_json::to_string(&model).unwrap();
+        let back: CommModel = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            back.predict(&samples[3].features),
+            model.predict(&samples[3].features)
+        );
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["kind"]["Sv"]["feature"] = 99.into();
+        let err = serde_json::from_value::<CommModel>(v)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("feature index: 99"), "{err}");
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["ranges"].as_array_mut().unwrap().pop();
+        let err = serde_json::from_value::<CommModel>(v)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("length mismatch: 14"), "{err}");
     }
 
     #[test]

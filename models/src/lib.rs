@@ -15,6 +15,8 @@
 //!   phase measured one range of processes at a time with black holes;
 //! - [`learned`]: a communication phase's features and learned models of
 //!   its time (LinReg-SV, robust LinReg-MV, boosted trees);
+//! - [`halo_features`]: a predicted run's halo exchange as those features,
+//!   read from hitmap's plan of its layout (`predict --comm`);
 //! - [`simulate`]: the skeleton's loop on a virtual clock (real layouts,
 //!   plans, ALB cycle and heuristics; modelled devices and links), and
 //!   trace mode, which replays a real run's kernel times; [`sim_spec`] its
@@ -49,6 +51,7 @@
 
 pub mod calibrate;
 pub mod fit;
+pub mod halo_features;
 pub mod learned;
 pub mod link;
 pub mod metrics;

@@ -169,8 +169,18 @@ impl Machine {
             .ok_or_else(|| ModelError::UnknownLink(name.to_owned()))
     }
 
-    /// Predicts `run` by `method`.
+    /// Predicts `run` by `method`, exchanges timed by the machine's links.
     pub fn predict(&self, run: &Run, method: Method) -> Result<Prediction, ModelError> {
+        self.predict_with(run, method, ExchangeTime::Links)
+    }
+
+    /// Predicts `run` by `method`, exchanges timed by `exchange`.
+    pub fn predict_with(
+        &self,
+        run: &Run,
+        method: Method,
+        exchange: ExchangeTime,
+    ) -> Result<Prediction, ModelError> {
         let p = self.devices.len();
         if run.rows.len() != p {
             return Err(ModelError::DeviceCount {
@@ -179,6 +189,9 @@ impl Machine {
             });
         }
         check_finite("halo bytes per row", run.halo_bytes_per_row)?;
+        if let ExchangeTime::Phase(t) = exchange {
+            check_finite("exchange phase seconds", t)?;
+        }
         let link = self.link(&run.link)?;
         let cells = run.cells_per_row as f64;
         let total_cells = run.rows.iter().sum::<u64>() as f64 * cells;
@@ -203,13 +216,20 @@ impl Machine {
         let mut iteration: f64 = 0.0;
         for d in 0..p {
             let nb = neighbours(d);
+            // A learned model times the whole phase, the slowest process's:
+            // every device that exchanges at all waits for it.
+            let phase = |e: f64| match exchange {
+                ExchangeTime::Links => e,
+                ExchangeTime::Phase(_) if nb == 0.0 => 0.0,
+                ExchangeTime::Phase(t) => t,
+            };
             let (compute, exchange, time) = match method {
                 Method::Hockney => {
-                    let (c, e) = (own(d), nb * link.hockney.time(m));
+                    let (c, e) = (own(d), phase(nb * link.hockney.time(m)));
                     (c, e, c + e)
                 }
                 Method::LogGp => {
-                    let (c, e) = (own(d), loggp_exchange(&link.loggp, nb, m));
+                    let (c, e) = (own(d), phase(loggp_exchange(&link.loggp, nb, m)));
                     (c, e, c + e)
                 }
                 Method::HcLogP => {
@@ -217,7 +237,7 @@ impl Machine {
                     // I = I_s, F_r = 0): the partition does not enter.
                     let c = hclogp::comp_time(1.0, 1.0, total_cells * slowest, sum_rp, 0.0);
                     let l = &link.loggp;
-                    let e = hclogp::comm_time(
+                    let e = phase(hclogp::comm_time(
                         Op::SendRecv,
                         nb,
                         p,
@@ -225,13 +245,13 @@ impl Machine {
                         m,
                         1.0 / l.big_g,
                         l.o_s + l.o_r,
-                    );
+                    ));
                     (c, e, c + e)
                 }
                 Method::Rivera => {
                     // Rivera assumes equal work per process (§4.2).
                     let c = total_cells * self.devices[d].seconds_per_cell / p as f64;
-                    let e = nb * rivera_p2p(&link.hockney, link.switch_latency, m);
+                    let e = phase(nb * rivera_p2p(&link.hockney, link.switch_latency, m));
                     (c, e, c + e)
                 }
                 Method::Overlap => {
@@ -240,7 +260,7 @@ impl Machine {
                     let spc = self.devices[d].seconds_per_cell;
                     let border = border_rows as f64 * cells * spc;
                     let inner = (rows - border_rows) as f64 * cells * spc;
-                    let e = nb * link.hockney.time(m);
+                    let e = phase(nb * link.hockney.time(m));
                     (
                         border + inner,
                         e,
@@ -267,6 +287,17 @@ impl Machine {
             balanced_loop: balanced_iteration * iters,
         })
     }
+}
+
+/// Where a prediction's halo-exchange time comes from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ExchangeTime {
+    /// Each method's own formula over the run's link class.
+    Links,
+    /// One phase time for every device that exchanges, seconds per
+    /// iteration: a learned model's prediction for the run's features
+    /// (`learned::CommModel` over `halo_features::halo_features`).
+    Phase(f64),
 }
 
 /// `nb` back-to-back messages of `m` bytes in LogGP: the first arrives after
@@ -579,6 +610,50 @@ mod tests {
             (hc.iteration - (1e6 / 1.5e9 + hc_ex)).abs() < 1e-15,
             "{hc:?}"
         );
+    }
+
+    #[test]
+    fn a_learned_phase_time_replaces_every_methods_exchange() {
+        let m = machine(&[1e-9, 2e-9]);
+        let run = Run::from_weights(1000, 1000, 1, 8000.0, 10, &[3.0, 2.0], "net").unwrap();
+        let t = 3e-4;
+        for method in Method::ALL {
+            let linked = m.predict(&run, method).unwrap();
+            let learned = m
+                .predict_with(&run, method, ExchangeTime::Phase(t))
+                .unwrap();
+            for (a, b) in linked.devices.iter().zip(&learned.devices) {
+                assert_eq!(a.compute, b.compute, "{method}");
+                assert_eq!(b.exchange, t, "{method}");
+            }
+            if method != Method::Overlap {
+                let slowest = learned
+                    .devices
+                    .iter()
+                    .map(|d| d.compute)
+                    .fold(0.0, f64::max);
+                assert!(
+                    (learned.iteration - (slowest + t)).abs() < 1e-15,
+                    "{method}"
+                );
+            }
+        }
+        // Overlap: 1 border row, then the phase against 399 inner rows.
+        let o = m
+            .predict_with(&run, Method::Overlap, ExchangeTime::Phase(1.0))
+            .unwrap();
+        assert!((o.iteration - (1000.0 * 2e-9 + 1.0)).abs() < 1e-12, "{o:?}");
+        // One device exchanges nothing, whatever the phase model says.
+        let alone = machine(&[1e-9]);
+        let one = Run::from_weights(10, 10, 1, 80.0, 1, &[1.0], "net").unwrap();
+        let p = alone
+            .predict_with(&one, Method::Hockney, ExchangeTime::Phase(t))
+            .unwrap();
+        assert_eq!(p.devices[0].exchange, 0.0);
+        assert!(matches!(
+            m.predict_with(&run, Method::Hockney, ExchangeTime::Phase(f64::NAN)),
+            Err(ModelError::InvalidValue { .. })
+        ));
     }
 
     #[test]

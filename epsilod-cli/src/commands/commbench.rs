@@ -1,9 +1,11 @@
 //! `epsilod commbench`: the random-pairs exchange benchmark of the
 //! communication-modelling study (modelling.md §3, Alg. 3.1) on the job's
-//! own virtual processes and transports.
+//! own virtual processes and transports, each configuration the median of
+//! `--sweeps` sweeps over them all.
 
 use crate::args::CommbenchArgs;
 use crate::error::CliError;
+use epsilod::report::median;
 use epsilod::spmd::run_vps;
 use epsilod::Cluster;
 use hitmap::{Transport, TransportError};
@@ -17,27 +19,41 @@ pub fn commbench(args: &CommbenchArgs, cluster: &Cluster) -> Result<(), CliError
     if cluster.is_root() {
         super::check_report_path(&args.csv)?;
     }
-    let mut samples = Vec::new();
+    // Every configuration first, so that each sweep times them all in the
+    // same order on every rank.
+    let mut configs = Vec::new();
     for &per_rank in &args.per_rank {
         let procs = cluster.size() * per_rank as usize;
         for &l in &args.sizes {
             for &pm in &args.pm {
                 for rep in 0..args.reps {
                     let pairs = random_pairs(procs, pm as usize, args.seed ^ (rep << 32) ^ l);
-                    let seconds = exchange(cluster, per_rank as usize, &pairs, l, args.iters)?;
-                    let owners: Vec<usize> = (0..procs).map(|p| p / per_rank as usize).collect();
-                    let sends: Vec<Vec<(usize, u64)>> = pairs
-                        .iter()
-                        .map(|mine| mine.iter().map(|&(q, _)| (q, l)).collect())
-                        .collect();
-                    samples.push(Sample {
-                        features: Features::of(&sends, &owners),
-                        seconds,
-                    });
+                    configs.push((per_rank as usize, l, pairs));
                 }
             }
         }
     }
+    let mut times = vec![Vec::with_capacity(args.sweeps as usize); configs.len()];
+    for _ in 0..args.sweeps {
+        for ((per_rank, l, pairs), t) in configs.iter().zip(&mut times) {
+            t.push(exchange(cluster, *per_rank, pairs, *l, args.iters)?);
+        }
+    }
+    let samples: Vec<Sample> = configs
+        .iter()
+        .zip(&times)
+        .map(|((per_rank, l, pairs), t)| {
+            let owners: Vec<usize> = (0..pairs.len()).map(|p| p / per_rank).collect();
+            let sends: Vec<Vec<(usize, u64)>> = pairs
+                .iter()
+                .map(|mine| mine.iter().map(|&(q, _)| (q, *l)).collect())
+                .collect();
+            Sample {
+                features: Features::of(&sends, &owners),
+                seconds: median(t),
+            }
+        })
+        .collect();
     if cluster.is_root() {
         super::write_report(&args.csv, to_csv(&samples))?;
         println!(

@@ -1,13 +1,12 @@
 //! `epsilod fit-comm`: a learned model of exchange time from commbench
 //! data, scored on held-out data beside an alpha-beta baseline fitted to
-//! the same training data.
+//! the same training data and relative error.
 
 use super::commbench::read_csv;
 use crate::args::FitCommArgs;
 use crate::error::CliError;
-use models::learned::{CommModel, GbrtOptions, Method, Sample};
+use models::learned::{AlphaBeta, CommModel, GbrtOptions, Method, Sample};
 use models::metrics::{mmre, pred, r_squared, spearman};
-use models::scaling::{ExchangeCost, Message};
 
 pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
     let method: Method = args.method.parse()?;
@@ -23,29 +22,8 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
         train.len(),
         model.describe()
     );
-    // The alpha-beta baseline: per message plus per byte of the busiest
-    // process (Hockney summed over its messages).
-    let baseline = ExchangeCost::fit(
-        &train
-            .iter()
-            .map(|s| (s.features.pm, s.features.pd, s.seconds))
-            .collect::<Vec<_>>(),
-    );
-    let alpha_beta = |s: &Sample| {
-        let per = if s.features.pm > 0.0 {
-            s.features.pd / s.features.pm
-        } else {
-            0.0
-        };
-        let sends = vec![
-            Message {
-                peer: 0,
-                bytes: per.round() as u64
-            };
-            s.features.pm as usize
-        ];
-        baseline.time(&sends)
-    };
+    let baseline = AlphaBeta::fit(&train);
+    let alpha_beta = |s: &Sample| baseline.predict(&s.features);
     score("training", &train, |s| model.predict(&s.features))?;
     if let Some(test) = &test {
         score(&format!("held out ({method})"), test, |s| {

@@ -8,8 +8,10 @@ use super::run::parse_size;
 use crate::args::PredictArgs;
 use crate::error::CliError;
 use crate::plot::load_report;
+use models::halo_features::halo_features;
+use models::learned::CommModel;
 use models::metrics;
-use models::predict::{Machine, Method, Run};
+use models::predict::{ExchangeTime, Machine, Method, Run};
 
 pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
     let machine = load_machine(&args.model)?;
@@ -65,10 +67,14 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
         &link,
     )
     .map_err(perr)?;
+    let exchange = match &args.comm {
+        Some(path) => learned_exchange(path, &run, args.per_rank)?,
+        None => ExchangeTime::Links,
+    };
     let real = report.as_ref().map(|r| r.summary.loop_seconds);
     println!("method   iteration_s   loop_s   balanced_loop_s   rel_error");
     for m in methods {
-        let p = machine.predict(&run, m).map_err(perr)?;
+        let p = machine.predict_with(&run, m, exchange).map_err(perr)?;
         let err = match real {
             Some(r) => format!(
                 "{:.3}",
@@ -95,6 +101,39 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
         println!("measured loop_s {r:.4}");
     }
     Ok(())
+}
+
+/// The halo exchange's time by the learned model at `path`, from the
+/// features of the run's halo plan; one warning line when a feature lies
+/// outside what the model was trained on.
+fn learned_exchange(
+    path: &std::path::Path,
+    run: &Run,
+    per_rank: Option<u64>,
+) -> Result<ExchangeTime, CliError> {
+    let bad = |why: String| CliError::Input {
+        path: path.display().to_string(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let model: CommModel = serde_json::from_str(&text)
+        .map_err(|e| bad(format!("not a model of `epsilod fit-comm --out`: {e}")))?;
+    let per_rank = per_rank.map_or(run.rows.len(), |n| n as usize);
+    let features = halo_features(run, per_rank).map_err(perr)?;
+    let outside = model.out_of_range(&features);
+    if !outside.is_empty() {
+        eprintln!(
+            "warning: the halo exchange's {} lie outside the comm model's training range: \
+             its time is extrapolated",
+            outside.join(", ")
+        );
+    }
+    let seconds = model.predict(&features);
+    println!(
+        "exchange by {} ({} messages, largest {} B): {seconds:.6e} s per iteration",
+        model.method, features.tm, features.l
+    );
+    Ok(ExchangeTime::Phase(seconds))
 }
 
 /// Reads and validates a machine JSON; relative powers are recomputed by
