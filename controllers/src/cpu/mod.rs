@@ -78,6 +78,34 @@ fn window_budget() -> usize {
     read().unwrap_or(1 << 20)
 }
 
+/// A launch's kernel, source tile and destination tile, checked: both
+/// buffers exist and are distinct.
+#[allow(clippy::type_complexity)]
+fn operands<'a, T>(
+    kernels: &[Arc<dyn Kernel<T>>],
+    bufs: &'a mut [Option<Tile<T>>],
+    kernel: KernelId,
+    src: BufferId,
+    dst: BufferId,
+) -> Result<(Arc<dyn Kernel<T>>, &'a Tile<T>, &'a mut Tile<T>), DeviceError> {
+    let k = kernels
+        .get(kernel.0)
+        .ok_or(DeviceError::UnknownKernel(kernel.0))?
+        .clone();
+    for b in [src, dst] {
+        if !matches!(bufs.get(b.0), Some(Some(_))) {
+            return Err(DeviceError::UnknownBuffer(b.0));
+        }
+    }
+    if src == dst {
+        return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+    }
+    match bufs.get_disjoint_mut([src.0, dst.0]) {
+        Ok([Some(s), Some(d)]) => Ok((k, s, d)),
+        _ => Err(DeviceError::UnknownBuffer(src.0)),
+    }
+}
+
 pub struct CpuController<T> {
     threads: usize,
     pool: Option<rayon::ThreadPool>,
@@ -223,23 +251,7 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         dst: BufferId,
         region: &Shape,
     ) -> Result<(), DeviceError> {
-        let k = self
-            .kernels
-            .get(kernel.0)
-            .ok_or(DeviceError::UnknownKernel(kernel.0))?
-            .clone();
-        self.tile(src)?;
-        self.tile(dst)?;
-        if src == dst {
-            return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
-        }
-        let [Some(s), Some(d)] = self
-            .bufs
-            .get_disjoint_mut([src.0, dst.0])
-            .map_err(|_| DeviceError::UnknownBuffer(src.0))?
-        else {
-            return Err(DeviceError::UnknownBuffer(src.0));
-        };
+        let (k, s, d) = operands(&self.kernels, &mut self.bufs, kernel, src, dst)?;
         let local = crate::launch::validate(
             k.as_ref(),
             (s.alloc_shape(), s.shape()),
@@ -311,23 +323,7 @@ impl<T: Cell> Controller<T> for CpuController<T> {
                 w[1], w[0]
             )));
         }
-        let k = self
-            .kernels
-            .get(kernel.0)
-            .ok_or(DeviceError::UnknownKernel(kernel.0))?
-            .clone();
-        self.tile(src)?;
-        self.tile(dst)?;
-        if src == dst {
-            return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
-        }
-        let [Some(s), Some(d)] = self
-            .bufs
-            .get_disjoint_mut([src.0, dst.0])
-            .map_err(|_| DeviceError::UnknownBuffer(src.0))?
-        else {
-            return Err(DeviceError::UnknownBuffer(src.0));
-        };
+        let (k, s, d) = operands(&self.kernels, &mut self.bufs, kernel, src, dst)?;
         let local = steps
             .iter()
             .map(|r| {
