@@ -292,14 +292,7 @@ pub fn fused_launches<T: Real + Probe>(c: &mut dyn Controller<T>) {
         let bufs: Vec<BufferId> = (0..4).map(|_| c.alloc(&all, &cap).unwrap()).collect();
         for steps in [2usize, 3, 5] {
             for f in finals.iter().filter(|f| !f.is_empty()) {
-                let cones: Vec<Shape> = (0..steps)
-                    .map(|j| {
-                        let n = (steps - 1 - j) as i64;
-                        let lo: Vec<i64> = low.iter().map(|&r| r as i64 * n).collect();
-                        let hi: Vec<i64> = high.iter().map(|&r| r as i64 * n).collect();
-                        f.expand(&lo, &hi).intersect(&interior)
-                    })
-                    .collect();
+                let cones = cones(f, steps, &low, &high, &interior);
                 for &b in &bufs {
                     c.fill(b, &all, &init).unwrap();
                 }
@@ -337,6 +330,26 @@ pub fn fused_launches<T: Real + Probe>(c: &mut dyn Controller<T>) {
             c.free(b).unwrap();
         }
     }
+}
+
+/// The regions of `steps` fused iterations whose last is `region`: step
+/// `j` widened by the reach (`low`, `high`) of the steps after it, within
+/// the `interior` (what the skeleton launches).
+pub fn cones(
+    region: &Shape,
+    steps: usize,
+    low: &[usize],
+    high: &[usize],
+    interior: &Shape,
+) -> Vec<Shape> {
+    (0..steps)
+        .map(|j| {
+            let n = (steps - 1 - j) as i64;
+            let lo: Vec<i64> = low.iter().map(|&r| r as i64 * n).collect();
+            let hi: Vec<i64> = high.iter().map(|&r| r as i64 * n).collect();
+            region.expand(&lo, &hi).intersect(interior)
+        })
+        .collect()
 }
 
 fn probes_with<T: Cell>(r: &Shape, f: &dyn Fn(&[i64]) -> T) -> Vec<T> {

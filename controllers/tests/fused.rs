@@ -63,14 +63,7 @@ proptest! {
                     .collect(),
             )
         };
-        let cones: Vec<Shape> = (0..steps)
-            .map(|j| {
-                let n = (steps - 1 - j) as i64;
-                let lo: Vec<i64> = spec.low.iter().map(|&r| r as i64 * n).collect();
-                let hi: Vec<i64> = spec.high.iter().map(|&r| r as i64 * n).collect();
-                fin.expand(&lo, &hi).intersect(&interior)
-            })
-            .collect();
+        let cones = controllers::conformance::cones(&fin, steps, &spec.low, &spec.high, &interior);
         let init = |i: &[i64]| {
             controllers::conformance::probe_value(i) + basic_init(i, &sizes, &spec.low, &spec.high)
         };

@@ -743,36 +743,15 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
 
     /// The `len` iterations from `it`, ending with a halo exchange (the
     /// ghost cells `len` reaches deep are then valid again). A device that
-    /// fuses iterations runs each border strip's cone, sends the strips,
-    /// then the inner region's cone while they travel, in one pass over
-    /// memory each. Others compute the block and the ring of ghost cells
-    /// still valid, step by step, then one iteration as [`Vp::exchange`]
-    /// does. Returns (kernel seconds, exchange seconds).
+    /// fuses iterations runs them as one [`Vp::exchange`] of `len` steps: a
+    /// pass over memory for each border strip's cone and one for the inner
+    /// region's. Others compute the block and the ring of ghost cells still
+    /// valid step by step, then the last iteration as an exchange of one
+    /// step. Returns (kernel seconds, exchange seconds).
     fn period(&mut self, it: u64, len: usize) -> Result<(f64, f64), RunError> {
         let last = it + len as u64 - 1;
         if len > 1 && self.device.fused_steps() >= len {
-            self.device.set_iteration(it);
-            let (k, cur, next) = (self.kernel, self.cur, self.next);
-            for i in 0..self.geometry.strips.len() {
-                let cones = self.cones(&self.geometry.strips[i], len);
-                self.device
-                    .launch_steps(k, cur, next, &cones)
-                    .map_err(|e| self.dev_err(e))?;
-            }
-            self.device.wait().map_err(|e| self.dev_err(e))?;
-            let t1 = Instant::now();
-            self.post_sends(next, Tag::Halo(last).encode())?;
-            let mut comm = t1.elapsed().as_secs_f64();
-            let cones = self.cones(&self.geometry.inner, len);
-            self.device
-                .launch_steps(k, cur, next, &cones)
-                .map_err(|e| self.dev_err(e))?;
-            let t2 = Instant::now();
-            self.complete_recvs(next, Tag::Halo(last).encode())?;
-            self.device.wait().map_err(|e| self.dev_err(e))?;
-            comm += t2.elapsed().as_secs_f64();
-            std::mem::swap(&mut self.cur, &mut self.next);
-            return Ok((self.device.take_kernel_seconds(), comm));
+            return self.exchange(last, len);
         }
         let rings = self.cones(&self.geometry.block, len);
         for (j, ring) in rings[..len - 1].iter().enumerate() {
@@ -784,32 +763,37 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             std::mem::swap(&mut self.cur, &mut self.next);
         }
         let compute = self.device.take_kernel_seconds();
-        let (kernel, comm) = self.exchange(last)?;
+        let (kernel, comm) = self.exchange(last, 1)?;
         Ok((compute + kernel, comm))
     }
 
-    /// Iteration `it` of the block: border strips, their halos sent, the
-    /// inner region launched to overlap the halos received (on a device's
-    /// second queue: they write only halo cells of `next`, which the inner
-    /// region neither reads nor writes). Returns (kernel seconds, exchange
-    /// seconds).
-    fn exchange(&mut self, it: u64) -> Result<(f64, f64), RunError> {
+    /// The `steps` iterations of the block ending with iteration `it`, each
+    /// launch a cone of that many steps (one step: the region itself):
+    /// border strips, their halos sent, the inner region launched to
+    /// overlap the halos received (one step on a device's second queue:
+    /// they write only halo cells of `next`, which the inner region neither
+    /// reads nor writes). Returns (kernel seconds, exchange seconds).
+    fn exchange(&mut self, it: u64, steps: usize) -> Result<(f64, f64), RunError> {
         let (k, cur, next) = (self.kernel, self.cur, self.next);
+        // A device slowed or failing from an iteration on is so for a
+        // period that reaches it.
         self.device.set_iteration(it);
         for i in 0..self.geometry.strips.len() {
-            let s = &self.geometry.strips[i];
+            let cones = self.cones(&self.geometry.strips[i], steps);
             self.device
-                .launch(k, cur, next, s)
+                .launch_steps(k, cur, next, &cones)
                 .map_err(|e| self.dev_err(e))?;
         }
         self.device.wait().map_err(|e| self.dev_err(e))?;
         let t1 = Instant::now();
         self.post_sends(next, Tag::Halo(it).encode())?;
         let mut comm = t1.elapsed().as_secs_f64();
-        let inner = self.geometry.inner.clone();
-        self.device
-            .launch_overlapped(k, cur, next, &inner)
-            .map_err(|e| self.dev_err(e))?;
+        let cones = self.cones(&self.geometry.inner, steps);
+        match &cones[..] {
+            [inner] => self.device.launch_overlapped(k, cur, next, inner),
+            _ => self.device.launch_steps(k, cur, next, &cones),
+        }
+        .map_err(|e| self.dev_err(e))?;
         let t2 = Instant::now();
         self.complete_recvs(next, Tag::Halo(it).encode())?;
         self.device.wait().map_err(|e| self.dev_err(e))?;
