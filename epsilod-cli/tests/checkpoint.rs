@@ -3,25 +3,12 @@
 //! restarts from what it left and ends with the bytes of a run never
 //! killed; bad uses are one line.
 
+mod common;
+use common::{epsilod, fails_with};
+
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn epsilod(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epsilod"))
-        .args(args)
-        .output()
-        .expect("the epsilod binary runs")
-}
-
-fn one_line_error(args: &[&str], want: &str) {
-    let out = epsilod(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert_eq!(err.lines().count(), 1, "{args:?}: not one line:\n{err}");
-    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-}
 
 #[test]
 fn bad_checkpoint_options_are_one_line() {
@@ -31,38 +18,38 @@ fn bad_checkpoint_options_are_one_line() {
     fn with<'a>(run: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
         [run, extra].concat()
     }
-    one_line_error(
+    fails_with(
         &with(&run, &["--checkpoint-every", "5"]),
         "--checkpoint-dir",
     );
-    one_line_error(&with(&run, &["--checkpoint-dir", &d]), "--checkpoint-every");
-    one_line_error(
+    fails_with(&with(&run, &["--checkpoint-dir", &d]), "--checkpoint-every");
+    fails_with(
         &with(&run, &["--checkpoint-every", "0", "--checkpoint-dir", &d]),
         "'0'",
     );
-    one_line_error(&with(&run, &["--restart", &d]), "no checkpoint in");
+    fails_with(&with(&run, &["--restart", &d]), "no checkpoint in");
     let missing = dir.path().join("missing").display().to_string();
-    one_line_error(&with(&run, &["--restart", &missing]), &missing);
+    fails_with(&with(&run, &["--restart", &missing]), &missing);
     let file = dir.path().join("file");
     std::fs::write(&file, "").unwrap();
     let file = file.display().to_string();
-    one_line_error(
+    fails_with(
         &with(
             &run,
             &["--checkpoint-every", "2", "--checkpoint-dir", &file],
         ),
         &file,
     );
-    one_line_error(
+    fails_with(
         &with(&run, &["--on-failure", "retry"]),
         "not stop or recover",
     );
-    one_line_error(
+    fails_with(
         &with(&run, &["--devices", "cpu:fail@x"]),
         "expected the iteration",
     );
     // A failure without recovery: one line naming the device.
-    one_line_error(
+    fails_with(
         &with(
             &run,
             &[
@@ -254,20 +241,20 @@ fn snapshots_are_written_and_drawn() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(&std::fs::read(&gif).unwrap()[..4], b"GIF8");
-    one_line_error(
+    fails_with(
         &["view", &p("f_10.npy"), &p("f_20.npy"), "-o", &png],
         "write a .gif",
     );
-    one_line_error(&["view", &p("missing.npy"), "-o", &png], "missing.npy");
-    one_line_error(
+    fails_with(&["view", &p("missing.npy"), "-o", &png], "missing.npy");
+    fails_with(
         &["view", &p("f_10.npy"), "-o", &png, "--slice", "q=1"],
         "use x, y or z",
     );
-    one_line_error(
+    fails_with(
         &["view", &p("f_10.npy"), "-o", &png, "--field", "speed"],
         "D3Q19",
     );
-    one_line_error(
+    fails_with(
         &[
             "run",
             "2d4",

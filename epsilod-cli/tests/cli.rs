@@ -1,33 +1,12 @@
 //! The `epsilod` binary: bad input gives one clear line and a non-zero exit,
 //! never a panic; good runs write the files cli.md promises.
 
+mod common;
+use common::{epsilod, fails_with};
+
 use kernels::reference;
 use kernels::{basic_init, Library};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn epsilod(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epsilod"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("the binary runs")
-}
-
-/// Runs `args` and checks it fails with exactly one stderr line that says
-/// `want`.
-fn fails_with(args: &[&str], want: &str) {
-    let out = epsilod(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert_eq!(err.lines().count(), 1, "{args:?}: not one line:\n{err}");
-    assert!(err.starts_with("error: "), "{args:?}: {err}");
-    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
-    assert!(
-        !err.contains("panicked") && !err.contains("backtrace"),
-        "{args:?}: {err}"
-    );
-}
 
 #[test]
 fn an_unknown_heuristic_lists_every_known_one() {

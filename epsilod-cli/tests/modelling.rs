@@ -1,38 +1,10 @@
 //! The modelling commands end to end: `simulate` (model and trace mode),
 //! `calibrate` and `plan`, on the real binary.
 
+mod common;
+use common::{fails_with, ok};
+
 use serde_json::Value;
-use std::process::{Command, Output};
-
-fn epsilod(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epsilod"))
-        .args(args)
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("the binary runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = epsilod(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Runs `args` and checks it fails with exactly one stderr line that says
-/// `want`.
-fn fails_with(args: &[&str], want: &str) {
-    let out = epsilod(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert_eq!(err.lines().count(), 1, "{args:?}: not one line:\n{err}");
-    assert!(err.starts_with("error: "), "{args:?}: {err}");
-    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-}
 
 fn json(path: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

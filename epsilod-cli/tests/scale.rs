@@ -2,33 +2,10 @@
 //! real cells and messages, and the model built from them predicts the
 //! messages of a larger count exactly.
 
+mod common;
+use common::{epsilod, fails_with, ok};
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn epsilod(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epsilod"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = epsilod(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn one_error_line(args: &[&str], want: &str) {
-    let out = epsilod(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{args:?} succeeded");
-    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(want), "{args:?}: {err:?} lacks {want:?}");
-}
 
 fn take(dir: &Path, devices: usize) -> String {
     let out = dir.join(format!("s{devices}.json"));
@@ -101,13 +78,13 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
     ] {
         assert!(replayed.contains(want), "{want} missing from {replayed}");
     }
-    one_error_line(
+    fails_with(
         &["replay", trace, "--range-size", "4", "--per-rank", "1"],
         "cannot replay: range 0-3 needs 5 processes, the job has 1",
     );
 
     // Prime counts alone cannot tell a line from a grid; 2 and 4 can.
-    one_error_line(
+    fails_with(
         &["scale", &paths[0], &paths[1], "--target", "4"],
         "fit both a line of P and a 2-d grid",
     );
@@ -130,21 +107,21 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
 fn bad_signature_input_is_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let s2 = take(dir.path(), 2);
-    one_error_line(
+    fails_with(
         &["signature", "gas-sim", "--size", "8", "--out", "x.json"],
         "signatures cover library stencils and spec files, not apps",
     );
-    one_error_line(
+    fails_with(
         &["scale", &s2, "/nonexistent/s.json", "--target", "4"],
         "cannot read /nonexistent/s.json",
     );
-    one_error_line(
+    fails_with(
         &["scale", &s2, &s2, "--target", "4"],
         "needs signatures at 2 or more device counts, got 1",
     );
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{\"weight\": 3}").unwrap();
-    one_error_line(
+    fails_with(
         &["scale", &s2, junk.to_str().unwrap(), "--target", "4"],
         "not a signature",
     );
@@ -214,13 +191,13 @@ fn commbench_writes_exact_features_and_fit_comm_scores_them() {
     }
     assert!(std::fs::metadata(&model).unwrap().len() > 0);
 
-    one_error_line(
+    fails_with(
         &["fit-comm", csv, "--method", "trees"],
         "unknown learned method 'trees'",
     );
     let junk = dir.path().join("junk.csv");
     std::fs::write(&junk, "a,b\n1,2\n").unwrap();
-    one_error_line(
+    fails_with(
         &["fit-comm", junk.to_str().unwrap()],
         "not commbench output",
     );
@@ -321,7 +298,7 @@ fn predict_times_halo_exchanges_by_a_learned_model_of_the_plans_features() {
 
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{}").unwrap();
-    one_error_line(
+    fails_with(
         &[
             "predict",
             "--model",

@@ -1,15 +1,10 @@
 //! Stencil spec files through the binary: update expressions run, equal
 //! the library stencil they spell out, and bad ones are one clear line.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+use common::epsilod;
 
-fn epsilod(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_epsilod"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use std::path::Path;
 
 fn specs() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs")
