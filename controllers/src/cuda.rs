@@ -9,6 +9,7 @@
 //! [`DeviceError::Unavailable`] instead.
 
 use crate::error::DeviceError;
+use crate::gpu::runs::{RunShape, Tuner, TUNE_CELLS};
 use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, GpuController, GroupHints, Lane};
 use cudarc::driver::sys;
 use cudarc::driver::{
@@ -22,10 +23,15 @@ use kernels::{Cell, Dialect};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// Block size when the controller leaves the choice to the runtime: a
-/// multiple of the warp that keeps every SM busy on the generated kernels,
-/// whose bounds guard makes the rounded-up grid safe.
-const DEFAULT_BLOCK: [usize; 3] = [256, 1, 1];
+/// Names a launch shape `bx,by,rows` every launch of the process uses,
+/// instead of the shapes timed per kernel: for measuring the shapes.
+const LAUNCH_VAR: &str = "EPSILOD_CUDA_LAUNCH";
+
+/// When set, each kernel's timed shapes and the one chosen go to stderr.
+const LOG_VAR: &str = "EPSILOD_CUDA_LAUNCH_LOG";
+
+/// A launch's pair of events: its start and its end on its stream.
+type Events = (CudaEvent, CudaEvent);
 
 fn backend<E: std::fmt::Display>(e: E) -> DeviceError {
     DeviceError::Backend(e.to_string())
@@ -132,6 +138,12 @@ pub struct CudaRuntime {
     stream: Arc<CudaStream>,
     side: Arc<CudaStream>,
     arch: (i32, i32),
+    /// The shape [`LAUNCH_VAR`] names, if set.
+    forced: Option<RunShape>,
+    /// Shapes tried and chosen, by kernel and grid.
+    tuner: Tuner<Events>,
+    /// Each compiled kernel's largest block, by its function handle.
+    max_threads: HashMap<usize, usize>,
 }
 
 /// A device allocation of bytes.
@@ -175,12 +187,23 @@ impl CudaRuntime {
         let side = ctx.new_stream().map_err(backend)?;
         let name = ctx.name().map_err(backend)?;
         let arch = ctx.compute_capability().map_err(backend)?;
+        let forced = match std::env::var(LAUNCH_VAR) {
+            Ok(v) => Some(RunShape::parse(&v).map_err(|e| {
+                DeviceError::Unavailable(format!(
+                    "{LAUNCH_VAR}={e}; unset it to let each kernel's shape be timed"
+                ))
+            })?),
+            Err(_) => None,
+        };
         Ok(CudaRuntime {
             desc: format!("cuda:device={device} ({name})"),
             ctx,
             stream,
             side,
             arch,
+            forced,
+            tuner: Tuner::default(),
+            max_threads: HashMap::new(),
         })
     }
 
@@ -297,6 +320,67 @@ impl DeviceRuntime for CudaRuntime {
         unsafe { self.copy(buf.ptr, piece, host.as_mut_ptr(), false) }
     }
 
+    fn copy_within(
+        &mut self,
+        from: &CudaBuffer,
+        from_piece: &CopyPiece,
+        to: &CudaBuffer,
+        to_piece: &CopyPiece,
+    ) -> Result<bool, DeviceError> {
+        check_piece(from, from_piece, from_piece.bytes())?;
+        check_piece(to, to_piece, to_piece.bytes())?;
+        let stream = self.stream.cu_stream();
+        match (*from_piece, *to_piece) {
+            (
+                CopyPiece::Run { offset: a, bytes },
+                CopyPiece::Run {
+                    offset: b,
+                    bytes: n,
+                },
+            ) if bytes == n => {
+                // SAFETY: `check_piece` put both runs inside their
+                // allocations; the buffers outlive the copy (the controller
+                // finishes the stream before freeing either).
+                let r = unsafe {
+                    sys::cuMemcpyDtoDAsync_v2(to.ptr + b as u64, from.ptr + a as u64, bytes, stream)
+                };
+                r.result().map_err(backend)?;
+                Ok(true)
+            }
+            (CopyPiece::Rect(a), CopyPiece::Rect(b)) if a.size == b.size => {
+                let mem = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+                for z in 0..a.size[2] {
+                    let desc = sys::CUDA_MEMCPY2D {
+                        srcXInBytes: a.origin[0],
+                        srcY: a.origin[1],
+                        srcMemoryType: mem,
+                        srcHost: std::ptr::null(),
+                        srcDevice: from.ptr + ((a.origin[2] + z) * a.slice_pitch) as u64,
+                        srcArray: std::ptr::null_mut(),
+                        srcPitch: a.row_pitch,
+                        dstXInBytes: b.origin[0],
+                        dstY: b.origin[1],
+                        dstMemoryType: mem,
+                        dstHost: std::ptr::null_mut(),
+                        dstDevice: to.ptr + ((b.origin[2] + z) * b.slice_pitch) as u64,
+                        dstArray: std::ptr::null_mut(),
+                        dstPitch: b.row_pitch,
+                        WidthInBytes: a.size[0],
+                        Height: a.size[1],
+                    };
+                    // SAFETY: `check_piece` put both rectangles inside their
+                    // allocations; the descriptor names only those (null
+                    // host and array pointers, as the driver wants for
+                    // device memory); the buffers outlive the copy.
+                    let r = unsafe { sys::cuMemcpy2DAsync_v2(&desc, stream) };
+                    r.result().map_err(backend)?;
+                }
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     fn compile(&mut self, source: &str) -> Result<Compiled<CudaFunction>, DeviceError> {
         let key = (source.to_owned(), self.arch);
         let cached = {
@@ -343,6 +427,8 @@ impl DeviceRuntime for CudaRuntime {
             .ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)
             .map_err(backend)?;
+        self.max_threads
+            .insert(kernel.cu_function() as usize, max.max(1) as usize);
         Ok(Compiled {
             kernel,
             hints: GroupHints {
@@ -369,11 +455,11 @@ impl DeviceRuntime for CudaRuntime {
             )));
         }
         let stream = match lane {
-            Lane::Main => &self.stream,
+            Lane::Main => self.stream.clone(),
             Lane::Side => {
                 // After everything issued on the main stream so far.
                 self.side.join(&self.stream).map_err(backend)?;
-                &self.side
+                self.side.clone()
             }
         };
         if grid.contains(&0) {
@@ -383,49 +469,51 @@ impl DeviceRuntime for CudaRuntime {
             let b = stream.record_event(flags).map_err(backend)?;
             return Ok((a, b));
         }
-        let block = group.unwrap_or(DEFAULT_BLOCK);
-        let dims = |i: usize| -> Result<(u32, u32), DeviceError> {
-            let b = block[i].max(1);
-            let blocks = grid[i].div_ceil(b);
-            Ok((
-                u32::try_from(blocks).map_err(|_| {
-                    DeviceError::Backend(format!("grid of {} too large for CUDA", grid[i]))
-                })?,
-                b as u32,
-            ))
+        let buffers = (src.ptr, dst.ptr);
+        let shape = match (self.forced, group) {
+            (Some(forced), _) => (forced, 1),
+            _ if grid.iter().product::<usize>() < TUNE_CELLS || grid[1] < 2 => match group {
+                Some([x, y, z]) => (
+                    RunShape {
+                        block: [x, y],
+                        rows: 1,
+                    },
+                    z,
+                ),
+                None => (RunShape::ONE_CELL, 1),
+            },
+            _ => {
+                let key = kernel.cu_function() as usize;
+                let max = self.max_threads.get(&key).copied().unwrap_or(256);
+                let seconds = |(a, b): &Events| {
+                    a.elapsed_ms(b)
+                        .map(|ms| f64::from(ms) * 1e-3)
+                        .map_err(backend)
+                };
+                let (shape, trial) = self.tuner.next(key, grid, max, seconds)?;
+                if let Some((grid, timed)) = self.tuner.take_decided() {
+                    log_choice(grid, &timed, shape);
+                }
+                if trial {
+                    // Events of its own: the launch's pair goes to the
+                    // controller's kernel time.
+                    let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+                    let start = stream.record_event(flags).map_err(backend)?;
+                    // SAFETY: the caller's guarantee covers every shape,
+                    // since each computes exactly the cells of `grid`.
+                    let timing = unsafe {
+                        launch_shaped(&stream, kernel, buffers, longs, grid, (shape, 1))?
+                    };
+                    let end = stream.record_event(flags).map_err(backend)?;
+                    self.tuner.record(key, grid, shape, (start, end));
+                    return Ok(timing);
+                }
+                (shape, 1)
+            }
         };
-        let (gx, bx) = dims(0)?;
-        let (gy, by) = dims(1)?;
-        let (gz, bz) = dims(2)?;
-        let cfg = LaunchConfig {
-            grid_dim: (gx, gy, gz),
-            block_dim: (bx, by, bz),
-            shared_mem_bytes: 0,
-        };
-        let mut b = stream.launch_builder(kernel);
-        b.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let mut longs = longs.iter();
-        for (_, kind) in ARGS {
-            match kind {
-                ArgKind::Buffer(BufferArg::Src) => b.arg(&src.ptr),
-                ArgKind::Buffer(BufferArg::Dst) => b.arg(&dst.ptr),
-                ArgKind::Long(_) => match longs.next() {
-                    Some(v) => b.arg(v),
-                    None => {
-                        return Err(DeviceError::Backend(
-                            "fewer integer kernel arguments than the ABI has".into(),
-                        ))
-                    }
-                },
-            };
-        }
-        // SAFETY: the caller guarantees the kernel's accesses for these
-        // arguments lie inside `src` and `dst`; the arguments follow the ABI's
-        // order and types (two device addresses, then `long long`s); the
-        // buffers outlive the launch because the controller finishes both
-        // streams before freeing any, and `Drop` synchronises.
-        let events = unsafe { b.launch(cfg) }.map_err(backend)?;
-        events.ok_or_else(|| DeviceError::Backend("CUDA launch recorded no events".into()))
+        // SAFETY: the caller's guarantee covers every shape, since each
+        // computes exactly the cells of `grid`.
+        unsafe { launch_shaped(&stream, kernel, buffers, longs, grid, shape) }
     }
 
     fn finish(&mut self) -> Result<(), DeviceError> {
@@ -440,6 +528,89 @@ impl DeviceRuntime for CudaRuntime {
             .sum::<f64>()
             * 1e-3
     }
+}
+
+/// Tells stderr what the candidates of a launch ran at and which was chosen,
+/// when [`LOG_VAR`] is set.
+fn log_choice(grid: [usize; 3], timed: &[(RunShape, f64)], chosen: RunShape) {
+    if std::env::var_os(LOG_VAR).is_none() {
+        return;
+    }
+    let cells = grid.iter().product::<usize>() as f64;
+    let all: Vec<String> = timed
+        .iter()
+        .map(|(s, t)| {
+            format!(
+                "{}x{}x{}: {:.1} G/s",
+                s.block[0],
+                s.block[1],
+                s.rows,
+                cells / t / 1e9
+            )
+        })
+        .collect();
+    eprintln!(
+        "cuda launch {grid:?}: {} -> {}x{}x{}",
+        all.join(", "),
+        chosen.block[0],
+        chosen.block[1],
+        chosen.rows
+    );
+}
+
+/// Enqueues one launch of `kernel` over `grid` cells in `shape` (the run
+/// shape and the block's depth along z), timed by a pair of events.
+///
+/// # Safety
+///
+/// As [`DeviceRuntime::launch`].
+unsafe fn launch_shaped(
+    stream: &CudaStream,
+    kernel: &CudaFunction,
+    (src, dst): (sys::CUdeviceptr, sys::CUdeviceptr),
+    longs: &[i64],
+    grid: [usize; 3],
+    (shape, z_block): (RunShape, usize),
+) -> Result<(CudaEvent, CudaEvent), DeviceError> {
+    let blocks = shape.blocks(grid, z_block);
+    let dim = |n: usize| {
+        u32::try_from(n).map_err(|_| {
+            DeviceError::Backend(format!("a launch of {grid:?} is too large for CUDA"))
+        })
+    };
+    let cfg = LaunchConfig {
+        grid_dim: (dim(blocks[0])?, dim(blocks[1])?, dim(blocks[2])?),
+        block_dim: (
+            dim(shape.block[0])?,
+            dim(shape.block[1])?,
+            dim(z_block.max(1))?,
+        ),
+        shared_mem_bytes: 0,
+    };
+    let mut b = stream.launch_builder(kernel);
+    b.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let mut longs = longs.iter();
+    for (_, kind) in ARGS {
+        match kind {
+            ArgKind::Buffer(BufferArg::Src) => b.arg(&src),
+            ArgKind::Buffer(BufferArg::Dst) => b.arg(&dst),
+            ArgKind::Long(_) => match longs.next() {
+                Some(v) => b.arg(v),
+                None => {
+                    return Err(DeviceError::Backend(
+                        "fewer integer kernel arguments than the ABI has".into(),
+                    ))
+                }
+            },
+        };
+    }
+    // SAFETY: the caller guarantees the kernel's accesses for these
+    // arguments lie inside `src` and `dst`; the arguments follow the ABI's
+    // order and types (two device addresses, then `long long`s); the
+    // buffers outlive the launch because the controller finishes both
+    // streams before freeing any, and `Drop` synchronises.
+    let events = unsafe { b.launch(cfg) }.map_err(backend)?;
+    events.ok_or_else(|| DeviceError::Backend("CUDA launch recorded no events".into()))
 }
 
 /// Refuses copies outside the allocation or host buffers of the wrong size:

@@ -16,6 +16,7 @@ pub mod gpu;
 mod launch;
 #[cfg(feature = "opencl")]
 pub mod opencl;
+pub mod roofline;
 pub mod slowdown;
 
 pub use controller::{BufferId, Controller, KernelId};

@@ -44,7 +44,7 @@ pub enum Command {
     /// files as an animated GIF.
     View(ViewArgs),
     /// List the library stencils, the apps and the devices found.
-    List,
+    List(ListArgs),
     /// Record a short run's phase (per device: compute, exchange, cells, messages) as a
     /// signature for `epsilod scale`.
     Signature(Box<SignatureArgs>),
@@ -134,6 +134,30 @@ pub struct SignatureArgs {
     /// Where to write the signature (JSON).
     #[arg(long)]
     pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Also measure each CUDA device: a copy kernel's bandwidth (the roofline) and the 2d4
+    /// f32 one-step kernel against it, in this process.
+    #[arg(long)]
+    pub measure: bool,
+    /// Grid of the measurement, ROWSxCOLS (boundary included).
+    #[arg(long, default_value = "16386x16386", value_parser = parse_grid2)]
+    pub measure_size: [usize; 2],
+}
+
+/// `ROWSxCOLS`, each at least 3 (one interior cell inside the boundary).
+fn parse_grid2(s: &str) -> Result<[usize; 2], String> {
+    let v: Vec<usize> = s
+        .split('x')
+        .map(|p| p.parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("'{s}' is not ROWSxCOLS"))?;
+    match v[..] {
+        [r, c] if r >= 3 && c >= 3 => Ok([r, c]),
+        _ => Err(format!("'{s}': give ROWSxCOLS, each at least 3")),
+    }
 }
 
 #[derive(Args, Debug)]

@@ -107,6 +107,9 @@ pub enum CliError {
     /// `calibrate` was asked something it cannot do.
     #[error("cannot calibrate: {0}")]
     Calibrate(String),
+    /// `list --measure` could not time a device.
+    #[error("cannot measure: {0}")]
+    Measure(String),
     /// `simulate` was asked something it cannot do.
     #[error("cannot simulate: {0}")]
     Simulate(String),

@@ -532,6 +532,21 @@ fn list_names_everything() {
 }
 
 #[test]
+fn list_measure_times_cuda_devices_or_says_why_not() {
+    let args = ["list", "--measure", "--measure-size", "66x130"];
+    let out = epsilod(&args);
+    if out.status.success() {
+        // A machine with a GPU and this build's cuda feature.
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("of the copy roofline"), "{text}");
+    } else {
+        // Without the feature, or without a driver: one line saying so.
+        fails_with(&args, "cannot measure: ");
+    }
+    fails_with(&["list", "--measure-size", "2x9"], "each at least 3");
+}
+
+#[test]
 fn compare_prints_the_statistics_table_and_writes_csv_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("t.csv");

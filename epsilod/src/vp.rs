@@ -944,12 +944,19 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                     .map_err(|e| self.dev_err(e))?;
             }
         }
-        // 4. Boundary cells are never computed: set them from init.
+        // 4. Boundary cells are never computed: set them from init where
+        // the tile did not hold them already (the kept rows keep theirs).
+        // Filling the whole boundary again cost a GPU milliseconds per
+        // rebalance, however few rows moved: two columns of thousands of
+        // single-cell rows.
+        let held = self.geometry.extent.clone();
         for part in geo.extent.difference(&self.interior) {
-            for b in [self.cur, self.next] {
-                self.device
-                    .fill(b, &part, self.run.init.as_ref())
-                    .map_err(|e| self.dev_err(e))?;
+            for fresh in part.difference(&held) {
+                for b in [self.cur, self.next] {
+                    self.device
+                        .fill(b, &fresh, self.run.init.as_ref())
+                        .map_err(|e| self.dev_err(e))?;
+                }
             }
         }
         self.geometry = geo;

@@ -38,6 +38,12 @@ macro_rules! device_suite {
 
             #[test]
             $(#[$test_attr])*
+            fn launches_large_enough_to_tune() {
+                super::launches_large_enough_to_tune($kind);
+            }
+
+            #[test]
+            $(#[$test_attr])*
             fn load_balancing_with_a_cpu() {
                 super::load_balancing_with_a_cpu($kind);
             }
@@ -134,6 +140,40 @@ fn every_library_stencil_alone_and_mixed(kind: &str) {
                     "{lib} {choice:?} on {devs:?} {part}"
                 );
             }
+        }
+    }
+}
+
+/// Regions of a million cells and more (also on each of two devices), for
+/// enough iterations that a backend which times launch shapes on the first
+/// launches (CUDA: every candidate twice, then the fastest) runs each shape
+/// for real and then its choice: every one must compute the same bits as a
+/// CPU device.
+#[allow(dead_code)]
+fn launches_large_enough_to_tune(kind: &str) {
+    for (lib, sizes) in [
+        (Library::S2d4, vec![2054usize, 1030]),
+        (Library::S3d27, vec![210, 106, 106]),
+    ] {
+        let init = |i: &[i64]| random_value(i, 11);
+        let run = |devs: &[&str], part: Partition| {
+            Skeleton::new(
+                &sizes,
+                Stencil::<f32>::library(lib, KernelChoice::Specialized),
+            )
+            .iterations(24)
+            .init(init)
+            .devices(devices(devs))
+            .partition(part)
+            .run()
+            .unwrap_or_else(|e| panic!("{lib} {devs:?}: {e}"))
+        };
+        let want = bits(&run(&["cpu"], Partition::Multi).grid);
+        for (devs, part) in [
+            (vec![kind], Partition::Multi),
+            (vec![kind, kind], Partition::Single(0)),
+        ] {
+            assert_eq!(bits(&run(&devs, part).grid), want, "{lib} {devs:?} {part}");
         }
     }
 }

@@ -132,6 +132,32 @@ fn read_region<R: DeviceRuntime, T: Cell>(
     Ok(())
 }
 
+/// Copies `region` from one slot to another on the device, piece by piece
+/// (one region in two allocations: pieces of equal sizes); `false` where the
+/// runtime cannot, and then the caller copies through the host (which
+/// overwrites whatever pieces were copied).
+fn copy_within<R: DeviceRuntime, T: Cell>(
+    rt: &mut R,
+    from: &Slot<R::Buffer>,
+    to: &Slot<R::Buffer>,
+    region: &Shape,
+) -> Result<bool, DeviceError> {
+    let size = std::mem::size_of::<T>();
+    let (a, b) = (
+        CopyPlan::new(&from.alloc, region, size),
+        CopyPlan::new(&to.alloc, region, size),
+    );
+    if a.pieces.len() != b.pieces.len() {
+        return Ok(false);
+    }
+    for ((_, p), (_, q)) in a.pieces.iter().zip(&b.pieces) {
+        if !rt.copy_within(&from.buf, p, &to.buf, q)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
     fn describe(&self) -> String {
         self.rt.describe()
@@ -173,14 +199,18 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         };
         // The old buffer goes: no overlapped launch may still use it.
         self.rt.finish()?;
-        let mut kept: Vec<T> = Vec::new();
-        read_region(&mut self.rt, old, &keep, &mut kept)?;
         let next = Slot {
             buf: self.rt.alloc(alloc.card() * std::mem::size_of::<T>())?,
             alloc,
             extent: extent.clone(),
         };
-        write_region(&mut self.rt, &next, &keep, &kept)?;
+        if !copy_within::<R, T>(&mut self.rt, old, &next, &keep)? {
+            let mut kept: Vec<T> = Vec::new();
+            read_region(&mut self.rt, old, &keep, &mut kept)?;
+            write_region(&mut self.rt, &next, &keep, &kept)?;
+        }
+        // The copies must be done before the old buffer is freed.
+        self.rt.finish()?;
         *self.slots.get_mut(buf)? = next;
         Ok(true)
     }

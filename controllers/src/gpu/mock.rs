@@ -18,8 +18,11 @@ type Mem<T> = Arc<Mutex<Vec<T>>>;
 /// Host memory posing as a device that knows every library kernel.
 pub struct MockRuntime<T> {
     known: HashMap<String, Arc<dyn Kernel<T>>>,
-    /// Pretend to be a GPU, so launches get the groups GPUs get.
+    /// Pretend to be a GPU, so launches get the groups GPUs get, and
+    /// copy within the device (a CPU-like one goes through the host).
     gpu: bool,
+    /// Pieces copied within the device so far.
+    pub copies_within: usize,
 }
 
 impl<T: Real> MockRuntime<T> {
@@ -34,7 +37,11 @@ impl<T: Real> MockRuntime<T> {
                 }
             }
         }
-        MockRuntime { known, gpu }
+        MockRuntime {
+            known,
+            gpu,
+            copies_within: 0,
+        }
     }
 }
 
@@ -83,6 +90,23 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
             host[h..h + n].copy_from_slice(&dev[d..d + n]);
         }
         Ok(())
+    }
+
+    fn copy_within(
+        &mut self,
+        from: &Mem<T>,
+        from_piece: &CopyPiece,
+        to: &Mem<T>,
+        to_piece: &CopyPiece,
+    ) -> Result<bool, DeviceError> {
+        if !self.gpu || from_piece.bytes() != to_piece.bytes() {
+            return Ok(false);
+        }
+        let mut staged = vec![0u8; from_piece.bytes()];
+        self.read(from, from_piece, &mut staged)?;
+        self.write(to, to_piece, &staged)?;
+        self.copies_within += 1;
+        Ok(true)
     }
 
     fn compile(&mut self, source: &str) -> Result<Compiled<Self::Kernel>, DeviceError> {
@@ -140,6 +164,30 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
 mod tests {
     use super::MockRuntime;
     use crate::gpu::GpuController;
+    use crate::Controller;
+    use hitmap::Shape;
+
+    #[test]
+    fn a_reallocated_tile_keeps_its_cells_by_device_copies() {
+        for gpu in [false, true] {
+            let mut c = GpuController::<_, f32>::with_runtime(MockRuntime::<f32>::new(gpu));
+            let ext = Shape::from_ranges(&[(10, 20), (0, 6), (0, 3)]);
+            let b = c.alloc(&ext, &ext).unwrap();
+            c.fill(b, &ext, &|i| (i[0] * 100 + i[1] * 10 + i[2]) as f32)
+                .unwrap();
+            let grown = Shape::from_ranges(&[(12, 30), (0, 6), (0, 3)]);
+            assert!(c.resize(b, &grown, &[2, 0, 0]).unwrap(), "a new allocation");
+            let kept = Shape::from_ranges(&[(12, 20), (0, 6), (0, 3)]);
+            let mut got = Vec::new();
+            c.read(b, &kept, &mut got).unwrap();
+            let want: Vec<f32> = kept
+                .iter()
+                .map(|i| (i[0] * 100 + i[1] * 10 + i[2]) as f32)
+                .collect();
+            assert_eq!(got, want);
+            assert_eq!(c.runtime().copies_within > 0, gpu);
+        }
+    }
 
     #[test]
     fn mock_gpu_controller_passes_the_conformance_suite() {

@@ -10,6 +10,7 @@ pub mod copy_plan;
 pub mod geometry;
 #[cfg(test)]
 mod mock;
+pub mod runs;
 mod runtime;
 pub mod slots;
 

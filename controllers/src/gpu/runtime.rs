@@ -80,6 +80,23 @@ pub trait DeviceRuntime: Send {
         host: &mut [u8],
     ) -> Result<(), DeviceError>;
 
+    /// Copies `from_piece` of `from` into `to_piece` of `to` on the device
+    /// (pieces of one region in two allocations: the same sizes, different
+    /// pitches), in order on the main lane; `Ok(false)` where the runtime
+    /// has no such copy, and the controller then goes through the host. A
+    /// resized tile keeps its cells this way without a round trip over the
+    /// bus.
+    fn copy_within(
+        &mut self,
+        from: &Self::Buffer,
+        from_piece: &CopyPiece,
+        to: &Self::Buffer,
+        to_piece: &CopyPiece,
+    ) -> Result<bool, DeviceError> {
+        let _ = (from, from_piece, to, to_piece);
+        Ok(false)
+    }
+
     /// Compiles `source` (a `kernels::DeviceKernel` in [`Self::DIALECT`]; its
     /// entry point is `kernels::device::KERNEL_NAME` and its arguments are
     /// `kernels::device::abi::ARGS`). Results must be bit-identical to the

@@ -58,6 +58,47 @@ fn cuda_devices() -> String {
     "  cuda    not in this build (rebuild with --features cuda)\n".into()
 }
 
+/// `epsilod list --measure`: each CUDA device's copy bandwidth and the 2d4
+/// f32 kernel against it, over a grid of `size` (a GPU figure is only
+/// meaningful as a fraction of its own device's roofline).
+#[cfg(feature = "cuda")]
+pub fn measure(size: [usize; 2]) -> Result<String, crate::error::CliError> {
+    use controllers::{roofline, CudaController};
+    use kernels::{library_kernel, KernelChoice};
+    let devices = controllers::cuda::devices().map_err(device_error)?;
+    let mut s = format!(
+        "measured ({}x{} f32, 40 launches each, the last 20 timed):\n",
+        size[0], size[1]
+    );
+    for d in devices {
+        let mut c = CudaController::<f32>::new(d.ordinal).map_err(device_error)?;
+        let k = library_kernel::<f32>(Library::S2d4, KernelChoice::Specialized);
+        let r = roofline::measure(&mut c, k.into(), &size, 20).map_err(device_error)?;
+        s += &format!(
+            "  cuda:device={}  copy {:.1} GB/s; 2d4 {:.1} G cell updates/s = {:.2} of the copy roofline (8 bytes a cell)\n",
+            d.ordinal,
+            r.copy_bytes_per_second / 1e9,
+            r.cells_per_second / 1e9,
+            r.fraction(8.0)
+        );
+    }
+    Ok(s)
+}
+
+#[cfg(feature = "cuda")]
+fn device_error(e: controllers::DeviceError) -> crate::error::CliError {
+    crate::error::CliError::Measure(e.to_string())
+}
+
+/// Without CUDA there is nothing `--measure` measures yet.
+#[cfg(not(feature = "cuda"))]
+pub fn measure(_size: [usize; 2]) -> Result<String, crate::error::CliError> {
+    Err(crate::error::CliError::Measure(
+        "list --measure times CUDA devices, and this build has none: rebuild with --features cuda"
+            .into(),
+    ))
+}
+
 /// The text of `epsilod list`.
 pub fn list() -> String {
     let mut s = String::from("library stencils (f32; global size includes the boundary):\n");

@@ -32,8 +32,11 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
         Command::Simulate(args) => simulate::simulate(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args, cluster),
-        Command::List => {
+        Command::List(args) => {
             print!("{}", list::list());
+            if args.measure {
+                print!("{}", list::measure(args.measure_size)?);
+            }
             Ok(())
         }
         Command::Signature(args) => signature::signature(&args, cluster),

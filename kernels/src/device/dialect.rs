@@ -54,11 +54,43 @@ impl Dialect {
     /// them, and the launch geometry only picks groups that do); CUDA grids
     /// are whole blocks, rounded up. The check costs more than it seems on
     /// a CPU implementation: PoCL turned the guarded body into masked
-    /// gathers and scatters, 8x slower on 2d4 than the unguarded one.
+    /// gathers and scatters, 8x slower on 2d4 than the unguarded one. In
+    /// dialects with [`row_runs`](Self::row_runs) the run's own bounds
+    /// cover dimension 2 and the guard checks the others.
     pub fn bounds_guard(self) -> Option<&'static str> {
         match self {
             Dialect::OpenCl => None,
-            Dialect::Cuda => Some("if (i3 >= n3 || i2 >= n2 || z >= n0 * n1) return;"),
+            Dialect::Cuda => Some("if (i3 >= n3 || z >= n0 * n1) return;"),
+        }
+    }
+
+    /// Whether a thread computes a run of consecutive rows (dimension 2)
+    /// rather than one cell: the grid's y threads share the region's rows
+    /// in equal runs, so a launch may give each thread several. Neighbours
+    /// along dimension 2 are then the thread's own earlier loads (in
+    /// registers or L1), and the prologue's index arithmetic is paid once
+    /// per run. CUDA only: the runtime chooses the run length per kernel
+    /// and device (controllers' `cuda` module).
+    pub fn row_runs(self) -> bool {
+        matches!(self, Dialect::Cuda)
+    }
+
+    /// The qualifiers of the per-cell function a [`row_runs`](Self::row_runs)
+    /// kernel calls in its loop (the body, with `return` ending one cell).
+    pub fn cell_function_qualifier(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "inline",
+            Dialect::Cuda => "static __device__ __forceinline__",
+        }
+    }
+
+    /// The no-alias qualifier of a buffer argument, with its trailing space:
+    /// `src` is never written while a kernel runs and `dst` never read, so
+    /// loads may go through the read-only cache and be reused across a run.
+    pub fn restrict(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "",
+            Dialect::Cuda => "__restrict__ ",
         }
     }
 

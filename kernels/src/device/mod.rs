@@ -242,28 +242,40 @@ impl DeviceKernel {
         for t in &self.tables {
             s += &t.declaration(dialect);
         }
-        s += &prologue(dialect);
+        // A row-run kernel's body is a function its loop calls per cell.
+        s += &if dialect.row_runs() {
+            cell_function(dialect)
+        } else {
+            prologue(dialect)
+        };
         s += &self.body;
         if !self.body.ends_with('\n') {
             s.push('\n');
         }
         s += "}\n";
+        if dialect.row_runs() {
+            s += &row_run_kernel(dialect);
+        }
         s
     }
+}
+
+/// The kernel's arguments as a C parameter list, written from the ABI.
+fn parameters(dialect: Dialect) -> String {
+    let (g, r) = (dialect.global(), dialect.restrict());
+    ARGS.iter()
+        .map(|(name, kind)| match kind {
+            ArgKind::Buffer(BufferArg::Src) => format!("{g}const cell* {r}{name}"),
+            ArgKind::Buffer(BufferArg::Dst) => format!("{g}cell* {r}{name}"),
+            ArgKind::Long(_) => format!("const index_t {name}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The signature, written from the ABI, and the opening of the body: the
 /// thread's cell `c`, after the bounds guard.
 fn prologue(dialect: Dialect) -> String {
-    let g = dialect.global();
-    let args: Vec<String> = ARGS
-        .iter()
-        .map(|(name, kind)| match kind {
-            ArgKind::Buffer(BufferArg::Src) => format!("{g}const cell* {name}"),
-            ArgKind::Buffer(BufferArg::Dst) => format!("{g}cell* {name}"),
-            ArgKind::Long(_) => format!("const index_t {name}"),
-        })
-        .collect();
     format!(
         "{} void {}({})\n{{\n    \
          const index_t i3 = {};\n    \
@@ -274,13 +286,57 @@ fn prologue(dialect: Dialect) -> String {
          const index_t c = base + (z / n1) * s0 + (z % n1) * s1 + i2 * s2 + i3 * s3;\n",
         dialect.kernel_qualifier(),
         KERNEL_NAME,
-        args.join(", "),
+        parameters(dialect),
         dialect.global_id(0),
         dialect.global_id(1),
         dialect.global_id(2),
         dialect
             .bounds_guard()
             .unwrap_or("// The launch covers the region exactly."),
+    )
+}
+
+/// The opening of the per-cell function of a row-run kernel: the kernel's
+/// arguments and the names the body may use besides (`i3`, `i2`, `z`, `c`).
+/// A body's `return` ends its cell, not the run.
+fn cell_function(dialect: Dialect) -> String {
+    format!(
+        "{} void {KERNEL_NAME}_cell({}, const index_t i3, const index_t i2, const index_t z, \
+         const index_t c)\n{{\n    const index_t s3 = 1;\n",
+        dialect.cell_function_qualifier(),
+        parameters(dialect),
+    )
+}
+
+/// The entry point of a row-run kernel: each thread computes `rows`
+/// consecutive rows of one column, `rows` spreading the region's `n2` rows
+/// over the grid's y threads (the launch picks the grid for the run length
+/// it wants). The column's first cell is found once, in 32-bit arithmetic:
+/// `z` and `n1` are bounded by CUDA's grid limits (65535 blocks of at most
+/// 1024 threads), and 64-bit division costs dozens of instructions.
+fn row_run_kernel(dialect: Dialect) -> String {
+    let names: Vec<&str> = ARGS.iter().map(|(name, _)| *name).collect();
+    format!(
+        "{} void {KERNEL_NAME}({})\n{{\n    \
+         const index_t i3 = {};\n    \
+         const index_t z = {};\n    \
+         {}\n    \
+         const unsigned int ny = gridDim.y * blockDim.y;\n    \
+         const unsigned int rows = ((unsigned int)n2 + ny - 1) / ny;\n    \
+         const index_t first = {} * (index_t)rows;\n    \
+         const index_t last = first + (index_t)rows < n2 ? first + (index_t)rows : n2;\n    \
+         const unsigned int zu = (unsigned int)z, n1u = (unsigned int)n1;\n    \
+         const index_t column = base + (index_t)(zu / n1u) * s0 + (index_t)(zu % n1u) * s1 + i3;\n    \
+         #pragma unroll 4\n    \
+         for (index_t i2 = first; i2 < last; i2++)\n        \
+         {KERNEL_NAME}_cell({}, i3, i2, z, column + i2 * s2);\n}}\n",
+        dialect.kernel_qualifier(),
+        parameters(dialect),
+        dialect.global_id(0),
+        dialect.global_id(2),
+        dialect.bounds_guard().unwrap_or(""),
+        dialect.global_id(1),
+        names.join(", "),
     )
 }
 
@@ -295,7 +351,7 @@ mod tests {
             let s = k.source(d);
             let sig = s
                 .lines()
-                .find(|l| l.contains(KERNEL_NAME))
+                .find(|l| l.contains(&format!("void {KERNEL_NAME}(")))
                 .expect("a signature");
             let mut at = 0;
             for (name, _) in ARGS {
@@ -306,11 +362,39 @@ mod tests {
             }
             assert!(sig.starts_with(d.kernel_qualifier()), "{sig}");
             assert_eq!(
-                s.contains("if (i3 >= n3 || i2 >= n2 || z >= n0 * n1) return;"),
+                s.contains("if (i3 >= n3 || z >= n0 * n1) return;"),
                 d == Dialect::Cuda,
                 "{s}"
             );
+            // A row-run kernel passes every argument on to its cell function.
+            let call = format!(
+                "{KERNEL_NAME}_cell({}, i3, i2, z, ",
+                ARGS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            );
+            assert_eq!(s.contains(&call), d.row_runs(), "{s}");
         }
+    }
+
+    #[test]
+    fn a_body_return_ends_one_cell_of_a_run() {
+        // SAFETY: a test of the emitted text; the kernel never runs.
+        let k = unsafe {
+            DeviceKernel::new(
+                CellDecl::scalar::<f32>(),
+                "    if (src[c] > 0.0f) { dst[c] = 1.0f; return; }\n    dst[c] = 0.0f;",
+            )
+        };
+        let s = k.source(Dialect::Cuda);
+        let function = s
+            .find("void epsilod_stencil_cell(")
+            .expect("a cell function");
+        let body = s.find("return; }").expect("the body");
+        let entry = s.find("void epsilod_stencil(").expect("an entry point");
+        assert!(function < body && body < entry, "{s}");
+        assert!(
+            s[entry..].contains("for (index_t i2 = first; i2 < last; i2++)"),
+            "{s}"
+        );
     }
 
     #[test]
@@ -320,7 +404,7 @@ mod tests {
         assert!(ocl.contains("__kernel void epsilod_stencil(__global const cell* src, __global cell* dst, const index_t base"));
         assert!(ocl.contains("get_global_id(2)") && ocl.contains("#pragma OPENCL FP_CONTRACT OFF"));
         assert!(cuda
-            .contains("extern \"C\" __global__ void epsilod_stencil(const cell* src, cell* dst"));
+            .contains("extern \"C\" __global__ void epsilod_stencil(const cell* __restrict__ src, cell* __restrict__ dst"));
         assert!(cuda.contains("typedef long long index_t;") && cuda.contains("blockIdx.z"));
         assert!(!cuda.contains("__global ") && !cuda.contains("#pragma OPENCL"));
         assert!(!Dialect::Cuda
