@@ -14,7 +14,7 @@ use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, GpuController, GroupHints, 
 use cudarc::driver::sys;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
-    PushKernelArg,
+    PinnedHostSlice, PushKernelArg,
 };
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
@@ -29,6 +29,10 @@ const LAUNCH_VAR: &str = "EPSILOD_CUDA_LAUNCH";
 
 /// When set, each kernel's timed shapes and the one chosen go to stderr.
 const LOG_VAR: &str = "EPSILOD_CUDA_LAUNCH_LOG";
+
+/// The largest copy staged through a device's pinned host buffer; larger
+/// ones (a rebalance's bulk rows) go straight from the caller's memory.
+const STAGING_BYTES: usize = 16 << 20;
 
 /// A launch's pair of events: its start and its end on its stream.
 type Events = (CudaEvent, CudaEvent);
@@ -122,13 +126,83 @@ pub fn devices() -> Result<Vec<CudaDeviceInfo>, DeviceError> {
         .collect()
 }
 
-/// PTX already compiled in this process, by (source, compute capability):
-/// every device of a run compiles the same kernels, and NVRTC takes
-/// hundreds of milliseconds per kernel.
-static MODULES: Mutex<Option<HashMap<ModuleKey, String>>> = Mutex::new(None);
+/// What NVRTC makes of a kernel for the driver to load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CodeImage {
+    /// PTX for the device's virtual architecture, which the driver compiles
+    /// on load: the usual choice.
+    Ptx,
+    /// Machine code for the device itself: for an NVRTC newer than the
+    /// driver, whose PTX (of a newer ISA version) the driver would refuse.
+    Cubin,
+}
 
-/// A kernel's CUDA C source and the compute capability it was compiled for.
-type ModuleKey = (String, (i32, i32));
+impl CodeImage {
+    /// PTX unless NVRTC (`(major, minor)`) is newer than the CUDA version
+    /// the driver supports (`driver`, e.g. 12080 for 12.8).
+    pub fn for_versions(driver: i32, nvrtc: (i32, i32)) -> CodeImage {
+        if nvrtc.0 * 1000 + nvrtc.1 * 10 > driver {
+            CodeImage::Cubin
+        } else {
+            CodeImage::Ptx
+        }
+    }
+}
+
+/// Code compiled once per process.
+#[derive(Clone)]
+enum Code {
+    Ptx(String),
+    Cubin(Vec<u8>),
+}
+
+/// Code already compiled in this process, by (source, compute capability,
+/// image): every device of a run compiles the same kernels, and NVRTC takes
+/// hundreds of milliseconds per kernel.
+static MODULES: Mutex<Option<HashMap<ModuleKey, Code>>> = Mutex::new(None);
+
+/// A kernel's CUDA C source, the compute capability and the image kind it
+/// was compiled for.
+type ModuleKey = (String, (i32, i32), CodeImage);
+
+/// Compiles `source` with `options` (which name an `sm_XY` architecture)
+/// to a cubin, through NVRTC's own calls: cudarc's compile gives PTX only.
+fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, DeviceError> {
+    use cudarc::nvrtc::{result, sys as nv};
+    let fail = |what: &str| DeviceError::Backend(format!("NVRTC: {what}"));
+    let src = std::ffi::CString::new(source).map_err(|_| fail("the source holds a NUL byte"))?;
+    let prog = result::create_program(&src, None).map_err(|e| fail(&e.to_string()))?;
+    // SAFETY: `prog` was just created and is destroyed once, below; the
+    // options are plain strings, copied by the call.
+    let compiled = unsafe { result::compile_program(prog, options) };
+    let out = match compiled {
+        Err(e) => {
+            // SAFETY: `prog` is live; the log is a NUL-terminated string.
+            let log = unsafe { result::get_program_log(prog) }
+                .map(|l| {
+                    // SAFETY: NVRTC writes the log with its terminating NUL.
+                    unsafe { std::ffi::CStr::from_ptr(l.as_ptr()) }
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .unwrap_or_default();
+            Err(fail(&format!("{e}: {log}")))
+        }
+        Ok(()) => {
+            let mut size = 0usize;
+            // SAFETY: `prog` compiled; `size` is a valid out-pointer.
+            let r = unsafe { nv::nvrtcGetCUBINSize(prog, &mut size) };
+            r.result().map_err(|e| fail(&e.to_string()))?;
+            let mut bin = vec![0u8; size];
+            // SAFETY: `bin` holds the `size` bytes NVRTC said it writes.
+            let r = unsafe { nv::nvrtcGetCUBIN(prog, bin.as_mut_ptr().cast()) };
+            r.result().map(|()| bin).map_err(|e| fail(&e.to_string()))
+        }
+    };
+    // SAFETY: `prog` is live and not used after this.
+    let _ = unsafe { result::destroy_program(prog) };
+    out
+}
 
 /// One CUDA device: its (primary) context and two streams, one per
 /// [`Lane`]; buffers are allocated, copied and freed on the main one.
@@ -138,6 +212,10 @@ pub struct CudaRuntime {
     stream: Arc<CudaStream>,
     side: Arc<CudaStream>,
     arch: (i32, i32),
+    /// What NVRTC compiles kernels to for this device.
+    image: CodeImage,
+    /// Page-locked host memory halos and small moves are staged in.
+    pinned: Option<PinnedHostSlice<u8>>,
     /// The shape [`LAUNCH_VAR`] names, if set.
     forced: Option<RunShape>,
     /// Shapes tried and chosen, by kernel and grid.
@@ -165,6 +243,18 @@ impl<T: Cell> GpuController<CudaRuntime, T> {
 }
 
 impl CudaRuntime {
+    /// The same device compiling its kernels to `image` rather than what
+    /// the driver and NVRTC versions call for (the test suites run both).
+    pub fn with_image(mut self, image: CodeImage) -> CudaRuntime {
+        self.image = image;
+        self
+    }
+
+    /// What this device's kernels are compiled to.
+    pub fn image(&self) -> CodeImage {
+        self.image
+    }
+
     /// Opens CUDA device `device`.
     pub fn new(device: usize) -> Result<CudaRuntime, DeviceError> {
         probe_driver()?;
@@ -201,16 +291,22 @@ impl CudaRuntime {
             stream,
             side,
             arch,
+            image: match nvrtc_version() {
+                Some(v) => CodeImage::for_versions(driver_version()?, v),
+                None => CodeImage::Ptx,
+            },
             forced,
+            pinned: None,
             tuner: Tuner::default(),
             max_threads: HashMap::new(),
         })
     }
 
     /// One 2-D copy per slice of `piece` (a `Run` is one row), between the
-    /// device allocation at `dev` and packed host memory at `host`; `to_device`
-    /// chooses the direction. Then waits for the stream, as the trait wants
-    /// the host memory complete on return.
+    /// device allocation at `dev` and packed host memory at `host` (staged
+    /// in the pinned buffer up to [`STAGING_BYTES`]); `to_device` chooses
+    /// the direction. Then waits for the stream, as the trait wants the
+    /// host memory complete on return.
     ///
     /// # Safety
     ///
@@ -233,6 +329,24 @@ impl CudaRuntime {
         if size.contains(&0) {
             return Ok(());
         }
+        let bytes = piece.bytes();
+        let user = host;
+        // Pieces up to STAGING_BYTES (halos, small moves) go through the
+        // device's pinned buffer: the driver copies pageable memory in
+        // pieces it stages itself, synchronously.
+        let staged = match self.staging(bytes)? {
+            Some(pinned) => {
+                if to_device {
+                    // SAFETY: `user` holds `bytes` bytes (the caller's
+                    // guarantee) and the staging buffer at least as many;
+                    // they are distinct allocations.
+                    unsafe { std::ptr::copy_nonoverlapping(user, pinned, bytes) };
+                }
+                Some(pinned)
+            }
+            None => None,
+        };
+        let host = staged.unwrap_or(user);
         let host_slice = size[0] * size[1];
         for z in 0..size[2] {
             let dev_base = dev + ((origin[2] + z) * slice_pitch) as u64;
@@ -269,7 +383,33 @@ impl CudaRuntime {
             let r = unsafe { sys::cuMemcpy2DAsync_v2(&desc, self.stream.cu_stream()) };
             r.result().map_err(backend)?;
         }
-        self.stream.synchronize().map_err(backend)
+        self.stream.synchronize().map_err(backend)?;
+        if let (Some(pinned), false) = (staged, to_device) {
+            // SAFETY: as above, the other way; the copy into the staging
+            // buffer completed with the stream.
+            unsafe { std::ptr::copy_nonoverlapping(pinned, user, bytes) };
+        }
+        Ok(())
+    }
+
+    /// The pinned staging buffer, grown to hold `bytes`, or `None` for a
+    /// piece larger than [`STAGING_BYTES`].
+    fn staging(&mut self, bytes: usize) -> Result<Option<*mut u8>, DeviceError> {
+        if bytes > STAGING_BYTES {
+            return Ok(None);
+        }
+        if self.pinned.as_ref().is_none_or(|p| p.len() < bytes) {
+            let len = bytes.next_power_of_two().max(64 << 10);
+            // SAFETY: the contents are unspecified until written, and every
+            // use writes before it reads. Not write-combined: the host reads
+            // halos back from it.
+            let p = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(len, 0) }.map_err(backend)?;
+            self.pinned = Some(p);
+        }
+        match self.pinned.as_mut() {
+            Some(p) => p.as_mut_ptr().map(Some).map_err(backend),
+            None => Ok(None),
+        }
     }
 }
 
@@ -382,13 +522,13 @@ impl DeviceRuntime for CudaRuntime {
     }
 
     fn compile(&mut self, source: &str) -> Result<Compiled<CudaFunction>, DeviceError> {
-        let key = (source.to_owned(), self.arch);
+        let key = (source.to_owned(), self.arch, self.image);
         let cached = {
             let cache = MODULES.lock().unwrap_or_else(|e| e.into_inner());
             cache.as_ref().and_then(|m| m.get(&key).cloned())
         };
-        let ptx = match cached {
-            Some(ptx) => ptx,
+        let code = match cached {
+            Some(code) => code,
             None => {
                 let mut options: Vec<String> = Self::DIALECT
                     .compiler_options()
@@ -397,26 +537,37 @@ impl DeviceRuntime for CudaRuntime {
                     .collect();
                 // The device's own architecture: PTX for a newer one would not
                 // load, for an older one would lose its instructions.
-                options.push(format!(
-                    "--gpu-architecture=compute_{}{}",
-                    self.arch.0, self.arch.1
-                ));
-                let opts = CompileOptions {
-                    options,
-                    ..Default::default()
+                let (major, minor) = self.arch;
+                let code = match self.image {
+                    CodeImage::Ptx => {
+                        options.push(format!("--gpu-architecture=compute_{major}{minor}"));
+                        let opts = CompileOptions {
+                            options,
+                            ..Default::default()
+                        };
+                        let ptx = compile_ptx_with_opts(source, opts)
+                            .map_err(|e| DeviceError::Backend(format!("NVRTC: {e}")))?
+                            .to_src();
+                        Code::Ptx(ptx)
+                    }
+                    CodeImage::Cubin => {
+                        options.push(format!("--gpu-architecture=sm_{major}{minor}"));
+                        Code::Cubin(compile_cubin(source, &options)?)
+                    }
                 };
-                let ptx = compile_ptx_with_opts(source, opts)
-                    .map_err(|e| DeviceError::Backend(format!("NVRTC: {e}")))?
-                    .to_src();
                 MODULES
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .get_or_insert_with(HashMap::new)
-                    .insert(key, ptx.clone());
-                ptx
+                    .insert(key, code.clone());
+                code
             }
         };
-        let module = self.ctx.load_module(Ptx::from_src(ptx)).map_err(backend)?;
+        let ptx = match code {
+            Code::Ptx(src) => Ptx::from_src(src),
+            Code::Cubin(bin) => Ptx::from_binary(bin),
+        };
+        let module = self.ctx.load_module(ptx).map_err(backend)?;
         let kernel = module.load_function(KERNEL_NAME).map_err(backend)?;
         // Register pressure can lower a kernel's block limit below the
         // device's 1024 threads; asking the function is exact.
@@ -635,5 +786,18 @@ impl Drop for CudaRuntime {
     fn drop(&mut self) {
         let _ = self.side.synchronize();
         let _ = self.stream.synchronize();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CodeImage;
+
+    #[test]
+    fn ptx_unless_nvrtc_is_newer_than_the_driver() {
+        assert_eq!(CodeImage::for_versions(13000, (13, 0)), CodeImage::Ptx);
+        assert_eq!(CodeImage::for_versions(12080, (12, 4)), CodeImage::Ptx);
+        assert_eq!(CodeImage::for_versions(12080, (12, 9)), CodeImage::Cubin);
+        assert_eq!(CodeImage::for_versions(12080, (13, 0)), CodeImage::Cubin);
     }
 }

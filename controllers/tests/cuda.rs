@@ -3,11 +3,21 @@
 //! machine without the driver gets a clear error, never a panic.
 #![cfg(feature = "cuda")]
 
-use controllers::{controller_conformance, CudaController, DeviceError};
+use controllers::cuda::{CodeImage, CudaRuntime};
+use controllers::{controller_conformance, CudaController, DeviceError, GpuController};
 
 controller_conformance!(#[ignore = "needs an NVIDIA GPU"] cuda, <T> CudaController::<T>::new(0).unwrap_or_else(|e| {
     panic!("cannot open CUDA device 0: {e}")
 }));
+
+// The same suite with kernels compiled to machine code (what a driver
+// older than NVRTC gets), so that path is exercised on any GPU.
+controller_conformance!(#[ignore = "needs an NVIDIA GPU"] cuda_cubin, <T> {
+    let rt = CudaRuntime::new(0)
+        .unwrap_or_else(|e| panic!("cannot open CUDA device 0: {e}"))
+        .with_image(CodeImage::Cubin);
+    GpuController::<_, T>::with_runtime(rt)
+});
 
 /// Runs everywhere: without a driver, opening a device is the one-line
 /// `Unavailable` error; with one, a device that does not exist is an error.
