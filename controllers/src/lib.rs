@@ -12,6 +12,7 @@ pub mod cpu;
 pub mod cuda;
 mod error;
 pub mod fail_at;
+mod fill;
 pub mod gpu;
 mod launch;
 #[cfg(feature = "opencl")]

@@ -13,7 +13,7 @@ use crate::report::{
 use crate::stencil::{InitFn, SnapshotFn, Stencil};
 use crate::vp::VpResult;
 use hitmap::{Layout, Partition, Shape};
-use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use std::sync::Arc;
 
 /// Told the number of iterations every local virtual process has finished,
@@ -269,11 +269,12 @@ impl<T> RunPlan<T> {
     where
         T: Clone + 'a,
     {
-        let init = &self.init;
-        let mut grid = ArrayD::from_shape_fn(IxDyn(&self.size), |ix| {
-            let g: Vec<i64> = (0..ix.ndim()).map(|d| ix[d] as i64).collect();
-            init(&g)
-        });
+        // Index by index through one buffer: a Vec per cell cost more than
+        // the init function on large grids.
+        let mut cells = Vec::with_capacity(self.size.iter().product());
+        Shape::from_sizes(&self.size).for_each_index(|g| cells.push((self.init)(g)));
+        let mut grid = ArrayD::from_shape_vec(IxDyn(&self.size), cells)
+            .expect("one value per cell of the global size");
         for (block, data) in blocks.filter(|(b, _)| !b.is_empty()) {
             let view = ArrayViewD::from_shape(IxDyn(&block.extents()), data)
                 .expect("a block's data matches its shape");

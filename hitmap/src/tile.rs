@@ -217,7 +217,8 @@ impl<T: Copy> Tile<T> {
         region: &Shape,
         mut f: impl FnMut(&[i64]) -> T,
     ) -> Result<(), HitmapError> {
-        let vals: Vec<T> = region.iter().map(|idx| f(&idx)).collect();
+        let mut vals: Vec<T> = Vec::with_capacity(region.card());
+        region.for_each_index(|idx| vals.push(f(idx)));
         self.unpack(region, &vals)
     }
 

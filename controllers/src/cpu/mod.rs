@@ -236,7 +236,11 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         region: &Shape,
         f: &(dyn Fn(&[i64]) -> T + Sync),
     ) -> Result<(), DeviceError> {
-        Ok(self.tile_mut(buf)?.fill_with(region, f)?)
+        let vals = match &self.pool {
+            Some(pool) => pool.install(|| crate::fill::values(region, f)),
+            None => crate::fill::values_serial(region, f),
+        };
+        Ok(self.tile_mut(buf)?.unpack(region, &vals)?)
     }
 
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {

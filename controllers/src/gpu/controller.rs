@@ -239,7 +239,7 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         region: &Shape,
         f: &(dyn Fn(&[i64]) -> T + Sync),
     ) -> Result<(), DeviceError> {
-        let data: Vec<T> = region.iter().map(|i| f(&i)).collect();
+        let data = crate::fill::values(region, f);
         self.write(buf, region, &data)
     }
 
