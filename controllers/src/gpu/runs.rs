@@ -21,10 +21,15 @@ pub struct RunShape {
 impl RunShape {
     /// One cell per thread in blocks of 256 along the row: the shape of a
     /// straightforward kernel, and the one for launches too small to time.
-    pub const ONE_CELL: RunShape = RunShape {
-        block: [256, 1],
-        rows: 1,
-    };
+    pub const ONE_CELL: RunShape = RunShape::new(256, 1, 1);
+
+    /// Blocks of `bx` x `by` threads, each computing `rows` rows.
+    pub const fn new(bx: usize, by: usize, rows: usize) -> RunShape {
+        RunShape {
+            block: [bx, by],
+            rows,
+        }
+    }
 
     /// Threads in one block.
     pub fn threads(&self) -> usize {
@@ -67,34 +72,13 @@ impl RunShape {
 /// slower than the straightforward kernel.
 pub const CANDIDATES: &[RunShape] = &[
     RunShape::ONE_CELL,
-    RunShape {
-        block: [128, 1],
-        rows: 2,
-    },
-    RunShape {
-        block: [128, 1],
-        rows: 4,
-    },
-    RunShape {
-        block: [128, 1],
-        rows: 8,
-    },
-    RunShape {
-        block: [256, 1],
-        rows: 4,
-    },
-    RunShape {
-        block: [64, 2],
-        rows: 4,
-    },
-    RunShape {
-        block: [32, 4],
-        rows: 8,
-    },
-    RunShape {
-        block: [128, 1],
-        rows: 16,
-    },
+    RunShape::new(128, 1, 2),
+    RunShape::new(128, 1, 4),
+    RunShape::new(128, 1, 8),
+    RunShape::new(256, 1, 4),
+    RunShape::new(64, 2, 4),
+    RunShape::new(32, 4, 8),
+    RunShape::new(128, 1, 16),
 ];
 
 /// Launches of fewer cells than this run in [`RunShape::ONE_CELL`]
