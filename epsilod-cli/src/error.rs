@@ -34,10 +34,19 @@ pub enum CliError {
         /// Every app's name.
         apps: String,
     },
-    /// A spec file whose cells have components (`cell = N`): the binary's
-    /// runs and its inits are of scalar cells.
-    #[error("{path} has cells of {n} components (cell = {n}): epsilod runs spec files of scalar cells; run it from Rust, Stencil::<[f32; {n}]>::from_expr with an init of its own (docs/stencils.md)")]
+    /// A spec file whose cells have a number of components (`cell = N`)
+    /// the binary was not built for.
+    #[error("{path} has cells of {n} components (cell = {n}): epsilod runs cells of 2, 3, 4, 9, 19 or 27 components; run it from Rust, Stencil::<[f32; {n}]>::from_expr (docs/stencils.md)")]
     ArrayCells {
+        /// The spec file.
+        path: String,
+        /// Its components per cell.
+        n: usize,
+    },
+    /// A spec file with array cells given to a command that models scalar
+    /// runs (`signature`, `calibrate`, `simulate`).
+    #[error("{path} has cells of {n} components (cell = {n}): this command models runs of scalar cells; `epsilod run` runs it")]
+    ArrayCellsRunOnly {
         /// The spec file.
         path: String,
         /// Its components per cell.

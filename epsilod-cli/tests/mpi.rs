@@ -204,7 +204,7 @@ fn gas_sim_matches_one_process_on_2_3_and_4_ranks() {
 }
 
 #[test]
-fn laplace_poisson_wavesim_and_spec_expressions_match_one_process_on_2_and_3_ranks() {
+fn laplace_poisson_wavesim_and_spec_files_match_one_process_on_2_and_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let spec =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs/damped-heat.toml");
@@ -238,6 +238,14 @@ fn laplace_poisson_wavesim_and_spec_expressions_match_one_process_on_2_and_3_ran
             args.extend(["--devices", CPU1]);
         }
         same_as_one_process(np, &args, dir.path(), &format!("heat-{np}"));
+        // Cells of 19 components, from a spec file.
+        let gas = spec.with_file_name("gassim.toml");
+        let mut args = vec!["run", gas.to_str().unwrap(), "--size", "14x12x10"];
+        args.extend(["--iters", "4", "--init", "random"]);
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        same_as_one_process(np, &args, dir.path(), &format!("gas-spec-{np}"));
     }
 }
 

@@ -84,24 +84,17 @@ fn every_example_spec_runs() {
     for entry in std::fs::read_dir(specs()).unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
-        if text.contains("\ncell = ") {
-            // Array cells run from Rust (epsilod-apps/tests/dsl_specs.rs);
-            // the binary says so in one line.
-            let o = epsilod(&["run", path.to_str().unwrap(), "--size", "34"]);
-            let err = String::from_utf8_lossy(&o.stderr);
-            assert!(!o.status.success() && err.lines().count() == 1, "{err}");
-            assert!(
-                err.contains("has cells of 19 components (cell = 19)"),
-                "{err}"
-            );
-            continue;
-        }
+        let size = if text.contains("\ncell = ") {
+            "18"
+        } else {
+            "34"
+        };
         let r = tempfile::NamedTempFile::new().unwrap();
         let o = epsilod(&[
             "run",
             path.to_str().unwrap(),
             "--size",
-            "34",
+            size,
             "--iters",
             "5",
             "--report",
@@ -124,6 +117,111 @@ fn every_example_spec_runs() {
         n += 1;
     }
     assert!(n >= 3);
+}
+
+/// The `.npy` header's shape: `(34, 34, 34, 19)`.
+fn npy_shape(bytes: &[u8]) -> String {
+    let header = String::from_utf8_lossy(&bytes[..bytes.len().min(256)]).into_owned();
+    let at = header.find("'shape': (").expect("a shape in the header") + 10;
+    header[at..at + header[at..].find(')').unwrap()].to_string()
+}
+
+#[test]
+fn array_cell_specs_run_the_same_bits_on_any_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = specs().join("gassim.toml");
+    let run = |name: &str, layout: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "run",
+            spec.to_str().unwrap(),
+            "--size",
+            "20x22x18",
+            "--iters",
+            "6",
+            "--init",
+            "random",
+            "--quiet",
+            "--output",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(layout);
+        let o = epsilod(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(out).unwrap()
+    };
+    let one = run("one.npy", &["--devices", "cpu:threads=1"]);
+    assert_eq!(npy_shape(&one), "20, 22, 18, 19");
+    for (name, layout) in [
+        (
+            "rows.npy",
+            &[
+                "--devices",
+                "cpu:threads=1",
+                "--devices",
+                "cpu:threads=2",
+                "--partition",
+                "s0",
+            ][..],
+        ),
+        (
+            "blocks.npy",
+            &[
+                "--devices",
+                "cpu:threads=1",
+                "--devices",
+                "cpu:threads=1",
+                "--devices",
+                "cpu:threads=1",
+                "--partition",
+                "m",
+            ][..],
+        ),
+    ] {
+        assert!(run(name, layout) == one, "{name}");
+    }
+    // The random init differs by component: a run is not 19 copies of one.
+    let data = &one[one.len() - 20 * 22 * 18 * 19 * 4..];
+    let floats: Vec<f32> = data
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert!(floats
+        .chunks_exact(19)
+        .any(|c| c.iter().any(|&x| x != c[0])));
+}
+
+#[test]
+fn array_cells_the_binary_cannot_run_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let five = dir.path().join("five.toml");
+    let updates: Vec<String> = (0..5)
+        .map(|k| format!("\"u[0,-1][{k}] + u[0,1][{k}]\""))
+        .collect();
+    std::fs::write(
+        &five,
+        format!(
+            "name = \"five\"\ncell = 5\nlow = [0, 1]\nhigh = [0, 1]\nupdate = [{}]\n",
+            updates.join(", ")
+        ),
+    )
+    .unwrap();
+    common::fails_with(
+        &["run", five.to_str().unwrap(), "--size", "8"],
+        "has cells of 5 components (cell = 5): epsilod runs cells of 2, 3, 4, 9, 19 or 27",
+    );
+    let gas = specs().join("gassim.toml");
+    common::fails_with(
+        &[
+            "signature",
+            gas.to_str().unwrap(),
+            "--size",
+            "18",
+            "--out",
+            "x.json",
+        ],
+        "this command models runs of scalar cells; `epsilod run` runs it",
+    );
 }
 
 #[test]

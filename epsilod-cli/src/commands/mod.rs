@@ -1,6 +1,7 @@
 //! One module per command.
 
 mod calibrate;
+mod cells;
 mod commbench;
 mod compare;
 mod fit_comm;

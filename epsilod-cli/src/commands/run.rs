@@ -1,5 +1,6 @@
 //! `epsilod run`: one run, its files, and a summary on stdout.
 
+use super::cells;
 use super::{check_report_path, write_report};
 use crate::args::RunArgs;
 use crate::error::CliError;
@@ -42,15 +43,13 @@ fn resolve(name: &str) -> Result<Target, CliError> {
     let path = Path::new(name);
     if path.extension().is_some_and(|e| e == "toml") || path.exists() {
         let spec = AnySpec::load(path)?;
-        if let AnySpec::Expr(kernels::ExprSpec {
-            components: Some(n),
-            ..
-        }) = spec
-        {
-            return Err(CliError::ArrayCells {
-                path: name.to_string(),
-                n,
-            });
+        if let Some(n) = components(&spec) {
+            if !cells::SUPPORTED.contains(&n) {
+                return Err(CliError::ArrayCells {
+                    path: name.to_string(),
+                    n,
+                });
+            }
         }
         return Ok(Target::Spec(spec));
     }
@@ -61,6 +60,42 @@ fn resolve(name: &str) -> Result<Target, CliError> {
             .map(|a| a.name())
             .collect::<Vec<_>>()
             .join(", "),
+    })
+}
+
+/// Components per cell of a spec with array cells (`cell = N`).
+fn components(spec: &AnySpec) -> Option<usize> {
+    match spec {
+        AnySpec::Expr(kernels::ExprSpec { components, .. }) => *components,
+        AnySpec::Weighted(_) => None,
+    }
+}
+
+/// A stencil of scalar cells from a library name or spec, for the commands
+/// that time or model one (`signature`, `calibrate`, `simulate`): array
+/// cells run with `run` only.
+fn scalar_stencil(
+    target: &Target,
+    name: &str,
+    size: Option<&[usize]>,
+    kernel: kernels::KernelChoice,
+) -> Result<Option<Stencil<f32>>, CliError> {
+    Ok(match target {
+        Target::Library(lib) => Some(Stencil::<f32>::library(*lib, kernel)),
+        Target::Spec(spec) => {
+            if let Some(n) = components(spec) {
+                return Err(CliError::ArrayCellsRunOnly {
+                    path: name.to_string(),
+                    n,
+                });
+            }
+            let spec = match size {
+                Some(size) => spec.for_domain(size)?,
+                None => spec.clone(),
+            };
+            Some(Stencil::<f32>::from_any_spec(&spec))
+        }
+        Target::App(_) => None,
     })
 }
 
@@ -293,6 +328,15 @@ pub fn run_config(
     options.observer = bar.as_ref().map(Bar::observer);
     let stencil = match target {
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
+        Target::Spec(AnySpec::Expr(ref spec)) if spec.components.is_some() => {
+            let spec = spec.for_domain(&size)?;
+            let out = cells::run(&spec, &size, args, &options, cluster)?;
+            drop(bar);
+            if let (true, Some(grid), Some(path)) = (write, &out.output, &args.output) {
+                grid.write_to(path)?;
+            }
+            return finish(out.report, args, write && out.root);
+        }
         Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(&spec.for_domain(&size)?),
         Target::App(app) => {
             let out = app.run(&size, &params, &options, cluster)?;
@@ -333,9 +377,9 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
         ..
     } = check(args, "none", cluster)?;
     let stencil = match target {
-        Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
-        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(&spec.for_domain(&size)?),
         Target::App(app) => return Err(CliError::SignatureOfApp(app.name().to_string())),
+        ref t => scalar_stencil(t, &args.stencil, Some(&size), args.kernel)?
+            .expect("library stencils and specs have one"),
     };
     let footprint = stencil.kernel.footprint().clone();
     let plan = Skeleton::new(&size, stencil).options(&options).plan()?;
@@ -346,15 +390,14 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
 /// and steps of their own).
 pub(super) fn stencil_of(name: &str) -> Result<Stencil<f32>, CliError> {
     match resolve(name)? {
-        Target::Library(lib) => Ok(Stencil::<f32>::library(
-            lib,
-            kernels::KernelChoice::Specialized,
-        )),
-        Target::Spec(ref spec) => Ok(Stencil::<f32>::from_any_spec(spec)),
         Target::App(app) => Err(CliError::Simulate(format!(
             "'{}' is an app: simulate covers library stencils and spec files",
             app.name()
         ))),
+        ref t => Ok(
+            scalar_stencil(t, name, None, kernels::KernelChoice::Specialized)?
+                .expect("library stencils and specs have one"),
+        ),
     }
 }
 
