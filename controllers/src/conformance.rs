@@ -438,6 +438,83 @@ pub fn boxes<T: Probe>(c: &mut dyn Controller<T>) {
     }
 }
 
+/// The kernel [`aux_fields`] checks with: one auxiliary field, read at
+/// offsets.
+pub fn aux_kernel<T: kernels::expr::Math>() -> Arc<kernels::ExprKernel<T>> {
+    let spec = kernels::ExprSpec::from_toml(
+        "name = \"aux\"\nlow = [1, 1]\nhigh = [1, 1]\naux = { k = \"g[0] * 0.5 - g[1] / 3\" }\nupdate = \"u[0,0] * k[0,1] + k[-1,0] - u[1,-1]\"\n",
+        "aux.toml",
+    )
+    .expect("a valid spec");
+    Arc::new(kernels::ExprKernel::<T>::new(&spec))
+}
+
+/// Auxiliary fields: a kernel reading one at offsets computes what the
+/// host computes from the same buffers; launches without the fields bound,
+/// or with a field of another allocation, are refused.
+pub fn aux_fields<T: Probe + kernels::expr::Math>(c: &mut dyn Controller<T>) {
+    let kernel = aux_kernel::<T>();
+    let field = kernels::Kernel::aux_fields(kernel.as_ref())[0].clone();
+    let ext = Shape::from_ranges(&[(3, 40), (-2, 35)]);
+    let cap = ext.expand(&[4, 0], &[2, 0]);
+    let (src, dst, aux) = (
+        c.alloc(&ext, &cap).expect("alloc"),
+        c.alloc(&ext, &cap).expect("alloc"),
+        c.alloc(&ext, &cap).expect("alloc"),
+    );
+    c.fill(src, &ext, &T::probe).expect("fill");
+    c.fill(dst, &ext, &T::probe).expect("fill");
+    c.fill(aux, &ext, field.as_ref()).expect("fill");
+    let k = c.load(kernel.clone()).expect("load");
+    let region = ext.shrink(&[1, 1], &[1, 1]);
+    match c.launch(k, src, dst, &region) {
+        Err(DeviceError::AuxFields {
+            wants: 1, bound: 0, ..
+        }) => {}
+        other => panic!("a launch with no field bound gave {other:?}"),
+    }
+    let other = c.alloc(&ext, &ext).expect("alloc");
+    c.bind_aux(k, &[other]).expect("bind");
+    assert!(
+        matches!(
+            c.launch(k, src, dst, &region),
+            Err(DeviceError::BufferMismatch(_))
+        ),
+        "a field of another allocation was accepted"
+    );
+    c.bind_aux(k, &[aux]).expect("bind");
+    c.launch(k, src, dst, &region).expect("launch");
+    c.wait().expect("wait");
+    let got = read_all(c, dst, &region);
+    // The host's kernel over the whole extent, row-major.
+    let dims: Vec<usize> = ext.extents();
+    let frame = kernels::Frame::row_major(&dims).with_origin(&[3, -2]);
+    let host_src: Vec<T> = ext.iter().map(|i| T::probe(&i)).collect();
+    let host_aux: Vec<T> = ext.iter().map(|i| field(&i)).collect();
+    let mut host_dst = host_src.clone();
+    let local = [1..dims[0] - 1, 1..dims[1] - 1];
+    let p = frame.plane();
+    kernels::Kernel::apply_aux(
+        kernel.as_ref(),
+        &host_src,
+        &[&host_aux],
+        &mut host_dst[p..(dims[0] - 1) * p],
+        &frame,
+        &local,
+    );
+    let want: Vec<T> = region
+        .iter()
+        .map(|i| host_dst[((i[0] - 3) as usize) * p + (i[1] + 2) as usize])
+        .collect();
+    assert!(
+        bytemuck::cast_slice::<T, u8>(&got) == bytemuck::cast_slice::<T, u8>(&want),
+        "a kernel reading an auxiliary field"
+    );
+    for b in [src, dst, aux, other] {
+        c.free(b).unwrap();
+    }
+}
+
 /// Runs every `f32` check on fresh controllers from `make` (for a backend
 /// that cannot be named in the macro, e.g. one built from runtime state).
 pub fn run_all(make: &mut dyn FnMut() -> Box<dyn Controller<f32>>) {
@@ -449,6 +526,7 @@ pub fn run_all(make: &mut dyn FnMut() -> Box<dyn Controller<f32>>) {
     overlapped_launches(make().as_mut());
     fused_launches(make().as_mut());
     launch_errors(make().as_mut());
+    aux_fields(make().as_mut());
 }
 
 /// Generates the conformance suite for one backend: a module `$name` with
@@ -484,10 +562,10 @@ macro_rules! controller_conformance {
 
             $crate::controller_conformance!(@tests [$(#[$attr])*] single = f32:
                 transfers boxes resizing specialised_kernels generic_kernels
-                overlapped_launches fused_launches launch_errors);
+                overlapped_launches fused_launches launch_errors aux_fields);
             $crate::controller_conformance!(@tests [$(#[$attr])*] double = f64:
                 transfers boxes resizing generic_kernels overlapped_launches fused_launches
-                launch_errors);
+                launch_errors aux_fields);
             $crate::controller_conformance!(@tests [$(#[$attr])*] d3q19 = [f32; 19]:
                 transfers boxes resizing);
         }

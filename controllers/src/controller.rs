@@ -48,6 +48,21 @@ pub trait Controller<T>: Send {
 
     /// Prepares a kernel for launches on this device.
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError>;
+    /// Binds the auxiliary field buffers a loaded kernel reads
+    /// ([`kernels::Kernel::aux_fields`], in that order) to its later
+    /// launches. Each must share the launches' source allocation; the
+    /// launch checks them.
+    /// The default is for devices that take no auxiliary fields.
+    fn bind_aux(&mut self, kernel: KernelId, aux: &[BufferId]) -> Result<(), DeviceError> {
+        let _ = kernel;
+        match aux {
+            [] => Ok(()),
+            _ => Err(DeviceError::BadOption(format!(
+                "{} takes no auxiliary fields",
+                self.describe()
+            ))),
+        }
+    }
     /// Computes `region` (global indices) of `dst` from `src`, which must be
     /// distinct buffers with the same allocation.
     fn launch(
@@ -170,6 +185,13 @@ macro_rules! forward_memory {
         ) -> Result<$crate::KernelId, $crate::DeviceError> {
             self.$inner.load(kernel)
         }
+        fn bind_aux(
+            &mut self,
+            kernel: $crate::KernelId,
+            aux: &[$crate::BufferId],
+        ) -> Result<(), $crate::DeviceError> {
+            self.$inner.bind_aux(kernel, aux)
+        }
         fn wait(&mut self) -> Result<(), $crate::DeviceError> {
             self.$inner.wait()
         }
@@ -214,6 +236,9 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
     }
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
         (**self).load(kernel)
+    }
+    fn bind_aux(&mut self, kernel: KernelId, aux: &[BufferId]) -> Result<(), DeviceError> {
+        (**self).bind_aux(kernel, aux)
     }
     fn launch(
         &mut self,

@@ -596,6 +596,7 @@ impl DeviceRuntime for CudaRuntime {
         src: &CudaBuffer,
         dst: &CudaBuffer,
         longs: &[i64],
+        aux: &[&CudaBuffer],
         grid: [usize; 3],
         group: Option<[usize; 3]>,
     ) -> Result<(CudaEvent, CudaEvent), DeviceError> {
@@ -620,7 +621,8 @@ impl DeviceRuntime for CudaRuntime {
             let b = stream.record_event(flags).map_err(backend)?;
             return Ok((a, b));
         }
-        let buffers = (src.ptr, dst.ptr);
+        let aux: Vec<sys::CUdeviceptr> = aux.iter().map(|a| a.ptr).collect();
+        let buffers = (src.ptr, dst.ptr, &aux[..]);
         let shape = match (self.forced, group) {
             (Some(forced), _) => (forced, 1),
             _ if grid.iter().product::<usize>() < TUNE_CELLS || grid[1] < 2 => match group {
@@ -718,7 +720,7 @@ fn log_choice(grid: [usize; 3], timed: &[(RunShape, f64)], chosen: RunShape) {
 unsafe fn launch_shaped(
     stream: &CudaStream,
     kernel: &CudaFunction,
-    (src, dst): (sys::CUdeviceptr, sys::CUdeviceptr),
+    (src, dst, aux): (sys::CUdeviceptr, sys::CUdeviceptr, &[sys::CUdeviceptr]),
     longs: &[i64],
     grid: [usize; 3],
     (shape, z_block): (RunShape, usize),
@@ -755,9 +757,13 @@ unsafe fn launch_shaped(
             },
         };
     }
+    for a in aux {
+        b.arg(a);
+    }
     // SAFETY: the caller guarantees the kernel's accesses for these
-    // arguments lie inside `src` and `dst`; the arguments follow the ABI's
-    // order and types (two device addresses, then `long long`s); the
+    // arguments lie inside `src`, `dst` and `aux`; the arguments follow the
+    // ABI's order and types (two device addresses, `long long`s, then the
+    // auxiliary fields' device addresses); the
     // buffers outlive the launch because the controller finishes both
     // streams before freeing any, and `Drop` synchronises.
     let events = unsafe { b.launch(cfg) }.map_err(backend)?;

@@ -16,6 +16,14 @@ pub enum DeviceError {
     Index(#[from] HitmapError),
     #[error(transparent)]
     Kernel(#[from] KernelError),
+    #[error(
+        "kernel '{kernel}' reads {wants} auxiliary field(s), {bound} bound (Controller::bind_aux)"
+    )]
+    AuxFields {
+        kernel: String,
+        wants: usize,
+        bound: usize,
+    },
     #[error("bad device option: {0}")]
     BadOption(String),
     #[error("device backend failure: {0}")]

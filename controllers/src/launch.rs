@@ -47,3 +47,43 @@ pub(crate) fn validate<T>(
     check_launch(kernel, &Frame::row_major(&src_alloc.extents()), &local)?;
     Ok(local)
 }
+
+/// Validates the auxiliary field buffers bound to a launch of `kernel` over
+/// `region` (global indices): one per field the kernel reads, each with the
+/// source's allocation (the kernel indexes them as it indexes the source)
+/// and an extent holding every cell the launch reads.
+pub(crate) fn validate_aux<T>(
+    kernel: &dyn Kernel<T>,
+    src_alloc: &Shape,
+    aux: &[(&Shape, &Shape)],
+    region: &Shape,
+) -> Result<(), DeviceError> {
+    let wants = kernel.aux_fields().len();
+    if aux.len() != wants {
+        return Err(DeviceError::AuxFields {
+            kernel: kernel.name().to_string(),
+            wants,
+            bound: aux.len(),
+        });
+    }
+    if region.is_empty() {
+        return Ok(());
+    }
+    let fp = kernel.footprint();
+    let low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
+    let high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
+    for &(alloc, extent) in aux {
+        if alloc != src_alloc {
+            return Err(DeviceError::BufferMismatch(format!(
+                "an aux field over {alloc}, the source over {src_alloc}"
+            )));
+        }
+        if !extent.contains_shape(&region.expand(&low, &high)) {
+            return Err(DeviceError::ReadsOutside {
+                region: region.to_string(),
+                extent: extent.to_string(),
+            });
+        }
+    }
+    Ok(())
+}

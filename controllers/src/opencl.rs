@@ -224,6 +224,16 @@ impl DeviceRuntime for OclRuntime {
                 ArgKind::Long(_) => b.arg(0i64),
             };
         }
+        // Auxiliary field buffers follow the ABI's arguments: as many as
+        // the compiled kernel declares beyond them.
+        let probe = ocl::core::create_kernel(&program, KERNEL_NAME).map_err(backend)?;
+        let declared = match ocl::core::get_kernel_info(&probe, ocl::enums::KernelInfo::NumArgs) {
+            Ok(ocl::enums::KernelInfoResult::NumArgs(n)) => n as usize,
+            _ => ARGS.len(),
+        };
+        for _ in ARGS.len()..declared {
+            b.arg(None::<&Buffer<u8>>);
+        }
         let k = b.build().map_err(backend)?;
         use ocl::enums::{KernelWorkGroupInfo as Wg, KernelWorkGroupInfoResult as WgR};
         let multiple = match k.wg_info(self.device, Wg::PreferredWorkGroupSizeMultiple) {
@@ -247,6 +257,7 @@ impl DeviceRuntime for OclRuntime {
         src: &Buffer<u8>,
         dst: &Buffer<u8>,
         longs: &[i64],
+        aux: &[&Buffer<u8>],
         grid: [usize; 3],
         group: Option<[usize; 3]>,
     ) -> Result<Event, DeviceError> {
@@ -264,6 +275,9 @@ impl DeviceRuntime for OclRuntime {
                 ArgKind::Long(_) => kernel.set_arg(i, longs.next().unwrap_or_default()),
             }
             .map_err(backend)?;
+        }
+        for (i, buf) in aux.iter().enumerate() {
+            kernel.set_arg(ARGS.len() + i, *buf).map_err(backend)?;
         }
         // A side-lane launch starts after the main lane's earlier commands.
         let after = match lane {

@@ -48,12 +48,24 @@ fn halo_writes_overlap_a_side_lane_kernel() {
     // Warm-up: PoCL compiles for the work-group shape at the first launch.
     // SAFETY: the region 1..n-1 of an n^3 allocation and its 27-point
     // neighbourhood lie inside both buffers.
-    let warm = unsafe { rt.launch(Lane::Main, &k.kernel, &a, &b, &g.longs, g.grid, g.group) };
+    let warm = unsafe {
+        rt.launch(
+            Lane::Main,
+            &k.kernel,
+            &a,
+            &b,
+            &g.longs,
+            &[],
+            g.grid,
+            g.group,
+        )
+    };
     drop(warm.unwrap());
     rt.finish().unwrap();
     let mut write_during_kernel = |lane: Lane| {
         // SAFETY: as above.
-        let ev = unsafe { rt.launch(lane, &k.kernel, &a, &b, &g.longs, g.grid, g.group) }.unwrap();
+        let ev =
+            unsafe { rt.launch(lane, &k.kernel, &a, &b, &g.longs, &[], g.grid, g.group) }.unwrap();
         let piece = CopyPiece::Run {
             offset: 0,
             bytes: row.len(),

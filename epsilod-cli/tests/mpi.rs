@@ -238,6 +238,14 @@ fn laplace_poisson_wavesim_and_spec_files_match_one_process_on_2_and_3_ranks() {
             args.extend(["--devices", CPU1]);
         }
         same_as_one_process(np, &args, dir.path(), &format!("heat-{np}"));
+        // An auxiliary field, computed by each rank where it holds cells.
+        let varcoef = spec.with_file_name("varcoef.toml");
+        let mut args = vec!["run", varcoef.to_str().unwrap(), "--size", "40x18"];
+        args.extend(["--iters", "30", "--init", "random", "--halo-depth", "2"]);
+        for _ in 0..np {
+            args.extend(["--devices", CPU1]);
+        }
+        same_as_one_process(np, &args, dir.path(), &format!("varcoef-{np}"));
         // Cells of 19 components, from a spec file.
         let gas = spec.with_file_name("gassim.toml");
         let mut args = vec!["run", gas.to_str().unwrap(), "--size", "14x12x10"];

@@ -140,6 +140,8 @@ struct Vp<'a, T, X> {
     kernel: KernelId,
     cur: BufferId,
     next: BufferId,
+    /// The kernel's auxiliary fields, over the tile's extent.
+    aux: Vec<BufferId>,
     geometry: Geometry,
     reach_low: Vec<i64>,
     reach_high: Vec<i64>,
@@ -255,6 +257,17 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             }
         }
         let kernel = device.load(run.stencil.kernel.clone()).map_err(err)?;
+        // Read-only fields are computed where they are read, halo cells
+        // included: no messages, now or after a rebalance.
+        let mut aux = Vec::new();
+        for f in run.stencil.kernel.aux_fields() {
+            let b = device.alloc(&geo.extent, &capacity).map_err(err)?;
+            device.fill(b, &geo.extent, f.as_ref()).map_err(err)?;
+            aux.push(b);
+        }
+        if !aux.is_empty() {
+            device.bind_aux(kernel, &aux).map_err(err)?;
+        }
         Ok(Vp {
             run,
             progress,
@@ -265,6 +278,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             kernel,
             cur,
             next,
+            aux,
             geometry: geo,
             reach_low,
             reach_high,
@@ -417,12 +431,32 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                     .map_err(|e| self.dev_err(e))?;
             }
         }
+        self.fit_aux(&geo.extent, &spare)?;
         self.geometry = geo;
         self.depth = depth;
         let cur = self.cur;
         let tag = Tag::Deepen(it).encode();
         self.post_sends(cur, tag)?;
         self.complete_recvs(cur, tag)
+    }
+
+    /// Moves the auxiliary fields to the tile's new `extent` (before
+    /// `self.geometry` changes): the cells kept stay, the new ones are
+    /// computed. Cheaper than receiving them, and the same values.
+    fn fit_aux(&mut self, extent: &Shape, spare: &[i64]) -> Result<(), RunError> {
+        let held = self.geometry.extent.clone();
+        let fields = self.run.stencil.kernel.aux_fields();
+        for (&b, f) in self.aux.iter().zip(fields) {
+            self.device
+                .resize(b, extent, spare)
+                .map_err(|e| self.dev_err(e))?;
+            for fresh in extent.difference(&held) {
+                self.device
+                    .fill(b, &fresh, f.as_ref())
+                    .map_err(|e| self.dev_err(e))?;
+            }
+        }
+        Ok(())
     }
 
     /// The depth the trials' times choose, the same on every process: each
@@ -750,7 +784,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     /// step. Returns (kernel seconds, exchange seconds).
     fn period(&mut self, it: u64, len: usize) -> Result<(f64, f64), RunError> {
         let last = it + len as u64 - 1;
-        if len > 1 && self.device.fused_steps() >= len {
+        // Fused launches compute in windows an auxiliary field's buffer
+        // does not follow: such kernels go step by step.
+        if len > 1 && self.device.fused_steps() >= len && self.aux.is_empty() {
             return self.exchange(last, len);
         }
         let rings = self.cones(&self.geometry.block, len);
@@ -959,6 +995,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 }
             }
         }
+        self.fit_aux(&geo.extent, &spare)?;
         self.geometry = geo;
         // 5. Halos of the current state under the new plan, as deep as
         // they go, as at the end of any period.

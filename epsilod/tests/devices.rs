@@ -86,6 +86,12 @@ macro_rules! device_suite {
 
             #[test]
             $(#[$test_attr])*
+            fn auxiliary_fields() {
+                super::auxiliary_fields($kind);
+            }
+
+            #[test]
+            $(#[$test_attr])*
             fn a_kernel_that_fails_to_compile_shows_the_build_log() {
                 super::a_kernel_that_fails_to_compile_shows_the_build_log($kind);
             }
@@ -300,6 +306,162 @@ fn global_index_in_expressions_on_cpu_devices() {
 #[test]
 fn expression_kernels_agree_on_cpu_devices() {
     expression_kernels_agree_everywhere("cpu:threads=2");
+}
+
+/// A variable-coefficient diffusion: the coefficient is an auxiliary field
+/// of the global index, read at the cell and at its neighbours along
+/// dimension 0 (so across device boundaries).
+const AUX_SPEC: &str = "name = \"varcoef\"\nlow = [1, 1]\nhigh = [1, 1]\n\
+    aux = { k = \"select(g[0] < n[0] / 2, 0.25, 0.125) + g[1] / (n[1] * 16)\" }\n\
+    update = \"u[0,0] + k[-1,0] * (u[-1,0] - u[0,0]) + k[1,0] * (u[1,0] - u[0,0]) + k[0,0] * (u[0,-1] + u[0,1] - 2 * u[0,0])\"\n";
+
+fn aux_spec(rows: usize, cols: usize) -> kernels::ExprSpec {
+    kernels::ExprSpec::from_toml(AUX_SPEC, "varcoef.toml")
+        .unwrap()
+        .for_domain(&[rows, cols])
+        .unwrap()
+}
+
+/// [`AUX_SPEC`] written out in Rust, serially.
+fn aux_reference(rows: usize, cols: usize, iters: usize, init: impl Fn(&[i64]) -> f32) -> Vec<u32> {
+    let k = |r: usize, q: usize| {
+        let base: f32 = if (r as f32) < rows as f32 / 2.0 {
+            0.25
+        } else {
+            0.125
+        };
+        base + q as f32 / (cols as f32 * 16.0)
+    };
+    let mut want: Vec<f32> = (0..rows * cols)
+        .map(|i| init(&[(i / cols) as i64, (i % cols) as i64]))
+        .collect();
+    for _ in 0..iters {
+        let old = want.clone();
+        for r in 1..rows - 1 {
+            for q in 1..cols - 1 {
+                let x = |dr: isize, dq: isize| {
+                    old[(r as isize + dr) as usize * cols + (q as isize + dq) as usize]
+                };
+                let u = x(0, 0);
+                want[r * cols + q] = u
+                    + k(r - 1, q) * (x(-1, 0) - u)
+                    + k(r + 1, q) * (x(1, 0) - u)
+                    + k(r, q) * (x(0, -1) + x(0, 1) - 2.0 * u);
+            }
+        }
+    }
+    want.iter().map(|v| v.to_bits()).collect()
+}
+
+/// Auxiliary fields on `kind` devices, alone and beside CPU devices, split
+/// every way, rebalanced every few iterations and with deep halos: the
+/// reference's bits.
+#[allow(dead_code)]
+fn auxiliary_fields(kind: &str) {
+    let (rows, cols, iters) = (46usize, 30usize, 24u64);
+    let spec = aux_spec(rows, cols);
+    let init = |i: &[i64]| random_value(i, 4);
+    let want = aux_reference(rows, cols, iters as usize, init);
+    let plan = vec![
+        vec![1.0, 4.0, 1.0],
+        vec![5.0, 1.0, 1.0],
+        vec![1.0, 1.0, 7.0],
+    ];
+    for (devs, part, alb, depth) in [
+        (vec![kind], Partition::Multi, false, 1),
+        (vec!["cpu:threads=1", kind], Partition::Single(0), false, 1),
+        (
+            vec![kind, "cpu:threads=1", kind],
+            Partition::Multi,
+            false,
+            1,
+        ),
+        (vec![kind, "cpu:threads=1"], Partition::Single(1), false, 3),
+        (
+            vec!["cpu:threads=1", kind, kind],
+            Partition::Weighted(0),
+            true,
+            1,
+        ),
+        (
+            vec!["cpu:threads=1", kind, kind],
+            Partition::Weighted(0),
+            true,
+            2,
+        ),
+    ] {
+        let mut s = Skeleton::new(&[rows, cols], Stencil::<f32>::from_expr(&spec))
+            .iterations(iters)
+            .init(init)
+            .devices(devices(&devs))
+            .partition(part)
+            .halo_depth(epsilod::HaloDepth::Depth(depth));
+        if alb {
+            let p = plan.clone();
+            s = s
+                .alb(Alb::custom("every-third", move || Box::new(EveryThird(p.clone()))).window(2));
+        }
+        let out = s.run().unwrap_or_else(|e| panic!("{devs:?}: {e:?}"));
+        let got: Vec<u32> = out.grid.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "{devs:?} {part} depth {depth}");
+        if alb {
+            assert!(
+                out.report.redistributions.len() >= 3,
+                "{devs:?}: {} rebalances",
+                out.report.redistributions.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn auxiliary_fields_on_cpu_devices() {
+    auxiliary_fields("cpu:threads=2");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Auxiliary fields over random sizes, device counts, partitions,
+    /// depths and scripted rebalances: the reference's bits.
+    #[test]
+    fn auxiliary_fields_on_any_layout(
+        rows in 8usize..40,
+        cols in 4usize..30,
+        iters in 1u64..20,
+        devices in 1usize..5,
+        part in 0usize..4,
+        depth in 1usize..5,
+        events in proptest::collection::vec((1u64..19, proptest::collection::vec(0.2f64..5.0, 4)), 0..4),
+    ) {
+        let spec = aux_spec(rows, cols);
+        let init = |i: &[i64]| random_value(i, 8);
+        let part = [Partition::Multi, Partition::Single(0), Partition::Weighted(0), Partition::Single(1)][part];
+        let mut s = Skeleton::new(&[rows, cols], Stencil::<f32>::from_expr(&spec))
+            .iterations(iters)
+            .init(init)
+            .devices(vec![epsilod::DeviceSpec::cpu(1); devices])
+            .partition(part)
+            .halo_depth(epsilod::HaloDepth::Depth(depth));
+        if matches!(part, Partition::Weighted(_)) {
+            let script: Vec<(u64, Vec<f64>)> =
+                events.iter().map(|(at, w)| (*at, w[..devices].to_vec())).collect();
+            s = s.alb(
+                Alb::custom("scripted", move || {
+                    let steps: Vec<(u64, &[f64])> =
+                        script.iter().map(|(at, w)| (*at, w.as_slice())).collect();
+                    Box::new(heuristics::testing::Scripted::new(&steps))
+                })
+                .window(2),
+            );
+        }
+        let out = match s.run() {
+            Ok(o) => o,
+            Err(epsilod::RunError::Setup(epsilod::SetupError::Layout(_))) => return Ok(()),
+            Err(e) => panic!("{e}"),
+        };
+        let got: Vec<u32> = out.grid.iter().map(|v| v.to_bits()).collect();
+        proptest::prop_assert_eq!(got, aux_reference(rows, cols, iters as usize, init));
+    }
 }
 
 #[allow(dead_code)]

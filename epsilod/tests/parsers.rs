@@ -54,13 +54,40 @@ fn compiles<C: kernels::ExprCell>(spec: &kernels::ExprSpec) {
         let region: Vec<_> = (0..dims.len())
             .map(|d| spec.low[d]..dims[d] - spec.high[d])
             .collect();
-        kernels::launch_serial(&k, &src, &mut dst, &frame, &region).unwrap();
+        kernels::check_launch(&k, &frame, &region).unwrap();
+        // Each auxiliary field computed at every cell, as devices do.
+        let aux: Vec<Vec<C>> = kernels::Kernel::aux_fields(&k)
+            .iter()
+            .map(|f| {
+                (0..cells)
+                    .map(|i| {
+                        f(&frame
+                            .index_of(i)
+                            .iter()
+                            .map(|&x| x as i64)
+                            .collect::<Vec<_>>())
+                    })
+                    .collect()
+            })
+            .collect();
+        let aux: Vec<&[C]> = aux.iter().map(|a| &a[..]).collect();
+        let p = frame.plane();
+        kernels::Kernel::apply_aux(
+            &k,
+            &src,
+            &aux,
+            &mut dst[region[0].start * p..region[0].end * p],
+            &frame,
+            &region,
+        );
     }
 }
 
 const WEIGHTED: &str =
     "name = \"x\"\nlow = [1, 1]\nhigh = [1, 1]\nweights = [0, 1, 0, 1, 0, 1, 0, 1, 0]\nfactor = 4\n";
 const EXPRESSION: &str = "name = \"e\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { k = 0.5 }\nlet = [\"s = u[-1,0] + u[1,0]\", \"hot = s > k\"]\nupdate = \"select(hot && !(g[0] < n[1] - 2), sqrt(abs(s)) / 2, min(old2, u[0,1]) - 3 * (s + 1e-3))\"\n";
+/// Auxiliary fields: `aux`, read at offsets.
+const AUX: &str = "name = \"a\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { h = 2 }\naux = { k = \"select(g[0] < n[0] / 2, h, 1) + g[1]\", z2 = \"sqrt(abs(g[0] - g[1]))\" }\nupdate = \"u[0,0] + k[-1,0] * z2[0,1] - k[1,1]\"\n";
 /// Cells of components: `cell`, `u[...][k]`, `old2[k]`, `inf`, a list of updates.
 const COMPONENTS: &str = "name = \"c\"\ncell = 3\nlow = [1, 1]\nhigh = [1, 1]\nlet = [\"w = u[0,0][0] == inf\", \"m = u[-1,0][1] + u[1,0][2]\"]\nupdate = [\"select(w, u[0,0][0], m)\", \"old2[1] * 2\", \"u[0,1][2] - m / 3\"]\n";
 const DEVICE_FILE: &str = "[[device]]\nkind = \"cpu\"\nthreads = 1\nweight = 2\nslowdown = \"3@300\"\nhost = \"*\"\n[[device]]\nkind = \"opencl\"\nplatform = 0\ndevice = 0\nrank = 1\n";
@@ -120,9 +147,9 @@ proptest! {
     }
 
     #[test]
-    fn stencil_specs(text in prop_oneof![".*", mutated(WEIGHTED), mutated(EXPRESSION), mutated(COMPONENTS)]) {
+    fn stencil_specs(text in prop_oneof![".*", mutated(WEIGHTED), mutated(EXPRESSION), mutated(COMPONENTS), mutated(AUX)]) {
         let parsed = kernels::AnySpec::from_toml(&text, "f.toml");
-        if [WEIGHTED, EXPRESSION, COMPONENTS].contains(&text.as_str()) {
+        if [WEIGHTED, EXPRESSION, COMPONENTS, AUX].contains(&text.as_str()) {
             prop_assert!(parsed.is_ok(), "{:?}", parsed.err().map(|e| e.to_string()));
         }
         if let Ok(kernels::AnySpec::Expr(e)) = parsed {

@@ -4,6 +4,13 @@ use crate::error::KernelError;
 use crate::frame::Frame;
 use hitmap::Footprint;
 use std::ops::Range;
+use std::sync::Arc;
+
+/// A read-only field a kernel reads beside the grid, one value per cell of
+/// the global domain as a function of the cell's global index. Devices
+/// compute it where they hold cells (halos included), so it needs no
+/// messages, and a rebalance computes the rows a device gains.
+pub type AuxField<T> = Arc<dyn Fn(&[i64]) -> T + Send + Sync>;
 
 /// Computes new cells of a region from the old buffer.
 ///
@@ -29,6 +36,26 @@ pub trait Kernel<T>: Send + Sync {
     /// keeps both buffers' rows when it rebalances.
     fn reads_previous(&self) -> bool {
         false
+    }
+    /// The auxiliary fields the kernel reads, in the order
+    /// [`Kernel::apply_aux`] takes their buffers (device code: `aux0`,
+    /// `aux1`, ...).
+    fn aux_fields(&self) -> &[AuxField<T>] {
+        &[]
+    }
+    /// As [`Kernel::apply`], with the auxiliary fields' buffers (one per
+    /// [`Kernel::aux_fields`], each with `src`'s geometry). Controllers
+    /// call this one.
+    fn apply_aux(
+        &self,
+        src: &[T],
+        aux: &[&[T]],
+        dst_slab: &mut [T],
+        frame: &Frame,
+        region: &[Range<usize>],
+    ) {
+        let _ = aux;
+        self.apply(src, dst_slab, frame, region)
     }
 }
 

@@ -22,7 +22,7 @@ pub use error::{KernelError, SpecError};
 pub use expr::{ExprCell, ExprKernel, ExprSpec};
 pub use frame::{for_each_row, Frame};
 pub use generic::Generic;
-pub use kernel::{check_launch, launch_serial, Kernel};
+pub use kernel::{check_launch, launch_serial, AuxField, Kernel};
 pub use library::{basic_init, random_value, Library};
 pub use spec::{AnySpec, StencilSpec};
 pub use specialized::Specialized;

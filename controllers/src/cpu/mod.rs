@@ -78,30 +78,61 @@ fn window_budget() -> usize {
     read().unwrap_or(1 << 20)
 }
 
-/// A launch's kernel, source tile and destination tile, checked: both
-/// buffers exist and are distinct.
-#[allow(clippy::type_complexity)]
+/// A loaded kernel and the auxiliary field buffers bound to it.
+type Loaded<T> = (Arc<dyn Kernel<T>>, Vec<BufferId>);
+
+/// A launch's kernel with its tiles: the source, the destination and the
+/// auxiliary fields bound to the kernel.
+struct Operands<'a, T> {
+    k: Arc<dyn Kernel<T>>,
+    s: &'a Tile<T>,
+    d: &'a mut Tile<T>,
+    aux: Vec<&'a Tile<T>>,
+}
+
+/// A launch's operands, checked: every buffer exists, and all are
+/// distinct (only reads may share a buffer, and nothing needs to).
 fn operands<'a, T>(
-    kernels: &[Arc<dyn Kernel<T>>],
+    kernels: &[Loaded<T>],
     bufs: &'a mut [Option<Tile<T>>],
     kernel: KernelId,
     src: BufferId,
     dst: BufferId,
-) -> Result<(Arc<dyn Kernel<T>>, &'a Tile<T>, &'a mut Tile<T>), DeviceError> {
-    let k = kernels
+) -> Result<Operands<'a, T>, DeviceError> {
+    let (k, aux_ids) = kernels
         .get(kernel.0)
-        .ok_or(DeviceError::UnknownKernel(kernel.0))?
-        .clone();
-    for b in [src, dst] {
+        .ok_or(DeviceError::UnknownKernel(kernel.0))?;
+    let ids: Vec<BufferId> = [src, dst]
+        .into_iter()
+        .chain(aux_ids.iter().copied())
+        .collect();
+    for (i, b) in ids.iter().enumerate() {
         if !matches!(bufs.get(b.0), Some(Some(_))) {
             return Err(DeviceError::UnknownBuffer(b.0));
         }
+        if ids[..i].contains(b) {
+            return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+        }
     }
-    if src == dst {
-        return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+    // Disjoint borrows: each slot is visited once.
+    let (mut s, mut d, mut aux) = (None, None, vec![None; aux_ids.len()]);
+    for (i, slot) in bufs.iter_mut().enumerate() {
+        let Some(tile) = slot.as_mut() else { continue };
+        if i == dst.0 {
+            d = Some(tile);
+        } else if i == src.0 {
+            s = Some(&*tile);
+        } else if let Some(j) = aux_ids.iter().position(|b| b.0 == i) {
+            aux[j] = Some(&*tile);
+        }
     }
-    match bufs.get_disjoint_mut([src.0, dst.0]) {
-        Ok([Some(s), Some(d)]) => Ok((k, s, d)),
+    match (s, d) {
+        (Some(s), Some(d)) => Ok(Operands {
+            k: k.clone(),
+            s,
+            d,
+            aux: aux.into_iter().flatten().collect(),
+        }),
         _ => Err(DeviceError::UnknownBuffer(src.0)),
     }
 }
@@ -110,7 +141,8 @@ pub struct CpuController<T> {
     threads: usize,
     pool: Option<rayon::ThreadPool>,
     bufs: Vec<Option<Tile<T>>>,
-    kernels: Vec<Arc<dyn Kernel<T>>>,
+    /// Loaded kernels, each with its bound auxiliary field buffers.
+    kernels: Vec<Loaded<T>>,
     kernel_seconds: f64,
     /// Bytes each task of a fused launch keeps its windows in.
     window_bytes: usize,
@@ -244,8 +276,20 @@ impl<T: Cell> Controller<T> for CpuController<T> {
     }
 
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
-        self.kernels.push(kernel);
+        self.kernels.push((kernel, Vec::new()));
         Ok(KernelId(self.kernels.len() - 1))
+    }
+
+    fn bind_aux(&mut self, kernel: KernelId, aux: &[BufferId]) -> Result<(), DeviceError> {
+        for &b in aux {
+            self.tile(b)?;
+        }
+        let slot = self
+            .kernels
+            .get_mut(kernel.0)
+            .ok_or(DeviceError::UnknownKernel(kernel.0))?;
+        slot.1 = aux.to_vec();
+        Ok(())
     }
 
     fn launch(
@@ -255,16 +299,21 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         dst: BufferId,
         region: &Shape,
     ) -> Result<(), DeviceError> {
-        let (k, s, d) = operands(&self.kernels, &mut self.bufs, kernel, src, dst)?;
+        let Operands { k, s, d, aux } = operands(&self.kernels, &mut self.bufs, kernel, src, dst)?;
         let local = crate::launch::validate(
             k.as_ref(),
             (s.alloc_shape(), s.shape()),
             (d.alloc_shape(), d.shape()),
             region,
         )?;
+        let aux_shapes: Vec<(&Shape, &Shape)> =
+            aux.iter().map(|t| (t.alloc_shape(), t.shape())).collect();
+        crate::launch::validate_aux(k.as_ref(), s.alloc_shape(), &aux_shapes, region)?;
         if region.is_empty() {
             return Ok(());
         }
+        let aux: Vec<&[T]> = aux.iter().map(|t| t.as_slice()).collect();
+        let aux = &aux[..];
         let origin: Vec<i64> = s.alloc_shape().sigs().iter().map(|g| g.begin()).collect();
         let frame = Frame::row_major(s.alloc_dims()).with_origin(&origin);
         let started = Instant::now();
@@ -287,12 +336,12 @@ impl<T: Cell> Controller<T> for CpuController<T> {
                     chunks.into_par_iter().for_each(|(rows, chunk)| {
                         let mut sub = local.clone();
                         sub[0] = rows;
-                        k.apply(src_data, chunk, &frame, &sub);
+                        k.apply_aux(src_data, aux, chunk, &frame, &sub);
                     })
                 });
             }
             // One task (or one thread) runs on the calling thread.
-            _ => k.apply(src_data, slab, &frame, &local),
+            _ => k.apply_aux(src_data, aux, slab, &frame, &local),
         }
         self.kernel_seconds += started.elapsed().as_secs_f64();
         Ok(())
@@ -327,7 +376,15 @@ impl<T: Cell> Controller<T> for CpuController<T> {
                 w[1], w[0]
             )));
         }
-        let (k, s, d) = operands(&self.kernels, &mut self.bufs, kernel, src, dst)?;
+        let Operands { k, s, d, aux } = operands(&self.kernels, &mut self.bufs, kernel, src, dst)?;
+        if !aux.is_empty() || !k.aux_fields().is_empty() {
+            // The fused waves compute in windows of their own geometry, which
+            // an auxiliary field's buffer does not have.
+            return Err(DeviceError::BadOption(format!(
+                "kernel '{}' reads auxiliary fields: one iteration per launch",
+                k.name()
+            )));
+        }
         let local = steps
             .iter()
             .map(|r| {

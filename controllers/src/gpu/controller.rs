@@ -17,6 +17,8 @@ struct Loaded<K, T> {
     /// The Rust kernel, for its footprint in launch checks.
     source: Arc<dyn Kernel<T>>,
     hints: GroupHints,
+    /// Auxiliary field buffers bound to its launches.
+    aux: Vec<BufferId>,
 }
 
 /// A device of a GPU API: tiles resident on the device, transfers only for
@@ -65,6 +67,18 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         if src == dst {
             return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
         }
+        let aux = loaded
+            .aux
+            .iter()
+            .map(|&b| self.slots.get(b))
+            .collect::<Result<Vec<_>, _>>()?;
+        if loaded.aux.iter().any(|&b| b == src || b == dst) {
+            return Err(DeviceError::BufferMismatch(
+                "an aux field is its own buffer".into(),
+            ));
+        }
+        let aux_shapes: Vec<_> = aux.iter().map(|a| (&a.alloc, &a.extent)).collect();
+        crate::launch::validate_aux(loaded.source.as_ref(), &s.alloc, &aux_shapes, region)?;
         let local = crate::launch::validate(
             loaded.source.as_ref(),
             (&s.alloc, &s.extent),
@@ -82,9 +96,11 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             loaded.hints,
             self.rt.is_gpu(),
         )?;
-        // SAFETY: `validate` checked that `region` and every cell the
-        // kernel reads around it lie inside both buffers' allocations, and
-        // the geometry describes exactly that region of that allocation.
+        let aux: Vec<&R::Buffer> = aux.iter().map(|a| &a.buf).collect();
+        // SAFETY: `validate` and `validate_aux` checked that `region` and
+        // every cell the kernel reads around it lie inside all the buffers'
+        // allocations (the same one), and the geometry describes exactly that
+        // region of that allocation.
         let timing = unsafe {
             self.rt.launch(
                 lane,
@@ -92,6 +108,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
                 &s.buf,
                 &d.buf,
                 &g.longs,
+                &aux,
                 g.grid,
                 g.group,
             )?
@@ -267,8 +284,20 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
             kernel: compiled.kernel,
             source: kernel,
             hints: compiled.hints,
+            aux: Vec::new(),
         });
         Ok(KernelId(self.kernels.len() - 1))
+    }
+
+    fn bind_aux(&mut self, kernel: KernelId, aux: &[BufferId]) -> Result<(), DeviceError> {
+        for &b in aux {
+            self.slots.get(b)?;
+        }
+        self.kernels
+            .get_mut(kernel.0)
+            .ok_or(DeviceError::UnknownKernel(kernel.0))?
+            .aux = aux.to_vec();
+        Ok(())
     }
 
     fn launch(

@@ -43,6 +43,14 @@ impl<T: Real> MockRuntime<T> {
             copies_within: 0,
         }
     }
+
+    /// The same mock, also compiling `kernel`'s device code.
+    pub fn knowing(mut self, kernel: Arc<dyn Kernel<T>>) -> MockRuntime<T> {
+        if let Some(device) = kernel.device_kernel() {
+            self.known.insert(device.source(Self::DIALECT), kernel);
+        }
+        self
+    }
 }
 
 fn lock<T>(m: &Mem<T>) -> std::sync::MutexGuard<'_, Vec<T>> {
@@ -131,6 +139,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         src: &Mem<T>,
         dst: &Mem<T>,
         longs: &[i64],
+        aux: &[&Mem<T>],
         grid: [usize; 3],
         group: Option<[usize; 3]>,
     ) -> Result<f64, DeviceError> {
@@ -147,7 +156,9 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         let frame = Frame::row_major(&ext);
         let plane = frame.plane();
         let slab = &mut d[local[0].start * plane..local[0].end * plane];
-        kernel.apply(&s, slab, &frame, &local);
+        let aux: Vec<_> = aux.iter().map(|a| lock(a)).collect();
+        let aux: Vec<&[T]> = aux.iter().map(|a| &a[..]).collect();
+        kernel.apply_aux(&s, &aux, slab, &frame, &local);
         Ok(started.elapsed().as_secs_f64().max(1e-9))
     }
 
@@ -194,7 +205,7 @@ mod tests {
         for gpu in [false, true] {
             crate::conformance::run_all(&mut || {
                 Box::new(GpuController::<_, f32>::with_runtime(
-                    MockRuntime::<f32>::new(gpu),
+                    MockRuntime::<f32>::new(gpu).knowing(crate::conformance::aux_kernel::<f32>()),
                 ))
             });
         }

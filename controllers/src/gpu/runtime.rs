@@ -105,7 +105,7 @@ pub trait DeviceRuntime: Send {
     /// devices that reject them.
     fn compile(&mut self, source: &str) -> Result<Compiled<Self::Kernel>, DeviceError>;
 
-    /// Enqueues `kernel` on `lane` with arguments `(src, dst, longs...)` over a grid of
+    /// Enqueues `kernel` on `lane` with arguments `(src, dst, longs..., aux...)` over a grid of
     /// `grid` work-items (x fastest), in groups of `group` when given (they
     /// tile `grid`), else of the runtime's choice. May return before the
     /// kernel runs. A runtime may round the grid up to whole groups only if
@@ -124,6 +124,7 @@ pub trait DeviceRuntime: Send {
         src: &Self::Buffer,
         dst: &Self::Buffer,
         longs: &[i64],
+        aux: &[&Self::Buffer],
         grid: [usize; 3],
         group: Option<[usize; 3]>,
     ) -> Result<Self::Timing, DeviceError>;

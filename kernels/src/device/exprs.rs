@@ -14,6 +14,12 @@ pub(crate) fn neighbour(off: &[i64]) -> String {
 }
 
 fn x(off: &[i64]) -> String {
+    read_at("src", off)
+}
+
+/// `buf[c + ...]`: buffer `buf` (`src`, an auxiliary field `aux0`, ...) at
+/// `off` from the thread's cell; every buffer has the grid's geometry.
+pub(crate) fn read_at(buf: &str, off: &[i64]) -> String {
     let nd = off.len();
     let mut terms = String::new();
     for (d, &o) in off.iter().enumerate() {
@@ -21,7 +27,7 @@ fn x(off: &[i64]) -> String {
             terms += &format!(" + ({o}L) * s{}", super::abi::DIMS - nd + d);
         }
     }
-    format!("src[c{terms}]")
+    format!("{buf}[c{terms}]")
 }
 
 /// Unit offsets `k` away along every axis: dimension 0 below, above,

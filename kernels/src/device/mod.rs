@@ -175,6 +175,8 @@ pub struct DeviceKernel {
     tables: Vec<Table>,
     body: String,
     fp64: bool,
+    /// Auxiliary field buffers after the ABI's arguments: `aux0`, ...
+    aux: usize,
 }
 
 impl DeviceKernel {
@@ -201,6 +203,7 @@ impl DeviceKernel {
             cell,
             tables: Vec::new(),
             body,
+            aux: 0,
         }
     }
 
@@ -210,6 +213,19 @@ impl DeviceKernel {
         self.fp64 |= table.fp64;
         self.tables.push(table);
         self
+    }
+
+    /// Declares that the body reads `aux` auxiliary field buffers, `aux0`
+    /// to `aux{aux - 1}`: read-only cells with the grid's geometry, passed
+    /// after the ABI's arguments in that order.
+    pub fn with_aux(mut self, aux: usize) -> DeviceKernel {
+        self.aux = aux;
+        self
+    }
+
+    /// How many auxiliary field buffers the kernel takes.
+    pub fn aux(&self) -> usize {
+        self.aux
     }
 
     /// Declares that the body computes in `double` (an f32 kernel with
@@ -244,9 +260,9 @@ impl DeviceKernel {
         }
         // A row-run kernel's body is a function its loop calls per cell.
         s += &if dialect.row_runs() {
-            cell_function(dialect)
+            cell_function(dialect, self.aux)
         } else {
-            prologue(dialect)
+            prologue(dialect, self.aux)
         };
         s += &self.body;
         if !self.body.ends_with('\n') {
@@ -254,14 +270,15 @@ impl DeviceKernel {
         }
         s += "}\n";
         if dialect.row_runs() {
-            s += &row_run_kernel(dialect);
+            s += &row_run_kernel(dialect, self.aux);
         }
         s
     }
 }
 
-/// The kernel's arguments as a C parameter list, written from the ABI.
-fn parameters(dialect: Dialect) -> String {
+/// The kernel's arguments as a C parameter list, written from the ABI,
+/// then `aux` auxiliary field buffers.
+fn parameters(dialect: Dialect, aux: usize) -> String {
     let (g, r) = (dialect.global(), dialect.restrict());
     ARGS.iter()
         .map(|(name, kind)| match kind {
@@ -269,13 +286,14 @@ fn parameters(dialect: Dialect) -> String {
             ArgKind::Buffer(BufferArg::Dst) => format!("{g}cell* {r}{name}"),
             ArgKind::Long(_) => format!("const index_t {name}"),
         })
+        .chain((0..aux).map(|i| format!("{g}const cell* {r}aux{i}")))
         .collect::<Vec<_>>()
         .join(", ")
 }
 
 /// The signature, written from the ABI, and the opening of the body: the
 /// thread's cell `c`, after the bounds guard.
-fn prologue(dialect: Dialect) -> String {
+fn prologue(dialect: Dialect, aux: usize) -> String {
     format!(
         "{} void {}({})\n{{\n    \
          const index_t i3 = {};\n    \
@@ -286,7 +304,7 @@ fn prologue(dialect: Dialect) -> String {
          const index_t c = base + (z / n1) * s0 + (z % n1) * s1 + i2 * s2 + i3 * s3;\n",
         dialect.kernel_qualifier(),
         KERNEL_NAME,
-        parameters(dialect),
+        parameters(dialect, aux),
         dialect.global_id(0),
         dialect.global_id(1),
         dialect.global_id(2),
@@ -299,12 +317,12 @@ fn prologue(dialect: Dialect) -> String {
 /// The opening of the per-cell function of a row-run kernel: the kernel's
 /// arguments and the names the body may use besides (`i3`, `i2`, `z`, `c`).
 /// A body's `return` ends its cell, not the run.
-fn cell_function(dialect: Dialect) -> String {
+fn cell_function(dialect: Dialect, aux: usize) -> String {
     format!(
         "{} void {KERNEL_NAME}_cell({}, const index_t i3, const index_t i2, const index_t z, \
          const index_t c)\n{{\n    const index_t s3 = 1;\n",
         dialect.cell_function_qualifier(),
-        parameters(dialect),
+        parameters(dialect, aux),
     )
 }
 
@@ -314,8 +332,12 @@ fn cell_function(dialect: Dialect) -> String {
 /// it wants). The column's first cell is found once, in 32-bit arithmetic:
 /// `z` and `n1` are bounded by CUDA's grid limits (65535 blocks of at most
 /// 1024 threads), and 64-bit division costs dozens of instructions.
-fn row_run_kernel(dialect: Dialect) -> String {
-    let names: Vec<&str> = ARGS.iter().map(|(name, _)| *name).collect();
+fn row_run_kernel(dialect: Dialect, aux: usize) -> String {
+    let names: Vec<String> = ARGS
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .chain((0..aux).map(|i| format!("aux{i}")))
+        .collect();
     format!(
         "{} void {KERNEL_NAME}({})\n{{\n    \
          const index_t i3 = {};\n    \
@@ -331,7 +353,7 @@ fn row_run_kernel(dialect: Dialect) -> String {
          for (index_t i2 = first; i2 < last; i2++)\n        \
          {KERNEL_NAME}_cell({}, i3, i2, z, column + i2 * s2);\n}}\n",
         dialect.kernel_qualifier(),
-        parameters(dialect),
+        parameters(dialect, aux),
         dialect.global_id(0),
         dialect.global_id(2),
         dialect.bounds_guard().unwrap_or(""),

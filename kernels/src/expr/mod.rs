@@ -26,6 +26,7 @@
 //! expressions, and reads pick a component, `u[o0, ...][k]`, `old2[k]`.
 
 pub mod build;
+mod eval;
 mod fused;
 mod parse;
 mod rows;
@@ -34,7 +35,7 @@ use crate::cell::Real;
 use crate::device::{CellDecl, DeviceKernel, DeviceScalar};
 use crate::error::SpecError;
 use crate::frame::Frame;
-use crate::kernel::Kernel;
+use crate::kernel::{AuxField, Kernel};
 use crate::spec::check_extents;
 use hitmap::Footprint;
 use parse::{Arith, Compare, Func, Kind, Scope};
@@ -91,6 +92,10 @@ pub struct ExprSpec {
     pub components: Option<usize>,
     /// The new cell: one expression, or one per component.
     pub update: Vec<Expr>,
+    /// Auxiliary read-only fields, by name (sorted): each a function of
+    /// the global index (`g[d]`, `n[d]`, parameters), computed once per
+    /// cell where a device holds it and read as `name[o0, ...]`.
+    pub aux: Vec<(String, Expr)>,
 }
 
 /// Most components a cell may have: far more than any lattice model needs
@@ -112,6 +117,9 @@ struct Raw {
     cell: Option<usize>,
     /// A string, or with `cell` a list of one string per component.
     update: toml::Value,
+    /// Auxiliary fields: name = expression of the global index.
+    #[serde(default)]
+    aux: BTreeMap<String, String>,
 }
 
 /// The update's text: one string for scalar cells, a list of one string
@@ -148,6 +156,70 @@ fn update_texts(value: &toml::Value, components: Option<usize>) -> Result<Vec<St
             format!("cell = {n}: the update is a list of {n} strings, one per component"),
         )),
     }
+}
+
+/// The spec's `aux` definitions, parsed: names that are no parameter or
+/// built-in, values that read only the global index, sizes and
+/// parameters (a field computed once cannot depend on the grid).
+fn aux_fields(
+    raw: &Raw,
+    ndims: usize,
+    components: Option<usize>,
+) -> Result<Vec<(String, Expr)>, SpecError> {
+    const BUILT_IN: [&str; 10] = [
+        "u", "g", "n", "old2", "inf", "select", "sqrt", "abs", "min", "max",
+    ];
+    let mut out = Vec::new();
+    for (name, text) in &raw.aux {
+        let part = format!("aux {name}");
+        if components.is_some() {
+            return Err(bad(
+                &part,
+                0,
+                "auxiliary fields need scalar cells (no cell = N)",
+            ));
+        }
+        let ident = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ident || BUILT_IN.contains(&name.as_str()) || raw.params.contains_key(name) {
+            return Err(bad(
+                &part,
+                0,
+                format!(
+                    "'{name}' cannot name an aux field (a built-in, a parameter, or not a name)"
+                ),
+            ));
+        }
+        let scope = Scope {
+            params: &raw.params,
+            lets: &[],
+            ndims,
+            components,
+            aux: &[],
+        };
+        let (e, kind) = parse::expression(text, &scope).map_err(|e| bad(&part, e.at, e.why))?;
+        if kind != Kind::Real {
+            return Err(bad(
+                &part,
+                0,
+                "the field is a condition: wrap it in select(...)",
+            ));
+        }
+        let mut reads_grid = false;
+        e.visit(&mut |x| reads_grid |= matches!(x, Expr::Cell(..) | Expr::Old2(_)));
+        if reads_grid {
+            return Err(bad(
+                &part,
+                0,
+                "an aux field is computed once: it may read g[d], n[d] and parameters, not u or old2",
+            ));
+        }
+        out.push((name.clone(), e));
+    }
+    Ok(out)
 }
 
 fn bad(part: &str, at: usize, why: impl Into<String>) -> SpecError {
@@ -204,16 +276,22 @@ impl ExprSpec {
             }
         };
         let updates = update_texts(&raw.update, components)?;
+        let aux_names: Vec<String> = raw.aux.keys().cloned().collect();
+        let aux = aux_fields(&raw, ndims, components)?;
         let mut names: Vec<(String, Kind)> = Vec::new();
         let mut lets = Vec::new();
         for (i, text) in raw.lets.iter().enumerate() {
             let part = format!("let {}", i + 1);
             let (name, expr) = parse::binding(text).map_err(|e| bad(&part, e.at, e.why))?;
-            if raw.params.contains_key(name) || name == "u" || name == "inf" {
+            if raw.params.contains_key(name)
+                || raw.aux.contains_key(name)
+                || name == "u"
+                || name == "inf"
+            {
                 return Err(bad(
                     &part,
                     0,
-                    format!("'{name}' is already a parameter, u or inf"),
+                    format!("'{name}' is already a parameter, u, inf or an aux field"),
                 ));
             }
             let scope = Scope {
@@ -221,6 +299,7 @@ impl ExprSpec {
                 lets: &names,
                 ndims,
                 components,
+                aux: &aux_names,
             };
             let offset = text.len() - expr.len();
             let (e, k) =
@@ -233,6 +312,7 @@ impl ExprSpec {
             lets: &names,
             ndims,
             components,
+            aux: &aux_names,
         };
         let mut update = Vec::new();
         for (k, text) in updates.iter().enumerate() {
@@ -258,6 +338,7 @@ impl ExprSpec {
             lets,
             components,
             update,
+            aux,
         };
         spec.check_reads()?;
         Ok(spec)
@@ -280,6 +361,7 @@ impl ExprSpec {
             lets: Vec::new(),
             components: None,
             update: vec![update.0],
+            aux: Vec::new(),
         };
         spec.check_reads()?;
         Ok(spec)
@@ -364,9 +446,13 @@ impl ExprSpec {
                 Expr::Or(x, y) => Expr::Or(b(x), b(y)),
                 Expr::Select(c, x, y) => Expr::Select(b(c), b(x), b(y)),
                 Expr::Call(f, args) => Expr::Call(*f, args.iter().map(|a| bind(a, size)).collect()),
+                Expr::Aux(..) => e.clone(),
             }
         }
         let mut out = self.clone();
+        for (_, e) in &mut out.aux {
+            *e = bind(e, size);
+        }
         for (_, e, _) in &mut out.lets {
             *e = bind(e, size);
         }
@@ -396,9 +482,12 @@ impl ExprSpec {
     fn leaves(&self) -> Vec<Expr> {
         fn walk(e: &Expr, out: &mut Vec<Expr>) {
             match e {
-                Expr::Global(_) | Expr::Size(_) | Expr::Old2(_) | Expr::Num(_) | Expr::Cell(..) => {
-                    out.push(e.clone())
-                }
+                Expr::Global(_)
+                | Expr::Size(_)
+                | Expr::Old2(_)
+                | Expr::Num(_)
+                | Expr::Cell(..)
+                | Expr::Aux(..) => out.push(e.clone()),
                 Expr::Let(_) => {}
                 Expr::Neg(a) | Expr::Not(a) => walk(a, out),
                 Expr::Arith(_, a, b)
@@ -417,6 +506,9 @@ impl ExprSpec {
             }
         }
         let mut out = Vec::new();
+        for (_, e) in &self.aux {
+            walk(e, &mut out);
+        }
         for (_, e, _) in &self.lets {
             walk(e, &mut out);
         }
@@ -426,13 +518,14 @@ impl ExprSpec {
         out
     }
 
-    /// The offsets read, sorted.
+    /// The offsets read, sorted: of the grid and of the auxiliary fields
+    /// (a device's tile must hold every cell either is read at).
     pub fn offsets(&self) -> Vec<Vec<i64>> {
         let mut out: Vec<Vec<i64>> = self
             .leaves()
             .into_iter()
             .filter_map(|e| match e {
-                Expr::Cell(o, _) => Some(o),
+                Expr::Cell(o, _) | Expr::Aux(_, o) => Some(o),
                 _ => None,
             })
             .collect();
@@ -470,6 +563,8 @@ pub struct ExprKernel<C: ExprCell> {
     spec: ExprSpec,
     footprint: Footprint,
     program: Program<C::Real>,
+    /// The spec's auxiliary fields, evaluated cell by cell.
+    aux: Vec<AuxField<C>>,
 }
 
 impl<C: ExprCell> ExprKernel<C> {
@@ -492,11 +587,50 @@ impl<C: ExprCell> ExprKernel<C> {
             spec.name
         );
         let lets: Vec<Expr> = spec.lets.iter().map(|(_, e, _)| e.clone()).collect();
+        let aux = spec
+            .aux
+            .iter()
+            .map(|(_, e)| {
+                let e = e.clone();
+                // Scalar cells only (the parser refuses aux with cell = N),
+                // where `C` is `C::Real`.
+                let f: AuxField<C> = std::sync::Arc::new(move |g: &[i64]| {
+                    bytemuck::cast(eval::value::<C::Real>(&e, g))
+                });
+                f
+            })
+            .collect();
         ExprKernel {
             spec: spec.clone(),
             footprint: spec.footprint(),
             program: Program::new(&lets, &spec.update, spec.components),
+            aux,
         }
+    }
+
+    /// The same kernel with auxiliary field `name`'s values from `f`
+    /// instead of its definition in the spec: data a program has (an image,
+    /// a velocity model read from a file), as a function of the global
+    /// index. Errors when the spec has no such field.
+    pub fn with_aux(
+        mut self,
+        name: &str,
+        f: impl Fn(&[i64]) -> C + Send + Sync + 'static,
+    ) -> Result<ExprKernel<C>, SpecError> {
+        let i = self
+            .spec
+            .aux
+            .iter()
+            .position(|(n, _)| n == name)
+            .ok_or_else(|| {
+                bad(
+                    "aux",
+                    0,
+                    format!("stencil '{}' has no aux field '{name}'", self.spec.name),
+                )
+            })?;
+        self.aux[i] = std::sync::Arc::new(f);
+        Ok(self)
     }
 }
 
@@ -532,6 +666,7 @@ fn c<T: Math>(e: &Expr, nd: usize, array: bool) -> String {
         // Read before the body writes `dst[c]`: the level before `src`.
         Expr::Old2(k) => "old2".to_string() + &part(k),
         Expr::Size(_) => unreachable!("ExprKernel::new refuses unbound sizes"),
+        Expr::Aux(i, o) => crate::device::exprs::read_at(&format!("aux{i}"), o),
         Expr::Global(d) => {
             // The thread's position along normalised dimension `n`, as the
             // prologue lays the grid out, plus the region's global origin.
@@ -576,15 +711,35 @@ impl<C: ExprCell> Kernel<C> for ExprKernel<C> {
     }
 
     fn apply(&self, src: &[C], dst: &mut [C], frame: &Frame, region: &[Range<usize>]) {
+        self.apply_aux(src, &[], dst, frame, region)
+    }
+
+    /// # Panics
+    ///
+    /// Unless `aux` has a buffer per auxiliary field (controllers check).
+    fn apply_aux(
+        &self,
+        src: &[C],
+        aux: &[&[C]],
+        dst: &mut [C],
+        frame: &Frame,
+        region: &[Range<usize>],
+    ) {
+        assert_eq!(aux.len(), self.aux.len(), "one buffer per aux field");
         // A cell is its components side by side (`C` is `Real` or an array
         // of it), so the buffers are read as components.
         let src: &[C::Real] = bytemuck::cast_slice(src);
+        let aux: Vec<&[C::Real]> = aux.iter().map(|a| bytemuck::cast_slice(a)).collect();
         let dst: &mut [C::Real] = bytemuck::cast_slice_mut(dst);
-        self.program.apply(src, dst, frame, region);
+        self.program.apply(src, &aux, dst, frame, region);
     }
 
     fn reads_previous(&self) -> bool {
         self.spec.reads_previous()
+    }
+
+    fn aux_fields(&self) -> &[AuxField<C>] {
+        &self.aux
     }
 
     fn device_kernel(&self) -> Option<DeviceKernel> {
@@ -616,7 +771,7 @@ impl<C: ExprCell> Kernel<C> for ExprKernel<C> {
                 CellDecl::array::<R<C>>(n)
             }
         };
-        Some(DeviceKernel::generated(cell, body, false))
+        Some(DeviceKernel::generated(cell, body, false).with_aux(self.aux.len()))
     }
 }
 
@@ -749,13 +904,21 @@ mod tests {
     /// The expression at one cell, straight from the tree: what the row
     /// operations must equal bit for bit. Buffers hold `w` components a
     /// cell.
-    fn at_cell(e: &Expr, src: &[f32], prev: &[f32], frame: &Frame, c: isize, w: usize) -> f32 {
-        let r = |x: &Expr| at_cell(x, src, prev, frame, c, w);
+    /// `aux` is auxiliary field 0, scalar cells only.
+    fn at_cell(
+        e: &Expr,
+        (src, aux, prev): (&[f32], &[f32], &[f32]),
+        frame: &Frame,
+        c: isize,
+        w: usize,
+    ) -> f32 {
+        let r = |x: &Expr| at_cell(x, (src, aux, prev), frame, c, w);
         let b = |x: f32| x != 0.0;
         let t = |x: bool| if x { 1.0 } else { 0.0 };
         match e {
             Expr::Num(v) => *v as f32,
             Expr::Cell(o, k) => src[(c + frame.linear(o)) as usize * w + k],
+            Expr::Aux(_, o) => aux[(c + frame.linear(o)) as usize],
             Expr::Let(_) => unreachable!("no lets here"),
             Expr::Size(_) => unreachable!("bound before"),
             Expr::Old2(k) => prev[c as usize * w + k],
@@ -798,13 +961,16 @@ mod tests {
     }
 
     /// Expressions over cells of `w` components.
-    fn any_expr(w: usize) -> impl proptest::strategy::Strategy<Value = Expr> {
+    /// With `aux` (scalar cells), also reads of auxiliary field 0.
+    fn any_expr(w: usize, aux: bool) -> impl proptest::strategy::Strategy<Value = Expr> {
         use proptest::prelude::*;
+        let aux = u32::from(aux);
         let leaf = prop_oneof![
-            prop::sample::select(vec![0.0, 1.0, -1.5, 0.3, 7.0]).prop_map(Expr::Num),
-            (-1i64..=1, -1i64..=1, 0..w).prop_map(|(a, b, k)| Expr::Cell(vec![a, b], k)),
-            (0usize..2).prop_map(Expr::Global),
-            (0..w).prop_map(Expr::Old2),
+            1 => prop::sample::select(vec![0.0, 1.0, -1.5, 0.3, 7.0]).prop_map(Expr::Num),
+            1 => (-1i64..=1, -1i64..=1, 0..w).prop_map(|(a, b, k)| Expr::Cell(vec![a, b], k)),
+            1 => (0usize..2).prop_map(Expr::Global),
+            1 => (0..w).prop_map(Expr::Old2),
+            aux => (-1i64..=1, -1i64..=1).prop_map(|(a, b)| Expr::Aux(0, vec![a, b])),
         ];
         leaf.prop_recursive(4, 48, 8, |inner| {
             let arith = prop::sample::select(vec![Arith::Add, Arith::Sub, Arith::Mul, Arith::Div]);
@@ -873,7 +1039,7 @@ mod tests {
         /// Row operations (fused sums, shared subexpressions, chunks)
         /// equal the expression evaluated cell by cell, bit for bit.
         #[test]
-        fn rows_equal_the_tree_cell_by_cell(e in any_expr(1), cols in 3usize..1200) {
+        fn rows_equal_the_tree_cell_by_cell(e in any_expr(1, true), cols in 3usize..1200) {
             rows_equal_the_tree(&[e], None, cols)?;
         }
     }
@@ -884,7 +1050,7 @@ mod tests {
         /// its place in the cell, every component written to its own.
         #[test]
         fn array_cells_equal_the_tree_cell_by_cell(
-            es in proptest::strategy::Strategy::prop_flat_map(1usize..4, |w| proptest::collection::vec(any_expr(w), w)),
+            es in proptest::strategy::Strategy::prop_flat_map(1usize..4, |w| proptest::collection::vec(any_expr(w, false), w)),
             cols in 3usize..1200,
         ) {
             rows_equal_the_tree(&es, Some(es.len()), cols)?;
@@ -909,9 +1075,14 @@ mod tests {
         let prev: Vec<f32> = (0..rows * cols * w)
             .map(|i| (i % 13) as f32 * 0.7 - 2.0)
             .collect();
+        let aux: Vec<f32> = (0..rows * cols)
+            .map(|i| (i % 29) as f32 * 0.3 - 4.0)
+            .collect();
         let mut dst = prev.clone();
+        let auxes: &[&[f32]] = if width.is_none() { &[&aux] } else { &[] };
         program.apply(
             &src,
+            auxes,
             &mut dst[cols * w..],
             &frame,
             &[1..rows - 1, 1..cols - 1],
@@ -920,7 +1091,7 @@ mod tests {
             for q in 1..cols - 1 {
                 let c = (r * cols + q) as isize;
                 for (k, e) in es.iter().enumerate() {
-                    let want = at_cell(e, &src, &prev, &frame, c, w);
+                    let want = at_cell(e, (&src, &aux, &prev), &frame, c, w);
                     let got = dst[c as usize * w + k];
                     proptest::prop_assert!(
                         got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
@@ -930,6 +1101,112 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    #[test]
+    fn aux_fields_are_computed_once_and_read_at_offsets() {
+        let e = spec(
+            "params = { h = 0.5 }\naux = { c = \"g[0] * h + g[1] / n[1]\", zz = \"select(g[0] < 2, 1, -1)\" }\nupdate = \"u[0,0] * c[0,1] + zz[-1,0]\"",
+        )
+        .unwrap()
+        .for_domain(&[7, 40])
+        .unwrap();
+        assert_eq!(e.aux.len(), 2);
+        assert_eq!(e.offsets(), vec![vec![-1, 0], vec![0, 0], vec![0, 1]]);
+        let k = ExprKernel::<f64>::new(&e);
+        let fields = k.aux_fields();
+        assert_eq!(fields.len(), 2);
+        assert_eq!(
+            fields[0](&[3, 8]).to_bits(),
+            (3.0f64 * 0.5 + 8.0 / 40.0).to_bits()
+        );
+        assert_eq!(fields[1](&[1, 0]), 1.0);
+        assert_eq!(fields[1](&[2, 0]), -1.0);
+        // The kernel over a 7 x 40 grid with origin (0, 0) against the
+        // formula cell by cell.
+        let frame = Frame::row_major(&[7, 40]);
+        let src: Vec<f64> = (0..280).map(|i| (i % 17) as f64 * 0.25 - 1.0).collect();
+        let field = |f: &AuxField<f64>| -> Vec<f64> {
+            (0..280)
+                .map(|i| f(&[(i / 40) as i64, (i % 40) as i64]))
+                .collect()
+        };
+        let (c, zz) = (field(&fields[0]), field(&fields[1]));
+        let mut dst = vec![0.0; 280];
+        let region = [1..6, 1..39];
+        k.apply_aux(&src, &[&c, &zz], &mut dst[40..240], &frame, &region);
+        for r in 1..6 {
+            for q in 1..39 {
+                let i = r * 40 + q;
+                let want = src[i] * c[i + 1] + zz[i - 40];
+                assert_eq!(dst[i].to_bits(), want.to_bits(), "({r},{q})");
+            }
+        }
+        // Device code reads the fields as buffers after the ABI's.
+        let dev = k.device_kernel().unwrap();
+        assert_eq!(dev.aux(), 2);
+        let code = dev.source(Dialect::OpenCl);
+        assert!(code.contains("__global const cell* aux1)"), "{code}");
+        assert!(
+            code.contains("dst[c] = ((src[c] * aux0[c + (1L) * s3]) + aux1[c + (-1L) * s2]);"),
+            "{code}"
+        );
+        let cuda = dev.source(Dialect::Cuda);
+        assert!(cuda.contains("o3, aux0, aux1, i3, i2, z, "), "{cuda}");
+        assert!(cuda.contains("const cell* __restrict__ aux1)"), "{cuda}");
+        // A program's own values replace a definition.
+        let k = ExprKernel::<f64>::new(&e)
+            .with_aux("zz", |g| g[1] as f64)
+            .unwrap();
+        assert_eq!(k.aux_fields()[1](&[0, 9]), 9.0);
+        assert!(ExprKernel::<f64>::new(&e)
+            .with_aux("nope", |_| 0.0)
+            .is_err());
+    }
+
+    #[test]
+    fn bad_aux_fields_name_the_part_and_the_reason() {
+        for (body, want) in [
+            (
+                "aux = { c = \"u[0,0]\" }\nupdate = \"c[0,0]\"",
+                "in aux c, at character 0: an aux field is computed once",
+            ),
+            (
+                "aux = { u = \"1\" }\nupdate = \"u[0,0]\"",
+                "'u' cannot name an aux field",
+            ),
+            (
+                "params = { k = 1 }\naux = { k = \"1\" }\nupdate = \"u[0,0]\"",
+                "'k' cannot name an aux field",
+            ),
+            (
+                "aux = { c = \"g[0] < 1\" }\nupdate = \"u[0,0]\"",
+                "the field is a condition",
+            ),
+            (
+                "aux = { c = \"1\" }\nupdate = \"c[0]\"",
+                "c[...] needs 2 offsets",
+            ),
+            (
+                "aux = { c = \"1\" }\nupdate = \"u[0,0] + c[2,0]\"",
+                "reaches past low",
+            ),
+            (
+                "aux = { c = \"1\" }\nlet = [\"c = 2\"]\nupdate = \"u[0,0]\"",
+                "'c' is already a parameter, u, inf or an aux field",
+            ),
+            (
+                "cell = 2\naux = { c = \"1\" }\nupdate = [\"u[0,0][0]\", \"u[0,0][1]\"]",
+                "auxiliary fields need scalar cells",
+            ),
+            (
+                "aux = { c = \"c[0,0]\" }\nupdate = \"u[0,0]\"",
+                "unknown name 'c'",
+            ),
+        ] {
+            let err = spec(body).unwrap_err().to_string();
+            assert!(err.contains(want), "{body}\n{err}");
+        }
     }
 
     #[test]
@@ -1038,7 +1315,7 @@ mod tests {
             ("update = \"u[0,0] + old2[0]\"".to_string(), "in update, at character 13: old2[k]: the cells are scalar"),
             ("cell = 0\nupdate = []".to_string(), "cell = 0: a cell has 1 to 256 components"),
             ("cell = -1\nupdate = []".to_string(), "t.toml"),
-            ("let = [\"inf = 2\"]\nupdate = \"u[0,0]\"".to_string(), "'inf' is already a parameter, u or inf"),
+            ("let = [\"inf = 2\"]\nupdate = \"u[0,0]\"".to_string(), "'inf' is already a parameter, u, inf or an aux field"),
             ("params = { inf = 1.0 }\nupdate = \"u[0,0]\"".to_string(), "parameter 'inf' has a reserved name"),
         ];
         for (body, want) in cases {

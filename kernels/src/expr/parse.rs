@@ -66,6 +66,9 @@ pub enum Expr {
     /// `n[d]`. Replaced by the number when the spec meets its domain
     /// (`ExprSpec::for_domain`).
     Size(usize),
+    /// Auxiliary field number `i` (the spec's `aux`, by name) at an
+    /// offset: `c[0, 1]`. Read-only, the same on every layout.
+    Aux(usize, Vec<i64>),
     Neg(Box<Expr>),
     Arith(Arith, Box<Expr>, Box<Expr>),
     Compare(Compare, Box<Expr>, Box<Expr>),
@@ -75,6 +78,33 @@ pub enum Expr {
     /// `select(condition, if_true, if_false)`.
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
     Call(Func, Vec<Expr>),
+}
+
+impl Expr {
+    /// Calls `f` on this expression and every subexpression, parents first.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Num(_)
+            | Expr::Cell(..)
+            | Expr::Let(_)
+            | Expr::Global(_)
+            | Expr::Old2(_)
+            | Expr::Size(_)
+            | Expr::Aux(..) => {}
+            Expr::Neg(a) | Expr::Not(a) => a.visit(f),
+            Expr::Arith(_, a, b) | Expr::Compare(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Select(c, a, b) => {
+                c.visit(f);
+                a.visit(f);
+                b.visit(f);
+            }
+            Expr::Call(_, args) => args.iter().for_each(|a| a.visit(f)),
+        }
+    }
 }
 
 /// What an expression yields.
@@ -177,6 +207,8 @@ pub struct Scope<'a> {
     pub ndims: usize,
     /// `None` for scalar cells; the component count of array cells.
     pub components: Option<usize>,
+    /// The auxiliary fields' names, read as `name[o0, ...]`.
+    pub aux: &'a [String],
 }
 
 struct Parser<'a> {
@@ -380,7 +412,8 @@ impl Parser<'_> {
             }
             Tok::Ident(name) => {
                 self.pos += 1;
-                if name == "u" {
+                let field = self.scope.aux.iter().position(|a| *a == name);
+                if name == "u" || field.is_some() {
                     self.expect("[")?;
                     let mut off = vec![self.int()?];
                     while self.eat(",") {
@@ -391,11 +424,14 @@ impl Parser<'_> {
                         return Err(ParseError {
                             at,
                             why: format!(
-                                "u[...] needs {} offsets (one per dimension), got {}",
+                                "{name}[...] needs {} offsets (one per dimension), got {}",
                                 self.scope.ndims,
                                 off.len()
                             ),
                         });
+                    }
+                    if let Some(i) = field {
+                        return Ok((Expr::Aux(i, off), Kind::Real));
                     }
                     let k = self.component("u[...]")?;
                     return Ok((Expr::Cell(off, k), Kind::Real));
@@ -484,7 +520,7 @@ impl Parser<'_> {
                     at,
                     why: format!(
                         "unknown name '{name}' (use u[...], g[...], n[...], old2, inf, a parameter, \
-                         an earlier let, select, sqrt, abs, min or max)"
+                         an aux field, an earlier let, select, sqrt, abs, min or max)"
                     ),
                 })
             }
@@ -559,6 +595,7 @@ mod tests {
                 lets: &lets,
                 ndims: 2,
                 components: None,
+                aux: &[],
             },
         )
     }

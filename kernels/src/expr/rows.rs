@@ -59,8 +59,9 @@ pub struct Program<T> {
     /// The operation computing each component of the new cell (one for a
     /// scalar cell).
     roots: Vec<usize>,
-    /// The offset and component `Load(i)` reads.
-    loads: Vec<(Vec<i64>, usize)>,
+    /// The offset, component and buffer (0 the grid, `1 + i` auxiliary
+    /// field `i`) `Load(i)` reads.
+    loads: Vec<(Vec<i64>, usize, usize)>,
     /// `None` for scalar cells; the components of array cells.
     width: Option<usize>,
     /// Cells per chunk.
@@ -83,7 +84,7 @@ enum Key {
 struct Builder<T> {
     ops: Vec<Op<T>>,
     seen: HashMap<Key, usize>,
-    loads: Vec<(Vec<i64>, usize)>,
+    loads: Vec<(Vec<i64>, usize, usize)>,
     lets: Vec<usize>,
     sums: Vec<Vec<usize>>,
 }
@@ -97,6 +98,17 @@ impl<T: Math> Builder<T> {
         }
         self.sums.push(terms);
         self.push(key, Op::Sum(self.sums.len() - 1, tail))
+    }
+
+    fn load(&mut self, load: (Vec<i64>, usize, usize)) -> usize {
+        let i = match self.loads.iter().position(|x| *x == load) {
+            Some(i) => i,
+            None => {
+                self.loads.push(load);
+                self.loads.len() - 1
+            }
+        };
+        self.push(Key::Load(i), Op::Load(i))
     }
 
     fn push(&mut self, key: Key, op: Op<T>) -> usize {
@@ -144,17 +156,8 @@ impl<T: Math> Builder<T> {
                 let t = T::from_f64(*v);
                 self.push(Key::Const(t.to_f64().to_bits()), Op::Const(t))
             }
-            Expr::Cell(o, k) => {
-                let load = (o.clone(), *k);
-                let i = match self.loads.iter().position(|x| *x == load) {
-                    Some(i) => i,
-                    None => {
-                        self.loads.push(load);
-                        self.loads.len() - 1
-                    }
-                };
-                self.push(Key::Load(i), Op::Load(i))
-            }
+            Expr::Cell(o, k) => self.load((o.clone(), *k, 0)),
+            Expr::Aux(field, o) => self.load((o.clone(), 0, 1 + field)),
             Expr::Let(i) => self.lets[*i],
             Expr::Global(d) => self.push(Key::Node(format!("Global({d})")), Op::Global(*d)),
             Expr::Old2(k) => self.push(Key::Node(format!("Old2({k})")), Op::Old2(*k)),
@@ -301,9 +304,21 @@ impl<T: Math> Program<T> {
 
     /// Computes `region` into `dst` (the slab from `region[0].start`).
     /// Both buffers hold components: one per cell for scalar cells, the
-    /// cell's `width` components side by side for array cells.
-    pub fn apply(&self, src: &[T], dst: &mut [T], frame: &Frame, region: &[Range<usize>]) {
-        let lin: Vec<isize> = self.loads.iter().map(|(o, _)| frame.linear(o)).collect();
+    /// cell's `width` components side by side for array cells. `aux` are
+    /// the auxiliary fields' buffers (scalar cells only), with `src`'s
+    /// geometry.
+    pub fn apply(
+        &self,
+        src: &[T],
+        aux: &[&[T]],
+        dst: &mut [T],
+        frame: &Frame,
+        region: &[Range<usize>],
+    ) {
+        let lin: Vec<isize> = self.loads.iter().map(|(o, ..)| frame.linear(o)).collect();
+        let mut srcs: Vec<&[T]> = vec![src];
+        srcs.extend_from_slice(aux);
+        let from: Vec<usize> = self.loads.iter().map(|l| l.2).collect();
         let chunk = self.chunk;
         let mut bufs: Vec<Vec<T>> = self
             .ops
@@ -321,7 +336,8 @@ impl<T: Math> Program<T> {
                     let n = chunk.min(len - at);
                     let out = &mut dst[d + at..d + at + n];
                     let ch = Chunk {
-                        src,
+                        srcs: &srcs,
+                        from: &from,
                         lin: &lin,
                         s: s + at,
                         at: s + at,
@@ -340,12 +356,14 @@ impl<T: Math> Program<T> {
         let rows: Vec<isize> = (0..self.loads.len())
             .map(|j| (j * chunk) as isize)
             .collect();
+        // Every gathered row is in the one buffer.
+        let zeros = vec![0; self.loads.len()];
         for_each_row(frame, region, |s, d, len| {
             let mut at = 0;
             while at < len {
                 let n = chunk.min(len - at);
                 let (s, d) = (s + at, d + at);
-                for (j, ((_, k), &off)) in self.loads.iter().zip(&lin).enumerate() {
+                for (j, ((_, k, _), &off)) in self.loads.iter().zip(&lin).enumerate() {
                     let first = (s as isize + off) as usize;
                     let row = &mut gathered[j * chunk..j * chunk + n];
                     for (i, g) in row.iter_mut().enumerate() {
@@ -360,7 +378,8 @@ impl<T: Math> Program<T> {
                     }
                 }
                 let ch = Chunk {
-                    src: &gathered,
+                    srcs: &[&gathered],
+                    from: &zeros,
                     lin: &rows,
                     s: 0,
                     at: s,
@@ -382,11 +401,13 @@ impl<T: Math> Program<T> {
     }
 }
 
-/// Where one chunk of `n` cells reads: load `j` at `src[s + lin[j]..]`;
-/// its first cell is at `at` in the frame (for the global index).
+/// Where one chunk of `n` cells reads: load `j` at
+/// `srcs[from[j]][s + lin[j]..]`; its first cell is at `at` in the frame
+/// (for the global index).
 #[derive(Clone, Copy)]
 struct Chunk<'a, T> {
-    src: &'a [T],
+    srcs: &'a [&'a [T]],
+    from: &'a [usize],
     lin: &'a [isize],
     s: usize,
     at: usize,
@@ -434,7 +455,14 @@ fn eval_body<T: Math>(
     bufs: &mut [Vec<T>],
     mut out: Option<&mut [T]>,
 ) {
-    let Chunk { src, lin, s, at, n } = ch;
+    let Chunk {
+        srcs,
+        from,
+        lin,
+        s,
+        at,
+        n,
+    } = ch;
     let (one, zero) = (T::from_f64(1.0), T::from_f64(0.0));
     let truth = |b: bool| if b { one } else { zero };
     // Scalar cells compute their root straight into `out`.
@@ -464,7 +492,7 @@ fn eval_body<T: Math>(
             match p.ops[i] {
                 Op::Load(j) => {
                     let start = (s as isize + lin[j]) as usize;
-                    &src[start..start + n]
+                    &srcs[from[j]][start..start + n]
                 }
                 _ => &done[i][..n],
             }
@@ -542,7 +570,7 @@ fn eval_body<T: Math>(
                     *t = match p.ops[op] {
                         Op::Load(j) => {
                             let start = (s as isize + lin[j]) as usize;
-                            &src[start..start + n]
+                            &srcs[from[j]][start..start + n]
                         }
                         _ => &done[op][..n],
                     };
@@ -568,7 +596,7 @@ fn eval_body<T: Math>(
     match p.ops[root] {
         Op::Load(j) => {
             let start = (s as isize + lin[j]) as usize;
-            out.copy_from_slice(&src[start..start + n]);
+            out.copy_from_slice(&srcs[from[j]][start..start + n]);
         }
         Op::Const(c) => out.fill(c),
         _ => {}
