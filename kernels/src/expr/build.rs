@@ -44,6 +44,12 @@ pub fn n(d: usize) -> E {
     E(Expr::Size(d))
 }
 
+/// Auxiliary field number `field` (its place in the list given to
+/// [`ExprSpec::with_aux`](super::ExprSpec::with_aux)) at `offset`.
+pub fn aux(field: usize, offset: &[i64]) -> E {
+    E(Expr::Aux(field, offset.to_vec()))
+}
+
 /// The cell one level before `u(&[0, ...])` (level t-1).
 pub fn old2() -> E {
     E(Expr::Old2(0))

@@ -367,6 +367,56 @@ impl ExprSpec {
         Ok(spec)
     }
 
+    /// The spec with auxiliary fields, read in the update as
+    /// [`build::aux`]`(i, offset)` for the `i`-th of `fields`: each a name
+    /// and an expression of the global index, sizes and numbers (no grid
+    /// reads). The Rust route to what a spec file's `aux` declares.
+    pub fn with_aux(mut self, fields: Vec<(&str, build::E)>) -> Result<ExprSpec, SpecError> {
+        if !fields.is_empty() && self.components.is_some() {
+            return Err(bad(
+                "aux",
+                0,
+                "auxiliary fields need scalar cells (no cell = N)",
+            ));
+        }
+        self.aux = Vec::new();
+        for (name, e) in fields {
+            let mut reads_grid = false;
+            e.0.visit(&mut |x| {
+                reads_grid |= matches!(
+                    x,
+                    Expr::Cell(..) | Expr::Old2(_) | Expr::Aux(..) | Expr::Let(_)
+                )
+            });
+            if reads_grid {
+                return Err(bad(
+                    &format!("aux {name}"),
+                    0,
+                    "an aux field is computed once: it may read g[d], n[d] and numbers only",
+                ));
+            }
+            self.aux.push((name.to_string(), e.0));
+        }
+        if let Some(i) = self.undeclared_aux() {
+            return Err(bad(
+                "update",
+                0,
+                format!("aux field {i} read, {} given", self.aux.len()),
+            ));
+        }
+        self.check_reads()?;
+        Ok(self)
+    }
+
+    /// The first auxiliary field read that the spec does not declare.
+    fn undeclared_aux(&self) -> Option<usize> {
+        let fields = self.aux.len();
+        self.leaves().iter().find_map(|e| match e {
+            Expr::Aux(i, _) if *i >= fields => Some(*i),
+            _ => None,
+        })
+    }
+
     /// Errors unless the kernel reads some cell, each read with one offset
     /// per dimension and inside `low`/`high`.
     fn check_reads(&self) -> Result<(), SpecError> {
@@ -570,7 +620,8 @@ pub struct ExprKernel<C: ExprCell> {
 impl<C: ExprCell> ExprKernel<C> {
     /// # Panics
     ///
-    /// If the spec reads the domain size (`n[d]`) unbound: bind it with
+    /// If the spec reads an auxiliary field it does not declare
+    /// ([`ExprSpec::with_aux`]). If the spec reads the domain size (`n[d]`) unbound: bind it with
     /// [`ExprSpec::for_domain`] first (the size is the run's, not the
     /// spec's). If the spec's cells are not `C`'s: scalar for `f32`, `N`
     /// components (`cell = N`) for `[f32; N]` ([`ExprSpec::components`]).
@@ -578,6 +629,11 @@ impl<C: ExprCell> ExprKernel<C> {
         assert!(
             !spec.uses_domain(),
             "stencil '{}' reads n[d]: bind the domain with ExprSpec::for_domain first",
+            spec.name
+        );
+        assert!(
+            spec.undeclared_aux().is_none(),
+            "stencil '{}' reads an aux field it does not declare: ExprSpec::with_aux",
             spec.name
         );
         assert_eq!(
@@ -1162,6 +1218,28 @@ mod tests {
         assert!(ExprKernel::<f64>::new(&e)
             .with_aux("nope", |_| 0.0)
             .is_err());
+    }
+
+    #[test]
+    fn aux_fields_from_rust() {
+        use build::{aux, g, u};
+        let update = u(&[0, 0]) * aux(0, &[1, 0]) + aux(1, &[0, -1]);
+        let spec = ExprSpec::from_rust("r", vec![1, 1], vec![1, 1], update).unwrap();
+        let err = spec.with_aux(vec![("a", g(0))]).unwrap_err();
+        assert!(
+            err.to_string().contains("aux field 1 read, 1 given"),
+            "{err}"
+        );
+        let spec = ExprSpec::from_rust("r", vec![1, 1], vec![1, 1], aux(0, &[0, 0]) + u(&[0, 0]))
+            .unwrap()
+            .with_aux(vec![("a", g(0) * 2.0), ("b", g(1) - 1.0)]);
+        let k = ExprKernel::<f32>::new(&spec.unwrap());
+        assert_eq!(k.aux_fields()[0](&[3, 4]), 6.0);
+        assert_eq!(k.aux_fields()[1](&[3, 4]), 3.0);
+        let bad = ExprSpec::from_rust("r", vec![1, 1], vec![1, 1], u(&[0, 0]))
+            .unwrap()
+            .with_aux(vec![("a", u(&[0, 0]))]);
+        assert!(bad.unwrap_err().to_string().contains("computed once"));
     }
 
     #[test]
