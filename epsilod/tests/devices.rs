@@ -259,26 +259,14 @@ fn global_index_in_expressions(kind: &str) {
     .for_domain(&[rows, cols])
     .unwrap();
     let init = |i: &[i64]| random_value(i, 9);
-    let mut want: Vec<f32> = (0..rows * cols)
-        .map(|k| init(&[(k / cols) as i64, (k % cols) as i64]))
-        .collect();
-    for _ in 0..iters {
-        let old = want.clone();
-        for r in 1..rows - 1 {
-            for q in 1..cols - 1 {
-                let x = |dr: isize, dq: isize| {
-                    old[(r as isize + dr) as usize * cols + (q as isize + dq) as usize]
-                };
-                want[r * cols + q] = if r == 20 && q == 7 {
-                    1.0
-                } else {
-                    (x(-1, 0) + x(1, 0) + x(0, -1) + x(0, 1)) / 4.0 + q as f32 * 0.001
-                        - (rows as f32 - r as f32) * 0.002
-                };
-            }
+    let want = serial_2d(rows, cols, iters, init, |r, q, x| {
+        if r == 20 && q == 7 {
+            1.0
+        } else {
+            (x(-1, 0) + x(1, 0) + x(0, -1) + x(0, 1)) / 4.0 + q as f32 * 0.001
+                - (rows as f32 - r as f32) * 0.002
         }
-    }
-    let want: Vec<u32> = want.iter().map(|v| v.to_bits()).collect();
+    });
     for (devs, part) in [
         (vec!["cpu:threads=1"], Partition::Multi),
         (vec![kind], Partition::Multi),
@@ -332,8 +320,25 @@ fn aux_reference(rows: usize, cols: usize, iters: usize, init: impl Fn(&[i64]) -
         };
         base + q as f32 / (cols as f32 * 16.0)
     };
+    serial_2d(rows, cols, iters, init, |r, q, x| {
+        let u = x(0, 0);
+        u + k(r - 1, q) * (x(-1, 0) - u)
+            + k(r + 1, q) * (x(1, 0) - u)
+            + k(r, q) * (x(0, -1) + x(0, 1) - 2.0 * u)
+    })
+}
+
+/// A 2-d grid from `init`, `iters` steps of `cell(row, column, x)` over
+/// its interior (`x(dr, dq)` reads the old grid), serially: the bits.
+fn serial_2d(
+    rows: usize,
+    cols: usize,
+    iters: usize,
+    init: impl Fn(&[i64]) -> f32,
+    cell: impl Fn(usize, usize, &dyn Fn(isize, isize) -> f32) -> f32,
+) -> Vec<u32> {
     let mut want: Vec<f32> = (0..rows * cols)
-        .map(|i| init(&[(i / cols) as i64, (i % cols) as i64]))
+        .map(|k| init(&[(k / cols) as i64, (k % cols) as i64]))
         .collect();
     for _ in 0..iters {
         let old = want.clone();
@@ -342,11 +347,7 @@ fn aux_reference(rows: usize, cols: usize, iters: usize, init: impl Fn(&[i64]) -
                 let x = |dr: isize, dq: isize| {
                     old[(r as isize + dr) as usize * cols + (q as isize + dq) as usize]
                 };
-                let u = x(0, 0);
-                want[r * cols + q] = u
-                    + k(r - 1, q) * (x(-1, 0) - u)
-                    + k(r + 1, q) * (x(1, 0) - u)
-                    + k(r, q) * (x(0, -1) + x(0, 1) - 2.0 * u);
+                want[r * cols + q] = cell(r, q, &x);
             }
         }
     }
