@@ -497,6 +497,11 @@ pub struct RunArgs {
     /// An app's parameter, name=value (repeatable; see 'epsilod list' for each app's).
     #[arg(long = "param")]
     pub params: Vec<String>,
+    /// A spec's auxiliary field from a file, name=FILE.npy (repeatable): an f32 or f64 array
+    /// of the run's --size (f64 values rounded to f32), every rank reading it; replaces the
+    /// field's definition in the spec.
+    #[arg(long = "aux")]
+    pub aux: Vec<String>,
     /// Write a checkpoint every N iterations into --checkpoint-dir (the last two are kept; see
     /// docs/checkpoints.md).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "checkpoint_dir")]

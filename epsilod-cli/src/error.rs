@@ -52,6 +52,14 @@ pub enum CliError {
         /// Its components per cell.
         n: usize,
     },
+    /// An `--aux` field that cannot be used.
+    #[error("--aux {arg}: {why}")]
+    Aux {
+        /// The option's value.
+        arg: String,
+        /// What is wrong.
+        why: String,
+    },
     /// A size that does not parse or fit the stencil.
     #[error("bad size '{size}': {why}")]
     Size {

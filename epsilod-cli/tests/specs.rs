@@ -242,3 +242,101 @@ fn a_bad_expression_is_one_line_naming_the_file_and_the_place() {
         "{err}"
     );
 }
+
+/// `--aux k=FILE.npy` replaces a field's definition by a file's values:
+/// the file of the definition's own values gives the same bytes (f32 and
+/// f64 files, several devices, a deeper halo), another file other bytes,
+/// and bad uses are one line.
+#[test]
+fn aux_fields_from_npy_files() {
+    use ndarray_npy::WriteNpyExt;
+    let dir = tempfile::tempdir().unwrap();
+    let spec = specs().join("varcoef.toml");
+    let spec = spec.to_str().unwrap();
+    let (rows, cols) = (30usize, 22usize);
+    // varcoef.toml's k, written out in f32.
+    let k = |r: usize, q: usize| -> f32 {
+        let base: f32 = if (r as f32) < rows as f32 / 2.0 {
+            0.2
+        } else {
+            0.05
+        };
+        base + q as f32 / (cols as f32 * 16.0)
+    };
+    let same = ndarray::Array2::from_shape_fn((rows, cols), |(r, q)| k(r, q));
+    let write = |name: &str, a: &dyn Fn(&std::fs::File)| {
+        let p = dir.path().join(name);
+        a(&std::fs::File::create(&p).unwrap());
+        p.to_str().unwrap().to_string()
+    };
+    let f32_file = write("k32.npy", &|f| same.write_npy(f).unwrap());
+    let f64_file = write("k64.npy", &|f| same.mapv(f64::from).write_npy(f).unwrap());
+    let other = write("other.npy", &|f| {
+        same.mapv(|v| v * 0.5).write_npy(f).unwrap()
+    });
+    let run = |extra: &[&str], out: &str| {
+        let out = dir.path().join(out);
+        let mut args = vec![
+            "run",
+            spec,
+            "--size",
+            "30x22",
+            "--iters",
+            "12",
+            "--init",
+            "random",
+            "--quiet",
+            "--devices",
+            "cpu:threads=1",
+            "--devices",
+            "cpu:threads=1",
+            "--output",
+        ];
+        args.push(out.to_str().unwrap());
+        args.extend(extra);
+        common::ok(&args);
+        std::fs::read(out).unwrap()
+    };
+    let defined = run(&[], "a.npy");
+    let k32 = format!("k={f32_file}");
+    let k64 = format!("k={f64_file}");
+    let ko = format!("k={other}");
+    assert_eq!(run(&["--aux", &k32], "b.npy"), defined);
+    assert_eq!(run(&["--aux", &k64, "--halo-depth", "3"], "c.npy"), defined);
+    assert_ne!(run(&["--aux", &ko], "d.npy"), defined);
+    let base = ["run", spec, "--size", "30x22", "--iters", "2", "--aux"];
+    let with = |a: &str| {
+        let mut v = base.to_vec();
+        v.push(a);
+        v.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let fails = |a: &str, want: &str| {
+        let v = with(a);
+        let v: Vec<&str> = v.iter().map(String::as_str).collect();
+        common::fails_with(&v, want);
+    };
+    fails("k", "--aux k: expected name=FILE.npy");
+    fails(
+        &format!("c={f32_file}"),
+        "the spec declares aux fields [\"k\"], not 'c'",
+    );
+    fails(
+        "k=/nonexistent.npy",
+        "--aux k=/nonexistent.npy: /nonexistent.npy:",
+    );
+    let small = write("small.npy", &|f| {
+        ndarray::Array2::<f32>::zeros((3, 4)).write_npy(f).unwrap()
+    });
+    fails(
+        &format!("k={small}"),
+        "the array is [3, 4], the run's --size is [30, 22]",
+    );
+    common::fails_with(
+        &["run", "2d4", "--size", "10", "--aux", &k32],
+        "the stencil declares no aux fields",
+    );
+    let mut twice = with(&k32);
+    twice.extend(["--aux".to_string(), k32.clone()]);
+    let twice: Vec<&str> = twice.iter().map(String::as_str).collect();
+    common::fails_with(&twice, "'k' is given twice");
+}

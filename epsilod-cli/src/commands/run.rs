@@ -17,6 +17,7 @@ use hitmap::{Footprint, Layout};
 use kernels::{AnySpec, Library};
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::Arc;
 
 pub fn run(args: &RunArgs, cluster: &Cluster) -> Result<(), CliError> {
     let r = run_config(args, &args.alb, true, cluster)?;
@@ -230,6 +231,89 @@ struct Checked {
     options: RunOptions,
     /// An app's parameters.
     params: epsilod_apps::Params,
+    /// Auxiliary fields from files: name and values over the global domain.
+    aux: Vec<(String, Arc<ndarray::ArrayD<f32>>)>,
+}
+
+/// The `--aux name=FILE.npy` fields, read and checked against the spec
+/// (a field it declares, once each) and the run's size.
+fn aux_files(
+    given: &[String],
+    target: &Target,
+    size: &[usize],
+) -> Result<Vec<(String, Arc<ndarray::ArrayD<f32>>)>, CliError> {
+    let mut out: Vec<(String, Arc<ndarray::ArrayD<f32>>)> = Vec::new();
+    for arg in given {
+        let bad = |why: String| CliError::Aux {
+            arg: arg.clone(),
+            why,
+        };
+        let declared = match target {
+            Target::Spec(AnySpec::Expr(e)) => e.aux.iter().map(|(n, _)| n.clone()).collect(),
+            _ => Vec::new(),
+        };
+        let Some((name, path)) = arg.split_once('=') else {
+            return Err(bad("expected name=FILE.npy".into()));
+        };
+        if !declared.iter().any(|n| n == name) {
+            return Err(bad(match declared.is_empty() {
+                true => "the stencil declares no aux fields (a spec file's aux = { ... })".into(),
+                false => format!("the spec declares aux fields {declared:?}, not '{name}'"),
+            }));
+        }
+        if out.iter().any(|(n, _)| n == name) {
+            return Err(bad(format!("'{name}' is given twice")));
+        }
+        let a = read_field(Path::new(path)).map_err(bad)?;
+        if a.shape() != size {
+            return Err(bad(format!(
+                "the array is {:?}, the run's --size is {size:?}",
+                a.shape()
+            )));
+        }
+        out.push((name.to_string(), Arc::new(a)));
+    }
+    Ok(out)
+}
+
+/// An f32 array from a `.npy` file of f32 or f64 (rounded).
+fn read_field(path: &Path) -> Result<ndarray::ArrayD<f32>, String> {
+    use ndarray_npy::ReadNpyExt;
+    let open = || std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()));
+    let a = match ndarray::ArrayD::<f32>::read_npy(open()?) {
+        Ok(a) => a,
+        Err(_) => ndarray::ArrayD::<f64>::read_npy(open()?)
+            .map_err(|e| format!("{}: not an f32 or f64 .npy array ({e})", path.display()))?
+            .mapv(|v| v as f32),
+    };
+    Ok(a)
+}
+
+/// The spec's kernel with fields' values from the files.
+fn with_aux_files(
+    spec: &kernels::ExprSpec,
+    aux: Vec<(String, Arc<ndarray::ArrayD<f32>>)>,
+) -> Result<kernels::ExprKernel<f32>, CliError> {
+    let mut k = kernels::ExprKernel::<f32>::new(spec);
+    for (name, a) in aux {
+        // Row-major strides of the array (the global domain's shape).
+        let mut strides = vec![1usize; a.ndim()];
+        for d in (0..a.ndim().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * a.shape()[d + 1];
+        }
+        let values: Vec<f32> = a.iter().copied().collect();
+        k = k
+            .with_aux(&name, move |g: &[i64]| {
+                // Fields are read within the global domain, the array's shape.
+                let at: usize = g.iter().zip(&strides).map(|(&i, s)| i as usize * s).sum();
+                values[at]
+            })
+            .map_err(|e| CliError::Aux {
+                arg: name.clone(),
+                why: e.to_string(),
+            })?;
+    }
+    Ok(k)
 }
 
 /// Everything that can be wrong with a run, found before any work starts.
@@ -262,6 +346,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
         }
         _ => epsilod_apps::Params::default(),
     };
+    let aux = aux_files(&args.aux, &target, &size)?;
     // Only rank 0 writes, and only its file system matters.
     if cluster.is_root() {
         if let Some(o) = &args.output {
@@ -275,6 +360,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
         target,
         size,
         params,
+        aux,
         options: RunOptions {
             iters: args.iters,
             devices,
@@ -321,6 +407,7 @@ pub fn run_config(
         size,
         mut options,
         params,
+        aux,
     } = checked?;
     let shows_progress =
         write && cluster.is_root() && !args.quiet && std::io::stderr().is_terminal();
@@ -337,7 +424,14 @@ pub fn run_config(
             }
             return finish(out.report, args, write && out.root);
         }
-        Target::Spec(ref spec) => Stencil::<f32>::from_any_spec(&spec.for_domain(&size)?),
+        Target::Spec(ref spec) => {
+            let spec = spec.for_domain(&size)?;
+            let mut stencil = Stencil::<f32>::from_any_spec(&spec);
+            if let (AnySpec::Expr(e), false) = (&spec, aux.is_empty()) {
+                stencil.kernel = Arc::new(with_aux_files(e, aux)?);
+            }
+            stencil
+        }
         Target::App(app) => {
             let out = app.run(&size, &params, &options, cluster)?;
             drop(bar);
