@@ -232,17 +232,17 @@ struct Checked {
     /// An app's parameters.
     params: epsilod_apps::Params,
     /// Auxiliary fields from files: name and values over the global domain.
-    aux: Vec<(String, Arc<ndarray::ArrayD<f32>>)>,
+    aux: AuxFiles,
 }
+
+/// Auxiliary fields read from files: name and values over the global
+/// domain.
+type AuxFiles = Vec<(String, Arc<ndarray::ArrayD<f32>>)>;
 
 /// The `--aux name=FILE.npy` fields, read and checked against the spec
 /// (a field it declares, once each) and the run's size.
-fn aux_files(
-    given: &[String],
-    target: &Target,
-    size: &[usize],
-) -> Result<Vec<(String, Arc<ndarray::ArrayD<f32>>)>, CliError> {
-    let mut out: Vec<(String, Arc<ndarray::ArrayD<f32>>)> = Vec::new();
+fn aux_files(given: &[String], target: &Target, size: &[usize]) -> Result<AuxFiles, CliError> {
+    let mut out = AuxFiles::new();
     for arg in given {
         let bad = |why: String| CliError::Aux {
             arg: arg.clone(),
@@ -292,7 +292,7 @@ fn read_field(path: &Path) -> Result<ndarray::ArrayD<f32>, String> {
 /// The spec's kernel with fields' values from the files.
 fn with_aux_files(
     spec: &kernels::ExprSpec,
-    aux: Vec<(String, Arc<ndarray::ArrayD<f32>>)>,
+    aux: AuxFiles,
 ) -> Result<kernels::ExprKernel<f32>, CliError> {
     let mut k = kernels::ExprKernel::<f32>::new(spec);
     for (name, a) in aux {
