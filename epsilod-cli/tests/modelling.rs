@@ -273,7 +273,8 @@ fn calibrate_writes_a_machine_the_other_commands_read() {
         // The report's canonical text (slowdown=2 reads slowdown=2@0).
         assert!(d["name"].as_str().unwrap().starts_with(name), "{d}");
         assert!(d["seconds_per_cell"].as_f64().unwrap() > 0.0);
-        assert_eq!(d["samples"], 4, "6 iterations, 2 not kept");
+        assert!(d["fixed_seconds"].as_f64().unwrap() >= 0.0);
+        assert_eq!(d["samples"], 8, "two passes of 6 iterations, 2 not kept");
     }
     let powers: Vec<f64> = ds
         .iter()

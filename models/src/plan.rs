@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::link::Hockney;
+use crate::predict::balance;
 
 /// Why a plan cannot be made.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -88,6 +89,10 @@ pub struct DeviceClass {
     pub host: String,
     /// Calibrated seconds per cell.
     pub seconds_per_cell: f64,
+    /// Calibrated seconds per iteration whatever the cells (a machine's
+    /// `fixed_seconds`; default 0).
+    #[serde(default)]
+    pub fixed_seconds: f64,
     /// How many.
     #[serde(default = "one")]
     pub count: usize,
@@ -188,6 +193,11 @@ impl Inventory {
                 d.seconds_per_cell,
                 false,
             )?;
+            finite(
+                format!("device {} fixed_seconds", d.name),
+                d.fixed_seconds,
+                true,
+            )?;
         }
         let mut links = vec![("in_process".to_string(), self.in_process)];
         links.extend(self.shared_memory.map(|l| ("shared_memory".to_string(), l)));
@@ -221,11 +231,13 @@ impl Inventory {
                 hosts.push(&d.host);
             }
         }
-        let mut chain: Vec<(usize, f64)> = Vec::new(); // (host, seconds per cell)
+        // (host, (fixed seconds, seconds per cell))
+        let mut chain: Vec<(usize, (f64, f64))> = Vec::new();
         for (h, host) in hosts.iter().enumerate() {
             for (d, &n) in self.devices.iter().zip(counts) {
                 if d.host == *host {
-                    chain.extend(std::iter::repeat_n((h, d.seconds_per_cell), n));
+                    let cost = (d.fixed_seconds, d.seconds_per_cell);
+                    chain.extend(std::iter::repeat_n((h, cost), n));
                 }
             }
         }
@@ -255,14 +267,15 @@ impl Inventory {
                 self.in_process.hockney()
             }
         };
-        let speed: f64 = chain.iter().map(|c| 1.0 / c.1).sum();
         let n = chain.len();
         let cells = p.rows * p.cells_per_row;
+        let costs: Vec<(f64, f64)> = chain.iter().map(|c| c.1).collect();
+        let seeded = balance(&costs, cells).1;
         let mut worst: f64 = 0.0;
-        for (d, &(_, s)) in chain.iter().enumerate() {
-            let share = match weights {
-                Weights::Seeded => (1.0 / s) / speed,
-                Weights::Equal => 1.0 / n as f64,
+        for (d, &(_, (a, s))) in chain.iter().enumerate() {
+            let mine = match weights {
+                Weights::Seeded => seeded[d],
+                Weights::Equal => cells / n as f64,
             };
             let mut exchange = 0.0;
             let mut nb = 0.0;
@@ -272,12 +285,15 @@ impl Inventory {
                     nb += 1.0;
                 }
             }
-            let compute = share * cells * s;
+            // A device with no rows launches nothing (the balanced split
+            // leaves out one whose fixed cost exceeds the others' time).
+            let fixed = if mine > 0.0 { a } else { 0.0 };
+            let compute = fixed + mine * s;
             let t = match p.estimate {
                 Estimate::Additive => compute + exchange,
                 Estimate::Overlap => {
-                    let rows = share * p.rows;
-                    let border = rows.min(p.halo_rows * nb) * p.cells_per_row * s;
+                    let rows = mine / p.cells_per_row;
+                    let border = fixed + rows.min(p.halo_rows * nb) * p.cells_per_row * s;
                     border + exchange.max(compute - border)
                 }
             };
@@ -528,6 +544,7 @@ mod tests {
                     name: format!("c{i}"),
                     host: format!("h{host}"),
                     seconds_per_cell: spc,
+                    fixed_seconds: 0.0,
                     count,
                 })
                 .collect(),
@@ -580,8 +597,14 @@ mod tests {
             nets in prop::collection::vec((1e-6f64..1e-3, 1e-11f64..1e-8), 0..3),
             rows in 16.0f64..100_000.0,
             overlap in any::<bool>(),
+            fixed in prop::collection::vec(prop_oneof![Just(0.0), 1e-7f64..1e-3], 4),
         ) {
-            let inv = inventory(&c, &nets);
+            let mut inv = inventory(&c, &nets);
+            // Fixed costs per iteration keep the search exact: its bound
+            // (balanced compute without them) only gets looser.
+            for (d, &a) in inv.devices.iter_mut().zip(&fixed) {
+                d.fixed_seconds = a;
+            }
             let p = problem(rows, if overlap { Estimate::Overlap } else { Estimate::Additive });
             let (bb, ex) = (branch_and_bound(&inv, &p).unwrap(), exhaustive(&inv, &p).unwrap());
             prop_assert!((bb.seconds - ex.seconds).abs() <= 1e-12 * ex.seconds, "{:?} {:?}", bb, ex);
@@ -624,6 +647,25 @@ mod tests {
         assert!(s.windows(2).all(|w| w[0].seconds <= w[1].seconds));
         assert_eq!(s[0].weights, Weights::Seeded);
         assert_eq!(s[0].per_rank, 4, "in-process links are the cheapest");
+    }
+
+    /// A fixed cost per iteration makes small devices not worth booking:
+    /// by rate alone eight slow devices add 8/4 = 2 fast devices' worth, but
+    /// the two fast ones finish an iteration in 0.52 ms, less than the slow
+    /// ones' fixed 0.6 ms.
+    #[test]
+    fn a_fixed_cost_per_iteration_drops_devices_that_do_not_pay() {
+        let mut inv = inventory(&[(0, 1e-9, 2), (0, 4e-9, 8)], &[]);
+        let p = problem(1024.0, Estimate::Additive);
+        assert_eq!(branch_and_bound(&inv, &p).unwrap().counts, vec![2, 8]);
+        inv.devices[1].fixed_seconds = 6e-4;
+        let best = branch_and_bound(&inv, &p).unwrap();
+        assert_eq!(best.counts, vec![2, 0], "{best:?}");
+        // 1024 x 1024 cells over two 1 ns devices, plus one message.
+        let alone = 1024.0 * 1024.0 * 1e-9 / 2.0 + 2e-6 + 4096.0 * 1e-11;
+        assert!((best.seconds - 100.0 * alone).abs() < 1e-12, "{best:?}");
+        inv.devices[1].fixed_seconds = -1.0;
+        assert!(exhaustive(&inv, &p).is_err());
     }
 
     #[test]

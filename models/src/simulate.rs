@@ -13,7 +13,8 @@
 //! for ALB travel point to point and are read one iteration late, as in
 //! the skeleton, and only a rebalance lines every clock up (its barrier).
 //!
-//! Kernel time is `seconds_per_cell · cells · slowdown · drift · ε` with `ε`
+//! Kernel time is `(fixed_seconds + seconds_per_cell · cells) · slowdown ·
+//! drift · ε` (the fixed part paid with the border strips) with `ε`
 //! lognormal of mean 1 and the device's coefficient of variation, or, in
 //! trace mode, a real report's kernel times replayed as they were. Fed the
 //! same kernel times and redistribution costs as a real run, the simulator
@@ -133,6 +134,10 @@ pub struct SimDevice {
     pub name: String,
     /// Seconds per cell update at full speed.
     pub seconds_per_cell: f64,
+    /// Seconds per iteration the kernels cost whatever the cells (a
+    /// calibrated machine's `fixed_seconds`), at full speed.
+    #[serde(default)]
+    pub fixed_seconds: f64,
     /// Coefficient of variation of the lognormal kernel-time noise.
     pub cv: f64,
     /// Initial weight under `w<d>`.
@@ -156,6 +161,7 @@ impl SimDevice {
         SimDevice {
             name: name.into(),
             seconds_per_cell,
+            fixed_seconds: 0.0,
             cv: 0.0,
             weight: 1.0,
             host: 0,
@@ -465,6 +471,9 @@ fn check(s: &Scenario) -> Result<(), SimError> {
         if !positive(d.seconds_per_cell) {
             return Err(bad("seconds per cell", "> 0", d.seconds_per_cell));
         }
+        if !(d.fixed_seconds.is_finite() && d.fixed_seconds >= 0.0) {
+            return Err(bad("fixed seconds per iteration", ">= 0", d.fixed_seconds));
+        }
         if !(d.cv.is_finite() && d.cv >= 0.0) {
             return Err(bad("noise cv", ">= 0", d.cv));
         }
@@ -571,6 +580,8 @@ struct Sim<'a> {
     // Scratch by live index: kernel seconds, when the halos left, when the
     // last one arrived, when the iteration began; bytes out per host.
     compute: Vec<f64>,
+    /// The part of each kernel time spent on the border strips.
+    border_share: Vec<f64>,
     sent_at: Vec<f64>,
     arrive: Vec<f64>,
     began: Vec<f64>,
@@ -620,6 +631,7 @@ impl<'a> Sim<'a> {
             low,
             high,
             compute: vec![0.0; n],
+            border_share: vec![0.0; n],
             sent_at: vec![0.0; n],
             arrive: vec![0.0; n],
             began: vec![0.0; n],
@@ -698,11 +710,22 @@ impl<'a> Sim<'a> {
     fn kernel_times(&mut self, it: u64) {
         let s = self.s;
         for (i, &d) in self.live.iter().enumerate() {
-            self.compute[i] = match &s.kernels {
-                Kernels::Trace { compute, .. } => compute[it as usize][d],
+            let (cells, border) = (self.geo.cells[i], self.geo.border[i]);
+            let by_cells = if cells > 0.0 { border / cells } else { 0.0 };
+            (self.compute[i], self.border_share[i]) = match &s.kernels {
+                Kernels::Trace { compute, .. } => (compute[it as usize][d], by_cells),
                 Kernels::Modelled { .. } => {
+                    // Drawn for an empty block too: a seed's stream of
+                    // draws does not depend on the partition.
+                    let eps = self.noise.draw(d);
                     let dev = &s.devices[d];
-                    dev.seconds_per_cell * self.geo.cells[i] * dev.factor(it) * self.noise.draw(d)
+                    if cells > 0.0 {
+                        let base = dev.fixed_seconds + dev.seconds_per_cell * cells;
+                        let share = (dev.fixed_seconds + dev.seconds_per_cell * border) / base;
+                        (base * dev.factor(it) * eps, share)
+                    } else {
+                        (0.0, 0.0)
+                    }
                 }
             };
         }
@@ -719,11 +742,7 @@ impl<'a> Sim<'a> {
         // other hosts.
         self.host_out.iter_mut().for_each(|x| *x = 0.0);
         for (i, &d) in live.iter().enumerate() {
-            let border = if geo.cells[i] > 0.0 {
-                self.compute[i] * geo.border[i] / geo.cells[i]
-            } else {
-                0.0
-            };
+            let border = self.compute[i] * self.border_share[i];
             self.sent_at[i] = self.clock[d] + border;
             let h = s.devices[d].host;
             for &(q, bytes) in &geo.sends[i] {
@@ -988,11 +1007,17 @@ mod tests {
     /// the inner rows), whether the exchange or the inner rows are longer.
     #[test]
     fn noiseless_identical_devices_match_the_overlap_closed_form() {
-        for (alpha, beta) in [(1e-6, 1e-10), (1e-3, 1e-8)] {
+        // A fixed cost per iteration is paid with the borders, before the
+        // halos leave, in both.
+        for (alpha, beta, fixed) in [(1e-6, 1e-10, 0.0), (1e-3, 1e-8, 0.0), (1e-3, 1e-8, 4e-4)] {
             let link = Hockney { alpha, beta };
             let mut s = scenario(
                 (0..2)
-                    .map(|i| SimDevice::new(format!("d{i}"), 2e-9))
+                    .map(|i| {
+                        let mut d = SimDevice::new(format!("d{i}"), 2e-9);
+                        d.fixed_seconds = fixed;
+                        d
+                    })
                     .collect(),
                 1024,
                 50,
@@ -1005,7 +1030,9 @@ mod tests {
             };
             let sim = simulate(&s).unwrap();
             let machine = Machine::new(
-                (0..2).map(|i| Device::new(format!("d{i}"), 2e-9)).collect(),
+                (0..2)
+                    .map(|i| Device::new(format!("d{i}"), 2e-9).with_fixed(fixed))
+                    .collect(),
                 vec![LinkClass::from_hockney("l", link)],
             )
             .unwrap();
@@ -1018,6 +1045,13 @@ mod tests {
                 p.loop_time
             );
             assert_eq!(sim.halo_messages, 2 * 50);
+            if fixed > 0.0 {
+                // The inner rows (1.046 ms) still hide the exchange
+                // (1.041 ms): the iteration is the kernel plus its fixed
+                // cost, which the simulator charged too.
+                let without = 2e-9 * 512.0 * 1024.0;
+                assert!((p.iteration - (without + fixed)).abs() < 1e-15, "{p:?}");
+            }
         }
     }
 

@@ -186,6 +186,7 @@ fn model_devices(
                 name,
                 calibrated.map_or(args.seconds_per_cell, |c| c.seconds_per_cell),
             );
+            d.fixed_seconds = calibrated.map_or(0.0, |c| c.fixed_seconds);
             d.cv = args
                 .noise
                 .or(calibrated.map(|c| c.cv).filter(|&cv| cv > 0.0))
