@@ -342,6 +342,10 @@ pub struct SimulateArgs {
     /// else 0.02).
     #[arg(long)]
     pub noise: Option<f64>,
+    /// Resample the kernel-time noise from a real run's report (each device's kernel time over
+    /// its local median, stalls included) instead of a lognormal; deterministic per --seed.
+    #[arg(long, conflicts_with = "noise")]
+    pub noise_from: Option<PathBuf>,
     /// Devices per host (node): messages between hosts take the mpi link and share their host's
     /// interface. Default: all on one host.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]

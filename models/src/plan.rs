@@ -7,8 +7,9 @@
 //! grouped by host (only the chain's host boundaries cross the network),
 //! `per_rank` consecutive devices of a host in one MPI rank. Its time per
 //! iteration, by [`Estimate`]:
-//! - `Additive` (HCLogP, Eq. 3.5): balanced compute `cells / Σ 1/s_d`
-//!   plus the slowest device's messages, `Σ_neighbours (α + β·M)` over the
+//! - `Additive` (HCLogP, Eq. 3.5): balanced compute (`cells / Σ 1/s_d`
+//!   without fixed costs; with them each device's `a_d + s_d · cells_d`
+//!   of the seeded split) plus the slowest device's messages, `Σ_neighbours (α + β·M)` over the
 //!   link each neighbour is on;
 //! - `Overlap` (this skeleton): `max_d border_d + max(inner_d, exchange_d)`.
 //!

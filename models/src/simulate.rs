@@ -29,7 +29,7 @@ use hitmap::{
     split_border, Footprint, HaloPlan, HitmapError, Layout, Partition, RedistributionPlan, Shape,
 };
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -42,6 +42,10 @@ pub enum SimError {
     /// No devices, or every device failed.
     #[error("no devices left to simulate")]
     NoDevices,
+    /// Resampled noise with nothing to resample, or a ratio that is not a
+    /// finite number >= 0.
+    #[error("the noise sample has no usable kernel time (finite ratios >= 0 over iterations with rows)")]
+    NoNoise,
     /// A device's speed, noise or slowdown is not a usable number.
     #[error("device {device}: {what} must be a finite number {bound}, got {value}")]
     BadDevice {
@@ -257,6 +261,8 @@ pub struct Scenario {
     pub heuristic: Option<HeuristicSpec>,
     /// ALB window.
     pub window: usize,
+    /// Where modelled kernel times' noise comes from.
+    pub noise: NoiseSource,
     /// Kernel times.
     pub kernels: Kernels,
     /// The skeleton's own seconds per iteration on every device beyond its
@@ -425,14 +431,89 @@ impl Geometry {
     }
 }
 
-/// Lognormal noise of mean 1 and coefficient of variation `cv` per device.
+/// Where a modelled kernel time's factor `ε` comes from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum NoiseSource {
+    /// Lognormal of mean 1 and each device's `cv` (none when it is 0).
+    #[default]
+    Lognormal,
+    /// Drawn with replacement from these measured ratios (every device
+    /// alike, whatever its `cv`): a real run's kernel times over their
+    /// local median ([`noise_ratios`]), stalls and all. A shared machine's
+    /// kernel times have tails a lognormal of the robust spread never
+    /// produces, and the t-test of `welch` reacts to exactly those.
+    Resampled(Vec<f64>),
+}
+
+/// Iterations either side of a kernel time whose median is its baseline in
+/// [`noise_ratios`]: an odd window of 31, the ALB window's length.
+pub const RATIO_HALF_WINDOW: usize = 15;
+
+/// A real run's kernel-time noise as ratios: each device's seconds per row
+/// in each iteration (from `skip` on, rows > 0) over the median of its
+/// seconds per row in the [`RATIO_HALF_WINDOW`] iterations either side.
+/// The local median follows rebalances and slowdowns: a step in speed
+/// distorts no ratio, since a centred window always holds a majority from
+/// the iteration's own side of the step. What is left is the noise itself,
+/// stalls included, relative to the median, as calibration's seconds per
+/// cell is a median too. `compute[i][d]` and `rows[i][d]` are the report's
+/// kernel seconds and rows.
+pub fn noise_ratios(
+    compute: &[Vec<f64>],
+    rows: &[Vec<usize>],
+    skip: usize,
+) -> Result<Vec<f64>, SimError> {
+    if rows.len() != compute.len() {
+        return Err(SimError::TraceShape {
+            what: "iterations of rows",
+            needed: compute.len(),
+            got: rows.len(),
+        });
+    }
+    let devices = compute.iter().map(Vec::len).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for d in 0..devices {
+        let series: Vec<f64> = compute
+            .iter()
+            .zip(rows)
+            .skip(skip)
+            .filter_map(|(c, r)| match (c.get(d), r.get(d)) {
+                (Some(&t), Some(&n)) if n > 0 && t.is_finite() && t >= 0.0 => Some(t / n as f64),
+                _ => None,
+            })
+            .collect();
+        for (i, &x) in series.iter().enumerate() {
+            let lo = i.saturating_sub(RATIO_HALF_WINDOW);
+            let hi = (i + RATIO_HALF_WINDOW + 1).min(series.len());
+            let base = heuristics::median(&series[lo..hi]);
+            if base > 0.0 {
+                out.push(x / base);
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(SimError::NoNoise);
+    }
+    Ok(out)
+}
+
+/// A modelled kernel time's factor per device: lognormal of mean 1 and
+/// coefficient of variation `cv`, or resampled from measured ratios.
 struct Noise {
     rng: StdRng,
     dists: Vec<Option<LogNormal<f64>>>,
+    ratios: Vec<f64>,
 }
 
 impl Noise {
-    fn new(devices: &[SimDevice], seed: u64) -> Noise {
+    fn new(devices: &[SimDevice], seed: u64, source: &NoiseSource) -> Noise {
+        if let NoiseSource::Resampled(r) = source {
+            return Noise {
+                rng: StdRng::seed_from_u64(seed),
+                dists: Vec::new(),
+                ratios: r.clone(),
+            };
+        }
         let dists = devices
             .iter()
             .map(|d| {
@@ -445,10 +526,14 @@ impl Noise {
         Noise {
             rng: StdRng::seed_from_u64(seed),
             dists,
+            ratios: Vec::new(),
         }
     }
 
     fn draw(&mut self, d: usize) -> f64 {
+        if !self.ratios.is_empty() {
+            return self.ratios[self.rng.gen_range(0..self.ratios.len())];
+        }
         match &self.dists[d] {
             Some(l) => l.sample(&mut self.rng),
             None => 1.0,
@@ -459,6 +544,11 @@ impl Noise {
 fn check(s: &Scenario) -> Result<(), SimError> {
     if s.devices.is_empty() {
         return Err(SimError::NoDevices);
+    }
+    if let NoiseSource::Resampled(r) = &s.noise {
+        if r.is_empty() || r.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
+            return Err(SimError::NoNoise);
+        }
     }
     for (device, d) in s.devices.iter().enumerate() {
         let bad = |what, bound, value| SimError::BadDevice {
@@ -614,7 +704,7 @@ impl<'a> Sim<'a> {
             geo: Geometry::new(layout, &s.footprint, s.cell_bytes)?,
             heuristic,
             cycle: Cycle::new(n, s.window, 0, s.iters),
-            noise: Noise::new(&s.devices, seed),
+            noise: Noise::new(&s.devices, seed, &s.noise),
             clock: vec![0.0; n],
             previous: None,
             out: Simulated {
@@ -996,6 +1086,7 @@ mod tests {
             heuristic: alb.map(|a| a.parse().unwrap()),
             window: heuristics::WINDOW,
             kernels: Kernels::Modelled { seed: 1 },
+            noise: NoiseSource::Lognormal,
             iteration_overhead: 0.0,
             rebalance: None,
             record_every: 1,
@@ -1053,6 +1144,71 @@ mod tests {
                 assert!((p.iteration - (without + fixed)).abs() < 1e-15, "{p:?}");
             }
         }
+    }
+
+    /// Ratios over the local median: a step in speed (a slowdown, a
+    /// rebalance halving the rows) leaves every ratio at 1; stalls come
+    /// back as themselves, at their own rate.
+    #[test]
+    fn noise_ratios_keep_the_stalls_and_drop_the_steps() {
+        let n = 400;
+        let rows: Vec<Vec<usize>> = (0..n)
+            .map(|i| vec![if i < 150 { 100 } else { 50 }, 100])
+            .collect();
+        let steady = |i: usize, d: usize| {
+            let per_row = if d == 1 && i >= 200 { 3e-6 } else { 1e-6 };
+            per_row * rows[i][d] as f64
+        };
+        let compute: Vec<Vec<f64>> = (0..n).map(|i| vec![steady(i, 0), steady(i, 1)]).collect();
+        let r = noise_ratios(&compute, &rows, 2).unwrap();
+        assert_eq!(r.len(), 2 * (n - 2));
+        assert!(r.iter().all(|&x| (x - 1.0).abs() < 1e-12), "{r:?}");
+        // One stall of 8x every 50 iterations on device 0.
+        let mut stalled = compute.clone();
+        for i in (10..n).step_by(50) {
+            stalled[i][0] *= 8.0;
+        }
+        let r = noise_ratios(&stalled, &rows, 2).unwrap();
+        let tails: Vec<f64> = r.iter().copied().filter(|&x| x > 1.5).collect();
+        assert_eq!(tails.len(), 8);
+        assert!(tails.iter().all(|&x| (x - 8.0).abs() < 1e-9));
+        assert!(matches!(noise_ratios(&[], &[], 0), Err(SimError::NoNoise)));
+        assert!(noise_ratios(&compute, &rows[1..], 0).is_err());
+    }
+
+    /// Resampled noise draws only the given ratios, repeats per seed,
+    /// differs across seeds, and an empty or negative sample is refused.
+    #[test]
+    fn resampled_noise_draws_the_measured_ratios_per_seed() {
+        let run = |seed: u64, ratios: Vec<f64>| {
+            let mut s = scenario(
+                vec![SimDevice::new("a", 1e-9), SimDevice::new("b", 1e-9)],
+                64,
+                100,
+                None,
+            );
+            s.kernels = Kernels::Modelled { seed };
+            s.noise = NoiseSource::Resampled(ratios);
+            simulate(&s)
+        };
+        let base = 1e-9 * 32.0 * 1024.0;
+        let a = run(3, vec![1.0, 10.0]).unwrap();
+        let times: Vec<f64> = a
+            .steps
+            .iter()
+            .flat_map(|st| st.devices.iter().map(|d| d.compute / base))
+            .collect();
+        assert!(times
+            .iter()
+            .all(|&x| (x - 1.0).abs() < 1e-9 || (x - 10.0).abs() < 1e-9));
+        let tens = times.iter().filter(|&&x| x > 5.0).count();
+        assert!((60..140).contains(&tens), "{tens} of 200 draws were 10");
+        let again = run(3, vec![1.0, 10.0]).unwrap();
+        assert_eq!(a.loop_seconds, again.loop_seconds);
+        let other = run(4, vec![1.0, 10.0]).unwrap();
+        assert_ne!(a.loop_seconds, other.loop_seconds);
+        assert!(matches!(run(3, vec![]), Err(SimError::NoNoise)));
+        assert!(matches!(run(3, vec![1.0, -1.0]), Err(SimError::NoNoise)));
     }
 
     /// With no noise and speeds 1 : 1/3, the first rebalance moves to 3 : 1.
