@@ -421,3 +421,71 @@ fn plan_chooses_devices_and_writes_the_front() {
         "unknown estimate",
     );
 }
+
+/// `--noise-from` resamples a real run's kernel times: the same seed gives
+/// the same simulated run, another seed another, the noise differs from the
+/// lognormal's; a missing report or `--noise` beside it is one line.
+#[test]
+fn simulate_resamples_noise_from_a_real_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.json");
+    let real = real.to_str().unwrap();
+    let base = ["2d4", "--size", "66x34", "--partition", "w0"];
+    let devs = ["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"];
+    ok(&[
+        &["run"][..],
+        &base,
+        &devs,
+        &["--iters", "40", "--quiet", "--report", real],
+    ]
+    .concat());
+    let sim = |seed: &str, noise: &[&str], name: &str| -> Vec<f64> {
+        let out = dir.path().join(name);
+        let out = out.to_str().unwrap();
+        ok(&[
+            &["simulate"][..],
+            &base,
+            &devs,
+            &["--iters", "60", "--seed", seed, "--report", out],
+            noise,
+        ]
+        .concat());
+        json(std::path::Path::new(out))["iterations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|it| {
+                it["devices"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d["compute_seconds"].as_f64().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let a = sim("1", &["--noise-from", real], "a.json");
+    assert_eq!(a, sim("1", &["--noise-from", real], "b.json"));
+    assert_ne!(a, sim("2", &["--noise-from", real], "c.json"));
+    assert_ne!(a, sim("1", &[], "d.json"));
+    fails_with(
+        &[
+            &["simulate"][..],
+            &base,
+            &devs,
+            &["--iters", "6", "--noise-from", "/nonexistent/r.json"],
+        ]
+        .concat(),
+        "cannot read report",
+    );
+    fails_with(
+        &[
+            &["simulate"][..],
+            &base,
+            &devs,
+            &["--iters", "6", "--noise-from", real, "--noise", "0.1"],
+        ]
+        .concat(),
+        "cannot be used with",
+    );
+}

@@ -44,7 +44,9 @@ pub enum SimError {
     NoDevices,
     /// Resampled noise with nothing to resample, or a ratio that is not a
     /// finite number >= 0.
-    #[error("the noise sample has no usable kernel time (finite ratios >= 0 over iterations with rows)")]
+    #[error(
+        "the noise sample has no usable kernel time (finite ratios >= 0 over iterations with rows)"
+    )]
     NoNoise,
     /// A device's speed, noise or slowdown is not a usable number.
     #[error("device {device}: {what} must be a finite number {bound}, got {value}")]

@@ -35,7 +35,10 @@ const NOISE_WARM_UP: usize = 2;
 /// `--noise-from`: a real report's kernel times as ratios to resample.
 fn noise_from(path: &std::path::Path) -> Result<NoiseSource, CliError> {
     let bad = |why: String| {
-        CliError::Simulate(format!("cannot take the noise of {}: {why}", path.display()))
+        CliError::Simulate(format!(
+            "cannot take the noise of {}: {why}",
+            path.display()
+        ))
     };
     let real = load_report(path).map_err(|e| match e {
         CliError::Plot(m) => bad(m),
