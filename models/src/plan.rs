@@ -21,8 +21,13 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use hitmap::halo::Footprint;
+use hitmap::layout::{Layout, Partition};
+use hitmap::shape::Shape;
+
 use crate::link::Hockney;
 use crate::predict::balance;
+use crate::simulate::Geometry;
 
 /// Why a plan cannot be made.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -103,6 +108,13 @@ fn one() -> usize {
     1
 }
 
+/// The devices in chain order: (host, (fixed seconds, seconds per cell)).
+type Chain = Vec<(usize, (f64, f64))>;
+
+fn slabs() -> String {
+    "w0".into()
+}
+
 /// What can be booked: device classes on hosts, the links within a rank
 /// (`in_process`) and between ranks of one host (`shared_memory`, by
 /// default the same), and the networks between hosts.
@@ -167,8 +179,12 @@ pub struct Choice {
     pub network: Option<String>,
     /// Consecutive devices of a host in one rank.
     pub per_rank: usize,
-    /// How the rows are shared.
+    /// How the rows are shared (regular blocks: `Equal`).
     pub weights: Weights,
+    /// The partition: `w0` (slabs along the first axis) or `m` (blocks on
+    /// a grid as square as hitmap's `Topology::square` makes it).
+    #[serde(default = "slabs")]
+    pub partition: String,
     /// Devices in all.
     pub devices: usize,
     /// Estimated loop seconds.
@@ -225,49 +241,9 @@ impl Inventory {
         per_rank: usize,
         weights: Weights,
     ) -> Option<f64> {
-        // The chain: devices grouped by host (inventory order within one).
-        let mut hosts: Vec<&str> = Vec::new();
-        for (d, &n) in self.devices.iter().zip(counts) {
-            if n > 0 && !hosts.contains(&d.host.as_str()) {
-                hosts.push(&d.host);
-            }
-        }
-        // (host, (fixed seconds, seconds per cell))
-        let mut chain: Vec<(usize, (f64, f64))> = Vec::new();
-        for (h, host) in hosts.iter().enumerate() {
-            for (d, &n) in self.devices.iter().zip(counts) {
-                if d.host == *host {
-                    let cost = (d.fixed_seconds, d.seconds_per_cell);
-                    chain.extend(std::iter::repeat_n((h, cost), n));
-                }
-            }
-        }
-        if chain.is_empty() || (hosts.len() > 1 && network.is_none()) {
-            return None;
-        }
-        let per_rank = per_rank.max(1);
-        // Rank of each device: consecutive devices of a host, per_rank a rank.
-        let mut rank = Vec::with_capacity(chain.len());
-        let (mut r, mut in_rank, mut host) = (0usize, 0usize, chain[0].0);
-        for &(h, _) in &chain {
-            if h != host || in_rank == per_rank {
-                r += 1;
-                in_rank = 0;
-                host = h;
-            }
-            rank.push(r);
-            in_rank += 1;
-        }
+        let (chain, rank) = self.chain(counts, network, per_rank)?;
         let m = p.halo_rows * p.bytes_per_row;
-        let link = |a: usize, b: usize| -> Hockney {
-            if chain[a].0 != chain[b].0 {
-                network.expect("checked above").link().hockney()
-            } else if rank[a] != rank[b] {
-                self.shared_memory.unwrap_or(self.in_process).hockney()
-            } else {
-                self.in_process.hockney()
-            }
-        };
+        let link = |a: usize, b: usize| self.link(&chain, &rank, network, a, b);
         let n = chain.len();
         let cells = p.rows * p.cells_per_row;
         let costs: Vec<(f64, f64)> = chain.iter().map(|c| c.1).collect();
@@ -303,6 +279,133 @@ impl Inventory {
         Some(worst * p.iterations)
     }
 
+    /// The devices of `counts` as the skeleton's chain, grouped by host
+    /// (inventory order within one), each with its host and `(a, b)`, and
+    /// each device's rank (`per_rank` consecutive devices of a host); `None`
+    /// for no devices, or several hosts without a network.
+    fn chain(
+        &self,
+        counts: &[usize],
+        network: Option<&Network>,
+        per_rank: usize,
+    ) -> Option<(Chain, Vec<usize>)> {
+        let mut hosts: Vec<&str> = Vec::new();
+        for (d, &n) in self.devices.iter().zip(counts) {
+            if n > 0 && !hosts.contains(&d.host.as_str()) {
+                hosts.push(&d.host);
+            }
+        }
+        let mut chain: Chain = Vec::new();
+        for (h, host) in hosts.iter().enumerate() {
+            for (d, &n) in self.devices.iter().zip(counts) {
+                if d.host == *host {
+                    let cost = (d.fixed_seconds, d.seconds_per_cell);
+                    chain.extend(std::iter::repeat_n((h, cost), n));
+                }
+            }
+        }
+        if chain.is_empty() || (hosts.len() > 1 && network.is_none()) {
+            return None;
+        }
+        let per_rank = per_rank.max(1);
+        let mut rank = Vec::with_capacity(chain.len());
+        let (mut r, mut in_rank, mut host) = (0usize, 0usize, chain[0].0);
+        for &(h, _) in &chain {
+            if h != host || in_rank == per_rank {
+                r += 1;
+                in_rank = 0;
+                host = h;
+            }
+            rank.push(r);
+            in_rank += 1;
+        }
+        Some((chain, rank))
+    }
+
+    /// The link between chain devices `a` and `b`: the network across
+    /// hosts, shared memory across ranks of a host, else in-process.
+    fn link(
+        &self,
+        chain: &Chain,
+        rank: &[usize],
+        network: Option<&Network>,
+        a: usize,
+        b: usize,
+    ) -> Hockney {
+        if chain[a].0 != chain[b].0 {
+            network
+                .expect("a chain over several hosts has a network")
+                .link()
+                .hockney()
+        } else if rank[a] != rank[b] {
+            self.shared_memory.unwrap_or(self.in_process).hockney()
+        } else {
+            self.in_process.hockney()
+        }
+    }
+
+    /// Estimated loop seconds of `counts` devices under the block
+    /// partition `m` of a domain of extents `size`: hitmap's layout (a grid
+    /// as square as the device count's prime factors allow, regular
+    /// blocks, device `d` of the chain on block `d`) and its halo plan for a
+    /// stencil reaching `halo_rows` either way along every axis (faces
+    /// only), each message its cells times the bytes of a cell. A device's
+    /// time: `a + b · block cells` and its messages, added or with the
+    /// exchange behind the inner cells, by the estimate. `None` as for
+    /// [`Inventory::time`], for a size of another dimensionality than the
+    /// problem's cells, or when hitmap cannot build the layout.
+    pub fn time_blocks(
+        &self,
+        p: &Problem,
+        size: &[usize],
+        counts: &[usize],
+        network: Option<&Network>,
+        per_rank: usize,
+    ) -> Option<f64> {
+        let (chain, rank) = self.chain(counts, network, per_rank)?;
+        let total: f64 = size.iter().map(|&n| n as f64).product();
+        if size.is_empty() || total != p.rows * p.cells_per_row {
+            return None;
+        }
+        let domain = Shape::from_ranges(&size.iter().map(|&n| (0, n as i64)).collect::<Vec<_>>());
+        let nd = size.len();
+        let reach = p.halo_rows.max(1.0) as i64;
+        let offsets = (0..nd)
+            .flat_map(|d| {
+                (1..=reach).flat_map(move |k| {
+                    [-k, k].map(|o| {
+                        let mut v = vec![0i64; nd];
+                        v[d] = o;
+                        v
+                    })
+                })
+            })
+            .collect();
+        let footprint = Footprint::new(nd, offsets);
+        let layout = Layout::new(&domain, Partition::Multi, chain.len(), None).ok()?;
+        let cell_bytes = p.bytes_per_row / p.cells_per_row;
+        let g = Geometry::new(layout, &footprint, cell_bytes).ok()?;
+        let mut worst: f64 = 0.0;
+        for (d, &(_, (a, s))) in chain.iter().enumerate() {
+            let cells = g.cells[d];
+            let fixed = if cells > 0.0 { a } else { 0.0 };
+            let compute = fixed + cells * s;
+            let exchange: f64 = g.sends[d]
+                .iter()
+                .map(|&(q, bytes)| self.link(&chain, &rank, network, d, q).time(bytes))
+                .sum();
+            let t = match p.estimate {
+                Estimate::Additive => compute + exchange,
+                Estimate::Overlap => {
+                    let border = fixed + g.border[d] * s;
+                    border + exchange.max(compute - border)
+                }
+            };
+            worst = worst.max(t);
+        }
+        Some(worst * p.iterations)
+    }
+
     fn choice(&self, p: &Problem, counts: Vec<usize>, network: Option<&Network>) -> Option<Choice> {
         let per_rank = counts.iter().sum::<usize>().max(1);
         let seconds = self.time(p, &counts, network, per_rank, Weights::Seeded)?;
@@ -312,6 +415,7 @@ impl Inventory {
             counts,
             per_rank,
             weights: Weights::Seeded,
+            partition: slabs(),
             seconds,
         })
     }
@@ -472,10 +576,12 @@ pub fn pareto(inv: &Inventory, p: &Problem) -> Result<Vec<Choice>, PlanError> {
     Ok(front)
 }
 
-/// Rivera's sweep over one choice of devices: rows seeded or equal, and
-/// every devices-per-rank from 1 to the most devices on a host, sorted by
+/// Rivera's sweep over one choice of devices: slabs with rows seeded or
+/// equal, and, for a domain of two or more dimensions (extents `size`),
+/// the block partition `m` ([`Inventory::time_blocks`]); each at every
+/// devices-per-rank from 1 to the most devices on a host, sorted by
 /// estimated time.
-pub fn sweep(inv: &Inventory, p: &Problem, best: &Choice) -> Vec<Choice> {
+pub fn sweep(inv: &Inventory, p: &Problem, best: &Choice, size: &[usize]) -> Vec<Choice> {
     let net = best
         .network
         .as_ref()
@@ -493,6 +599,21 @@ pub fn sweep(inv: &Inventory, p: &Problem, best: &Choice) -> Vec<Choice> {
                 out.push(Choice {
                     per_rank,
                     weights,
+                    partition: slabs(),
+                    seconds,
+                    ..best.clone()
+                });
+            }
+        }
+    }
+    // In one dimension `m` is the slabs of equal rows again.
+    if size.len() > 1 {
+        for per_rank in 1..=most {
+            if let Some(seconds) = inv.time_blocks(p, size, &best.counts, net, per_rank) {
+                out.push(Choice {
+                    per_rank,
+                    weights: Weights::Equal,
+                    partition: "m".into(),
                     seconds,
                     ..best.clone()
                 });
@@ -643,11 +764,72 @@ mod tests {
         // Additive: the messages count, hidden by nothing.
         let p = problem(4096.0, Estimate::Additive);
         let best = branch_and_bound(&inv, &p).unwrap();
-        let s = sweep(&inv, &p, &best);
-        assert_eq!(s.len(), 8, "2 weightings x 1..4 per rank");
+        let s = sweep(&inv, &p, &best, &[4096, 1024]);
+        assert_eq!(s.len(), 12, "2 weightings and m x 1..4 per rank");
         assert!(s.windows(2).all(|w| w[0].seconds <= w[1].seconds));
         assert_eq!(s[0].weights, Weights::Seeded);
         assert_eq!(s[0].per_rank, 4, "in-process links are the cheapest");
+        // One dimension: no m.
+        let flat = Problem {
+            cells_per_row: 1.0,
+            bytes_per_row: 4.0,
+            ..p
+        };
+        assert!(sweep(&inv, &flat, &best, &[4096])
+            .iter()
+            .all(|c| c.partition == "w0"));
+    }
+
+    /// Hand-computed blocks: four 10 ns devices on 64x64 cells of 4 B make a
+    /// 2x2 grid of 32x32 blocks, each sending 32 cells (128 B) to its two
+    /// face neighbours, against slabs of 16 rows whose inner devices send
+    /// 64 cells (256 B) to two. With messages dear per byte, m wins. In 3-d
+    /// eight devices on 16³ make 2x2x2 blocks of 8³ with three neighbours.
+    #[test]
+    fn the_sweep_times_block_partitions_by_hand() {
+        let mut inv = inventory(&[(0, 1e-8, 4)], &[]);
+        inv.in_process = LinkSpec {
+            alpha: 2e-6,
+            beta: 1e-9,
+        };
+        let p = Problem {
+            rows: 64.0,
+            cells_per_row: 64.0,
+            halo_rows: 1.0,
+            bytes_per_row: 256.0,
+            iterations: 100.0,
+            estimate: Estimate::Additive,
+        };
+        let best = branch_and_bound(&inv, &p).unwrap();
+        assert_eq!(best.counts, vec![4]);
+        let s = sweep(&inv, &p, &best, &[64, 64]);
+        let m = &s[0];
+        assert_eq!((m.partition.as_str(), m.per_rank), ("m", 4), "{s:?}");
+        let blocks = 1024e-8 + 2.0 * (2e-6 + 128e-9);
+        assert!((m.seconds - 100.0 * blocks).abs() < 1e-15, "{m:?}");
+        let slab = s
+            .iter()
+            .find(|c| c.partition == "w0" && c.per_rank == 4 && c.weights == Weights::Equal)
+            .unwrap();
+        let slabs = 1024e-8 + 2.0 * (2e-6 + 256e-9);
+        assert!((slab.seconds - 100.0 * slabs).abs() < 1e-15, "{slab:?}");
+
+        let mut inv = inventory(&[(0, 1e-8, 8)], &[]);
+        inv.in_process = LinkSpec {
+            alpha: 2e-6,
+            beta: 1e-9,
+        };
+        let p = Problem {
+            rows: 16.0,
+            cells_per_row: 256.0,
+            bytes_per_row: 1024.0,
+            ..p
+        };
+        let t = inv.time_blocks(&p, &[16, 16, 16], &[8], None, 8).unwrap();
+        let blocks = 512e-8 + 3.0 * (2e-6 + 256e-9);
+        assert!((t - 100.0 * blocks).abs() < 1e-15, "{t}");
+        // A size that is not the problem's is refused.
+        assert_eq!(inv.time_blocks(&p, &[16, 16], &[8], None, 8), None);
     }
 
     /// A fixed cost per iteration makes small devices not worth booking:

@@ -378,18 +378,23 @@ pub struct Simulated {
 }
 
 /// The per-layout geometry: rows, cells, border share and halo messages
-/// of each live device.
-struct Geometry {
+/// of each live device (also the planner's, for block partitions).
+pub(crate) struct Geometry {
     layout: Layout,
     rows: Vec<usize>,
-    cells: Vec<f64>,
-    border: Vec<f64>,
+    pub(crate) cells: Vec<f64>,
+    /// Cells of the border strips, computed before the halos leave.
+    pub(crate) border: Vec<f64>,
     /// `(to, bytes)` per live device.
-    sends: Vec<Vec<(usize, f64)>>,
+    pub(crate) sends: Vec<Vec<(usize, f64)>>,
 }
 
 impl Geometry {
-    fn new(layout: Layout, fp: &Footprint, cell_bytes: f64) -> Result<Geometry, SimError> {
+    pub(crate) fn new(
+        layout: Layout,
+        fp: &Footprint,
+        cell_bytes: f64,
+    ) -> Result<Geometry, SimError> {
         let plan = HaloPlan::new(&layout, fp)?;
         let (low, high) = (fp.low(), fp.high());
         let (wl, wh): (Vec<i64>, Vec<i64>) = (
