@@ -262,7 +262,9 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(4..))]
     pub calib_iters: u64,
     /// Passes over the devices; each after the first (weighted partitions only) runs at the tile
-    /// sizes the weights calibrated so far give, the ones a --weights-from run computes.
+    /// sizes the weights calibrated so far give, the ones a --weights-from run computes (skewed
+    /// when those are the first pass's), and then the first tiles once more: each device's
+    /// kernel time is the line a + b·cells through its passes.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub passes: u64,
     /// Ping-pong repetitions per message size (the smallest and largest are dropped).

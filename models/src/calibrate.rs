@@ -53,6 +53,10 @@ pub struct Pass {
     pub seconds: Vec<f64>,
 }
 
+/// An intercept is a fixed cost only beyond this many of its standard
+/// errors.
+pub const INTERCEPT_SE: f64 = 2.0;
+
 /// Tile sizes closer than this fraction give no slope: the difference of
 /// their medians would be noise over a tiny run of cells.
 pub const MIN_CELL_SPREAD: f64 = 0.1;
@@ -63,9 +67,12 @@ pub const MIN_CELL_SPREAD: f64 = 0.1;
 /// every sample, so that a stall does not tilt the line. When the line
 /// cannot be trusted (tiles within [`MIN_CELL_SPREAD`] of each other, a
 /// negative intercept or a slope that is not positive: cache effects or
-/// noise) the device gets no fixed cost and the slope of a line through the
-/// origin, `Σ c·t / Σ c²`, which is the median seconds per cell of a single
-/// pass. The spread (`cv`) is the last pass's robust spread of seconds per
+/// noise; or, with more points than two, an intercept within
+/// [`INTERCEPT_SE`] standard errors of 0, the error estimated from the
+/// residuals, which a tile measured twice turns into the machine's drift
+/// between passes) the device gets no fixed cost and the slope of a line
+/// through the origin, `Σ c·t / Σ c²`, which is the median seconds per cell
+/// of a single pass. The spread (`cv`) is the last pass's robust spread of seconds per
 /// cell, as [`device`] gives it; `samples` counts every pass.
 pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
     let Some(last) = passes.last() else {
@@ -112,7 +119,16 @@ pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
         let sxx: f64 = points.iter().map(|p| (p.0 - mc).powi(2)).sum();
         let b = sxy / sxx;
         let a = mt - b * mc;
-        (b > 0.0 && a >= 0.0).then_some((a, b))
+        // The intercept's standard error, from the residuals when there
+        // are degrees of freedom left (none with two points: the line is
+        // exact, and believed).
+        let se = if points.len() > 2 {
+            let ssr: f64 = points.iter().map(|p| (p.1 - a - b * p.0).powi(2)).sum();
+            (ssr / (n - 2.0) * (1.0 / n + mc * mc / sxx)).sqrt()
+        } else {
+            0.0
+        };
+        (b > 0.0 && a >= 0.0 && a > INTERCEPT_SE * se).then_some((a, b))
     } else {
         None
     };
@@ -334,6 +350,33 @@ mod tests {
             seconds: vec![],
         };
         assert!(device_line("cpu", &[empty]).is_err());
+    }
+
+    /// The first tile measured twice (A, B, A): a small drift between the
+    /// passes leaves a real fixed cost standing; a drift as large as the
+    /// intercept makes it noise, and the device falls back to the rate.
+    #[test]
+    fn a_tile_measured_twice_decides_whether_the_intercept_is_believed() {
+        let one = [1.0];
+        let aba = |drift: f64, a: f64| {
+            device_line(
+                "cpu",
+                &[
+                    pass(4e6, a, 5e-11, &one),
+                    pass(4e6, a, 5e-11, &[1.0 + drift]),
+                    pass(5e5, a, 5e-11, &one),
+                ],
+            )
+            .unwrap()
+        };
+        // The 15-thread CPU beside the GPU: 0.3 ms fixed, a 2% drift.
+        let d = aba(0.02, 3e-4);
+        assert!((d.fixed_seconds / 3e-4 - 1.0).abs() < 0.3, "{d:?}");
+        // Load drift on a shared VM: 20 µs "fixed" beside a 200 µs tile
+        // measured 30% slower the second time, which alone would put the
+        // intercept at 15 µs.
+        let d = aba(0.3, 2e-5);
+        assert_eq!(d.fixed_seconds, 0.0, "{d:?}");
     }
 
     #[test]
