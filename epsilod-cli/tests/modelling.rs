@@ -373,6 +373,33 @@ fn plan_chooses_devices_and_writes_the_front() {
         .collect();
     assert!(times.windows(2).all(|w| w[1] < w[0]));
     assert_eq!(v["best"]["seconds"], front[9]["seconds"]);
+    // The sweep holds slabs and blocks for each devices-per-rank, each
+    // naming its partition; the text says which.
+    let sweep = v["sweep"].as_array().unwrap();
+    let parts: Vec<&str> = sweep
+        .iter()
+        .map(|c| c["partition"].as_str().unwrap())
+        .collect();
+    assert_eq!(parts.iter().filter(|&&p| p == "m").count(), sweep.len() / 3);
+    assert!(out.contains("partition m, weights Equal"), "{out}");
+    // An inventory with a fixed cost per iteration loads.
+    let fixed = dir.path().join("fixed.toml");
+    std::fs::write(
+        &fixed,
+        "in_process = { alpha = 1e-6, beta = 0 }\n[[device]]\nname = \"x\"\nhost = \"h\"\nseconds_per_cell = 1e-9\nfixed_seconds = 1e-4\n",
+    )
+    .unwrap();
+    let out = ok(&[
+        "plan",
+        "--inventory",
+        fixed.to_str().unwrap(),
+        "--size",
+        "100x100",
+        "--iters",
+        "10",
+    ]);
+    // One device: 1e-4 + 1e4 cells x 1 ns = 110 µs an iteration.
+    assert!(out.starts_with("best: 0.0011 s"), "{out}");
     ok(&[
         "plan",
         "--inventory",
