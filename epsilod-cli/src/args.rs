@@ -348,6 +348,10 @@ pub struct SimulateArgs {
     /// its local median, stalls included) instead of a lognormal; deterministic per --seed.
     #[arg(long, conflicts_with = "noise")]
     pub noise_from: Option<PathBuf>,
+    /// With --noise-from: each device takes runs of this many consecutive measured ratios from a
+    /// random start (stalls come in spells); 1 draws each independently.
+    #[arg(long, default_value_t = 1, requires = "noise_from", value_parser = clap::value_parser!(u64).range(1..))]
+    pub noise_block: u64,
     /// Devices per host (node): messages between hosts take the mpi link and share their host's
     /// interface. Default: all on one host.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]

@@ -498,6 +498,30 @@ fn simulate_resamples_noise_from_a_real_report() {
     assert_eq!(a, sim("1", &["--noise-from", real], "b.json"));
     assert_ne!(a, sim("2", &["--noise-from", real], "c.json"));
     assert_ne!(a, sim("1", &[], "d.json"));
+    let blocks = sim(
+        "1",
+        &["--noise-from", real, "--noise-block", "31"],
+        "e.json",
+    );
+    assert_eq!(
+        blocks,
+        sim(
+            "1",
+            &["--noise-from", real, "--noise-block", "31"],
+            "f.json"
+        )
+    );
+    assert_ne!(a, blocks);
+    fails_with(
+        &[
+            &["simulate"][..],
+            &base,
+            &devs,
+            &["--iters", "6", "--noise-block", "4"],
+        ]
+        .concat(),
+        "--noise-from",
+    );
     fails_with(
         &[
             &["simulate"][..],

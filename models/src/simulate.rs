@@ -444,12 +444,20 @@ pub enum NoiseSource {
     /// Lognormal of mean 1 and each device's `cv` (none when it is 0).
     #[default]
     Lognormal,
-    /// Drawn with replacement from these measured ratios (every device
-    /// alike, whatever its `cv`): a real run's kernel times over their
-    /// local median ([`noise_ratios`]), stalls and all. A shared machine's
-    /// kernel times have tails a lognormal of the robust spread never
-    /// produces, and the t-test of `welch` reacts to exactly those.
-    Resampled(Vec<f64>),
+    /// Drawn with replacement from measured ratios (every device alike,
+    /// whatever its `cv`): a real run's kernel times over their local
+    /// median ([`noise_ratios`]), stalls and all. A shared machine's kernel
+    /// times have tails a lognormal of the robust spread never produces,
+    /// and the t-test of `welch` reacts to exactly those.
+    Resampled {
+        /// The ratios, each source device's in iteration order.
+        ratios: Vec<f64>,
+        /// Consecutive ratios a device takes from one random start before
+        /// it draws a new start (1: independent draws). Stalls come in
+        /// spells; blocks keep them. A block may run from one source
+        /// device's ratios into the next's.
+        block: usize,
+    },
 }
 
 /// Iterations either side of a kernel time whose median is its baseline in
@@ -510,15 +518,20 @@ struct Noise {
     rng: StdRng,
     dists: Vec<Option<LogNormal<f64>>>,
     ratios: Vec<f64>,
+    block: usize,
+    /// Per device: the next ratio's index and how many its block has left.
+    cursor: Vec<(usize, usize)>,
 }
 
 impl Noise {
     fn new(devices: &[SimDevice], seed: u64, source: &NoiseSource) -> Noise {
-        if let NoiseSource::Resampled(r) = source {
+        if let NoiseSource::Resampled { ratios, block } = source {
             return Noise {
                 rng: StdRng::seed_from_u64(seed),
                 dists: Vec::new(),
-                ratios: r.clone(),
+                ratios: ratios.clone(),
+                block: (*block).max(1),
+                cursor: vec![(0, 0); devices.len()],
             };
         }
         let dists = devices
@@ -534,12 +547,22 @@ impl Noise {
             rng: StdRng::seed_from_u64(seed),
             dists,
             ratios: Vec::new(),
+            block: 1,
+            cursor: Vec::new(),
         }
     }
 
     fn draw(&mut self, d: usize) -> f64 {
         if !self.ratios.is_empty() {
-            return self.ratios[self.rng.gen_range(0..self.ratios.len())];
+            let (next, left) = &mut self.cursor[d];
+            if *left == 0 || *next >= self.ratios.len() {
+                *next = self.rng.gen_range(0..self.ratios.len());
+                *left = self.block;
+            }
+            let x = self.ratios[*next];
+            *next += 1;
+            *left -= 1;
+            return x;
         }
         match &self.dists[d] {
             Some(l) => l.sample(&mut self.rng),
@@ -552,8 +575,8 @@ fn check(s: &Scenario) -> Result<(), SimError> {
     if s.devices.is_empty() {
         return Err(SimError::NoDevices);
     }
-    if let NoiseSource::Resampled(r) = &s.noise {
-        if r.is_empty() || r.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
+    if let NoiseSource::Resampled { ratios, .. } = &s.noise {
+        if ratios.is_empty() || ratios.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
             return Err(SimError::NoNoise);
         }
     }
@@ -1195,7 +1218,7 @@ mod tests {
                 None,
             );
             s.kernels = Kernels::Modelled { seed };
-            s.noise = NoiseSource::Resampled(ratios);
+            s.noise = NoiseSource::Resampled { ratios, block: 1 };
             simulate(&s)
         };
         let base = 1e-9 * 32.0 * 1024.0;
@@ -1216,6 +1239,44 @@ mod tests {
         assert_ne!(a.loop_seconds, other.loop_seconds);
         assert!(matches!(run(3, vec![]), Err(SimError::NoNoise)));
         assert!(matches!(run(3, vec![1.0, -1.0]), Err(SimError::NoNoise)));
+    }
+
+    /// Blocks of 5: a device takes runs of consecutive ratios from the
+    /// source (ratios 1, 2, 3, ... make that visible as steps of +1), where
+    /// independent draws rarely do.
+    #[test]
+    fn resampled_blocks_keep_consecutive_ratios_together() {
+        let ratios: Vec<f64> = (1..=200).map(f64::from).collect();
+        let steps = |block: usize| {
+            let mut s = scenario(
+                vec![SimDevice::new("a", 1e-9), SimDevice::new("b", 1e-9)],
+                64,
+                101,
+                None,
+            );
+            s.noise = NoiseSource::Resampled {
+                ratios: ratios.clone(),
+                block,
+            };
+            let sim = simulate(&s).unwrap();
+            let base = 1e-9 * 32.0 * 1024.0;
+            (0..2)
+                .map(|d| {
+                    let r: Vec<f64> = sim
+                        .steps
+                        .iter()
+                        .map(|st| (st.devices[d].compute / base).round())
+                        .collect();
+                    r.windows(2).filter(|w| w[1] == w[0] + 1.0).count()
+                })
+                .sum::<usize>()
+        };
+        // 2 devices x 100 transitions: 4 of each 5 inside a block (160),
+        // less the blocks that hit the end of the ratios, plus the odd new
+        // start that happens to follow the last ratio (1 in 200).
+        let blocks = steps(5);
+        assert!((140..=170).contains(&blocks), "{blocks}");
+        assert!(steps(1) < 10, "{}", steps(1));
     }
 
     /// With no noise and speeds 1 : 1/3, the first rebalance moves to 3 : 1.

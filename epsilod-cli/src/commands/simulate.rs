@@ -32,8 +32,9 @@ const DEFAULT_CV: f64 = 0.02;
 /// start-up (as calibration drops them).
 const NOISE_WARM_UP: usize = 2;
 
-/// `--noise-from`: a real report's kernel times as ratios to resample.
-fn noise_from(path: &std::path::Path) -> Result<NoiseSource, CliError> {
+/// `--noise-from`: a real report's kernel times as ratios to resample, in
+/// blocks of `block` consecutive ones.
+fn noise_from(path: &std::path::Path, block: usize) -> Result<NoiseSource, CliError> {
     let bad = |why: String| {
         CliError::Simulate(format!(
             "cannot take the noise of {}: {why}",
@@ -55,7 +56,7 @@ fn noise_from(path: &std::path::Path) -> Result<NoiseSource, CliError> {
         .map(|it| it.devices.iter().map(|d| d.rows).collect())
         .collect();
     let ratios = noise_ratios(&compute, &rows, NOISE_WARM_UP).map_err(|e| bad(e.to_string()))?;
-    Ok(NoiseSource::Resampled(ratios))
+    Ok(NoiseSource::Resampled { ratios, block })
 }
 
 pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
@@ -106,7 +107,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         window: heuristics::WINDOW,
         kernels: Kernels::Modelled { seed: args.seed },
         noise: match &args.noise_from {
-            Some(p) => noise_from(p)?,
+            Some(p) => noise_from(p, args.noise_block as usize)?,
             None => NoiseSource::Lognormal,
         },
         iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),
