@@ -262,7 +262,9 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(4..))]
     pub calib_iters: u64,
     /// Passes over the devices; each after the first (weighted partitions only) runs at the tile
-    /// sizes the weights calibrated so far give, the ones a --weights-from run computes.
+    /// sizes the weights calibrated so far give, the ones a --weights-from run computes (skewed
+    /// when those are the first pass's), and then the first tiles once more: each device's
+    /// kernel time is the line a + b·cells through its passes.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub passes: u64,
     /// Ping-pong repetitions per message size (the smallest and largest are dropped).
@@ -342,6 +344,14 @@ pub struct SimulateArgs {
     /// else 0.02).
     #[arg(long)]
     pub noise: Option<f64>,
+    /// Resample the kernel-time noise from a real run's report (each device's kernel time over
+    /// its local median, stalls included) instead of a lognormal; deterministic per --seed.
+    #[arg(long, conflicts_with = "noise")]
+    pub noise_from: Option<PathBuf>,
+    /// With --noise-from: each device takes runs of this many consecutive measured ratios from a
+    /// random start (stalls come in spells); 1 draws each independently.
+    #[arg(long, default_value_t = 1, requires = "noise_from", value_parser = clap::value_parser!(u64).range(1..))]
+    pub noise_block: u64,
     /// Devices per host (node): messages between hosts take the mpi link and share their host's
     /// interface. Default: all on one host.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]

@@ -864,6 +864,29 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
     // model, weights 1 and 1 would give 10 and 10).
     assert_eq!(rows, [15, 5]);
 
+    // A fixed cost per iteration on the slow device: the weights equalise
+    // a + b·cells over the run's 22x22 cells, T = (484 + a/b_slow) /
+    // (1/b_fast + 1/b_slow) = 387.2 ns, slow cells (T - a)/b_slow = 96.8 of
+    // 484: a fifth, 4 rows, where the powers alone give 5.
+    let fixed = MACHINE.replace(
+        r#""seconds_per_cell":3e-9"#,
+        r#""seconds_per_cell":3e-9,"fixed_seconds":9.68e-8"#,
+    );
+    assert_ne!(fixed, MACHINE);
+    std::fs::write(&model, fixed).unwrap();
+    let out = epsilod(&[&base[..], &["--report", report.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{out:?}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let rows: Vec<u64> = r["iterations"][0]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rows"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rows, [16, 4]);
+    std::fs::write(&model, MACHINE).unwrap();
+
     fails_with(
         &[
             "run",

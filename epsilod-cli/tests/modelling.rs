@@ -273,7 +273,11 @@ fn calibrate_writes_a_machine_the_other_commands_read() {
         // The report's canonical text (slowdown=2 reads slowdown=2@0).
         assert!(d["name"].as_str().unwrap().starts_with(name), "{d}");
         assert!(d["seconds_per_cell"].as_f64().unwrap() > 0.0);
-        assert_eq!(d["samples"], 4, "6 iterations, 2 not kept");
+        assert!(d["fixed_seconds"].as_f64().unwrap() >= 0.0);
+        assert_eq!(
+            d["samples"], 12,
+            "three passes (equal, seeded, equal again) of 6 iterations, 2 not kept"
+        );
     }
     let powers: Vec<f64> = ds
         .iter()
@@ -369,6 +373,33 @@ fn plan_chooses_devices_and_writes_the_front() {
         .collect();
     assert!(times.windows(2).all(|w| w[1] < w[0]));
     assert_eq!(v["best"]["seconds"], front[9]["seconds"]);
+    // The sweep holds slabs and blocks for each devices-per-rank, each
+    // naming its partition; the text says which.
+    let sweep = v["sweep"].as_array().unwrap();
+    let parts: Vec<&str> = sweep
+        .iter()
+        .map(|c| c["partition"].as_str().unwrap())
+        .collect();
+    assert_eq!(parts.iter().filter(|&&p| p == "m").count(), sweep.len() / 3);
+    assert!(out.contains("partition m, weights Equal"), "{out}");
+    // An inventory with a fixed cost per iteration loads.
+    let fixed = dir.path().join("fixed.toml");
+    std::fs::write(
+        &fixed,
+        "in_process = { alpha = 1e-6, beta = 0 }\n[[device]]\nname = \"x\"\nhost = \"h\"\nseconds_per_cell = 1e-9\nfixed_seconds = 1e-4\n",
+    )
+    .unwrap();
+    let out = ok(&[
+        "plan",
+        "--inventory",
+        fixed.to_str().unwrap(),
+        "--size",
+        "100x100",
+        "--iters",
+        "10",
+    ]);
+    // One device: 1e-4 + 1e4 cells x 1 ns = 110 µs an iteration.
+    assert!(out.starts_with("best: 0.0011 s"), "{out}");
     ok(&[
         "plan",
         "--inventory",
@@ -418,5 +449,97 @@ fn plan_chooses_devices_and_writes_the_front() {
             "guess",
         ],
         "unknown estimate",
+    );
+}
+
+/// `--noise-from` resamples a real run's kernel times: the same seed gives
+/// the same simulated run, another seed another, the noise differs from the
+/// lognormal's; a missing report or `--noise` beside it is one line.
+#[test]
+fn simulate_resamples_noise_from_a_real_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.json");
+    let real = real.to_str().unwrap();
+    let base = ["2d4", "--size", "66x34", "--partition", "w0"];
+    let devs = ["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"];
+    ok(&[
+        &["run"][..],
+        &base,
+        &devs,
+        &["--iters", "40", "--quiet", "--report", real],
+    ]
+    .concat());
+    let sim = |seed: &str, noise: &[&str], name: &str| -> Vec<f64> {
+        let out = dir.path().join(name);
+        let out = out.to_str().unwrap();
+        ok(&[
+            &["simulate"][..],
+            &base,
+            &devs,
+            &["--iters", "60", "--seed", seed, "--report", out],
+            noise,
+        ]
+        .concat());
+        json(std::path::Path::new(out))["iterations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|it| {
+                it["devices"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d["compute_seconds"].as_f64().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let a = sim("1", &["--noise-from", real], "a.json");
+    assert_eq!(a, sim("1", &["--noise-from", real], "b.json"));
+    assert_ne!(a, sim("2", &["--noise-from", real], "c.json"));
+    assert_ne!(a, sim("1", &[], "d.json"));
+    let blocks = sim(
+        "1",
+        &["--noise-from", real, "--noise-block", "31"],
+        "e.json",
+    );
+    assert_eq!(
+        blocks,
+        sim(
+            "1",
+            &["--noise-from", real, "--noise-block", "31"],
+            "f.json"
+        )
+    );
+    assert_ne!(a, blocks);
+    fails_with(
+        &[
+            &["simulate"][..],
+            &base,
+            &devs,
+            &["--iters", "6", "--noise-block", "4"],
+        ]
+        .concat(),
+        "--noise-from",
+    );
+    fails_with(
+        &[
+            &["simulate"][..],
+            &base,
+            &devs,
+            &["--iters", "6", "--noise-from", "/nonexistent/r.json"],
+        ]
+        .concat(),
+        "cannot read report",
+    );
+    fails_with(
+        &[
+            &["simulate"][..],
+            &base,
+            &devs,
+            &["--iters", "6", "--noise-from", real, "--noise", "0.1"],
+        ]
+        .concat(),
+        "cannot be used with",
     );
 }

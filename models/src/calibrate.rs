@@ -43,6 +43,105 @@ pub fn device(name: &str, seconds_per_cell: &[f64]) -> Result<Device, ModelError
     Ok(d)
 }
 
+/// One calibration pass of a device: the cells of its block and its kernel
+/// seconds of each iteration kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pass {
+    /// Cells the device computed each iteration.
+    pub cells: f64,
+    /// Kernel seconds, one per iteration.
+    pub seconds: Vec<f64>,
+}
+
+/// An intercept is a fixed cost only beyond this many of its standard
+/// errors.
+pub const INTERCEPT_SE: f64 = 2.0;
+
+/// Tile sizes closer than this fraction give no slope: the difference of
+/// their medians would be noise over a tiny run of cells.
+pub const MIN_CELL_SPREAD: f64 = 0.1;
+
+/// A device from passes at several tile sizes: its kernel time per
+/// iteration as the line `a + b · cells` through each pass's median (least
+/// squares), `fixed_seconds = a` and `seconds_per_cell = b`. Medians, not
+/// every sample, so that a stall does not tilt the line. When the line
+/// cannot be trusted (tiles within [`MIN_CELL_SPREAD`] of each other, a
+/// negative intercept or a slope that is not positive: cache effects or
+/// noise; or, with more points than two, an intercept within
+/// [`INTERCEPT_SE`] standard errors of 0, the error estimated from the
+/// residuals, which a tile measured twice turns into the machine's drift
+/// between passes) the device gets no fixed cost and the slope of a line
+/// through the origin, `Σ c·t / Σ c²`, which is the median seconds per cell
+/// of a single pass. The spread (`cv`) is the last pass's robust spread of seconds per
+/// cell, as [`device`] gives it; `samples` counts every pass.
+pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
+    let Some(last) = passes.last() else {
+        return Err(ModelError::TooFewPoints {
+            what: "a device calibration",
+            needed: 1,
+            got: 0,
+        });
+    };
+    let mut points = Vec::with_capacity(passes.len());
+    for p in passes {
+        let c = check_finite("cells", p.cells)?;
+        if c <= 0.0 {
+            return Err(ModelError::InvalidValue {
+                what: "cells",
+                value: c,
+            });
+        }
+        if p.seconds.is_empty() {
+            return Err(ModelError::TooFewPoints {
+                what: "a device calibration pass",
+                needed: 1,
+                got: 0,
+            });
+        }
+        for &s in &p.seconds {
+            check_finite("kernel seconds", s)?;
+        }
+        points.push((c, heuristics::median(&p.seconds)));
+    }
+    let per_cell: Vec<f64> = last.seconds.iter().map(|s| s / last.cells).collect();
+    let mut d = device(name, &per_cell)?;
+    d.samples = passes.iter().map(|p| p.seconds.len()).sum();
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &(c, _)| {
+            (lo.min(c), hi.max(c))
+        });
+    let n = points.len() as f64;
+    let line = if hi > lo * (1.0 + MIN_CELL_SPREAD) {
+        let mc = points.iter().map(|p| p.0).sum::<f64>() / n;
+        let mt = points.iter().map(|p| p.1).sum::<f64>() / n;
+        let sxy: f64 = points.iter().map(|p| (p.0 - mc) * (p.1 - mt)).sum();
+        let sxx: f64 = points.iter().map(|p| (p.0 - mc).powi(2)).sum();
+        let b = sxy / sxx;
+        let a = mt - b * mc;
+        // The intercept's standard error, from the residuals when there
+        // are degrees of freedom left (none with two points: the line is
+        // exact, and believed).
+        let se = if points.len() > 2 {
+            let ssr: f64 = points.iter().map(|p| (p.1 - a - b * p.0).powi(2)).sum();
+            (ssr / (n - 2.0) * (1.0 / n + mc * mc / sxx)).sqrt()
+        } else {
+            0.0
+        };
+        (b > 0.0 && a >= 0.0 && a > INTERCEPT_SE * se).then_some((a, b))
+    } else {
+        None
+    };
+    let (a, b) = line.unwrap_or_else(|| {
+        let cc: f64 = points.iter().map(|p| p.0 * p.0).sum();
+        let ct: f64 = points.iter().map(|p| p.0 * p.1).sum();
+        (0.0, ct / cc)
+    });
+    d.fixed_seconds = a;
+    d.seconds_per_cell = b;
+    Ok(d)
+}
+
 /// The median absolute deviation times this estimates a normal
 /// distribution's standard deviation.
 const MAD_TO_SD: f64 = 1.4826;
@@ -185,6 +284,99 @@ mod tests {
                 "seed {seed}: {bp:?}"
             );
         }
+    }
+
+    fn pass(cells: f64, a: f64, b: f64, noise: &[f64]) -> Pass {
+        Pass {
+            cells,
+            seconds: noise.iter().map(|e| (a + b * cells) * e).collect(),
+        }
+    }
+
+    /// Two tile sizes recover the line; a stall in either pass does not
+    /// move it (medians); the result predicts a third size exactly.
+    #[test]
+    fn a_line_through_two_tile_sizes_gives_the_fixed_cost() {
+        let noise = [1.0, 1.01, 0.99, 1.0, 40.0];
+        let d = device_line(
+            "cpu",
+            &[
+                pass(500.0, 2e-4, 1e-9, &noise),
+                pass(60_000.0, 2e-4, 1e-9, &noise),
+            ],
+        )
+        .unwrap();
+        assert!((d.fixed_seconds / 2e-4 - 1.0).abs() < 1e-9, "{d:?}");
+        assert!((d.seconds_per_cell / 1e-9 - 1.0).abs() < 1e-9, "{d:?}");
+        assert_eq!(d.samples, 10);
+        assert!((d.time(1e6) - (2e-4 + 1e-3)).abs() < 1e-12);
+        // The old single-rate model would have made the small tile 300x
+        // cheaper per cell than it is.
+        let single = device_line("cpu", &[pass(60_000.0, 2e-4, 1e-9, &noise)]).unwrap();
+        assert_eq!(single.fixed_seconds, 0.0);
+        assert!((single.seconds_per_cell - (2e-4 / 6e4 + 1e-9)).abs() < 1e-18);
+    }
+
+    /// No trustworthy line: equal tiles, a negative intercept (the larger
+    /// tile dearer per cell, out of cache), a falling time. Each falls back
+    /// to no fixed cost and the slope through the origin.
+    #[test]
+    fn an_untrustworthy_line_falls_back_to_the_rate_through_the_origin() {
+        let one = [1.0];
+        let cases = [
+            [
+                pass(1000.0, 1e-4, 1e-9, &one),
+                pass(1050.0, 1e-4, 1e-9, &one),
+            ],
+            [pass(1000.0, 0.0, 1e-9, &one), pass(4000.0, 0.0, 2e-9, &one)],
+            [
+                pass(1000.0, 0.0, 4e-9, &one),
+                pass(4000.0, 0.0, 0.5e-9, &one),
+            ],
+        ];
+        for passes in cases {
+            let d = device_line("cpu", &passes).unwrap();
+            assert_eq!(d.fixed_seconds, 0.0, "{passes:?}");
+            let t = |p: &Pass| p.seconds[0];
+            let origin = (passes[0].cells * t(&passes[0]) + passes[1].cells * t(&passes[1]))
+                / (passes[0].cells.powi(2) + passes[1].cells.powi(2));
+            assert!((d.seconds_per_cell / origin - 1.0).abs() < 1e-12, "{d:?}");
+            assert!(d.seconds_per_cell > 0.0);
+        }
+        assert!(device_line("cpu", &[]).is_err());
+        assert!(device_line("cpu", &[pass(0.0, 0.0, 1e-9, &one)]).is_err());
+        let empty = Pass {
+            cells: 10.0,
+            seconds: vec![],
+        };
+        assert!(device_line("cpu", &[empty]).is_err());
+    }
+
+    /// The first tile measured twice (A, B, A): a small drift between the
+    /// passes leaves a real fixed cost standing; a drift as large as the
+    /// intercept makes it noise, and the device falls back to the rate.
+    #[test]
+    fn a_tile_measured_twice_decides_whether_the_intercept_is_believed() {
+        let one = [1.0];
+        let aba = |drift: f64, a: f64| {
+            device_line(
+                "cpu",
+                &[
+                    pass(4e6, a, 5e-11, &one),
+                    pass(4e6, a, 5e-11, &[1.0 + drift]),
+                    pass(5e5, a, 5e-11, &one),
+                ],
+            )
+            .unwrap()
+        };
+        // The 15-thread CPU beside the GPU: 0.3 ms fixed, a 2% drift.
+        let d = aba(0.02, 3e-4);
+        assert!((d.fixed_seconds / 3e-4 - 1.0).abs() < 0.3, "{d:?}");
+        // Load drift on a shared VM: 20 µs "fixed" beside a 200 µs tile
+        // measured 30% slower the second time, which alone would put the
+        // intercept at 15 µs.
+        let d = aba(0.3, 2e-5);
+        assert_eq!(d.fixed_seconds, 0.0, "{d:?}");
     }
 
     #[test]

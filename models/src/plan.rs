@@ -7,8 +7,9 @@
 //! grouped by host (only the chain's host boundaries cross the network),
 //! `per_rank` consecutive devices of a host in one MPI rank. Its time per
 //! iteration, by [`Estimate`]:
-//! - `Additive` (HCLogP, Eq. 3.5): balanced compute `cells / Σ 1/s_d`
-//!   plus the slowest device's messages, `Σ_neighbours (α + β·M)` over the
+//! - `Additive` (HCLogP, Eq. 3.5): balanced compute (`cells / Σ 1/s_d`
+//!   without fixed costs; with them each device's `a_d + s_d · cells_d`
+//!   of the seeded split) plus the slowest device's messages, `Σ_neighbours (α + β·M)` over the
 //!   link each neighbour is on;
 //! - `Overlap` (this skeleton): `max_d border_d + max(inner_d, exchange_d)`.
 //!
@@ -20,7 +21,13 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use hitmap::halo::Footprint;
+use hitmap::layout::{Layout, Partition};
+use hitmap::shape::Shape;
+
 use crate::link::Hockney;
+use crate::predict::balance;
+use crate::simulate::Geometry;
 
 /// Why a plan cannot be made.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -88,6 +95,10 @@ pub struct DeviceClass {
     pub host: String,
     /// Calibrated seconds per cell.
     pub seconds_per_cell: f64,
+    /// Calibrated seconds per iteration whatever the cells (a machine's
+    /// `fixed_seconds`; default 0).
+    #[serde(default)]
+    pub fixed_seconds: f64,
     /// How many.
     #[serde(default = "one")]
     pub count: usize,
@@ -95,6 +106,13 @@ pub struct DeviceClass {
 
 fn one() -> usize {
     1
+}
+
+/// The devices in chain order: (host, (fixed seconds, seconds per cell)).
+type Chain = Vec<(usize, (f64, f64))>;
+
+fn slabs() -> String {
+    "w0".into()
 }
 
 /// What can be booked: device classes on hosts, the links within a rank
@@ -161,8 +179,12 @@ pub struct Choice {
     pub network: Option<String>,
     /// Consecutive devices of a host in one rank.
     pub per_rank: usize,
-    /// How the rows are shared.
+    /// How the rows are shared (regular blocks: `Equal`).
     pub weights: Weights,
+    /// The partition: `w0` (slabs along the first axis) or `m` (blocks on
+    /// a grid as square as hitmap's `Topology::square` makes it).
+    #[serde(default = "slabs")]
+    pub partition: String,
     /// Devices in all.
     pub devices: usize,
     /// Estimated loop seconds.
@@ -187,6 +209,11 @@ impl Inventory {
                 format!("device {} seconds_per_cell", d.name),
                 d.seconds_per_cell,
                 false,
+            )?;
+            finite(
+                format!("device {} fixed_seconds", d.name),
+                d.fixed_seconds,
+                true,
             )?;
         }
         let mut links = vec![("in_process".to_string(), self.in_process)];
@@ -214,18 +241,66 @@ impl Inventory {
         per_rank: usize,
         weights: Weights,
     ) -> Option<f64> {
-        // The chain: devices grouped by host (inventory order within one).
+        let (chain, rank) = self.chain(counts, network, per_rank)?;
+        let m = p.halo_rows * p.bytes_per_row;
+        let link = |a: usize, b: usize| self.link(&chain, &rank, network, a, b);
+        let n = chain.len();
+        let cells = p.rows * p.cells_per_row;
+        let costs: Vec<(f64, f64)> = chain.iter().map(|c| c.1).collect();
+        let seeded = balance(&costs, cells).1;
+        let mut worst: f64 = 0.0;
+        for (d, &(_, (a, s))) in chain.iter().enumerate() {
+            let mine = match weights {
+                Weights::Seeded => seeded[d],
+                Weights::Equal => cells / n as f64,
+            };
+            let mut exchange = 0.0;
+            let mut nb = 0.0;
+            for q in [d.wrapping_sub(1), d + 1] {
+                if q < n {
+                    exchange += link(d, q).time(m);
+                    nb += 1.0;
+                }
+            }
+            // A device with no rows launches nothing (the balanced split
+            // leaves out one whose fixed cost exceeds the others' time).
+            let fixed = if mine > 0.0 { a } else { 0.0 };
+            let compute = fixed + mine * s;
+            let t = match p.estimate {
+                Estimate::Additive => compute + exchange,
+                Estimate::Overlap => {
+                    let rows = mine / p.cells_per_row;
+                    let border = fixed + rows.min(p.halo_rows * nb) * p.cells_per_row * s;
+                    border + exchange.max(compute - border)
+                }
+            };
+            worst = worst.max(t);
+        }
+        Some(worst * p.iterations)
+    }
+
+    /// The devices of `counts` as the skeleton's chain, grouped by host
+    /// (inventory order within one), each with its host and `(a, b)`, and
+    /// each device's rank (`per_rank` consecutive devices of a host); `None`
+    /// for no devices, or several hosts without a network.
+    fn chain(
+        &self,
+        counts: &[usize],
+        network: Option<&Network>,
+        per_rank: usize,
+    ) -> Option<(Chain, Vec<usize>)> {
         let mut hosts: Vec<&str> = Vec::new();
         for (d, &n) in self.devices.iter().zip(counts) {
             if n > 0 && !hosts.contains(&d.host.as_str()) {
                 hosts.push(&d.host);
             }
         }
-        let mut chain: Vec<(usize, f64)> = Vec::new(); // (host, seconds per cell)
+        let mut chain: Chain = Vec::new();
         for (h, host) in hosts.iter().enumerate() {
             for (d, &n) in self.devices.iter().zip(counts) {
                 if d.host == *host {
-                    chain.extend(std::iter::repeat_n((h, d.seconds_per_cell), n));
+                    let cost = (d.fixed_seconds, d.seconds_per_cell);
+                    chain.extend(std::iter::repeat_n((h, cost), n));
                 }
             }
         }
@@ -233,7 +308,6 @@ impl Inventory {
             return None;
         }
         let per_rank = per_rank.max(1);
-        // Rank of each device: consecutive devices of a host, per_rank a rank.
         let mut rank = Vec::with_capacity(chain.len());
         let (mut r, mut in_rank, mut host) = (0usize, 0usize, chain[0].0);
         for &(h, _) in &chain {
@@ -245,39 +319,85 @@ impl Inventory {
             rank.push(r);
             in_rank += 1;
         }
-        let m = p.halo_rows * p.bytes_per_row;
-        let link = |a: usize, b: usize| -> Hockney {
-            if chain[a].0 != chain[b].0 {
-                network.expect("checked above").link().hockney()
-            } else if rank[a] != rank[b] {
-                self.shared_memory.unwrap_or(self.in_process).hockney()
-            } else {
-                self.in_process.hockney()
-            }
-        };
-        let speed: f64 = chain.iter().map(|c| 1.0 / c.1).sum();
-        let n = chain.len();
-        let cells = p.rows * p.cells_per_row;
+        Some((chain, rank))
+    }
+
+    /// The link between chain devices `a` and `b`: the network across
+    /// hosts, shared memory across ranks of a host, else in-process.
+    fn link(
+        &self,
+        chain: &Chain,
+        rank: &[usize],
+        network: Option<&Network>,
+        a: usize,
+        b: usize,
+    ) -> Hockney {
+        if chain[a].0 != chain[b].0 {
+            network
+                .expect("a chain over several hosts has a network")
+                .link()
+                .hockney()
+        } else if rank[a] != rank[b] {
+            self.shared_memory.unwrap_or(self.in_process).hockney()
+        } else {
+            self.in_process.hockney()
+        }
+    }
+
+    /// Estimated loop seconds of `counts` devices under the block
+    /// partition `m` of a domain of extents `size`: hitmap's layout (a grid
+    /// as square as the device count's prime factors allow, regular
+    /// blocks, device `d` of the chain on block `d`) and its halo plan for a
+    /// stencil reaching `halo_rows` either way along every axis (faces
+    /// only), each message its cells times the bytes of a cell. A device's
+    /// time: `a + b · block cells` and its messages, added or with the
+    /// exchange behind the inner cells, by the estimate. `None` as for
+    /// [`Inventory::time`], for a size of another dimensionality than the
+    /// problem's cells, or when hitmap cannot build the layout.
+    pub fn time_blocks(
+        &self,
+        p: &Problem,
+        size: &[usize],
+        counts: &[usize],
+        network: Option<&Network>,
+        per_rank: usize,
+    ) -> Option<f64> {
+        let (chain, rank) = self.chain(counts, network, per_rank)?;
+        let total: f64 = size.iter().map(|&n| n as f64).product();
+        if size.is_empty() || total != p.rows * p.cells_per_row {
+            return None;
+        }
+        let domain = Shape::from_ranges(&size.iter().map(|&n| (0, n as i64)).collect::<Vec<_>>());
+        let nd = size.len();
+        let reach = p.halo_rows.max(1.0) as i64;
+        let offsets = (0..nd)
+            .flat_map(|d| {
+                (1..=reach).flat_map(move |k| {
+                    [-k, k].map(|o| {
+                        let mut v = vec![0i64; nd];
+                        v[d] = o;
+                        v
+                    })
+                })
+            })
+            .collect();
+        let footprint = Footprint::new(nd, offsets);
+        let layout = Layout::new(&domain, Partition::Multi, chain.len(), None).ok()?;
+        let cell_bytes = p.bytes_per_row / p.cells_per_row;
+        let g = Geometry::new(layout, &footprint, cell_bytes).ok()?;
         let mut worst: f64 = 0.0;
-        for (d, &(_, s)) in chain.iter().enumerate() {
-            let share = match weights {
-                Weights::Seeded => (1.0 / s) / speed,
-                Weights::Equal => 1.0 / n as f64,
-            };
-            let mut exchange = 0.0;
-            let mut nb = 0.0;
-            for q in [d.wrapping_sub(1), d + 1] {
-                if q < n {
-                    exchange += link(d, q).time(m);
-                    nb += 1.0;
-                }
-            }
-            let compute = share * cells * s;
+        for (d, &(_, (a, s))) in chain.iter().enumerate() {
+            let cells = g.cells[d];
+            let fixed = if cells > 0.0 { a } else { 0.0 };
+            let compute = fixed + cells * s;
+            let exchange: f64 = g.sends[d]
+                .iter()
+                .map(|&(q, bytes)| self.link(&chain, &rank, network, d, q).time(bytes))
+                .sum();
             let t = match p.estimate {
                 Estimate::Additive => compute + exchange,
                 Estimate::Overlap => {
-                    let rows = share * p.rows;
-                    let border = rows.min(p.halo_rows * nb) * p.cells_per_row * s;
+                    let border = fixed + g.border[d] * s;
                     border + exchange.max(compute - border)
                 }
             };
@@ -295,6 +415,7 @@ impl Inventory {
             counts,
             per_rank,
             weights: Weights::Seeded,
+            partition: slabs(),
             seconds,
         })
     }
@@ -455,10 +576,12 @@ pub fn pareto(inv: &Inventory, p: &Problem) -> Result<Vec<Choice>, PlanError> {
     Ok(front)
 }
 
-/// Rivera's sweep over one choice of devices: rows seeded or equal, and
-/// every devices-per-rank from 1 to the most devices on a host, sorted by
+/// Rivera's sweep over one choice of devices: slabs with rows seeded or
+/// equal, and, for a domain of two or more dimensions (extents `size`),
+/// the block partition `m` ([`Inventory::time_blocks`]); each at every
+/// devices-per-rank from 1 to the most devices on a host, sorted by
 /// estimated time.
-pub fn sweep(inv: &Inventory, p: &Problem, best: &Choice) -> Vec<Choice> {
+pub fn sweep(inv: &Inventory, p: &Problem, best: &Choice, size: &[usize]) -> Vec<Choice> {
     let net = best
         .network
         .as_ref()
@@ -476,6 +599,21 @@ pub fn sweep(inv: &Inventory, p: &Problem, best: &Choice) -> Vec<Choice> {
                 out.push(Choice {
                     per_rank,
                     weights,
+                    partition: slabs(),
+                    seconds,
+                    ..best.clone()
+                });
+            }
+        }
+    }
+    // In one dimension `m` is the slabs of equal rows again.
+    if size.len() > 1 {
+        for per_rank in 1..=most {
+            if let Some(seconds) = inv.time_blocks(p, size, &best.counts, net, per_rank) {
+                out.push(Choice {
+                    per_rank,
+                    weights: Weights::Equal,
+                    partition: "m".into(),
                     seconds,
                     ..best.clone()
                 });
@@ -528,6 +666,7 @@ mod tests {
                     name: format!("c{i}"),
                     host: format!("h{host}"),
                     seconds_per_cell: spc,
+                    fixed_seconds: 0.0,
                     count,
                 })
                 .collect(),
@@ -580,8 +719,14 @@ mod tests {
             nets in prop::collection::vec((1e-6f64..1e-3, 1e-11f64..1e-8), 0..3),
             rows in 16.0f64..100_000.0,
             overlap in any::<bool>(),
+            fixed in prop::collection::vec(prop_oneof![Just(0.0), 1e-7f64..1e-3], 4),
         ) {
-            let inv = inventory(&c, &nets);
+            let mut inv = inventory(&c, &nets);
+            // Fixed costs per iteration keep the search exact: its bound
+            // (balanced compute without them) only gets looser.
+            for (d, &a) in inv.devices.iter_mut().zip(&fixed) {
+                d.fixed_seconds = a;
+            }
             let p = problem(rows, if overlap { Estimate::Overlap } else { Estimate::Additive });
             let (bb, ex) = (branch_and_bound(&inv, &p).unwrap(), exhaustive(&inv, &p).unwrap());
             prop_assert!((bb.seconds - ex.seconds).abs() <= 1e-12 * ex.seconds, "{:?} {:?}", bb, ex);
@@ -619,11 +764,91 @@ mod tests {
         // Additive: the messages count, hidden by nothing.
         let p = problem(4096.0, Estimate::Additive);
         let best = branch_and_bound(&inv, &p).unwrap();
-        let s = sweep(&inv, &p, &best);
-        assert_eq!(s.len(), 8, "2 weightings x 1..4 per rank");
+        let s = sweep(&inv, &p, &best, &[4096, 1024]);
+        assert_eq!(s.len(), 12, "2 weightings and m x 1..4 per rank");
         assert!(s.windows(2).all(|w| w[0].seconds <= w[1].seconds));
         assert_eq!(s[0].weights, Weights::Seeded);
         assert_eq!(s[0].per_rank, 4, "in-process links are the cheapest");
+        // One dimension: no m.
+        let flat = Problem {
+            cells_per_row: 1.0,
+            bytes_per_row: 4.0,
+            ..p
+        };
+        assert!(sweep(&inv, &flat, &best, &[4096])
+            .iter()
+            .all(|c| c.partition == "w0"));
+    }
+
+    /// Hand-computed blocks: four 10 ns devices on 64x64 cells of 4 B make a
+    /// 2x2 grid of 32x32 blocks, each sending 32 cells (128 B) to its two
+    /// face neighbours, against slabs of 16 rows whose inner devices send
+    /// 64 cells (256 B) to two. With messages dear per byte, m wins. In 3-d
+    /// eight devices on 16³ make 2x2x2 blocks of 8³ with three neighbours.
+    #[test]
+    fn the_sweep_times_block_partitions_by_hand() {
+        let mut inv = inventory(&[(0, 1e-8, 4)], &[]);
+        inv.in_process = LinkSpec {
+            alpha: 2e-6,
+            beta: 1e-9,
+        };
+        let p = Problem {
+            rows: 64.0,
+            cells_per_row: 64.0,
+            halo_rows: 1.0,
+            bytes_per_row: 256.0,
+            iterations: 100.0,
+            estimate: Estimate::Additive,
+        };
+        let best = branch_and_bound(&inv, &p).unwrap();
+        assert_eq!(best.counts, vec![4]);
+        let s = sweep(&inv, &p, &best, &[64, 64]);
+        let m = &s[0];
+        assert_eq!((m.partition.as_str(), m.per_rank), ("m", 4), "{s:?}");
+        let blocks = 1024e-8 + 2.0 * (2e-6 + 128e-9);
+        assert!((m.seconds - 100.0 * blocks).abs() < 1e-15, "{m:?}");
+        let slab = s
+            .iter()
+            .find(|c| c.partition == "w0" && c.per_rank == 4 && c.weights == Weights::Equal)
+            .unwrap();
+        let slabs = 1024e-8 + 2.0 * (2e-6 + 256e-9);
+        assert!((slab.seconds - 100.0 * slabs).abs() < 1e-15, "{slab:?}");
+
+        let mut inv = inventory(&[(0, 1e-8, 8)], &[]);
+        inv.in_process = LinkSpec {
+            alpha: 2e-6,
+            beta: 1e-9,
+        };
+        let p = Problem {
+            rows: 16.0,
+            cells_per_row: 256.0,
+            bytes_per_row: 1024.0,
+            ..p
+        };
+        let t = inv.time_blocks(&p, &[16, 16, 16], &[8], None, 8).unwrap();
+        let blocks = 512e-8 + 3.0 * (2e-6 + 256e-9);
+        assert!((t - 100.0 * blocks).abs() < 1e-15, "{t}");
+        // A size that is not the problem's is refused.
+        assert_eq!(inv.time_blocks(&p, &[16, 16], &[8], None, 8), None);
+    }
+
+    /// A fixed cost per iteration makes small devices not worth booking:
+    /// by rate alone eight slow devices add 8/4 = 2 fast devices' worth, but
+    /// the two fast ones finish an iteration in 0.52 ms, less than the slow
+    /// ones' fixed 0.6 ms.
+    #[test]
+    fn a_fixed_cost_per_iteration_drops_devices_that_do_not_pay() {
+        let mut inv = inventory(&[(0, 1e-9, 2), (0, 4e-9, 8)], &[]);
+        let p = problem(1024.0, Estimate::Additive);
+        assert_eq!(branch_and_bound(&inv, &p).unwrap().counts, vec![2, 8]);
+        inv.devices[1].fixed_seconds = 6e-4;
+        let best = branch_and_bound(&inv, &p).unwrap();
+        assert_eq!(best.counts, vec![2, 0], "{best:?}");
+        // 1024 x 1024 cells over two 1 ns devices, plus one message.
+        let alone = 1024.0 * 1024.0 * 1e-9 / 2.0 + 2e-6 + 4096.0 * 1e-11;
+        assert!((best.seconds - 100.0 * alone).abs() < 1e-12, "{best:?}");
+        inv.devices[1].fixed_seconds = -1.0;
+        assert!(exhaustive(&inv, &p).is_err());
     }
 
     #[test]

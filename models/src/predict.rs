@@ -19,8 +19,15 @@ use crate::{check_finite, ModelError};
 pub struct Device {
     /// Display name.
     pub name: String,
-    /// Measured seconds to update one cell with the run's kernel.
+    /// Measured seconds to update one cell with the run's kernel: the
+    /// slope `b` of the device's kernel time `a + b · cells`.
     pub seconds_per_cell: f64,
+    /// Seconds the device's kernels cost per iteration whatever its cell
+    /// count: the intercept `a` of `a + b · cells` (thread wake-ups,
+    /// launches, border strips). Absent in machines written before it was
+    /// calibrated, and then 0.
+    #[serde(default)]
+    pub fixed_seconds: f64,
     /// Relative power R_p: the slowest device of the machine is 1
     /// (HCLogP's Eq. 3.1, `Perf_x / Perf_y = Time_y / Time_x`). Set by
     /// [`Machine::new`].
@@ -43,11 +50,55 @@ impl Device {
         Self {
             name: name.into(),
             seconds_per_cell,
+            fixed_seconds: 0.0,
             relative_power: 0.0,
             cv: 0.0,
             samples: 0,
         }
     }
+
+    /// The same device with a fixed cost of `seconds` per iteration.
+    pub fn with_fixed(mut self, seconds: f64) -> Self {
+        self.fixed_seconds = seconds;
+        self
+    }
+
+    /// Kernel seconds of one iteration over `cells` cells: `a + b · cells`,
+    /// and nothing for a device with no cells (it launches no kernel).
+    pub fn time(&self, cells: f64) -> f64 {
+        if cells > 0.0 {
+            self.fixed_seconds + self.seconds_per_cell * cells
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The perfectly balanced split of `total` cells over devices whose
+/// iteration costs `a + b · cells` (`(a, b)` pairs, `b > 0`, `a >= 0`): the
+/// least time `T` at which every device busy finishes together, and each
+/// device's cells `(T − a) / b` (0 for a device whose fixed cost alone is
+/// at least `T`: adding it would only slow the iteration). Water-filling
+/// over the devices by fixed cost, cheapest first. With every `a = 0` this
+/// is HCLogP's split by relative power, `T = total / Σ 1/b`.
+pub fn balance(costs: &[(f64, f64)], total: f64) -> (f64, Vec<f64>) {
+    let mut order: Vec<usize> = (0..costs.len()).collect();
+    order.sort_by(|&x, &y| costs[x].0.total_cmp(&costs[y].0));
+    let (mut speed, mut offset) = (0.0, 0.0);
+    let mut t = f64::INFINITY;
+    for (k, &i) in order.iter().enumerate() {
+        let (a, b) = costs[i];
+        speed += 1.0 / b;
+        offset += a / b;
+        t = (total + offset) / speed;
+        // The next device joins only when the others would still be busy
+        // past its fixed cost.
+        if order.get(k + 1).is_none_or(|&j| t <= costs[j].0) {
+            break;
+        }
+    }
+    let cells = costs.iter().map(|&(a, b)| ((t - a) / b).max(0.0)).collect();
+    (t, cells)
 }
 
 /// Header bytes per packet in Rivera's model: MPI 22, TCP 32, IP 20,
@@ -143,6 +194,13 @@ impl Machine {
                 });
             }
             check_finite("cv", d.cv)?;
+            let a = check_finite("fixed seconds per iteration", d.fixed_seconds)?;
+            if a < 0.0 {
+                return Err(ModelError::InvalidValue {
+                    what: "fixed seconds per iteration",
+                    value: a,
+                });
+            }
             slowest = slowest.max(s);
         }
         for d in &mut devices {
@@ -160,6 +218,28 @@ impl Machine {
     pub fn with_overhead(mut self, seconds: f64) -> Result<Self, ModelError> {
         self.iteration_overhead = check_finite("iteration overhead", seconds)?;
         Ok(self)
+    }
+
+    /// Each device's `(a, b)`: fixed seconds per iteration, seconds per
+    /// cell.
+    pub fn costs(&self) -> Vec<(f64, f64)> {
+        self.devices
+            .iter()
+            .map(|d| (d.fixed_seconds, d.seconds_per_cell))
+            .collect()
+    }
+
+    /// The model-seeded weights for a run of `total_cells` cells: the cells
+    /// each device computes in the balanced split ([`balance`]), so every
+    /// device's `a + b · cells` is equal. Without fixed costs they are
+    /// proportional to the relative powers. A device the split leaves idle
+    /// keeps a weight of one cell: a partition gives every device a block.
+    pub fn seeded_weights(&self, total_cells: f64) -> Vec<f64> {
+        balance(&self.costs(), total_cells)
+            .1
+            .into_iter()
+            .map(|c| c.max(1.0))
+            .collect()
     }
 
     fn link(&self, name: &str) -> Result<&LinkClass, ModelError> {
@@ -204,13 +284,8 @@ impl Machine {
                 _ => 2.0,
             }
         };
-        let own = |d: usize| run.rows[d] as f64 * cells * self.devices[d].seconds_per_cell;
-        let sum_rp: f64 = self.devices.iter().map(|d| d.relative_power).sum();
-        let slowest = self
-            .devices
-            .iter()
-            .map(|d| d.seconds_per_cell)
-            .fold(0.0, f64::max);
+        let own = |d: usize| self.devices[d].time(run.rows[d] as f64 * cells);
+        let (balanced_iteration, _) = balance(&self.costs(), total_cells);
 
         let mut devices = Vec::with_capacity(p);
         let mut iteration: f64 = 0.0;
@@ -234,8 +309,10 @@ impl Machine {
                 }
                 Method::HcLogP => {
                     // HCLogP assumes the work divided by power (Eq. 3.2 with
-                    // I = I_s, F_r = 0): the partition does not enter.
-                    let c = hclogp::comp_time(1.0, 1.0, total_cells * slowest, sum_rp, 0.0);
+                    // I = I_s, F_r = 0): the partition does not enter. With
+                    // fixed costs "by power" is the split that equalises
+                    // `a + b · cells`, of which Eq. 3.2 is the `a = 0` case.
+                    let c = balanced_iteration;
                     let l = &link.loggp;
                     let e = phase(hclogp::comm_time(
                         Op::SendRecv,
@@ -250,15 +327,19 @@ impl Machine {
                 }
                 Method::Rivera => {
                     // Rivera assumes equal work per process (§4.2).
-                    let c = total_cells * self.devices[d].seconds_per_cell / p as f64;
+                    let c = self.devices[d].time(total_cells / p as f64);
                     let e = phase(nb * rivera_p2p(&link.hockney, link.switch_latency, m));
                     (c, e, c + e)
                 }
                 Method::Overlap => {
                     let rows = run.rows[d];
                     let border_rows = rows.min(run.halo_rows * nb as u64);
-                    let spc = self.devices[d].seconds_per_cell;
-                    let border = border_rows as f64 * cells * spc;
+                    let dev = &self.devices[d];
+                    let spc = dev.seconds_per_cell;
+                    // The fixed cost is paid before the halos leave: the
+                    // threads wake for the border strips first.
+                    let fixed = if rows > 0 { dev.fixed_seconds } else { 0.0 };
+                    let border = fixed + border_rows as f64 * cells * spc;
                     let inner = (rows - border_rows) as f64 * cells * spc;
                     let e = phase(nb * link.hockney.time(m));
                     (
@@ -271,12 +352,6 @@ impl Machine {
             iteration = iteration.max(time);
             devices.push(DeviceTime { compute, exchange });
         }
-        let balanced_iteration = total_cells
-            / self
-                .devices
-                .iter()
-                .map(|d| 1.0 / d.seconds_per_cell)
-                .sum::<f64>();
         let iters = run.iterations as f64;
         Ok(Prediction {
             method,
@@ -612,6 +687,86 @@ mod tests {
         );
     }
 
+    /// Hand-computed: `a` = 0.2 ms and 0, `b` = 1 ns and 0.1 ns, 1e6 cells.
+    /// Both busy: T = (1e6 + 2e5) / (1e9 + 1e10) s = 109.09 µs < 0.2 ms, so
+    /// the slow device's fixed cost alone exceeds it and it sits out:
+    /// T = 1e6 · 0.1 ns = 100 µs, all cells on the fast one.
+    #[test]
+    fn balance_equalises_fixed_plus_per_cell_time() {
+        let (t, cells) = balance(&[(2e-4, 1e-9), (0.0, 1e-10)], 1e6);
+        assert!((t - 1e-4).abs() < 1e-15, "{t}");
+        assert_eq!(cells, vec![0.0, 1e6]);
+        // Larger: T = (1e7 + 2e5) / 1.1e10 = 927.27 µs > 0.2 ms, both busy
+        // and both finishing at T.
+        let costs = [(2e-4, 1e-9), (0.0, 1e-10)];
+        let (t, cells) = balance(&costs, 1e7);
+        assert!((t - 1.02e7 / 1.1e10).abs() < 1e-15, "{t}");
+        assert!((cells.iter().sum::<f64>() - 1e7).abs() < 1e-6);
+        for (c, (a, b)) in cells.iter().zip(costs) {
+            assert!((a + b * c - t).abs() < 1e-15);
+        }
+        // No fixed costs: HCLogP's split by power.
+        let (t, cells) = balance(&[(0.0, 1e-9), (0.0, 3e-9)], 4e6);
+        assert!((t - 4e6 / (1e9 + 1e9 / 3.0)).abs() < 1e-15);
+        assert!((cells[0] / cells[1] - 3.0).abs() < 1e-12);
+    }
+
+    /// The measured CPU+GPU case in miniature: a CPU device with a fixed
+    /// cost per iteration and a GPU 14x faster per cell. The seeded weights
+    /// shift rows to the GPU, every method charges the fixed cost, and the
+    /// old single-rate machine predicts the seeded iteration far too short.
+    #[test]
+    fn the_fixed_cost_enters_every_method_and_the_seeded_weights() {
+        let mut m = machine(&[4.8e-11, 3.3e-12]);
+        m.devices[0].fixed_seconds = 2e-4;
+        let m = Machine::new(m.devices, m.links).unwrap();
+        let (rows, cpr) = (8194u64, 8194u64);
+        let total = (rows * cpr) as f64;
+        let w = m.seeded_weights(total);
+        let by_power: Vec<f64> = m.devices.iter().map(|d| d.relative_power).collect();
+        assert!(w[0] / w[1] < by_power[0] / by_power[1] * 0.9, "{w:?}");
+        let run = Run::from_weights(rows, cpr, 1, cpr as f64 * 4.0, 10, &w, "net").unwrap();
+        let cells = |d: usize| run.rows[d] as f64 * cpr as f64;
+        for method in [Method::Hockney, Method::LogGp, Method::Overlap] {
+            let p = m.predict(&run, method).unwrap();
+            let cpu = 2e-4 + 4.8e-11 * cells(0);
+            assert!(
+                (p.devices[0].compute - cpu).abs() < 1e-15,
+                "{method}: {p:?}"
+            );
+            assert!((p.devices[1].compute - 3.3e-12 * cells(1)).abs() < 1e-15);
+        }
+        let (t, _) = balance(&m.costs(), total);
+        let hc = m.predict(&run, Method::HcLogP).unwrap();
+        assert_eq!(hc.devices[0].compute, t);
+        assert_eq!(hc.balanced_iteration, t);
+        let rv = m.predict(&run, Method::Rivera).unwrap();
+        assert!((rv.devices[0].compute - (2e-4 + 4.8e-11 * total / 2.0)).abs() < 1e-15);
+        // Seeded rows put both devices within one row's time of T.
+        let ovl = m.predict(&run, Method::Overlap).unwrap();
+        for d in &ovl.devices {
+            assert!(
+                (d.compute - t).abs() < 4.8e-11 * cpr as f64 + 1e-12,
+                "{ovl:?}"
+            );
+        }
+        // The single-rate machine seeds by power and predicts the CPU's
+        // share as if it cost nothing fixed.
+        let old = machine(&[4.8e-11, 3.3e-12]);
+        let w_old = old.seeded_weights(total);
+        let run_old = Run::from_weights(rows, cpr, 1, cpr as f64 * 4.0, 10, &w_old, "net").unwrap();
+        let under = old.predict(&run_old, Method::Overlap).unwrap();
+        let real = m.predict(&run_old, Method::Overlap).unwrap();
+        assert!(real.iteration > under.iteration * 1.5, "{under:?} {real:?}");
+        // A machine file from before the field loads with no fixed cost.
+        let json = r#"{"devices":[{"name":"c","seconds_per_cell":1e-9}],"links":[]}"#;
+        let back: Machine = serde_json::from_str(json).unwrap();
+        assert_eq!(back.devices[0].fixed_seconds, 0.0);
+        let mut neg = Device::new("n", 1e-9);
+        neg.fixed_seconds = -1e-6;
+        assert!(Machine::new(vec![neg], vec![]).is_err());
+    }
+
     #[test]
     fn a_learned_phase_time_replaces_every_methods_exchange() {
         let m = machine(&[1e-9, 2e-9]);
@@ -709,12 +864,16 @@ mod tests {
         #[test]
         fn overlap_never_exceeds_additive_and_balanced_is_a_lower_bound(
             spc in prop::collection::vec(1e-10f64..1e-8, 1..8),
+            fixed in prop::collection::vec(0.0f64..1e-4, 8),
             weights in prop::collection::vec(0.01f64..10.0, 8),
             rows in 8u64..5000,
             cells in 1u64..2000,
             halo in 1u64..4,
         ) {
-            let m = machine(&spc);
+            let mut m = machine(&spc);
+            for (d, &a) in m.devices.iter_mut().zip(&fixed) {
+                d.fixed_seconds = a;
+            }
             let w = &weights[..spc.len()];
             let run = Run::from_weights(rows, cells, halo, cells as f64 * 8.0, 7, w, "net").unwrap();
             let add = m.predict(&run, Method::Hockney).unwrap();

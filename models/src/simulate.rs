@@ -13,7 +13,8 @@
 //! for ALB travel point to point and are read one iteration late, as in
 //! the skeleton, and only a rebalance lines every clock up (its barrier).
 //!
-//! Kernel time is `seconds_per_cell · cells · slowdown · drift · ε` with `ε`
+//! Kernel time is `(fixed_seconds + seconds_per_cell · cells) · slowdown ·
+//! drift · ε` (the fixed part paid with the border strips) with `ε`
 //! lognormal of mean 1 and the device's coefficient of variation, or, in
 //! trace mode, a real report's kernel times replayed as they were. Fed the
 //! same kernel times and redistribution costs as a real run, the simulator
@@ -28,7 +29,7 @@ use hitmap::{
     split_border, Footprint, HaloPlan, HitmapError, Layout, Partition, RedistributionPlan, Shape,
 };
 use rand::rngs::StdRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, LogNormal};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -41,6 +42,12 @@ pub enum SimError {
     /// No devices, or every device failed.
     #[error("no devices left to simulate")]
     NoDevices,
+    /// Resampled noise with nothing to resample, or a ratio that is not a
+    /// finite number >= 0.
+    #[error(
+        "the noise sample has no usable kernel time (finite ratios >= 0 over iterations with rows)"
+    )]
+    NoNoise,
     /// A device's speed, noise or slowdown is not a usable number.
     #[error("device {device}: {what} must be a finite number {bound}, got {value}")]
     BadDevice {
@@ -133,6 +140,10 @@ pub struct SimDevice {
     pub name: String,
     /// Seconds per cell update at full speed.
     pub seconds_per_cell: f64,
+    /// Seconds per iteration the kernels cost whatever the cells (a
+    /// calibrated machine's `fixed_seconds`), at full speed.
+    #[serde(default)]
+    pub fixed_seconds: f64,
     /// Coefficient of variation of the lognormal kernel-time noise.
     pub cv: f64,
     /// Initial weight under `w<d>`.
@@ -156,6 +167,7 @@ impl SimDevice {
         SimDevice {
             name: name.into(),
             seconds_per_cell,
+            fixed_seconds: 0.0,
             cv: 0.0,
             weight: 1.0,
             host: 0,
@@ -251,6 +263,8 @@ pub struct Scenario {
     pub heuristic: Option<HeuristicSpec>,
     /// ALB window.
     pub window: usize,
+    /// Where modelled kernel times' noise comes from.
+    pub noise: NoiseSource,
     /// Kernel times.
     pub kernels: Kernels,
     /// The skeleton's own seconds per iteration on every device beyond its
@@ -364,18 +378,23 @@ pub struct Simulated {
 }
 
 /// The per-layout geometry: rows, cells, border share and halo messages
-/// of each live device.
-struct Geometry {
+/// of each live device (also the planner's, for block partitions).
+pub(crate) struct Geometry {
     layout: Layout,
     rows: Vec<usize>,
-    cells: Vec<f64>,
-    border: Vec<f64>,
+    pub(crate) cells: Vec<f64>,
+    /// Cells of the border strips, computed before the halos leave.
+    pub(crate) border: Vec<f64>,
     /// `(to, bytes)` per live device.
-    sends: Vec<Vec<(usize, f64)>>,
+    pub(crate) sends: Vec<Vec<(usize, f64)>>,
 }
 
 impl Geometry {
-    fn new(layout: Layout, fp: &Footprint, cell_bytes: f64) -> Result<Geometry, SimError> {
+    pub(crate) fn new(
+        layout: Layout,
+        fp: &Footprint,
+        cell_bytes: f64,
+    ) -> Result<Geometry, SimError> {
         let plan = HaloPlan::new(&layout, fp)?;
         let (low, high) = (fp.low(), fp.high());
         let (wl, wh): (Vec<i64>, Vec<i64>) = (
@@ -419,14 +438,102 @@ impl Geometry {
     }
 }
 
-/// Lognormal noise of mean 1 and coefficient of variation `cv` per device.
+/// Where a modelled kernel time's factor `ε` comes from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum NoiseSource {
+    /// Lognormal of mean 1 and each device's `cv` (none when it is 0).
+    #[default]
+    Lognormal,
+    /// Drawn with replacement from measured ratios (every device alike,
+    /// whatever its `cv`): a real run's kernel times over their local
+    /// median ([`noise_ratios`]), stalls and all. A shared machine's kernel
+    /// times have tails a lognormal of the robust spread never produces,
+    /// and the t-test of `welch` reacts to exactly those.
+    Resampled {
+        /// The ratios, each source device's in iteration order.
+        ratios: Vec<f64>,
+        /// Consecutive ratios a device takes from one random start before
+        /// it draws a new start (1: independent draws). Stalls come in
+        /// spells; blocks keep them. A block may run from one source
+        /// device's ratios into the next's.
+        block: usize,
+    },
+}
+
+/// Iterations either side of a kernel time whose median is its baseline in
+/// [`noise_ratios`]: an odd window of 31, the ALB window's length.
+pub const RATIO_HALF_WINDOW: usize = 15;
+
+/// A real run's kernel-time noise as ratios: each device's seconds per row
+/// in each iteration (from `skip` on, rows > 0) over the median of its
+/// seconds per row in the [`RATIO_HALF_WINDOW`] iterations either side.
+/// The local median follows rebalances and slowdowns: a step in speed
+/// distorts no ratio, since a centred window always holds a majority from
+/// the iteration's own side of the step. What is left is the noise itself,
+/// stalls included, relative to the median, as calibration's seconds per
+/// cell is a median too. `compute[i][d]` and `rows[i][d]` are the report's
+/// kernel seconds and rows.
+pub fn noise_ratios(
+    compute: &[Vec<f64>],
+    rows: &[Vec<usize>],
+    skip: usize,
+) -> Result<Vec<f64>, SimError> {
+    if rows.len() != compute.len() {
+        return Err(SimError::TraceShape {
+            what: "iterations of rows",
+            needed: compute.len(),
+            got: rows.len(),
+        });
+    }
+    let devices = compute.iter().map(Vec::len).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for d in 0..devices {
+        let series: Vec<f64> = compute
+            .iter()
+            .zip(rows)
+            .skip(skip)
+            .filter_map(|(c, r)| match (c.get(d), r.get(d)) {
+                (Some(&t), Some(&n)) if n > 0 && t.is_finite() && t >= 0.0 => Some(t / n as f64),
+                _ => None,
+            })
+            .collect();
+        for (i, &x) in series.iter().enumerate() {
+            let lo = i.saturating_sub(RATIO_HALF_WINDOW);
+            let hi = (i + RATIO_HALF_WINDOW + 1).min(series.len());
+            let base = heuristics::median(&series[lo..hi]);
+            if base > 0.0 {
+                out.push(x / base);
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(SimError::NoNoise);
+    }
+    Ok(out)
+}
+
+/// A modelled kernel time's factor per device: lognormal of mean 1 and
+/// coefficient of variation `cv`, or resampled from measured ratios.
 struct Noise {
     rng: StdRng,
     dists: Vec<Option<LogNormal<f64>>>,
+    ratios: Vec<f64>,
+    block: usize,
+    /// Per device: the next ratio's index and how many its block has left.
+    cursor: Vec<(usize, usize)>,
 }
 
 impl Noise {
-    fn new(devices: &[SimDevice], seed: u64) -> Noise {
+    fn new(devices: &[SimDevice], seed: u64, source: &NoiseSource) -> Noise {
+        if let NoiseSource::Resampled { ratios, block } = source {
+            return Noise {
+                rng: StdRng::seed_from_u64(seed),
+                dists: Vec::new(),
+                ratios: ratios.clone(),
+                block: (*block).max(1),
+                cursor: vec![(0, 0); devices.len()],
+            };
+        }
         let dists = devices
             .iter()
             .map(|d| {
@@ -439,10 +546,24 @@ impl Noise {
         Noise {
             rng: StdRng::seed_from_u64(seed),
             dists,
+            ratios: Vec::new(),
+            block: 1,
+            cursor: Vec::new(),
         }
     }
 
     fn draw(&mut self, d: usize) -> f64 {
+        if !self.ratios.is_empty() {
+            let (next, left) = &mut self.cursor[d];
+            if *left == 0 || *next >= self.ratios.len() {
+                *next = self.rng.gen_range(0..self.ratios.len());
+                *left = self.block;
+            }
+            let x = self.ratios[*next];
+            *next += 1;
+            *left -= 1;
+            return x;
+        }
         match &self.dists[d] {
             Some(l) => l.sample(&mut self.rng),
             None => 1.0,
@@ -454,6 +575,11 @@ fn check(s: &Scenario) -> Result<(), SimError> {
     if s.devices.is_empty() {
         return Err(SimError::NoDevices);
     }
+    if let NoiseSource::Resampled { ratios, .. } = &s.noise {
+        if ratios.is_empty() || ratios.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
+            return Err(SimError::NoNoise);
+        }
+    }
     for (device, d) in s.devices.iter().enumerate() {
         let bad = |what, bound, value| SimError::BadDevice {
             device,
@@ -464,6 +590,9 @@ fn check(s: &Scenario) -> Result<(), SimError> {
         let positive = |x: f64| x.is_finite() && x > 0.0;
         if !positive(d.seconds_per_cell) {
             return Err(bad("seconds per cell", "> 0", d.seconds_per_cell));
+        }
+        if !(d.fixed_seconds.is_finite() && d.fixed_seconds >= 0.0) {
+            return Err(bad("fixed seconds per iteration", ">= 0", d.fixed_seconds));
         }
         if !(d.cv.is_finite() && d.cv >= 0.0) {
             return Err(bad("noise cv", ">= 0", d.cv));
@@ -571,6 +700,8 @@ struct Sim<'a> {
     // Scratch by live index: kernel seconds, when the halos left, when the
     // last one arrived, when the iteration began; bytes out per host.
     compute: Vec<f64>,
+    /// The part of each kernel time spent on the border strips.
+    border_share: Vec<f64>,
     sent_at: Vec<f64>,
     arrive: Vec<f64>,
     began: Vec<f64>,
@@ -603,7 +734,7 @@ impl<'a> Sim<'a> {
             geo: Geometry::new(layout, &s.footprint, s.cell_bytes)?,
             heuristic,
             cycle: Cycle::new(n, s.window, 0, s.iters),
-            noise: Noise::new(&s.devices, seed),
+            noise: Noise::new(&s.devices, seed, &s.noise),
             clock: vec![0.0; n],
             previous: None,
             out: Simulated {
@@ -620,6 +751,7 @@ impl<'a> Sim<'a> {
             low,
             high,
             compute: vec![0.0; n],
+            border_share: vec![0.0; n],
             sent_at: vec![0.0; n],
             arrive: vec![0.0; n],
             began: vec![0.0; n],
@@ -698,11 +830,22 @@ impl<'a> Sim<'a> {
     fn kernel_times(&mut self, it: u64) {
         let s = self.s;
         for (i, &d) in self.live.iter().enumerate() {
-            self.compute[i] = match &s.kernels {
-                Kernels::Trace { compute, .. } => compute[it as usize][d],
+            let (cells, border) = (self.geo.cells[i], self.geo.border[i]);
+            let by_cells = if cells > 0.0 { border / cells } else { 0.0 };
+            (self.compute[i], self.border_share[i]) = match &s.kernels {
+                Kernels::Trace { compute, .. } => (compute[it as usize][d], by_cells),
                 Kernels::Modelled { .. } => {
+                    // Drawn for an empty block too: a seed's stream of
+                    // draws does not depend on the partition.
+                    let eps = self.noise.draw(d);
                     let dev = &s.devices[d];
-                    dev.seconds_per_cell * self.geo.cells[i] * dev.factor(it) * self.noise.draw(d)
+                    if cells > 0.0 {
+                        let base = dev.fixed_seconds + dev.seconds_per_cell * cells;
+                        let share = (dev.fixed_seconds + dev.seconds_per_cell * border) / base;
+                        (base * dev.factor(it) * eps, share)
+                    } else {
+                        (0.0, 0.0)
+                    }
                 }
             };
         }
@@ -719,11 +862,7 @@ impl<'a> Sim<'a> {
         // other hosts.
         self.host_out.iter_mut().for_each(|x| *x = 0.0);
         for (i, &d) in live.iter().enumerate() {
-            let border = if geo.cells[i] > 0.0 {
-                self.compute[i] * geo.border[i] / geo.cells[i]
-            } else {
-                0.0
-            };
+            let border = self.compute[i] * self.border_share[i];
             self.sent_at[i] = self.clock[d] + border;
             let h = s.devices[d].host;
             for &(q, bytes) in &geo.sends[i] {
@@ -977,6 +1116,7 @@ mod tests {
             heuristic: alb.map(|a| a.parse().unwrap()),
             window: heuristics::WINDOW,
             kernels: Kernels::Modelled { seed: 1 },
+            noise: NoiseSource::Lognormal,
             iteration_overhead: 0.0,
             rebalance: None,
             record_every: 1,
@@ -988,11 +1128,17 @@ mod tests {
     /// the inner rows), whether the exchange or the inner rows are longer.
     #[test]
     fn noiseless_identical_devices_match_the_overlap_closed_form() {
-        for (alpha, beta) in [(1e-6, 1e-10), (1e-3, 1e-8)] {
+        // A fixed cost per iteration is paid with the borders, before the
+        // halos leave, in both.
+        for (alpha, beta, fixed) in [(1e-6, 1e-10, 0.0), (1e-3, 1e-8, 0.0), (1e-3, 1e-8, 4e-4)] {
             let link = Hockney { alpha, beta };
             let mut s = scenario(
                 (0..2)
-                    .map(|i| SimDevice::new(format!("d{i}"), 2e-9))
+                    .map(|i| {
+                        let mut d = SimDevice::new(format!("d{i}"), 2e-9);
+                        d.fixed_seconds = fixed;
+                        d
+                    })
                     .collect(),
                 1024,
                 50,
@@ -1005,7 +1151,9 @@ mod tests {
             };
             let sim = simulate(&s).unwrap();
             let machine = Machine::new(
-                (0..2).map(|i| Device::new(format!("d{i}"), 2e-9)).collect(),
+                (0..2)
+                    .map(|i| Device::new(format!("d{i}"), 2e-9).with_fixed(fixed))
+                    .collect(),
                 vec![LinkClass::from_hockney("l", link)],
             )
             .unwrap();
@@ -1018,7 +1166,117 @@ mod tests {
                 p.loop_time
             );
             assert_eq!(sim.halo_messages, 2 * 50);
+            if fixed > 0.0 {
+                // The inner rows (1.046 ms) still hide the exchange
+                // (1.041 ms): the iteration is the kernel plus its fixed
+                // cost, which the simulator charged too.
+                let without = 2e-9 * 512.0 * 1024.0;
+                assert!((p.iteration - (without + fixed)).abs() < 1e-15, "{p:?}");
+            }
         }
+    }
+
+    /// Ratios over the local median: a step in speed (a slowdown, a
+    /// rebalance halving the rows) leaves every ratio at 1; stalls come
+    /// back as themselves, at their own rate.
+    #[test]
+    fn noise_ratios_keep_the_stalls_and_drop_the_steps() {
+        let n = 400;
+        let rows: Vec<Vec<usize>> = (0..n)
+            .map(|i| vec![if i < 150 { 100 } else { 50 }, 100])
+            .collect();
+        let steady = |i: usize, d: usize| {
+            let per_row = if d == 1 && i >= 200 { 3e-6 } else { 1e-6 };
+            per_row * rows[i][d] as f64
+        };
+        let compute: Vec<Vec<f64>> = (0..n).map(|i| vec![steady(i, 0), steady(i, 1)]).collect();
+        let r = noise_ratios(&compute, &rows, 2).unwrap();
+        assert_eq!(r.len(), 2 * (n - 2));
+        assert!(r.iter().all(|&x| (x - 1.0).abs() < 1e-12), "{r:?}");
+        // One stall of 8x every 50 iterations on device 0.
+        let mut stalled = compute.clone();
+        for i in (10..n).step_by(50) {
+            stalled[i][0] *= 8.0;
+        }
+        let r = noise_ratios(&stalled, &rows, 2).unwrap();
+        let tails: Vec<f64> = r.iter().copied().filter(|&x| x > 1.5).collect();
+        assert_eq!(tails.len(), 8);
+        assert!(tails.iter().all(|&x| (x - 8.0).abs() < 1e-9));
+        assert!(matches!(noise_ratios(&[], &[], 0), Err(SimError::NoNoise)));
+        assert!(noise_ratios(&compute, &rows[1..], 0).is_err());
+    }
+
+    /// Resampled noise draws only the given ratios, repeats per seed,
+    /// differs across seeds, and an empty or negative sample is refused.
+    #[test]
+    fn resampled_noise_draws_the_measured_ratios_per_seed() {
+        let run = |seed: u64, ratios: Vec<f64>| {
+            let mut s = scenario(
+                vec![SimDevice::new("a", 1e-9), SimDevice::new("b", 1e-9)],
+                64,
+                100,
+                None,
+            );
+            s.kernels = Kernels::Modelled { seed };
+            s.noise = NoiseSource::Resampled { ratios, block: 1 };
+            simulate(&s)
+        };
+        let base = 1e-9 * 32.0 * 1024.0;
+        let a = run(3, vec![1.0, 10.0]).unwrap();
+        let times: Vec<f64> = a
+            .steps
+            .iter()
+            .flat_map(|st| st.devices.iter().map(|d| d.compute / base))
+            .collect();
+        assert!(times
+            .iter()
+            .all(|&x| (x - 1.0).abs() < 1e-9 || (x - 10.0).abs() < 1e-9));
+        let tens = times.iter().filter(|&&x| x > 5.0).count();
+        assert!((60..140).contains(&tens), "{tens} of 200 draws were 10");
+        let again = run(3, vec![1.0, 10.0]).unwrap();
+        assert_eq!(a.loop_seconds, again.loop_seconds);
+        let other = run(4, vec![1.0, 10.0]).unwrap();
+        assert_ne!(a.loop_seconds, other.loop_seconds);
+        assert!(matches!(run(3, vec![]), Err(SimError::NoNoise)));
+        assert!(matches!(run(3, vec![1.0, -1.0]), Err(SimError::NoNoise)));
+    }
+
+    /// Blocks of 5: a device takes runs of consecutive ratios from the
+    /// source (ratios 1, 2, 3, ... make that visible as steps of +1), where
+    /// independent draws rarely do.
+    #[test]
+    fn resampled_blocks_keep_consecutive_ratios_together() {
+        let ratios: Vec<f64> = (1..=200).map(f64::from).collect();
+        let steps = |block: usize| {
+            let mut s = scenario(
+                vec![SimDevice::new("a", 1e-9), SimDevice::new("b", 1e-9)],
+                64,
+                101,
+                None,
+            );
+            s.noise = NoiseSource::Resampled {
+                ratios: ratios.clone(),
+                block,
+            };
+            let sim = simulate(&s).unwrap();
+            let base = 1e-9 * 32.0 * 1024.0;
+            (0..2)
+                .map(|d| {
+                    let r: Vec<f64> = sim
+                        .steps
+                        .iter()
+                        .map(|st| (st.devices[d].compute / base).round())
+                        .collect();
+                    r.windows(2).filter(|w| w[1] == w[0] + 1.0).count()
+                })
+                .sum::<usize>()
+        };
+        // 2 devices x 100 transitions: 4 of each 5 inside a block (160),
+        // less the blocks that hit the end of the ratios, plus the odd new
+        // start that happens to follow the last ratio (1 in 200).
+        let blocks = steps(5);
+        assert!((140..=170).contains(&blocks), "{blocks}");
+        assert!(steps(1) < 10, "{}", steps(1));
     }
 
     /// With no noise and speeds 1 : 1/3, the first rebalance moves to 3 : 1.

@@ -11,7 +11,7 @@ use crate::error::CliError;
 use epsilod::spmd::run_vps;
 use epsilod::Cluster;
 use hitmap::{HaloPlan, Partition, Transport, TransportError};
-use models::calibrate::{device, link, PingPong};
+use models::calibrate::{device_line, link, Pass, PingPong, MIN_CELL_SPREAD};
 use models::link::{Hockney, Overheads, Sample};
 use models::predict::{Device, LinkClass, Machine};
 use std::time::{Duration, Instant};
@@ -34,29 +34,81 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
     let mut halo_bytes = Vec::new();
     let mut names: Vec<String> = Vec::new();
     let mut overhead = 0.0;
+    // Every pass's tile and kernel times, per device: the line a + b·cells
+    // goes through them.
+    let mut passes_of: Vec<Vec<Pass>> = Vec::new();
     for pass in 0..passes {
-        let (mut devs, halos, over) = measure_devices(&run, cluster)?;
+        let Measured {
+            devices: passes_now,
+            halos,
+            overhead: over,
+        } = measure_devices(&run, cluster)?;
         overhead = over;
         // Later passes' reports show the seeded weights in each device's
         // text: the machine keeps the devices as the user wrote them.
         if pass == 0 {
-            names = devs.iter().map(|d| d.name.clone()).collect();
+            names = passes_now.iter().map(|(n, _)| n.clone()).collect();
+            passes_of = vec![Vec::new(); names.len()];
         }
-        for (d, n) in devs.iter_mut().zip(&names) {
-            d.name = n.clone();
+        for (all, (_, p)) in passes_of.iter_mut().zip(passes_now) {
+            all.push(p);
         }
-        devices = devs;
+        devices = names
+            .iter()
+            .zip(&passes_of)
+            .map(|(n, p)| device_line(n, p))
+            .collect::<Result<Vec<_>, _>>()?;
         halo_bytes = halos;
         if pass + 1 < passes {
-            // The next pass runs at the tile sizes these weights give: the
-            // machine goes where --out will be, and the run reads it back.
-            let machine = Machine::new(devices.clone(), Vec::new())?;
+            // The next pass runs at the tile sizes these weights give (the
+            // tiles a --weights-from run computes): the machine goes where
+            // --out will be, and the run reads it back. When those tiles
+            // are the ones just measured (identical devices), the pass
+            // skews the weights instead, so that every device is timed at
+            // a second tile size and the line has a slope.
+            let mut machine = Machine::new(devices.clone(), Vec::new())?;
+            let total: f64 = passes_of.iter().map(|p| p[p.len() - 1].cells).sum();
+            let next = machine.seeded_weights(total);
+            let last: Vec<f64> = passes_of.iter().map(|p| p[p.len() - 1].cells).collect();
+            let same = next
+                .iter()
+                .zip(&last)
+                .all(|(n, l)| (n / l - 1.0).abs() < MIN_CELL_SPREAD);
+            if same && pass == 0 {
+                let skewed = skew(&next);
+                machine = Machine::new(
+                    skewed
+                        .iter()
+                        .zip(&names)
+                        .map(|(w, n)| Device::new(n.clone(), 1.0 / w))
+                        .collect(),
+                    Vec::new(),
+                )?;
+            }
             if cluster.is_root() {
                 write_report(&args.out, to_json(&machine))?;
             }
             cluster.agree(Ok(String::new()))?;
             run.weights_from = Some(args.out.clone());
         }
+    }
+    if passes > 1 {
+        // The first tiles once more, between the first and the second in
+        // the line's points: a drift of the machine's load across the
+        // passes cancels (A, B, A) and shows in the residual, which decides
+        // whether the intercept is believed. The overhead and spread stay
+        // the seeded pass's (the tiles a --weights-from run computes).
+        let mut first = run.clone();
+        first.weights_from = args.run.weights_from.clone();
+        let again = measure_devices(&first, cluster)?;
+        for (all, (_, p)) in passes_of.iter_mut().zip(again.devices) {
+            all.insert(1, p);
+        }
+        devices = names
+            .iter()
+            .zip(&passes_of)
+            .map(|(n, p)| device_line(n, p))
+            .collect::<Result<Vec<_>, _>>()?;
     }
     let mut links = Vec::new();
     if !args.no_links {
@@ -93,12 +145,27 @@ fn plain(run: &RunArgs, iters: u64) -> RunArgs {
     r
 }
 
-/// Every device's seconds per cell over one run of `run`, and the run's
-/// halo message sizes in bytes.
-fn measure_devices(
-    run: &RunArgs,
-    cluster: &Cluster,
-) -> Result<(Vec<Device>, Vec<u64>, f64), CliError> {
+/// Weights alternately half as large again and half as small: every
+/// device's tile moves by half, away from the one it had.
+fn skew(weights: &[f64]) -> Vec<f64> {
+    weights
+        .iter()
+        .enumerate()
+        .map(|(d, w)| if d % 2 == 0 { w * 1.5 } else { w * 0.5 })
+        .collect()
+}
+
+/// One calibration run: each device's name with its cells and kernel
+/// seconds per iteration, the run's halo message sizes in bytes, and the
+/// skeleton's overhead per iteration.
+struct Measured {
+    devices: Vec<(String, Pass)>,
+    halos: Vec<u64>,
+    overhead: f64,
+}
+
+/// One calibration run of `run`.
+fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<Measured, CliError> {
     let (layout, footprint) = layout_of(run, cluster).map_err(|e| match e {
         CliError::SignatureOfApp(app) => CliError::Calibrate(format!(
             "'{app}' is an app: calibrate covers library stencils and spec files"
@@ -114,13 +181,13 @@ fn measure_devices(
                 "device {d} ({name}) has no cells to time: use fewer devices or a larger --size"
             )));
         }
-        let per_cell: Vec<f64> = report
+        let seconds: Vec<f64> = report
             .iterations
             .iter()
             .skip(WARM_UP)
-            .map(|it| it.devices[d].compute_seconds / cells)
+            .map(|it| it.devices[d].compute_seconds)
             .collect();
-        devices.push(device(name, &per_cell)?);
+        devices.push((name.clone(), Pass { cells, seconds }));
     }
     let plan =
         HaloPlan::new(&layout, &footprint).map_err(|e| CliError::Calibrate(e.to_string()))?;
@@ -143,7 +210,11 @@ fn measure_devices(
             (it.seconds - slowest).max(0.0)
         })
         .collect();
-    Ok((devices, halos, heuristics::median(&overheads)))
+    Ok(Measured {
+        devices,
+        halos,
+        overhead: heuristics::median(&overheads),
+    })
 }
 
 /// Rebalances every window (`const-iters`) for long enough to see several,
@@ -284,11 +355,11 @@ fn to_json(m: &Machine) -> String {
 }
 
 fn print_machine(m: &Machine, halos: &[u64]) {
-    println!("device  seconds/cell  cv  R_p  samples");
+    println!("device  seconds/cell  fixed_s/iteration  cv  R_p  samples");
     for d in &m.devices {
         println!(
-            "  {}  {:.4e}  {:.3}  {:.3}  {}",
-            d.name, d.seconds_per_cell, d.cv, d.relative_power, d.samples
+            "  {}  {:.4e}  {:.4e}  {:.3}  {:.3}  {}",
+            d.name, d.seconds_per_cell, d.fixed_seconds, d.cv, d.relative_power, d.samples
         );
     }
     for l in &m.links {

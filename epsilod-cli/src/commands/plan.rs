@@ -35,7 +35,7 @@ pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
     let perr = |e: models::plan::PlanError| CliError::Plan(format!("{path}: {e}"));
     let best = branch_and_bound(&inv, &problem).map_err(perr)?;
     let front = pareto(&inv, &problem).map_err(perr)?;
-    let table = sweep(&inv, &problem, &best);
+    let table = sweep(&inv, &problem, &best, &size);
     let describe = |c: &Choice| -> String {
         let devices: Vec<String> = inv
             .devices
@@ -60,8 +60,8 @@ pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
     println!("layouts of the best, fastest first:");
     for c in &table {
         println!(
-            "  {:.4} s  weights {:?}, {} device(s) per rank",
-            c.seconds, c.weights, c.per_rank
+            "  {:.4} s  partition {}, weights {:?}, {} device(s) per rank",
+            c.seconds, c.partition, c.weights, c.per_rank
         );
     }
     if let Some(p) = &args.json {

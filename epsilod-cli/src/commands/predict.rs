@@ -1,8 +1,8 @@
 //! `epsilod predict`: a thin front over `models::Machine::predict`.
 //!
 //! The partition is the report's first-iteration rows when `--against`
-//! gives one (so the prediction scores the run that happened), else rows
-//! proportional to the calibrated relative powers.
+//! gives one (so the prediction scores the run that happened), else the
+//! model-seeded rows (`Machine::seeded_weights`, as `--weights-from`).
 
 use super::run::parse_size;
 use crate::args::PredictArgs;
@@ -47,7 +47,7 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
     };
     let weights: Vec<f64> = match report.as_ref().and_then(|r| r.iterations.first()) {
         Some(it) => it.devices.iter().map(|d| d.rows as f64).collect(),
-        None => machine.devices.iter().map(|d| d.relative_power).collect(),
+        None => machine.seeded_weights(size.iter().map(|&n| n as f64).product()),
     };
     if weights.len() != machine.devices.len() {
         return Err(CliError::Predict(format!(

@@ -201,11 +201,14 @@ fn devices(args: &RunArgs, job: &JobInfo) -> Result<Placed, CliError> {
     })
 }
 
-/// Model-seeded partition: each device's weight becomes its calibrated
-/// relative power, so the first ALB window starts near balance.
+/// Model-seeded partition: each device's weight becomes its cells in the
+/// split of `total_cells` that equalises the calibrated `a + b · cells`
+/// (proportional to the relative powers when no device has a fixed cost),
+/// so the first ALB window starts near balance.
 fn seed_weights(
     devices: &mut [DeviceSpec],
     machine: &models::predict::Machine,
+    total_cells: f64,
     path: &std::path::Path,
 ) -> Result<(), CliError> {
     if machine.devices.len() != devices.len() {
@@ -218,8 +221,8 @@ fn seed_weights(
             ),
         });
     }
-    for (d, m) in devices.iter_mut().zip(&machine.devices) {
-        d.weight = m.relative_power;
+    for (d, w) in devices.iter_mut().zip(machine.seeded_weights(total_cells)) {
+        d.weight = w;
     }
     Ok(())
 }
@@ -322,7 +325,13 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let size = size_of(args, &target)?;
     let (mut devices, placement) = devices(args, cluster.info())?;
     if let Some(path) = &args.weights_from {
-        seed_weights(&mut devices, &super::predict::load_machine(path)?, path)?;
+        let total = size.iter().map(|&n| n as f64).product();
+        seed_weights(
+            &mut devices,
+            &super::predict::load_machine(path)?,
+            total,
+            path,
+        )?;
     }
     let alb = Alb::parse(alb)?;
     let params = match &target {

@@ -22,11 +22,42 @@ use models::link::Hockney;
 use models::predict::Machine;
 use models::sim_spec::{DriftSpec, SlowHost};
 use models::simulate::{
-    simulate as run_sim, Kernels, Links, Outcome, Scenario, SimDevice, Simulated, Slowdown,
+    noise_ratios, simulate as run_sim, Kernels, Links, NoiseSource, Outcome, Scenario, SimDevice,
+    Simulated, Slowdown,
 };
 
 /// Noise of a device without a calibrated spread.
 const DEFAULT_CV: f64 = 0.02;
+/// Iterations of a noise report not resampled: first touches, thread
+/// start-up (as calibration drops them).
+const NOISE_WARM_UP: usize = 2;
+
+/// `--noise-from`: a real report's kernel times as ratios to resample, in
+/// blocks of `block` consecutive ones.
+fn noise_from(path: &std::path::Path, block: usize) -> Result<NoiseSource, CliError> {
+    let bad = |why: String| {
+        CliError::Simulate(format!(
+            "cannot take the noise of {}: {why}",
+            path.display()
+        ))
+    };
+    let real = load_report(path).map_err(|e| match e {
+        CliError::Plot(m) => bad(m),
+        other => other,
+    })?;
+    let compute: Vec<Vec<f64>> = real
+        .iterations
+        .iter()
+        .map(|it| it.devices.iter().map(|d| d.compute_seconds).collect())
+        .collect();
+    let rows: Vec<Vec<usize>> = real
+        .iterations
+        .iter()
+        .map(|it| it.devices.iter().map(|d| d.rows).collect())
+        .collect();
+    let ratios = noise_ratios(&compute, &rows, NOISE_WARM_UP).map_err(|e| bad(e.to_string()))?;
+    Ok(NoiseSource::Resampled { ratios, block })
+}
 
 pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
     for p in [&args.report, &args.csv].into_iter().flatten() {
@@ -75,6 +106,10 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         heuristic: None,
         window: heuristics::WINDOW,
         kernels: Kernels::Modelled { seed: args.seed },
+        noise: match &args.noise_from {
+            Some(p) => noise_from(p, args.noise_block as usize)?,
+            None => NoiseSource::Lognormal,
+        },
         iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),
         rebalance: machine.as_ref().and_then(|m| m.rebalance),
         record_every: args.record_every,
@@ -186,6 +221,7 @@ fn model_devices(
                 name,
                 calibrated.map_or(args.seconds_per_cell, |c| c.seconds_per_cell),
             );
+            d.fixed_seconds = calibrated.map_or(0.0, |c| c.fixed_seconds);
             d.cv = args
                 .noise
                 .or(calibrated.map(|c| c.cv).filter(|&cv| cv > 0.0))
@@ -327,6 +363,7 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
             rows,
             redistribution_seconds: real.redistributions.iter().map(|r| r.seconds).collect(),
         },
+        noise: NoiseSource::Lognormal,
         iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),
         rebalance: machine.as_ref().and_then(|m| m.rebalance),
         record_every: args.record_every,
