@@ -316,9 +316,12 @@ impl<T: Math> Program<T> {
         region: &[Range<usize>],
     ) {
         let lin: Vec<isize> = self.loads.iter().map(|(o, ..)| frame.linear(o)).collect();
-        let mut srcs: Vec<&[T]> = vec![src];
-        srcs.extend_from_slice(aux);
-        let from: Vec<usize> = self.loads.iter().map(|l| l.2).collect();
+        // The buffer each load reads: the grid, or an auxiliary field.
+        let bufs_of: Vec<&[T]> = self
+            .loads
+            .iter()
+            .map(|l| if l.2 == 0 { src } else { aux[l.2 - 1] })
+            .collect();
         let chunk = self.chunk;
         let mut bufs: Vec<Vec<T>> = self
             .ops
@@ -336,8 +339,7 @@ impl<T: Math> Program<T> {
                     let n = chunk.min(len - at);
                     let out = &mut dst[d + at..d + at + n];
                     let ch = Chunk {
-                        srcs: &srcs,
-                        from: &from,
+                        srcs: &bufs_of,
                         lin: &lin,
                         s: s + at,
                         at: s + at,
@@ -357,7 +359,6 @@ impl<T: Math> Program<T> {
             .map(|j| (j * chunk) as isize)
             .collect();
         // Every gathered row is in the one buffer.
-        let zeros = vec![0; self.loads.len()];
         for_each_row(frame, region, |s, d, len| {
             let mut at = 0;
             while at < len {
@@ -378,8 +379,7 @@ impl<T: Math> Program<T> {
                     }
                 }
                 let ch = Chunk {
-                    srcs: &[&gathered],
-                    from: &zeros,
+                    srcs: &vec![&gathered[..]; self.loads.len()],
                     lin: &rows,
                     s: 0,
                     at: s,
@@ -402,12 +402,11 @@ impl<T: Math> Program<T> {
 }
 
 /// Where one chunk of `n` cells reads: load `j` at
-/// `srcs[from[j]][s + lin[j]..]`; its first cell is at `at` in the frame
+/// `srcs[j][s + lin[j]..]`; its first cell is at `at` in the frame
 /// (for the global index).
 #[derive(Clone, Copy)]
 struct Chunk<'a, T> {
     srcs: &'a [&'a [T]],
-    from: &'a [usize],
     lin: &'a [isize],
     s: usize,
     at: usize,
@@ -457,7 +456,6 @@ fn eval_body<T: Math>(
 ) {
     let Chunk {
         srcs,
-        from,
         lin,
         s,
         at,
@@ -492,7 +490,7 @@ fn eval_body<T: Math>(
             match p.ops[i] {
                 Op::Load(j) => {
                     let start = (s as isize + lin[j]) as usize;
-                    &srcs[from[j]][start..start + n]
+                    &srcs[j][start..start + n]
                 }
                 _ => &done[i][..n],
             }
@@ -570,7 +568,7 @@ fn eval_body<T: Math>(
                     *t = match p.ops[op] {
                         Op::Load(j) => {
                             let start = (s as isize + lin[j]) as usize;
-                            &srcs[from[j]][start..start + n]
+                            &srcs[j][start..start + n]
                         }
                         _ => &done[op][..n],
                     };
@@ -596,7 +594,7 @@ fn eval_body<T: Math>(
     match p.ops[root] {
         Op::Load(j) => {
             let start = (s as isize + lin[j]) as usize;
-            out.copy_from_slice(&srcs[from[j]][start..start + n]);
+            out.copy_from_slice(&srcs[j][start..start + n]);
         }
         Op::Const(c) => out.fill(c),
         _ => {}
