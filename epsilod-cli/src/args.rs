@@ -178,6 +178,56 @@ pub struct ScaleArgs {
     /// Also write the predicted trace (JSON).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The clock compute is fitted on: wall (kernel wall time) or cpu (kernel thread CPU time,
+    /// turned into wall time at the target by its cores: right when devices outnumber cores).
+    #[arg(long, value_enum, default_value_t = ComputeArg::Wall)]
+    pub compute: ComputeArg,
+    /// Cores of the target's node, for --compute cpu (default: the signatures').
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub cores: Option<u64>,
+    /// Memory bandwidth of the target's node in GB/s (a measured copy, bytes read plus
+    /// written), or `measure` to time a copy on every core here: compute per device is then
+    /// never below its cells' bytes over its share of it.
+    #[arg(long, value_parser = parse_bandwidth)]
+    pub node_bandwidth: Option<BandwidthArg>,
+    /// Bytes an update of one cell moves, for --node-bandwidth (8: an f32 read and written).
+    #[arg(long, default_value_t = 8.0, value_parser = parse_positive)]
+    pub bytes_per_cell: f64,
+    /// Devices per node sharing --node-bandwidth (default: all of the target's on one).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub devices_per_node: Option<u64>,
+}
+
+/// `--compute`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ComputeArg {
+    /// Kernel wall time.
+    Wall,
+    /// Kernel thread CPU time.
+    Cpu,
+}
+
+/// `--node-bandwidth`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BandwidthArg {
+    /// Bytes per second.
+    Given(f64),
+    /// Time a copy here.
+    Measure,
+}
+
+fn parse_bandwidth(s: &str) -> Result<BandwidthArg, String> {
+    if s == "measure" {
+        return Ok(BandwidthArg::Measure);
+    }
+    parse_positive(s).map(|gb| BandwidthArg::Given(gb * 1e9))
+}
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
 }
 
 #[derive(Args, Debug)]

@@ -44,6 +44,24 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
         serde_json::json!([{"peer": 0, "bytes": 256}, {"peer": 2, "bytes": 256}])
     );
 
+    // One-thread CPU devices record their kernels' thread CPU time (no
+    // more than their wall time: they run on the process's own thread),
+    // their threads, and the cores they shared.
+    assert_eq!(
+        s3["cores"].as_u64(),
+        std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as u64)
+    );
+    for p in procs {
+        let (cpu, wall) = (
+            p["cpu_seconds"].as_f64().unwrap(),
+            p["compute_seconds"].as_f64().unwrap(),
+        );
+        assert!(cpu > 0.0 && cpu <= wall * 1.05 + 1e-5, "{p}");
+        assert_eq!(p["threads"], 1);
+    }
+
     let trace = dir.path().join("t8.json");
     let args: Vec<&str> = ["scale"]
         .into_iter()
@@ -100,6 +118,43 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
     assert!(
         held.contains("validation at 3 devices: pattern exact, weight exact, volume error 0.0%"),
         "{held}"
+    );
+
+    // Compute on CPU time, for a target of 4 cores; a bandwidth floor.
+    let cpu = ok(&[
+        "scale",
+        &paths[0],
+        &paths[2],
+        "--target",
+        "8",
+        "--compute",
+        "cpu",
+        "--cores",
+        "4",
+        "--node-bandwidth",
+        "1e-6",
+    ]);
+    for want in [
+        "compute (critical CPU s/iteration)",
+        "wall compute: CPU x max(1, P x 1.00 threads / 4 cores)",
+        "bandwidth floor: cells per device x 8 B / (0.00 GB/s / devices on a node)",
+    ] {
+        assert!(cpu.contains(want), "{want} missing from {cpu}");
+    }
+    // 1 kB/s: the floor (64² cells x 8 B through 1 kB/s, about 33 s) is
+    // the compute at any count.
+    assert!(cpu.contains("compute 32768.000 ms"), "{cpu}");
+    fails_with(
+        &[
+            "scale",
+            &paths[0],
+            &paths[2],
+            "--target",
+            "8",
+            "--node-bandwidth",
+            "fast",
+        ],
+        "`fast` is not a positive number",
     );
 }
 

@@ -3,6 +3,7 @@
 use super::run::{layout_of, run_config};
 use crate::args::SignatureArgs;
 use crate::error::CliError;
+use epsilod::devices::{DeviceKind, DeviceSpec};
 use epsilod::error::SetupError;
 use epsilod::report::{median, DeviceIteration};
 use epsilod::{Cluster, Report};
@@ -27,7 +28,7 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     if !cluster.is_root() {
         return Ok(());
     }
-    let sig = from_report(&report, args.run.iters, layout.domain().ndims(), |d| {
+    let mut sig = from_report(&report, args.run.iters, layout.domain().ndims(), |d| {
         let sends = plan
             .vp(d)
             .sends
@@ -39,6 +40,9 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
             .collect();
         (layout.block(d).card() as u64, sends)
     });
+    // The root's host: where `scale --compute cpu` finds the cores these
+    // devices shared when the target's are not given.
+    sig.cores = cluster.info().cores.first().copied();
     let text = serde_json::to_string_pretty(&sig).expect("signatures serialise");
     super::write_report(&args.out, text)?;
     if !args.run.quiet {
@@ -73,8 +77,18 @@ fn from_report(
     let processes = (0..report.config.devices.len())
         .map(|d| {
             let (cells, sends) = layout(d);
+            // Medians of what was measured: every steady iteration, or none.
+            let cpu: Option<Vec<f64>> = steady.iter().map(|it| it.devices[d].cpu_seconds).collect();
+            let threads = DeviceSpec::parse(&report.config.devices[d])
+                .ok()
+                .and_then(|s| match s.kind {
+                    DeviceKind::Cpu { threads } => threads,
+                    _ => None,
+                });
             ProcessSignature {
                 compute_seconds: per_device(&|x| x.compute_seconds, d),
+                cpu_seconds: cpu.filter(|c| !c.is_empty()).map(|c| median(&c)),
+                threads,
                 comm_seconds: per_device(&|x| x.comm_seconds, d),
                 cells,
                 sends,
@@ -86,5 +100,6 @@ fn from_report(
         weight,
         iteration_seconds: median(&steady.iter().map(|it| it.seconds).collect::<Vec<_>>()),
         processes,
+        cores: None,
     }
 }
