@@ -76,6 +76,10 @@ pub struct ReplayArgs {
     /// A signature taken at the trace's device count, to compare with.
     #[arg(long)]
     pub against: Option<PathBuf>,
+    /// Add P3S's noise pair (Eq. 7.1): two more processes exchanging, each phase, the messages
+    /// of the processes outside the range, so the transport carries the whole phase's traffic.
+    #[arg(long)]
+    pub noise: bool,
 }
 
 #[derive(Args, Debug)]

@@ -96,6 +96,26 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
     ] {
         assert!(replayed.contains(want), "{want} missing from {replayed}");
     }
+    // With the noise pair, the outside's own messages travel too: 256
+    // bytes each way between neighbours 3-7 while 0-2 are measured.
+    let noisy = ok(&[
+        "replay",
+        trace,
+        "--range-size",
+        "3",
+        "--iters",
+        "2",
+        "--noise",
+    ]);
+    for want in [
+        "range 0-2: phase",
+        "noise 2048 bytes per phase",
+        "noise 1536 bytes per phase",
+        "noise 2560 bytes per phase",
+        "8 of 8 processes measured",
+    ] {
+        assert!(noisy.contains(want), "{want} missing from {noisy}");
+    }
     fails_with(
         &["replay", trace, "--range-size", "4", "--per-rank", "1"],
         "cannot replay: range 0-3 needs 5 processes, the job has 1",
