@@ -186,9 +186,10 @@ pub struct ScaleArgs {
     /// turned into wall time at the target by its cores: right when devices outnumber cores).
     #[arg(long, value_enum, default_value_t = ComputeArg::Wall)]
     pub compute: ComputeArg,
-    /// Cores of the target's node, for --compute cpu (default: the signatures').
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-    pub cores: Option<u64>,
+    /// Cores of the target's node, for --compute cpu (default: the signatures'); a fraction
+    /// where other work takes part of them.
+    #[arg(long, value_parser = parse_positive)]
+    pub cores: Option<f64>,
     /// Memory bandwidth of the target's node in GB/s (a measured copy, bytes read plus
     /// written), or `measure` to time a copy on every core here: compute per device is then
     /// never below its cells' bytes over its share of it.

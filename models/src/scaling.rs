@@ -518,8 +518,9 @@ pub enum ComputeClock {
 pub struct Node {
     /// Cores of a node. With compute fitted on CPU time, P devices of t
     /// threads share them: wall = CPU × max(1, P·t / cores). Default: the
-    /// cores the signatures were recorded on.
-    pub cores: Option<usize>,
+    /// cores the signatures were recorded on. May be a fraction: a node
+    /// that other work shares gives a run only part of its cores.
+    pub cores: Option<f64>,
     /// A floor from the node's memory bandwidth, shared by its devices.
     pub bandwidth: Option<Bandwidth>,
 }
@@ -597,8 +598,10 @@ impl ScalingModel {
         clock: ComputeClock,
         mut node: Node,
     ) -> Result<ScalingModel, ScalingError> {
-        if node.cores == Some(0) {
-            return Err(ScalingError::BadNode("a node has at least one core".into()));
+        if let Some(c) = node.cores.filter(|c| !(c.is_finite() && *c > 0.0)) {
+            return Err(ScalingError::BadNode(format!(
+                "{c} cores: a node has a positive number"
+            )));
         }
         if let Some(b) = node.bandwidth {
             let positive = |v: f64| v.is_finite() && v > 0.0;
@@ -677,7 +680,7 @@ impl ScalingModel {
             .collect::<Result<Vec<_>, ScalingError>>()?;
         let all: Vec<(f64, f64)> = points.iter().copied().chain(far_points).collect();
         if clock == ComputeClock::Cpu && node.cores.is_none() {
-            node.cores = signatures.iter().find_map(|s| s.cores);
+            node.cores = signatures.iter().find_map(|s| s.cores).map(|c| c as f64);
             if node.cores.is_none() {
                 return Err(ScalingError::BadNode(
                     "compute fitted on CPU time needs the target's cores, and no signature \
@@ -706,7 +709,19 @@ impl ScalingModel {
                     .map(|p| (p.sends.len(), p.sends.iter().map(|m| m.bytes).sum::<u64>()))
                     .max()
                     .unwrap_or((0, 0));
-                let rest = (s.iteration_seconds - s.critical_compute()).max(0.0);
+                // On CPU time, the processes' own exchange seconds instead:
+                // the iteration's wall time beyond the slowest kernel also
+                // holds whatever took the cores from the run (other work,
+                // or its own devices taking turns), which CPU time is there
+                // to leave out.
+                let rest = match clock {
+                    ComputeClock::Wall => (s.iteration_seconds - s.critical_compute()).max(0.0),
+                    ComputeClock::Cpu => s
+                        .processes
+                        .iter()
+                        .map(|p| p.comm_seconds)
+                        .fold(0.0, f64::max),
+                };
                 (n as f64, bytes as f64, rest)
             })
             .filter(|r| r.0 > 0.0)
@@ -732,7 +747,7 @@ impl ScalingModel {
     fn stretch(&self, count: usize) -> f64 {
         match (self.clock, self.node.cores) {
             (ComputeClock::Cpu, Some(cores)) => {
-                (count as f64 * self.threads_per_device / cores as f64).max(1.0)
+                (count as f64 * self.threads_per_device / cores).max(1.0)
             }
             _ => 1.0,
         }
@@ -1162,7 +1177,7 @@ mod tests {
         let cpu = ScalingModel::fit_on(&s, &far, ComputeClock::Cpu, Node::default()).unwrap();
         // The cores come from the signatures; CPU time falls as 1/P, and
         // 8 devices on 2 cores take 4 times their CPU time in wall time.
-        assert_eq!(cpu.node.cores, Some(2));
+        assert_eq!(cpu.node.cores, Some(2.0));
         let v = cpu.validate(&real).unwrap();
         assert!(v.accepted() && v.compute_error < 1e-9, "{v:?}");
         let want = real.critical_compute();
@@ -1174,11 +1189,22 @@ mod tests {
         // The target's cores override the signatures': on 8 cores, no
         // stretch.
         let node = Node {
-            cores: Some(8),
+            cores: Some(8.0),
             bandwidth: None,
         };
         let wide = ScalingModel::fit_on(&s, &far, ComputeClock::Cpu, node).unwrap();
         assert!((wide.compute_wall(8) - want / 4.0).abs() < 1e-9 * want);
+        // Other work took the cores for a millisecond of each iteration at
+        // 2 devices: wall time beyond the kernels, not exchange. The CPU
+        // fit's exchange comes from the processes' own exchange times and
+        // does not move; the wall fit's does.
+        let mut loaded = s.clone();
+        loaded[1].iteration_seconds += 1e-3;
+        let again =
+            ScalingModel::fit_on(&loaded, &far, ComputeClock::Cpu, Node::default()).unwrap();
+        assert_eq!(again.exchange, cpu.exchange);
+        let wall_loaded = ScalingModel::fit(&loaded, &far).unwrap();
+        assert!(wall_loaded.exchange.alpha > wall.exchange.alpha + 4e-4);
     }
 
     #[test]

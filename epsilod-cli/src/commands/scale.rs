@@ -33,7 +33,7 @@ pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
     });
     let node = Node {
-        cores: args.cores.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        cores: args.cores,
         bandwidth,
     };
     let model = ScalingModel::fit_on(&sigs, &far, clock, node)?;
