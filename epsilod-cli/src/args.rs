@@ -191,8 +191,9 @@ pub struct ScaleArgs {
     #[arg(long, value_parser = parse_positive)]
     pub cores: Option<f64>,
     /// Memory bandwidth of the target's node in GB/s (a measured copy, bytes read plus
-    /// written), or `measure` to time a copy on every core here: compute per device is then
-    /// never below its cells' bytes over its share of it.
+    /// written); `measure` to time a copy on every core here; `signatures` for what the kernels
+    /// moved in the signature whose devices fill the cores. Compute per device is then never
+    /// below its cells' bytes over its share of it.
     #[arg(long, value_parser = parse_bandwidth)]
     pub node_bandwidth: Option<BandwidthArg>,
     /// Bytes an update of one cell moves, for --node-bandwidth (8: an f32 read and written).
@@ -219,11 +220,15 @@ pub enum BandwidthArg {
     Given(f64),
     /// Time a copy here.
     Measure,
+    /// What the kernels moved in the signature that fills the cores.
+    Signatures,
 }
 
 fn parse_bandwidth(s: &str) -> Result<BandwidthArg, String> {
-    if s == "measure" {
-        return Ok(BandwidthArg::Measure);
+    match s {
+        "measure" => return Ok(BandwidthArg::Measure),
+        "signatures" => return Ok(BandwidthArg::Signatures),
+        _ => {}
     }
     parse_positive(s).map(|gb| BandwidthArg::Given(gb * 1e9))
 }

@@ -164,6 +164,41 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
     // 1 kB/s: the floor (64² cells x 8 B through 1 kB/s, about 33 s) is
     // the compute at any count.
     assert!(cpu.contains("compute 32768.000 ms"), "{cpu}");
+    // The bandwidth the kernels reached where they filled the cores: none
+    // of 2 or 4 one-thread devices fits one core.
+    fails_with(
+        &[
+            "scale",
+            &paths[0],
+            &paths[2],
+            "--target",
+            "8",
+            "--compute",
+            "cpu",
+            "--cores",
+            "1",
+            "--node-bandwidth",
+            "signatures",
+        ],
+        "no signature fits 1 cores to measure the node's bandwidth on",
+    );
+    let from_sigs = ok(&[
+        "scale",
+        &paths[0],
+        &paths[2],
+        "--target",
+        "8",
+        "--compute",
+        "cpu",
+        "--cores",
+        "4",
+        "--node-bandwidth",
+        "signatures",
+    ]);
+    assert!(
+        from_sigs.contains("bandwidth floor: cells per device x 8 B / ("),
+        "{from_sigs}"
+    );
     fails_with(
         &[
             "scale",

@@ -544,6 +544,36 @@ pub struct Bandwidth {
 }
 
 impl Bandwidth {
+    /// The bandwidth a node's devices reached together: from the signature
+    /// with the most devices whose threads still fit the node's `cores`
+    /// (every core busy, none taking turns), its cells' bytes over its
+    /// slowest kernel on `clock`. What the stencil itself moves with the
+    /// whole node's cores at work, not what a copy moves: measured in the
+    /// signatures, it needs no other run.
+    pub fn from_signatures(
+        signatures: &[Signature],
+        bytes_per_cell: f64,
+        clock: ComputeClock,
+        cores: usize,
+    ) -> Result<f64, ScalingError> {
+        let threads = |s: &Signature| {
+            s.processes
+                .iter()
+                .map(|p| p.threads.unwrap_or(1))
+                .sum::<usize>()
+        };
+        let Some(full) = signatures
+            .iter()
+            .filter(|s| threads(s) <= cores)
+            .max_by_key(|s| threads(s))
+        else {
+            return Err(ScalingError::BadNode(format!(
+                "no signature fits {cores} cores to measure the node's bandwidth on"
+            )));
+        };
+        Ok(full.total_cells() as f64 * bytes_per_cell / full.critical_on(clock)?)
+    }
+
     /// Seconds per iteration below which a device of `cells` cannot go
     /// with `devices` devices on its node.
     pub fn floor(&self, cells: f64, devices: usize) -> f64 {
@@ -1307,6 +1337,27 @@ mod tests {
             }
         )
         .is_err());
+    }
+
+    #[test]
+    fn the_bandwidth_comes_from_the_signature_that_fills_the_cores() {
+        let s: Vec<Signature> = sigs(Partition::Weighted(0), &cross(), &[1, 2, 4])
+            .into_iter()
+            .map(|s| oversubscribed(s, 2))
+            .collect();
+        // 720² cells, 8 bytes each, in the 2-device signature's slowest
+        // kernel (360 rows: 259.2 us of CPU).
+        let want = 720.0 * 720.0 * 8.0 / (360.0 * 720.0 * 1e-9);
+        let got = Bandwidth::from_signatures(&s, 8.0, ComputeClock::Cpu, 2).unwrap();
+        assert!((got - want).abs() < 1e-6 * want, "{got} {want}");
+        // On 4 cores the 4-device signature fills them (its CPU time: its
+        // wall time was stretched by 2 cores).
+        let got = Bandwidth::from_signatures(&s, 8.0, ComputeClock::Cpu, 4).unwrap();
+        assert!((got - 2.0 * want).abs() < 1e-6 * want, "{got}");
+        assert!(matches!(
+            Bandwidth::from_signatures(&s[1..], 8.0, ComputeClock::Cpu, 1),
+            Err(ScalingError::BadNode(_))
+        ));
     }
 
     #[test]

@@ -22,16 +22,28 @@ pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
         ComputeArg::Wall => ComputeClock::Wall,
         ComputeArg::Cpu => ComputeClock::Cpu,
     };
-    let bandwidth = args.node_bandwidth.map(|b| Bandwidth {
-        bytes_per_second: match b {
-            BandwidthArg::Given(v) => v,
-            BandwidthArg::Measure => copy_bandwidth(),
-        },
-        bytes_per_cell: args.bytes_per_cell,
-        devices_per_node: args
-            .devices_per_node
-            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-    });
+    let bandwidth = match args.node_bandwidth {
+        None => None,
+        Some(b) => Some(Bandwidth {
+            bytes_per_second: match b {
+                BandwidthArg::Given(v) => v,
+                BandwidthArg::Measure => copy_bandwidth(),
+                BandwidthArg::Signatures => {
+                    // The cores the signatures shared: --cores, else theirs.
+                    let cores = args
+                        .cores
+                        .map(|c| c.floor() as usize)
+                        .or_else(|| sigs.iter().find_map(|s| s.cores))
+                        .unwrap_or(1);
+                    Bandwidth::from_signatures(&sigs, args.bytes_per_cell, clock, cores)?
+                }
+            },
+            bytes_per_cell: args.bytes_per_cell,
+            devices_per_node: args
+                .devices_per_node
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        }),
+    };
     let node = Node {
         cores: args.cores,
         bandwidth,
