@@ -214,6 +214,44 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
 }
 
 #[test]
+fn devices_without_threads_record_their_share_of_the_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    ok(&[
+        "signature",
+        "2d4",
+        "--size",
+        "34",
+        "--partition",
+        "w0",
+        "--sig-iters",
+        "3",
+        "--quiet",
+        "--devices",
+        "cpu",
+        "--devices",
+        "cpu",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads: Vec<u64> = s["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["threads"].as_u64().unwrap())
+        .collect();
+    // The two split the cores, at least one thread each.
+    assert_eq!(
+        threads.iter().sum::<u64>(),
+        cores.max(2) as u64,
+        "{threads:?}"
+    );
+}
+
+#[test]
 fn bad_signature_input_is_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let s2 = take(dir.path(), 2);

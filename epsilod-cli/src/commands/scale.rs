@@ -112,8 +112,10 @@ pub fn load_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Res
 
 /// Bytes per second a copy between two 128 MiB buffers moves (read plus
 /// written) with a thread on every core here, the best of five: what a
-/// node's devices share when they stream cells. Buffers far beyond any
-/// cache, so it is memory's rate, not a cache's.
+/// node's devices share when they stream cells. The buffers are beyond a
+/// core's own caches but about the size of the shared L3 of this project's
+/// machines (260-300 MiB), so the rate lies between L3's and memory's, as a
+/// stencil's grids of that size do.
 fn copy_bandwidth() -> f64 {
     const BYTES: usize = 128 << 20;
     let src = vec![1u8; BYTES];
