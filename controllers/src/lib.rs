@@ -8,6 +8,7 @@
 pub mod conformance;
 mod controller;
 pub mod cpu;
+pub mod cpu_time;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod error;

@@ -76,6 +76,10 @@ pub struct ReplayArgs {
     /// A signature taken at the trace's device count, to compare with.
     #[arg(long)]
     pub against: Option<PathBuf>,
+    /// Add P3S's noise pair (Eq. 7.1): two more processes exchanging, each phase, the messages
+    /// of the processes outside the range, so the transport carries the whole phase's traffic.
+    #[arg(long)]
+    pub noise: bool,
 }
 
 #[derive(Args, Debug)]
@@ -178,6 +182,62 @@ pub struct ScaleArgs {
     /// Also write the predicted trace (JSON).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The clock compute is fitted on: wall (kernel wall time) or cpu (kernel thread CPU time,
+    /// turned into wall time at the target by its cores: right when devices outnumber cores).
+    #[arg(long, value_enum, default_value_t = ComputeArg::Wall)]
+    pub compute: ComputeArg,
+    /// Cores of the target's node, for --compute cpu (default: the signatures'); a fraction
+    /// where other work takes part of them.
+    #[arg(long, value_parser = parse_positive)]
+    pub cores: Option<f64>,
+    /// Memory bandwidth of the target's node in GB/s (a measured copy, bytes read plus
+    /// written); `measure` to time a copy on every core here; `signatures` for what the kernels
+    /// moved in the signature whose devices fill the cores. Compute per device is then never
+    /// below its cells' bytes over its share of it.
+    #[arg(long, value_parser = parse_bandwidth)]
+    pub node_bandwidth: Option<BandwidthArg>,
+    /// Bytes an update of one cell moves, for --node-bandwidth (8: an f32 read and written).
+    #[arg(long, default_value_t = 8.0, value_parser = parse_positive)]
+    pub bytes_per_cell: f64,
+    /// Devices per node sharing --node-bandwidth (default: all of the target's on one).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub devices_per_node: Option<u64>,
+}
+
+/// `--compute`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ComputeArg {
+    /// Kernel wall time.
+    Wall,
+    /// Kernel thread CPU time.
+    Cpu,
+}
+
+/// `--node-bandwidth`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BandwidthArg {
+    /// Bytes per second.
+    Given(f64),
+    /// Time a copy here.
+    Measure,
+    /// What the kernels moved in the signature that fills the cores.
+    Signatures,
+}
+
+fn parse_bandwidth(s: &str) -> Result<BandwidthArg, String> {
+    match s {
+        "measure" => return Ok(BandwidthArg::Measure),
+        "signatures" => return Ok(BandwidthArg::Signatures),
+        _ => {}
+    }
+    parse_positive(s).map(|gb| BandwidthArg::Given(gb * 1e9))
+}
+
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
 }
 
 #[derive(Args, Debug)]

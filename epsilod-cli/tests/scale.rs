@@ -44,6 +44,24 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
         serde_json::json!([{"peer": 0, "bytes": 256}, {"peer": 2, "bytes": 256}])
     );
 
+    // One-thread CPU devices record their kernels' thread CPU time (no
+    // more than their wall time: they run on the process's own thread),
+    // their threads, and the cores they shared.
+    assert_eq!(
+        s3["cores"].as_u64(),
+        std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as u64)
+    );
+    for p in procs {
+        let (cpu, wall) = (
+            p["cpu_seconds"].as_f64().unwrap(),
+            p["compute_seconds"].as_f64().unwrap(),
+        );
+        assert!(cpu > 0.0 && cpu <= wall * 1.05 + 1e-5, "{p}");
+        assert_eq!(p["threads"], 1);
+    }
+
     let trace = dir.path().join("t8.json");
     let args: Vec<&str> = ["scale"]
         .into_iter()
@@ -78,6 +96,26 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
     ] {
         assert!(replayed.contains(want), "{want} missing from {replayed}");
     }
+    // With the noise pair, the outside's own messages travel too: 256
+    // bytes each way between neighbours 3-7 while 0-2 are measured.
+    let noisy = ok(&[
+        "replay",
+        trace,
+        "--range-size",
+        "3",
+        "--iters",
+        "2",
+        "--noise",
+    ]);
+    for want in [
+        "range 0-2: phase",
+        "noise 2048 bytes per phase",
+        "noise 1536 bytes per phase",
+        "noise 2560 bytes per phase",
+        "8 of 8 processes measured",
+    ] {
+        assert!(noisy.contains(want), "{want} missing from {noisy}");
+    }
     fails_with(
         &["replay", trace, "--range-size", "4", "--per-rank", "1"],
         "cannot replay: range 0-3 needs 5 processes, the job has 1",
@@ -100,6 +138,116 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
     assert!(
         held.contains("validation at 3 devices: pattern exact, weight exact, volume error 0.0%"),
         "{held}"
+    );
+
+    // Compute on CPU time, for a target of 4 cores; a bandwidth floor.
+    let cpu = ok(&[
+        "scale",
+        &paths[0],
+        &paths[2],
+        "--target",
+        "8",
+        "--compute",
+        "cpu",
+        "--cores",
+        "4",
+        "--node-bandwidth",
+        "1e-6",
+    ]);
+    for want in [
+        "compute (critical CPU s/iteration)",
+        "wall compute: CPU x max(1, P x 1.00 threads / 4 cores)",
+        "bandwidth floor: cells per device x 8 B / (0.00 GB/s / devices on a node)",
+    ] {
+        assert!(cpu.contains(want), "{want} missing from {cpu}");
+    }
+    // 1 kB/s: the floor (64² cells x 8 B through 1 kB/s, about 33 s) is
+    // the compute at any count.
+    assert!(cpu.contains("compute 32768.000 ms"), "{cpu}");
+    // The bandwidth the kernels reached where they filled the cores: none
+    // of 2 or 4 one-thread devices fits one core.
+    fails_with(
+        &[
+            "scale",
+            &paths[0],
+            &paths[2],
+            "--target",
+            "8",
+            "--compute",
+            "cpu",
+            "--cores",
+            "1",
+            "--node-bandwidth",
+            "signatures",
+        ],
+        "no signature fits 1 cores to measure the node's bandwidth on",
+    );
+    let from_sigs = ok(&[
+        "scale",
+        &paths[0],
+        &paths[2],
+        "--target",
+        "8",
+        "--compute",
+        "cpu",
+        "--cores",
+        "4",
+        "--node-bandwidth",
+        "signatures",
+    ]);
+    assert!(
+        from_sigs.contains("bandwidth floor: cells per device x 8 B / ("),
+        "{from_sigs}"
+    );
+    fails_with(
+        &[
+            "scale",
+            &paths[0],
+            &paths[2],
+            "--target",
+            "8",
+            "--node-bandwidth",
+            "fast",
+        ],
+        "`fast` is not a positive number",
+    );
+}
+
+#[test]
+fn devices_without_threads_record_their_share_of_the_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    ok(&[
+        "signature",
+        "2d4",
+        "--size",
+        "34",
+        "--partition",
+        "w0",
+        "--sig-iters",
+        "3",
+        "--quiet",
+        "--devices",
+        "cpu",
+        "--devices",
+        "cpu",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads: Vec<u64> = s["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["threads"].as_u64().unwrap())
+        .collect();
+    // The two split the cores, at least one thread each.
+    assert_eq!(
+        threads.iter().sum::<u64>(),
+        cores.max(2) as u64,
+        "{threads:?}"
     );
 }
 

@@ -305,6 +305,7 @@ impl<T> RunPlan<T> {
                     .map(|r| DeviceIteration {
                         compute_seconds: r.stats[i].compute,
                         comm_seconds: r.stats[i].comm,
+                        cpu_seconds: r.stats[i].cpu,
                         rows: r.stats[i].rows,
                     })
                     .collect(),

@@ -197,6 +197,11 @@ pub struct DeviceIteration {
     pub compute_seconds: f64,
     /// Halo packing, sending, receiving (waiting included) and unpacking.
     pub comm_seconds: f64,
+    /// Thread CPU seconds of its kernels (CPU devices: the launching
+    /// thread's for one thread, the pool's for more); absent where not
+    /// measured (GPUs, reports from before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
     /// Rows it held along the balanced (or first cut) dimension.
     pub rows: usize,
 }

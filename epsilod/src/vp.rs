@@ -29,6 +29,8 @@ pub(crate) struct IterStats {
     pub elapsed: f64,
     pub compute: f64,
     pub comm: f64,
+    /// Kernel thread CPU seconds, where the device measures them.
+    pub cpu: Option<f64>,
     pub rows: usize,
 }
 
@@ -329,6 +331,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 len = len.min(t.left(it - start));
             }
             let (compute, mut comm) = self.period(it, len)?;
+            let cpu = controllers::cpu_time::take_charged();
             if let Some(a) = alb.as_mut() {
                 comm += self.balance(a, it, len, compute)?;
             }
@@ -345,6 +348,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 elapsed: end - wall * (len - 1 - i) as f64 / n,
                 compute: compute / n,
                 comm: comm / n,
+                cpu: cpu.map(|c| c / n),
                 rows,
             }));
             if let Some(t) = trials.as_mut() {

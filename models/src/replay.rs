@@ -3,7 +3,9 @@
 //! measured one range at a time; each measured process that talks to
 //! processes outside its range gets a "black hole" that receives what it
 //! sends out and sends it what it expects in, so it runs its phase as it
-//! would among all of them.
+//! would among all of them. Optionally a noise pair carries the rest of
+//! the phase's traffic (P3S Eq. 7.1), so the range's messages share the
+//! transport with as much traffic as in the full run.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,23 +46,58 @@ pub enum Role {
         /// Messages from it.
         recvs: Vec<Leg>,
     },
+    /// One of the noise pair: each iteration it sends its half of the
+    /// messages of the phase that no measured process or black hole
+    /// carries, to the other, and receives the other half.
+    Noise {
+        /// Messages to the other of the pair.
+        sends: Vec<Leg>,
+        /// Messages from it.
+        recvs: Vec<Leg>,
+    },
     /// A process the job has to spare.
     Idle,
 }
 
-/// The local processes replaying `range` of `trace`: the measured ones
-/// first (in order), then one black hole per measured process that has
-/// partners outside the range, then idle ones up to `slots`.
-pub fn plan_range(trace: &ScaledTrace, range: std::ops::Range<usize>, slots: usize) -> Vec<Role> {
-    let inside = |g: usize| range.contains(&g);
-    let local_of = |g: usize| g - range.start;
-    // Who sends what to whom, as (from, to, bytes).
-    let legs: Vec<(usize, usize, u64)> = trace
+/// Tags of noise messages start here, above every process id (the tags of
+/// the range's own messages).
+const NOISE_TAG: u64 = 1 << 40;
+
+/// Who sends what to whom in `trace`'s phase, as (from, to, bytes).
+fn all_legs(trace: &ScaledTrace) -> Vec<(usize, usize, u64)> {
+    trace
         .processes
         .iter()
         .enumerate()
         .flat_map(|(from, p)| p.sends.iter().map(move |m| (from, m.peer, m.bytes)))
-        .collect();
+        .collect()
+}
+
+/// The messages of the phase that replaying `range` does not carry: those
+/// between two processes outside it. P3S's Eq. 7.1: the noise of a phase is
+/// the traffic in transit in it minus the range's own (measured processes
+/// and black holes), `TotComRuidoFase_i = TotComEnTransitoFase_i -
+/// TotalECommsFase_i`.
+pub fn noise_legs(trace: &ScaledTrace, range: std::ops::Range<usize>) -> Vec<(usize, usize, u64)> {
+    all_legs(trace)
+        .into_iter()
+        .filter(|&(f, t, _)| !range.contains(&f) && !range.contains(&t))
+        .collect()
+}
+
+/// The local processes replaying `range` of `trace`: the measured ones
+/// first (in order), then one black hole per measured process that has
+/// partners outside the range, then with `noise` the noise pair (where
+/// there is traffic outside the range), then idle ones up to `slots`.
+pub fn plan_range(
+    trace: &ScaledTrace,
+    range: std::ops::Range<usize>,
+    slots: usize,
+    noise: bool,
+) -> Vec<Role> {
+    let inside = |g: usize| range.contains(&g);
+    let local_of = |g: usize| g - range.start;
+    let legs = all_legs(trace);
     let mut roles: Vec<Role> = Vec::new();
     let mut holes: Vec<Role> = Vec::new();
     let first_hole = range.len();
@@ -137,6 +174,29 @@ pub fn plan_range(trace: &ScaledTrace, range: std::ops::Range<usize>, slots: usi
         });
     }
     roles.extend(holes);
+    let rest = if noise {
+        noise_legs(trace, range)
+    } else {
+        Vec::new()
+    };
+    if !rest.is_empty() {
+        // Taking turns, so each of the pair sends about half.
+        let (a, b) = (roles.len(), roles.len() + 1);
+        let leg = |i: usize, local: usize| Leg {
+            local,
+            tag: NOISE_TAG + i as u64,
+            bytes: rest[i].2,
+        };
+        let (evens, odds): (Vec<usize>, Vec<usize>) = (0..rest.len()).partition(|i| i % 2 == 0);
+        roles.push(Role::Noise {
+            sends: evens.iter().map(|&i| leg(i, b)).collect(),
+            recvs: odds.iter().map(|&i| leg(i, b)).collect(),
+        });
+        roles.push(Role::Noise {
+            sends: odds.iter().map(|&i| leg(i, a)).collect(),
+            recvs: evens.iter().map(|&i| leg(i, a)).collect(),
+        });
+    }
     while roles.len() < slots {
         roles.push(Role::Idle);
     }
@@ -152,9 +212,10 @@ pub fn ranges(count: usize, size: usize) -> Vec<std::ops::Range<usize>> {
         .collect()
 }
 
-/// Local processes `range` needs: itself and its black holes.
-pub fn slots_needed(trace: &ScaledTrace, range: std::ops::Range<usize>) -> usize {
-    plan_range(trace, range, 0).len()
+/// Local processes `range` needs: itself, its black holes and with
+/// `noise` the noise pair.
+pub fn slots_needed(trace: &ScaledTrace, range: std::ops::Range<usize>, noise: bool) -> usize {
+    plan_range(trace, range, 0, noise).len()
 }
 
 #[cfg(test)]
@@ -188,9 +249,9 @@ mod tests {
     /// same tag and size, and the other way round.
     fn matched(roles: &[Role]) {
         let io = |r: &Role| match r {
-            Role::Measured { sends, recvs, .. } | Role::Hole { sends, recvs } => {
-                (sends.clone(), recvs.clone())
-            }
+            Role::Measured { sends, recvs, .. }
+            | Role::Hole { sends, recvs }
+            | Role::Noise { sends, recvs } => (sends.clone(), recvs.clone()),
             Role::Idle => (vec![], vec![]),
         };
         for (me, r) in roles.iter().enumerate() {
@@ -223,8 +284,8 @@ mod tests {
         assert_eq!(rs, vec![0..4, 4..8, 8..10]);
         let mut measured = Vec::new();
         for r in rs {
-            let roles = plan_range(&t, r.clone(), 8);
-            assert_eq!(roles.len(), 8.max(slots_needed(&t, r.clone())));
+            let roles = plan_range(&t, r.clone(), 8, false);
+            assert_eq!(roles.len(), 8.max(slots_needed(&t, r.clone(), false)));
             matched(&roles);
             for role in &roles {
                 if let Role::Measured {
@@ -291,7 +352,7 @@ mod tests {
         for size in 1..=12 {
             let mut measured = 0;
             for r in ranges(12, size) {
-                let roles = plan_range(&t, r, 0);
+                let roles = plan_range(&t, r, 0, false);
                 matched(&roles);
                 measured += roles
                     .iter()
@@ -305,8 +366,66 @@ mod tests {
     #[test]
     fn a_whole_range_needs_no_holes() {
         let t = line(6, 8);
-        let roles = plan_range(&t, 0..6, 6);
+        let roles = plan_range(&t, 0..6, 6, true);
         assert!(roles.iter().all(|r| matches!(r, Role::Measured { .. })));
         matched(&roles);
+    }
+
+    /// Bytes each role sends per iteration.
+    fn sent(r: &Role) -> u64 {
+        match r {
+            Role::Measured { sends, .. } | Role::Hole { sends, .. } | Role::Noise { sends, .. } => {
+                sends.iter().map(|l| l.bytes).sum()
+            }
+            Role::Idle => 0,
+        }
+    }
+
+    #[test]
+    fn the_noise_pair_carries_the_traffic_the_range_does_not() {
+        // Sizes differ per process, so a leg counted twice or missed shows.
+        let mut t = line(10, 0);
+        for (r, p) in t.processes.iter_mut().enumerate() {
+            for m in &mut p.sends {
+                m.bytes = 100 + r as u64;
+            }
+        }
+        let total: u64 = t
+            .processes
+            .iter()
+            .flat_map(|p| &p.sends)
+            .map(|m| m.bytes)
+            .sum();
+        for size in 1..=10 {
+            for r in ranges(10, size) {
+                let roles = plan_range(&t, r.clone(), 0, true);
+                matched(&roles);
+                let noise: Vec<&Role> = roles
+                    .iter()
+                    .filter(|r| matches!(r, Role::Noise { .. }))
+                    .collect();
+                // Eq. 7.1: in transit = the range's own + noise.
+                let carried: u64 = roles.iter().map(sent).sum();
+                assert_eq!(carried, total, "range {r:?}");
+                let outside = noise_legs(&t, r.clone());
+                assert_eq!(noise.len(), if outside.is_empty() { 0 } else { 2 });
+                assert_eq!(
+                    noise.iter().map(|n| sent(n)).sum::<u64>(),
+                    outside.iter().map(|l| l.2).sum::<u64>()
+                );
+                // The pair splits the work: half the messages each, one more
+                // at most.
+                if let [a, b] = noise[..] {
+                    let n = |r: &Role| match r {
+                        Role::Noise { sends, .. } => sends.len(),
+                        _ => 0,
+                    };
+                    assert!(n(a).abs_diff(n(b)) <= 1);
+                }
+                let plain = plan_range(&t, r.clone(), 0, false);
+                assert_eq!(plain.len() + noise.len(), roles.len());
+                assert_eq!(slots_needed(&t, r, true), roles.len());
+            }
+        }
     }
 }

@@ -35,6 +35,14 @@ pub struct Message {
 pub struct ProcessSignature {
     /// Kernel seconds.
     pub compute_seconds: f64,
+    /// Thread CPU seconds of its kernels; absent where the device does not
+    /// measure them (GPUs) or the signature predates them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
+    /// CPU threads its kernels ran on (absent: not a CPU device, or an
+    /// older signature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<usize>,
     /// Seconds packing, moving, waiting for and unpacking halos.
     pub comm_seconds: f64,
     /// Cells it updates.
@@ -54,6 +62,9 @@ pub struct Signature {
     pub iteration_seconds: f64,
     /// Every process, by rank.
     pub processes: Vec<ProcessSignature>,
+    /// Cores of the machine it ran on (absent in older signatures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<usize>,
 }
 
 impl Signature {
@@ -73,6 +84,27 @@ impl Signature {
             .iter()
             .map(|p| p.compute_seconds)
             .fold(0.0, f64::max)
+    }
+
+    /// The slowest process's kernel CPU time, where every process has one.
+    pub fn critical_cpu(&self) -> Option<f64> {
+        self.processes
+            .iter()
+            .map(|p| p.cpu_seconds)
+            .try_fold(0.0, |m, c| c.map(|c| f64::max(m, c)))
+    }
+
+    /// The critical compute on `clock`.
+    fn critical_on(&self, clock: ComputeClock) -> Result<f64, ScalingError> {
+        match clock {
+            ComputeClock::Wall => Ok(self.critical_compute()),
+            ComputeClock::Cpu => match self.critical_cpu() {
+                Some(c) if c > 0.0 && c.is_finite() => Ok(c),
+                _ => Err(ScalingError::NoCpuTime {
+                    count: self.count(),
+                }),
+            },
+        }
     }
 
     fn check(&self) -> Result<(), ScalingError> {
@@ -175,7 +207,8 @@ pub enum ScalingError {
     /// Two grids explain the signatures but predict different messages.
     #[error(
         "the signatures fit both {a} and {b}, which differ at {target} devices: add a \
-         signature at a count where they differ (one with two or more prime factors)"
+         signature or a far point at a count where they differ (one with two or more prime \
+         factors)"
     )]
     Ambiguous {
         /// One grid.
@@ -203,6 +236,18 @@ pub enum ScalingError {
     /// The signatures come from runs of different lengths.
     #[error("the signatures' weights (iterations) differ: {0:?}; record them for one run")]
     WeightVaries(Vec<u64>),
+    /// Compute fitted on CPU time, and a signature without it.
+    #[error(
+        "the signature at {count} devices has no kernel CPU time for every process (GPU \
+         devices, or recorded before signatures had it): fit compute on wall time"
+    )]
+    NoCpuTime {
+        /// Its device count.
+        count: usize,
+    },
+    /// A node description that cannot be one.
+    #[error("invalid node for the compute term: {0}")]
+    BadNode(String),
     /// A regression failed.
     #[error(transparent)]
     Fit(#[from] ModelError),
@@ -457,6 +502,86 @@ impl Volume {
     }
 }
 
+/// The clock the compute law is fitted on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ComputeClock {
+    /// Kernel wall time: right where every device keeps a core to itself.
+    #[default]
+    Wall,
+    /// Kernel thread CPU time: what a device's work costs whatever else the
+    /// cores run, turned into wall time by the target node's cores.
+    Cpu,
+}
+
+/// What the target's node does to compute time beyond the fitted law.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Node {
+    /// Cores of a node. With compute fitted on CPU time, P devices of t
+    /// threads share them: wall = CPU × max(1, P·t / cores). Default: the
+    /// cores the signatures were recorded on. May be a fraction: a node
+    /// that other work shares gives a run only part of its cores.
+    pub cores: Option<f64>,
+    /// A floor from the node's memory bandwidth, shared by its devices.
+    pub bandwidth: Option<Bandwidth>,
+}
+
+/// The memory-bandwidth floor of compute: a device of `c` cells cannot
+/// update them faster than its share of the node's bandwidth moves their
+/// bytes, `c × bytes_per_cell / (bytes_per_second / devices on the node)`.
+/// A power law fitted where each device still has bandwidth to spare keeps
+/// halving the time with every doubling of P; the floor is where that
+/// stops.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Bandwidth {
+    /// Bytes per second the node's memory moves (a measured copy: bytes
+    /// read plus bytes written).
+    pub bytes_per_second: f64,
+    /// Bytes an update of one cell moves to or from memory (a streaming
+    /// stencil: its cell read once, its result written once).
+    pub bytes_per_cell: f64,
+    /// Devices on one node (absent: every device of the target on one).
+    pub devices_per_node: Option<usize>,
+}
+
+impl Bandwidth {
+    /// The bandwidth a node's devices reached together: from the signature
+    /// with the most devices whose threads still fit the node's `cores`
+    /// (every core busy, none taking turns), its cells' bytes over its
+    /// slowest kernel on `clock`. What the stencil itself moves with the
+    /// whole node's cores at work, not what a copy moves: measured in the
+    /// signatures, it needs no other run.
+    pub fn from_signatures(
+        signatures: &[Signature],
+        bytes_per_cell: f64,
+        clock: ComputeClock,
+        cores: usize,
+    ) -> Result<f64, ScalingError> {
+        let threads = |s: &Signature| {
+            s.processes
+                .iter()
+                .map(|p| p.threads.unwrap_or(1))
+                .sum::<usize>()
+        };
+        let Some(full) = signatures
+            .iter()
+            .filter(|s| threads(s) <= cores)
+            .max_by_key(|s| threads(s))
+        else {
+            return Err(ScalingError::BadNode(format!(
+                "no signature fits {cores} cores to measure the node's bandwidth on"
+            )));
+        };
+        Ok(full.total_cells() as f64 * bytes_per_cell / full.critical_on(clock)?)
+    }
+
+    /// Seconds per iteration below which a device of `cells` cannot go
+    /// with `devices` devices on its node.
+    pub fn floor(&self, cells: f64, devices: usize) -> f64 {
+        let sharing = self.devices_per_node.map_or(devices, |n| n.min(devices));
+        cells * self.bytes_per_cell * sharing.max(1) as f64 / self.bytes_per_second
+    }
+}
+
 /// A strong-scaling model of one run, fitted from its signatures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScalingModel {
@@ -475,6 +600,14 @@ pub struct ScalingModel {
     pub exchange: ExchangeCost,
     /// Device counts fitted.
     pub counts: Vec<usize>,
+    /// The clock of `compute`.
+    pub clock: ComputeClock,
+    /// The target's node: cores (resolved) and bandwidth floor.
+    pub node: Node,
+    /// CPU threads per device in the signatures (1 where not recorded).
+    pub threads_per_device: f64,
+    /// Cells updated per iteration, all devices together.
+    pub total_cells: u64,
 }
 
 impl ScalingModel {
@@ -484,6 +617,35 @@ impl ScalingModel {
     /// problem: each stands, for compute, at the count where the big
     /// problem gives a process as many cells (P3S's far point).
     pub fn fit(signatures: &[Signature], far: &[Signature]) -> Result<ScalingModel, ScalingError> {
+        ScalingModel::fit_on(signatures, far, ComputeClock::Wall, Node::default())
+    }
+
+    /// [`ScalingModel::fit`] with compute fitted on `clock`, predicting
+    /// for `node`.
+    pub fn fit_on(
+        signatures: &[Signature],
+        far: &[Signature],
+        clock: ComputeClock,
+        mut node: Node,
+    ) -> Result<ScalingModel, ScalingError> {
+        if let Some(c) = node.cores.filter(|c| !(c.is_finite() && *c > 0.0)) {
+            return Err(ScalingError::BadNode(format!(
+                "{c} cores: a node has a positive number"
+            )));
+        }
+        if let Some(b) = node.bandwidth {
+            let positive = |v: f64| v.is_finite() && v > 0.0;
+            if !positive(b.bytes_per_second)
+                || !positive(b.bytes_per_cell)
+                || b.devices_per_node == Some(0)
+            {
+                return Err(ScalingError::BadNode(format!(
+                    "bandwidth {} B/s, {} bytes per cell, {:?} devices per node: all must be \
+                     positive",
+                    b.bytes_per_second, b.bytes_per_cell, b.devices_per_node
+                )));
+            }
+        }
         for s in signatures.iter().chain(far) {
             s.check()?;
         }
@@ -524,20 +686,45 @@ impl ScalingModel {
             return Err(ScalingError::WeightVaries(weights.into_iter().collect()));
         }
 
-        let patterns = infer_patterns(signatures, first.ndims)?;
+        // A far point is the same run's layout rule at another size: its
+        // peers tell the pattern as well as the big problem's would (its
+        // message sizes do not, so volumes are fitted without it). A far
+        // point at a composite count settles a line against a grid when
+        // the signatures are at 1 and 2 devices only.
+        let all_sigs: Vec<Signature> = signatures.iter().chain(far).cloned().collect();
+        let patterns = infer_patterns(&all_sigs, first.ndims)?;
         let volumes = fit_volumes(&patterns[0], signatures)?;
 
         let points: Vec<(f64, f64)> = signatures
             .iter()
-            .map(|s| (s.count() as f64, s.critical_compute()))
-            .collect();
+            .map(|s| Ok((s.count() as f64, s.critical_on(clock)?)))
+            .collect::<Result<_, ScalingError>>()?;
         let compute_initial = PowerLaw::fit(&points)?;
         let cells = first.total_cells() as f64;
-        let far_points = far.iter().map(|s| {
-            let per_process = s.total_cells() as f64 / s.count() as f64;
-            (cells / per_process, s.critical_compute())
-        });
+        let far_points = far
+            .iter()
+            .map(|s| {
+                let per_process = s.total_cells() as f64 / s.count() as f64;
+                Ok((cells / per_process, s.critical_on(clock)?))
+            })
+            .collect::<Result<Vec<_>, ScalingError>>()?;
         let all: Vec<(f64, f64)> = points.iter().copied().chain(far_points).collect();
+        if clock == ComputeClock::Cpu && node.cores.is_none() {
+            node.cores = signatures.iter().find_map(|s| s.cores).map(|c| c as f64);
+            if node.cores.is_none() {
+                return Err(ScalingError::BadNode(
+                    "compute fitted on CPU time needs the target's cores, and no signature \
+                     recorded its own"
+                        .into(),
+                ));
+            }
+        }
+        let threads: Vec<f64> = signatures
+            .iter()
+            .flat_map(|s| &s.processes)
+            .map(|p| p.threads.unwrap_or(1) as f64)
+            .collect();
+        let threads_per_device = threads.iter().sum::<f64>() / threads.len() as f64;
         let compute = PowerLaw::fit(&all)?;
 
         // What the iteration spends beyond its slowest kernel (packing,
@@ -552,7 +739,19 @@ impl ScalingModel {
                     .map(|p| (p.sends.len(), p.sends.iter().map(|m| m.bytes).sum::<u64>()))
                     .max()
                     .unwrap_or((0, 0));
-                let rest = (s.iteration_seconds - s.critical_compute()).max(0.0);
+                // On CPU time, the processes' own exchange seconds instead:
+                // the iteration's wall time beyond the slowest kernel also
+                // holds whatever took the cores from the run (other work,
+                // or its own devices taking turns), which CPU time is there
+                // to leave out.
+                let rest = match clock {
+                    ComputeClock::Wall => (s.iteration_seconds - s.critical_compute()).max(0.0),
+                    ComputeClock::Cpu => s
+                        .processes
+                        .iter()
+                        .map(|p| p.comm_seconds)
+                        .fold(0.0, f64::max),
+                };
                 (n as f64, bytes as f64, rest)
             })
             .filter(|r| r.0 > 0.0)
@@ -565,7 +764,47 @@ impl ScalingModel {
             compute,
             exchange: ExchangeCost::fit(&rows),
             counts: counts.into_iter().collect(),
+            clock,
+            node,
+            threads_per_device,
+            total_cells: first.total_cells(),
         })
+    }
+
+    /// How much longer than its CPU time a device's compute takes in wall
+    /// time at `count` devices: on CPU time, P·t threads taking turns on
+    /// the node's cores, `max(1, P·t / cores)`; 1 on wall time.
+    fn stretch(&self, count: usize) -> f64 {
+        match (self.clock, self.node.cores) {
+            (ComputeClock::Cpu, Some(cores)) => {
+                (count as f64 * self.threads_per_device / cores).max(1.0)
+            }
+            _ => 1.0,
+        }
+    }
+
+    /// The bandwidth floor at `count` devices (wall seconds; 0 without).
+    fn floor(&self, count: usize) -> f64 {
+        self.node.bandwidth.map_or(0.0, |b| {
+            b.floor(self.total_cells as f64 / count as f64, count)
+        })
+    }
+
+    /// The critical compute at `count` devices on the fitted clock: the
+    /// law, but never below the bandwidth floor. On CPU time the floor is
+    /// divided by the stretch: devices taking turns on the cores share the
+    /// bandwidth among fewer at a time, and a stall on memory is CPU time.
+    pub fn compute_on_clock(&self, count: usize) -> f64 {
+        let law = self.compute.at(count as f64);
+        law.max(self.floor(count) / self.stretch(count))
+    }
+
+    /// The critical compute at `count` devices in wall seconds: the law
+    /// stretched by the cores' oversubscription (on CPU time), never below
+    /// the bandwidth floor (the node's memory moves every device's cells
+    /// however the cores take turns).
+    pub fn compute_wall(&self, count: usize) -> f64 {
+        (self.compute.at(count as f64) * self.stretch(count)).max(self.floor(count))
     }
 
     /// The inferred communication pattern.
@@ -596,7 +835,7 @@ impl ScalingModel {
                 });
             }
         }
-        let compute = self.compute.at(count as f64);
+        let compute = self.compute_wall(count);
         let processes: Vec<PredictedProcess> = peers
             .into_iter()
             .map(|mine| {
@@ -663,8 +902,8 @@ impl ScalingModel {
             weight_exact: held.weight == self.weight,
             volume_error: if pattern_exact { volume_error } else { 1.0 },
             compute_error: rel(
-                self.compute.at(held.count() as f64),
-                held.critical_compute(),
+                self.compute_on_clock(held.count()),
+                held.critical_on(self.clock)?,
             ),
             time_error: rel(trace.iteration_seconds, held.iteration_seconds),
         })
@@ -771,6 +1010,8 @@ mod tests {
                 let bytes: u64 = sends.iter().map(|m| m.bytes).sum();
                 ProcessSignature {
                     compute_seconds: per_cell * cells as f64 + overhead,
+                    cpu_seconds: None,
+                    threads: None,
                     comm_seconds: 5e-6 * sends.len() as f64 + 1e-9 * bytes as f64,
                     cells,
                     sends,
@@ -786,6 +1027,7 @@ mod tests {
             weight: 1000,
             iteration_seconds,
             processes,
+            cores: None,
         }
     }
 
@@ -921,6 +1163,201 @@ mod tests {
             with_far.compute_error < plain.compute_error / 2.0,
             "{plain:?} {with_far:?}"
         );
+    }
+
+    /// `sig` as recorded with its devices taking turns on `cores` cores:
+    /// its compute is CPU time, the wall time stretched by P / cores.
+    fn oversubscribed(mut sig: Signature, cores: usize) -> Signature {
+        let stretch = (sig.count() as f64 / cores as f64).max(1.0);
+        for p in &mut sig.processes {
+            p.cpu_seconds = Some(p.compute_seconds);
+            p.threads = Some(1);
+            p.compute_seconds *= stretch;
+        }
+        sig.iteration_seconds = sig
+            .processes
+            .iter()
+            .map(|p| p.compute_seconds + p.comm_seconds)
+            .fold(0.0, f64::max);
+        sig.cores = Some(cores);
+        sig
+    }
+
+    #[test]
+    fn compute_on_cpu_time_predicts_oversubscribed_counts() {
+        let s: Vec<Signature> = sigs(Partition::Weighted(0), &cross(), &[1, 2])
+            .into_iter()
+            .map(|s| oversubscribed(s, 2))
+            .collect();
+        // 1 and 2 devices cannot tell slabs from a 2-d grid; a far point
+        // at 4 devices (a quarter of the rows: as many cells a device as
+        // the big problem at 16) can.
+        assert!(matches!(
+            ScalingModel::fit(&s, &[]).unwrap().predict(8).unwrap_err(),
+            ScalingError::Ambiguous { .. }
+        ));
+        let far = [oversubscribed(
+            synthetic(180, 720, Partition::Weighted(0), &cross(), 4, 1e-9, 0.0),
+            2,
+        )];
+        let real = oversubscribed(
+            synthetic(720, 720, Partition::Weighted(0), &cross(), 8, 1e-9, 0.0),
+            2,
+        );
+        let cpu = ScalingModel::fit_on(&s, &far, ComputeClock::Cpu, Node::default()).unwrap();
+        // The cores come from the signatures; CPU time falls as 1/P, and
+        // 8 devices on 2 cores take 4 times their CPU time in wall time.
+        assert_eq!(cpu.node.cores, Some(2.0));
+        let v = cpu.validate(&real).unwrap();
+        assert!(v.accepted() && v.compute_error < 1e-9, "{v:?}");
+        let want = real.critical_compute();
+        assert!((cpu.compute_wall(8) - want).abs() < 1e-9 * want);
+        assert!(v.time_error < 1e-6, "{v:?}");
+        // Wall time, stretched at the far point only, falls too fast.
+        let wall = ScalingModel::fit(&s, &far).unwrap();
+        assert!(wall.compute_wall(8) < 0.5 * want, "{wall:?}");
+        // The target's cores override the signatures': on 8 cores, no
+        // stretch.
+        let node = Node {
+            cores: Some(8.0),
+            bandwidth: None,
+        };
+        let wide = ScalingModel::fit_on(&s, &far, ComputeClock::Cpu, node).unwrap();
+        assert!((wide.compute_wall(8) - want / 4.0).abs() < 1e-9 * want);
+        // Other work took the cores for a millisecond of each iteration at
+        // 2 devices: wall time beyond the kernels, not exchange. The CPU
+        // fit's exchange comes from the processes' own exchange times and
+        // does not move; the wall fit's does.
+        let mut loaded = s.clone();
+        loaded[1].iteration_seconds += 1e-3;
+        let again =
+            ScalingModel::fit_on(&loaded, &far, ComputeClock::Cpu, Node::default()).unwrap();
+        assert_eq!(again.exchange, cpu.exchange);
+        let wall_loaded = ScalingModel::fit(&loaded, &far).unwrap();
+        assert!(wall_loaded.exchange.alpha > wall.exchange.alpha + 4e-4);
+    }
+
+    #[test]
+    fn cpu_time_must_be_in_every_signature() {
+        let mut s: Vec<Signature> = sigs(Partition::Weighted(0), &cross(), &[1, 2])
+            .into_iter()
+            .map(|s| oversubscribed(s, 2))
+            .collect();
+        s[1].processes[1].cpu_seconds = None;
+        assert_eq!(
+            ScalingModel::fit_on(&s, &[], ComputeClock::Cpu, Node::default()).unwrap_err(),
+            ScalingError::NoCpuTime { count: 2 }
+        );
+        // Wall time needs none.
+        assert!(ScalingModel::fit(&s, &[]).is_ok());
+        let mut plain = sigs(Partition::Weighted(0), &cross(), &[1, 2]);
+        for s in &mut plain {
+            for p in &mut s.processes {
+                p.cpu_seconds = Some(p.compute_seconds);
+            }
+        }
+        assert!(matches!(
+            ScalingModel::fit_on(&plain, &[], ComputeClock::Cpu, Node::default()).unwrap_err(),
+            ScalingError::BadNode(_)
+        ));
+    }
+
+    #[test]
+    fn signatures_without_cpu_time_still_load() {
+        let text = r#"{"ndims": 2, "weight": 10, "iteration_seconds": 0.001,
+            "processes": [{"compute_seconds": 0.0005, "comm_seconds": 0.0001,
+                           "cells": 100, "sends": []}]}"#;
+        let sig: Signature = serde_json::from_str(text).unwrap();
+        assert_eq!(sig.processes[0].cpu_seconds, None);
+        assert_eq!(sig.cores, None);
+        assert_eq!(sig.critical_cpu(), None);
+        let back = serde_json::to_string(&sig).unwrap();
+        assert!(!back.contains("cpu_seconds") && !back.contains("cores"));
+    }
+
+    #[test]
+    fn the_bandwidth_floor_stops_the_power_law_where_devices_share_memory() {
+        // Devices on one node of 40 GB/s, 8 bytes a cell: the floor per
+        // device is cells/P × 8 × P / bw = 720² × 8 / bw, the same at any P
+        // (the whole grid's bytes through one memory); 1 ns a cell alone.
+        let bw = Bandwidth {
+            bytes_per_second: 40e9,
+            bytes_per_cell: 8.0,
+            devices_per_node: None,
+        };
+        let floor = 720.0 * 720.0 * 8.0 / 40e9;
+        let real = |p: usize| {
+            let mut s = synthetic(720, 720, Partition::Weighted(0), &cross(), p, 1e-9, 0.0);
+            for q in &mut s.processes {
+                q.compute_seconds = q.compute_seconds.max(floor);
+            }
+            s
+        };
+        // Fitted at 2 and 4, where the law (259 and 130 us) is above the
+        // floor (104 us); at 8 the law says 65 us.
+        let s = vec![real(2), real(4)];
+        let node = Node {
+            cores: None,
+            bandwidth: Some(bw),
+        };
+        let plain = ScalingModel::fit(&s, &[]).unwrap();
+        let floored = ScalingModel::fit_on(&s, &[], ComputeClock::Wall, node).unwrap();
+        let want = real(8).critical_compute();
+        assert!((floored.compute_wall(8) - want).abs() < 1e-9 * want);
+        assert!(floored.validate(&real(8)).unwrap().compute_error < 1e-9);
+        assert!(plain.validate(&real(8)).unwrap().compute_error > 0.3);
+        // Where the law is above the floor, it is the law.
+        assert_eq!(floored.compute_wall(2), plain.compute_wall(2));
+        // Spread over nodes of 2 devices, a device's share is half a
+        // node's bandwidth: the floor falls with P again.
+        let spread = Node {
+            cores: None,
+            bandwidth: Some(Bandwidth {
+                devices_per_node: Some(2),
+                ..bw
+            }),
+        };
+        let spread = ScalingModel::fit_on(&s, &[], ComputeClock::Wall, spread).unwrap();
+        let per_device = 720.0 * 720.0 / 8.0 * 8.0 * 2.0 / 40e9;
+        assert_eq!(
+            spread.compute_wall(8),
+            plain.compute_wall(8).max(per_device)
+        );
+        assert!(spread.compute_wall(8) < floored.compute_wall(8));
+        assert!(ScalingModel::fit_on(
+            &s,
+            &[],
+            ComputeClock::Wall,
+            Node {
+                cores: None,
+                bandwidth: Some(Bandwidth {
+                    bytes_per_second: 0.0,
+                    ..bw
+                })
+            }
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn the_bandwidth_comes_from_the_signature_that_fills_the_cores() {
+        let s: Vec<Signature> = sigs(Partition::Weighted(0), &cross(), &[1, 2, 4])
+            .into_iter()
+            .map(|s| oversubscribed(s, 2))
+            .collect();
+        // 720² cells, 8 bytes each, in the 2-device signature's slowest
+        // kernel (360 rows: 259.2 us of CPU).
+        let want = 720.0 * 720.0 * 8.0 / (360.0 * 720.0 * 1e-9);
+        let got = Bandwidth::from_signatures(&s, 8.0, ComputeClock::Cpu, 2).unwrap();
+        assert!((got - want).abs() < 1e-6 * want, "{got} {want}");
+        // On 4 cores the 4-device signature fills them (its CPU time: its
+        // wall time was stretched by 2 cores).
+        let got = Bandwidth::from_signatures(&s, 8.0, ComputeClock::Cpu, 4).unwrap();
+        assert!((got - 2.0 * want).abs() < 1e-6 * want, "{got}");
+        assert!(matches!(
+            Bandwidth::from_signatures(&s[1..], 8.0, ComputeClock::Cpu, 1),
+            Err(ScalingError::BadNode(_))
+        ));
     }
 
     #[test]

@@ -6,16 +6,38 @@
 mod fused;
 
 use crate::controller::{BufferId, Controller, KernelId};
+use crate::cpu_time;
 use crate::error::DeviceError;
 use hitmap::{Shape, Tile};
 use kernels::{Cell, Frame, Kernel};
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The fewest cells a parallel task computes: below about this, handing a
 /// task to another thread and waking it costs more than the cells do.
 const MIN_TASK_CELLS: usize = 16_384;
+
+/// The CPU seconds a launch's tasks took on the pool's threads, each timed
+/// on the thread that ran it, to charge to the launching thread
+/// ([`cpu_time`]); a pool thread's time between tasks is not the kernel's.
+#[derive(Default)]
+struct PoolCpu(Mutex<Option<f64>>);
+
+impl PoolCpu {
+    fn time(&self, task: impl FnOnce()) {
+        if let ((), Some(t)) = cpu_time::timed(task) {
+            let mut sum = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            *sum = Some(sum.unwrap_or(0.0) + t);
+        }
+    }
+
+    fn charge(self) {
+        if let Some(t) = self.0.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            cpu_time::charge(t);
+        }
+    }
+}
 
 /// How a launch over `rows` rows of dimension 0, `cells_per_row` cells
 /// each, is cut into parallel tasks on `threads` threads: the rows of each
@@ -332,16 +354,24 @@ impl<T: Cell> Controller<T> for CpuController<T> {
                     (rest, start) = (tail, start + rows);
                 }
                 let k = k.as_ref();
+                let cpu = PoolCpu::default();
                 pool.install(|| {
                     chunks.into_par_iter().for_each(|(rows, chunk)| {
                         let mut sub = local.clone();
                         sub[0] = rows;
-                        k.apply_aux(src_data, aux, chunk, &frame, &sub);
+                        cpu.time(|| k.apply_aux(src_data, aux, chunk, &frame, &sub));
                     })
                 });
+                cpu.charge();
             }
             // One task (or one thread) runs on the calling thread.
-            _ => k.apply_aux(src_data, aux, slab, &frame, &local),
+            _ => {
+                let ((), spent) =
+                    cpu_time::timed(|| k.apply_aux(src_data, aux, slab, &frame, &local));
+                if let Some(t) = spent {
+                    cpu_time::charge(t);
+                }
+            }
         }
         self.kernel_seconds += started.elapsed().as_secs_f64();
         Ok(())
@@ -443,14 +473,23 @@ impl<T: Cell> Controller<T> for CpuController<T> {
             (rest, start) = (tail, start + rows);
         }
         match &self.pool {
-            Some(pool) if chunks.len() > 1 => pool.install(|| {
-                chunks
-                    .into_par_iter()
-                    .for_each(|(rows, out, scratch)| fused.run(rows, out, scratch))
-            }),
+            Some(pool) if chunks.len() > 1 => {
+                let cpu = PoolCpu::default();
+                pool.install(|| {
+                    chunks
+                        .into_par_iter()
+                        .for_each(|(rows, out, scratch)| cpu.time(|| fused.run(rows, out, scratch)))
+                });
+                cpu.charge();
+            }
             _ => {
-                for (rows, out, scratch) in chunks {
-                    fused.run(rows, out, scratch);
+                let ((), spent) = cpu_time::timed(|| {
+                    for (rows, out, scratch) in chunks {
+                        fused.run(rows, out, scratch);
+                    }
+                });
+                if let Some(t) = spent {
+                    cpu_time::charge(t);
                 }
             }
         }
@@ -524,5 +563,46 @@ mod tests {
         assert_eq!(task_rows(2047, 4096, 8).len(), 32);
         // A column strip of a 2-D block split by columns: one cell a row.
         assert_eq!(task_rows(4096, 1, 8), [4096]);
+    }
+
+    /// A launch charges its thread CPU time to the launching thread: no
+    /// more than its wall time on each of the device's threads, and most of
+    /// it (the test's threads are not starved for long); nothing for an
+    /// empty region.
+    #[test]
+    fn launches_charge_their_cpu_time_to_the_launching_thread() {
+        use kernels::{library_kernel, KernelChoice, Library};
+        for threads in [1, 2] {
+            let mut cpu = CpuController::<f32>::new(threads).unwrap();
+            let all = Shape::from_sizes(&[1026, 1026]);
+            let (a, b) = (
+                cpu.alloc(&all, &all).unwrap(),
+                cpu.alloc(&all, &all).unwrap(),
+            );
+            cpu.fill(a, &all, &|i| i[0] as f32).unwrap();
+            let k = cpu
+                .load(Arc::from(library_kernel::<f32>(
+                    Library::S2d4,
+                    KernelChoice::Specialized,
+                )))
+                .unwrap();
+            let inner = Shape::from_ranges(&[(1, 1025), (1, 1025)]);
+            cpu_time::take_charged();
+            cpu.launch(k, a, b, &Shape::from_ranges(&[(1, 1), (1, 1025)]))
+                .unwrap();
+            assert_eq!(cpu_time::take_charged(), None, "an empty launch");
+            cpu.take_kernel_seconds();
+            for _ in 0..20 {
+                cpu.launch(k, a, b, &inner).unwrap();
+                let steps = [inner.clone(), Shape::from_ranges(&[(2, 1024), (2, 1024)])];
+                cpu.launch_steps(k, a, b, &steps).unwrap();
+            }
+            let wall = cpu.take_kernel_seconds();
+            let spent = cpu_time::take_charged().expect("Linux has thread CPU clocks");
+            assert!(
+                spent > 0.2 * wall && spent <= threads as f64 * wall * 1.05 + 1e-3,
+                "{threads} threads: {spent} CPU s in {wall} wall s"
+            );
+        }
     }
 }

@@ -8,7 +8,7 @@ use epsilod::report::median;
 use epsilod::spmd::run_vps;
 use epsilod::Cluster;
 use hitmap::{Transport, TransportError};
-use models::replay::{plan_range, ranges, slots_needed, Leg, Role};
+use models::replay::{noise_legs, plan_range, ranges, slots_needed, Leg, Role};
 use models::scaling::{ScaledTrace, Signature};
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ pub fn replay(args: &ReplayArgs, cluster: &Cluster) -> Result<(), CliError> {
     let all = ranges(trace.count, size);
     let slots = all
         .iter()
-        .map(|r| slots_needed(&trace, r.clone()))
+        .map(|r| slots_needed(&trace, r.clone(), args.noise))
         .max()
         .unwrap_or(1);
     let per_rank = args
@@ -37,7 +37,8 @@ pub fn replay(args: &ReplayArgs, cluster: &Cluster) -> Result<(), CliError> {
     let mut phase: f64 = 0.0;
     let mut measured = 0;
     for r in all {
-        let roles = plan_range(&trace, r.clone(), per_rank * cluster.size());
+        let noise: u64 = noise_legs(&trace, r.clone()).iter().map(|l| l.2).sum();
+        let roles = plan_range(&trace, r.clone(), per_rank * cluster.size(), args.noise);
         if roles.len() > per_rank * cluster.size() {
             return Err(CliError::Replay(format!(
                 "range {}-{} needs {} processes, the job has {}: raise --per-rank or lower \
@@ -62,10 +63,15 @@ pub fn replay(args: &ReplayArgs, cluster: &Cluster) -> Result<(), CliError> {
         }
         if cluster.is_root() {
             println!(
-                "range {}-{}: phase {:.3} ms (slowest: process {who})",
+                "range {}-{}: phase {:.3} ms (slowest: process {who}){}",
                 r.start,
                 r.end - 1,
-                slowest * 1e3
+                slowest * 1e3,
+                if args.noise && noise > 0 {
+                    format!(", noise {noise} bytes per phase")
+                } else {
+                    String::new()
+                }
             );
         }
         phase = phase.max(slowest);
@@ -93,7 +99,8 @@ pub fn replay(args: &ReplayArgs, cluster: &Cluster) -> Result<(), CliError> {
 }
 
 /// One local process's part: a measured process times each phase (the
-/// first, without compute, untimed), a black hole answers for the outside.
+/// first, without compute, untimed), a black hole answers for the outside,
+/// the noise pair carries the outside's own traffic; neither is timed.
 fn run_role(
     t: &mut dyn Transport<f32>,
     role: &Role,
@@ -126,7 +133,7 @@ fn run_role(
             }
             Ok(vec![*global as f64, median(&times)])
         }
-        Role::Hole { sends, recvs } => {
+        Role::Hole { sends, recvs } | Role::Noise { sends, recvs } => {
             for _ in 0..=iters {
                 for l in sends {
                     t.send(l.local, l.tag, payload(l))?;

@@ -1,9 +1,9 @@
 //! `epsilod scale`: a strong-scaling model from signatures, validated on
 //! held-back ones, and its prediction for a larger device count.
 
-use crate::args::ScaleArgs;
+use crate::args::{BandwidthArg, ComputeArg, ScaleArgs};
 use crate::error::CliError;
-use models::scaling::{ScalingModel, Signature};
+use models::scaling::{Bandwidth, ComputeClock, Node, ScalingModel, Signature};
 use std::path::Path;
 
 pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
@@ -18,7 +18,37 @@ pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
     if let Some(out) = &args.out {
         super::check_report_path(out)?;
     }
-    let model = ScalingModel::fit(&sigs, &far)?;
+    let clock = match args.compute {
+        ComputeArg::Wall => ComputeClock::Wall,
+        ComputeArg::Cpu => ComputeClock::Cpu,
+    };
+    let bandwidth = match args.node_bandwidth {
+        None => None,
+        Some(b) => Some(Bandwidth {
+            bytes_per_second: match b {
+                BandwidthArg::Given(v) => v,
+                BandwidthArg::Measure => copy_bandwidth(),
+                BandwidthArg::Signatures => {
+                    // The cores the signatures shared: --cores, else theirs.
+                    let cores = args
+                        .cores
+                        .map(|c| c.floor() as usize)
+                        .or_else(|| sigs.iter().find_map(|s| s.cores))
+                        .unwrap_or(1);
+                    Bandwidth::from_signatures(&sigs, args.bytes_per_cell, clock, cores)?
+                }
+            },
+            bytes_per_cell: args.bytes_per_cell,
+            devices_per_node: args
+                .devices_per_node
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        }),
+    };
+    let node = Node {
+        cores: args.cores,
+        bandwidth,
+    };
+    let model = ScalingModel::fit_on(&sigs, &far, clock, node)?;
     print!("{}", describe(&model));
     for h in &held {
         let v = model.validate(h)?;
@@ -80,20 +110,65 @@ pub fn load_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Res
     serde_json::from_str(&text).map_err(|e| bad(format!("not {what}: {e}")))
 }
 
+/// Bytes per second a copy between two 128 MiB buffers moves (read plus
+/// written) with a thread on every core here, the best of five: what a
+/// node's devices share when they stream cells. The buffers are beyond a
+/// core's own caches but about the size of the shared L3 of this project's
+/// machines (260-300 MiB), so the rate lies between L3's and memory's, as a
+/// stencil's grids of that size do.
+fn copy_bandwidth() -> f64 {
+    const BYTES: usize = 128 << 20;
+    let src = vec![1u8; BYTES];
+    let mut dst = vec![0u8; BYTES];
+    let chunk = BYTES.div_ceil(epsilod::devices::all_cores().max(1));
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        std::thread::scope(|s| {
+            for (d, x) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
+                s.spawn(move || d.copy_from_slice(x));
+            }
+        });
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    std::hint::black_box(&dst);
+    2.0 * BYTES as f64 / best
+}
+
 /// What the model inferred, one fact per line.
 fn describe(model: &ScalingModel) -> String {
     let counts: Vec<String> = model.counts.iter().map(|c| c.to_string()).collect();
     let law = |l: &models::fit::PowerLaw| format!("{:.4e} * P^{:.3}", l.coefficient, l.exponent);
-    format!(
-        "signatures at {} devices\npattern: {}\nweight: {} iterations\ncompute (critical, \
+    let mut text = format!(
+        "signatures at {} devices\npattern: {}\nweight: {} iterations\ncompute (critical {} \
          s/iteration): {} ({} before far points)\nexchange: {:.3e} s per message + {:.3e} s per \
          byte\n",
         counts.join(", "),
         model.pattern().equations(),
         model.weight,
+        match model.clock {
+            ComputeClock::Wall => "wall",
+            ComputeClock::Cpu => "CPU",
+        },
         law(&model.compute),
         law(&model.compute_initial),
         model.exchange.alpha,
         model.exchange.beta
-    )
+    );
+    if let (ComputeClock::Cpu, Some(cores)) = (model.clock, model.node.cores) {
+        text += &format!(
+            "wall compute: CPU x max(1, P x {:.2} threads / {cores} cores)\n",
+            model.threads_per_device
+        );
+    }
+    if let Some(b) = model.node.bandwidth {
+        text += &format!(
+            "bandwidth floor: cells per device x {} B / ({:.2} GB/s / devices on a node{})\n",
+            b.bytes_per_cell,
+            b.bytes_per_second / 1e9,
+            b.devices_per_node
+                .map_or(String::new(), |n| format!(", at most {n}"))
+        );
+    }
+    text
 }

@@ -3,6 +3,7 @@
 use super::run::{layout_of, run_config};
 use crate::args::SignatureArgs;
 use crate::error::CliError;
+use epsilod::devices::{share_cores, DeviceKind, DeviceSpec};
 use epsilod::error::SetupError;
 use epsilod::report::{median, DeviceIteration};
 use epsilod::{Cluster, Report};
@@ -27,7 +28,7 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     if !cluster.is_root() {
         return Ok(());
     }
-    let sig = from_report(&report, args.run.iters, layout.domain().ndims(), |d| {
+    let mut sig = from_report(&report, args.run.iters, layout.domain().ndims(), |d| {
         let sends = plan
             .vp(d)
             .sends
@@ -39,6 +40,16 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
             .collect();
         (layout.block(d).card() as u64, sends)
     });
+    // The root's host: where `scale --compute cpu` finds the cores these
+    // devices shared when the target's are not given.
+    sig.cores = cluster.info().cores.first().copied();
+    for (p, t) in sig
+        .processes
+        .iter_mut()
+        .zip(device_threads(&report, cluster))
+    {
+        p.threads = t;
+    }
     let text = serde_json::to_string_pretty(&sig).expect("signatures serialise");
     super::write_report(&args.out, text)?;
     if !args.run.quiet {
@@ -51,6 +62,36 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
         );
     }
     Ok(())
+}
+
+/// Each device's CPU threads: as given (`threads=`), or for a `cpu` device
+/// without, its share of the cores as the run gave it (`share_cores`: in
+/// one process, the devices split the host's cores; under MPI each rank
+/// splits its own, which the report does not say, so none). GPUs: none.
+fn device_threads(report: &Report, cluster: &Cluster) -> Vec<Option<usize>> {
+    let specs: Vec<Option<DeviceSpec>> = report
+        .config
+        .devices
+        .iter()
+        .map(|d| DeviceSpec::parse(d).ok())
+        .collect();
+    let resolved = match (
+        specs.iter().cloned().collect::<Option<Vec<_>>>(),
+        cluster.size(),
+    ) {
+        (Some(all), 1) => share_cores(&all, cluster.info().cores.first().copied().unwrap_or(1))
+            .into_iter()
+            .map(Some)
+            .collect(),
+        _ => specs,
+    };
+    resolved
+        .into_iter()
+        .map(|s| match s?.kind {
+            DeviceKind::Cpu { threads } => threads,
+            _ => None,
+        })
+        .collect()
 }
 
 /// The medians of `report`'s iterations after the first (a warm-up),
@@ -73,8 +114,12 @@ fn from_report(
     let processes = (0..report.config.devices.len())
         .map(|d| {
             let (cells, sends) = layout(d);
+            // Medians of what was measured: every steady iteration, or none.
+            let cpu: Option<Vec<f64>> = steady.iter().map(|it| it.devices[d].cpu_seconds).collect();
             ProcessSignature {
                 compute_seconds: per_device(&|x| x.compute_seconds, d),
+                cpu_seconds: cpu.filter(|c| !c.is_empty()).map(|c| median(&c)),
+                threads: None,
                 comm_seconds: per_device(&|x| x.comm_seconds, d),
                 cells,
                 sends,
@@ -86,5 +131,6 @@ fn from_report(
         weight,
         iteration_seconds: median(&steady.iter().map(|it| it.seconds).collect::<Vec<_>>()),
         processes,
+        cores: None,
     }
 }

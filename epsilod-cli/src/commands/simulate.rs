@@ -428,6 +428,8 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
                 .map(|d| DeviceIteration {
                     compute_seconds: d.compute,
                     comm_seconds: d.comm,
+                    // A simulated device has no threads to measure.
+                    cpu_seconds: None,
                     rows: d.rows,
                 })
                 .collect(),

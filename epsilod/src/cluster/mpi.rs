@@ -192,6 +192,7 @@ mod tests {
                     elapsed: 1.0,
                     compute: 0.25,
                     comm: 0.125,
+                    cpu: Some(0.1875),
                     rows: 6,
                 };
                 3
