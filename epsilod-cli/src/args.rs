@@ -292,12 +292,18 @@ pub struct PredictArgs {
     /// Loop iterations. Taken from --against when omitted.
     #[arg(long)]
     pub iters: Option<u64>,
-    /// Halo depth in rows (the stencil's radius along the partitioned axis).
-    #[arg(long, default_value_t = 1)]
-    pub halo_rows: u64,
-    /// Bytes of one cell.
-    #[arg(long, default_value_t = 8)]
-    pub cell_bytes: u64,
+    /// The stencil: a library name or a spec file (.toml), which gives --halo-rows (its reach
+    /// along the partitioned axis) and --cell-bytes (4 per f32 component). Taken from
+    /// --against's report when that ran a library stencil.
+    #[arg(long)]
+    pub stencil: Option<String>,
+    /// Halo depth in rows (the stencil's radius along the partitioned axis); from --stencil,
+    /// else 1.
+    #[arg(long)]
+    pub halo_rows: Option<u64>,
+    /// Bytes of one cell; from --stencil, else 8.
+    #[arg(long)]
+    pub cell_bytes: Option<u64>,
     /// Link class between neighbours; the machine's first when omitted.
     #[arg(long)]
     pub link: Option<String>,

@@ -789,6 +789,44 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
     );
 }
 
+/// `--stencil` gives the halo rows and cell bytes the options say by hand:
+/// 2dnc8 reaches 2 rows of f32 cells; a wider halo costs more exchange.
+#[test]
+fn predict_takes_the_stencil_for_its_halo() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("machine.json");
+    std::fs::write(&model, MACHINE).unwrap();
+    let m = model.to_str().unwrap();
+    let base = ["predict", "--model", m, "--size", "400x400", "--iters", "5"];
+    let with = |extra: &[&str]| {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        common::ok(&v)
+    };
+    let named = with(&["--stencil", "2dnc8"]);
+    assert_eq!(named, with(&["--halo-rows", "2", "--cell-bytes", "4"]));
+    assert_ne!(named, with(&["--halo-rows", "1", "--cell-bytes", "4"]));
+    // An explicit option wins over the stencil's.
+    assert_eq!(
+        with(&["--stencil", "2d4", "--halo-rows", "2"]),
+        with(&["--halo-rows", "2", "--cell-bytes", "4"])
+    );
+    let spec = dir.path().join("wide.toml");
+    std::fs::write(
+        &spec,
+        "name = \"w\"\nlow = [3, 1]\nhigh = [1, 1]\nupdate = \"u[-3,0] + u[1,0]\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        with(&["--stencil", spec.to_str().unwrap()]),
+        with(&["--halo-rows", "3", "--cell-bytes", "4"])
+    );
+    fails_with(
+        &[&base[..], &["--stencil", "nope"]].concat(),
+        "--stencil nope: not a library stencil or a spec file",
+    );
+}
+
 #[test]
 fn predict_rejects_bad_input_with_one_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -56,12 +56,22 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
             machine.devices.len()
         )));
     }
+    let named = match (&args.stencil, &report) {
+        (Some(s), _) => Some(stencil_shape(s)?),
+        // A library stencil's run says which; a spec run's name is not its file.
+        (None, Some(r)) => kernels::Library::by_name(&r.config.stencil)
+            .map(|_| stencil_shape(&r.config.stencil))
+            .transpose()?,
+        (None, None) => None,
+    };
+    let halo_rows = args.halo_rows.or(named.map(|n| n.0)).unwrap_or(1);
+    let cell_bytes = args.cell_bytes.or(named.map(|n| n.1)).unwrap_or(8);
     let cells_per_row: u64 = size[1..].iter().map(|&n| n as u64).product();
     let run = Run::from_weights(
         size[0] as u64,
         cells_per_row,
-        args.halo_rows,
-        (cells_per_row * args.cell_bytes) as f64,
+        halo_rows,
+        (cells_per_row * cell_bytes) as f64,
         iters,
         &weights,
         &link,
@@ -101,6 +111,31 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
         println!("measured loop_s {r:.4}");
     }
     Ok(())
+}
+
+/// A stencil's reach along the partitioned axis (its halo rows) and bytes
+/// per cell, from a library name or a spec file: what `--halo-rows` and
+/// `--cell-bytes` say by hand.
+fn stencil_shape(name: &str) -> Result<(u64, u64), CliError> {
+    let (low, high, components) = match kernels::Library::by_name(name) {
+        Some(lib) => {
+            let s = lib.spec();
+            (s.low, s.high, 1)
+        }
+        None if name.ends_with(".toml") || std::path::Path::new(name).exists() => {
+            match kernels::AnySpec::load(std::path::Path::new(name))? {
+                kernels::AnySpec::Weighted(s) => (s.low, s.high, 1),
+                kernels::AnySpec::Expr(e) => (e.low, e.high, e.components.unwrap_or(1)),
+            }
+        }
+        None => {
+            return Err(CliError::Predict(format!(
+                "--stencil {name}: not a library stencil or a spec file (see 'epsilod list')"
+            )))
+        }
+    };
+    let reach = low[0].max(high[0]) as u64;
+    Ok((reach, 4 * components as u64))
 }
 
 /// The halo exchange's time by the learned model at `path`, from the
