@@ -45,16 +45,7 @@ fn noise_from(path: &std::path::Path, block: usize) -> Result<NoiseSource, CliEr
         CliError::Plot(m) => bad(m),
         other => other,
     })?;
-    let compute: Vec<Vec<f64>> = real
-        .iterations
-        .iter()
-        .map(|it| it.devices.iter().map(|d| d.compute_seconds).collect())
-        .collect();
-    let rows: Vec<Vec<usize>> = real
-        .iterations
-        .iter()
-        .map(|it| it.devices.iter().map(|d| d.rows).collect())
-        .collect();
+    let (compute, rows) = kernel_times_and_rows(&real);
     let ratios = noise_ratios(&compute, &rows, NOISE_WARM_UP).map_err(|e| bad(e.to_string()))?;
     Ok(NoiseSource::Resampled { ratios, block })
 }
@@ -317,16 +308,7 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
             real.iterations.len()
         )));
     }
-    let compute: Vec<Vec<f64>> = real
-        .iterations
-        .iter()
-        .map(|it| it.devices.iter().map(|d| d.compute_seconds).collect())
-        .collect();
-    let rows: Vec<Vec<usize>> = real
-        .iterations
-        .iter()
-        .map(|it| it.devices.iter().map(|d| d.rows).collect())
-        .collect();
+    let (compute, rows) = kernel_times_and_rows(&real);
     let machine = args.model.as_deref().map(load_machine).transpose()?;
     // The first iteration's rows are the initial partition exactly.
     let devices = real
@@ -500,4 +482,16 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
         halo_depth: 1,
         depth_trials: Vec::new(),
     }
+}
+
+/// Each iteration's kernel seconds and rows per device, from a report.
+fn kernel_times_and_rows(real: &epsilod::report::Report) -> (Vec<Vec<f64>>, Vec<Vec<usize>>) {
+    real.iterations
+        .iter()
+        .map(|it| {
+            let compute = it.devices.iter().map(|d| d.compute_seconds).collect();
+            let rows = it.devices.iter().map(|d| d.rows).collect();
+            (compute, rows)
+        })
+        .unzip()
 }
