@@ -888,16 +888,20 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
         "--weights-from",
         model.to_str().unwrap(),
     ];
-    let out = epsilod(&[&base[..], &["--report", report.to_str().unwrap()]].concat());
-    assert!(out.status.success(), "{out:?}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    let rows: Vec<u64> = r["iterations"][0]["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["rows"].as_u64().unwrap())
-        .collect();
+    // The first iteration's rows per device of a run with the model.
+    let first_rows = || -> Vec<u64> {
+        let out = epsilod(&[&base[..], &["--report", report.to_str().unwrap()]].concat());
+        assert!(out.status.success(), "{out:?}");
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        r["iterations"][0]["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["rows"].as_u64().unwrap())
+            .collect()
+    };
+    let rows = first_rows();
     // Relative powers 3 and 1 split the 20 interior rows 3:1 (without the
     // model, weights 1 and 1 would give 10 and 10).
     assert_eq!(rows, [15, 5]);
@@ -912,16 +916,7 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
     );
     assert_ne!(fixed, MACHINE);
     std::fs::write(&model, fixed).unwrap();
-    let out = epsilod(&[&base[..], &["--report", report.to_str().unwrap()]].concat());
-    assert!(out.status.success(), "{out:?}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    let rows: Vec<u64> = r["iterations"][0]["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["rows"].as_u64().unwrap())
-        .collect();
+    let rows = first_rows();
     assert_eq!(rows, [16, 4]);
     std::fs::write(&model, MACHINE).unwrap();
 
