@@ -246,6 +246,16 @@ fn laplace_poisson_wavesim_and_spec_files_match_one_process_on_2_and_3_ranks() {
             args.extend(["--devices", CPU1]);
         }
         same_as_one_process(np, &args, dir.path(), &format!("varcoef-{np}"));
+        // The field from a file every rank reads.
+        let field = dir.path().join("k.npy");
+        {
+            use ndarray_npy::WriteNpyExt;
+            let k = ndarray::Array2::from_shape_fn((40, 18), |(r, q)| (r * 18 + q) as f32 * 1e-3);
+            k.write_npy(std::fs::File::create(&field).unwrap()).unwrap();
+        }
+        let k = format!("k={}", field.display());
+        args.extend(["--aux", &k]);
+        same_as_one_process(np, &args, dir.path(), &format!("varcoef-file-{np}"));
         // Cells of 19 components, from a spec file.
         let gas = spec.with_file_name("gassim.toml");
         let mut args = vec!["run", gas.to_str().unwrap(), "--size", "14x12x10"];
