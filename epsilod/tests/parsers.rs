@@ -54,32 +54,8 @@ fn compiles<C: kernels::ExprCell>(spec: &kernels::ExprSpec) {
         let region: Vec<_> = (0..dims.len())
             .map(|d| spec.low[d]..dims[d] - spec.high[d])
             .collect();
-        kernels::check_launch(&k, &frame, &region).unwrap();
-        // Each auxiliary field computed at every cell, as devices do.
-        let aux: Vec<Vec<C>> = kernels::Kernel::aux_fields(&k)
-            .iter()
-            .map(|f| {
-                (0..cells)
-                    .map(|i| {
-                        f(&frame
-                            .index_of(i)
-                            .iter()
-                            .map(|&x| x as i64)
-                            .collect::<Vec<_>>())
-                    })
-                    .collect()
-            })
-            .collect();
-        let aux: Vec<&[C]> = aux.iter().map(|a| &a[..]).collect();
-        let p = frame.plane();
-        kernels::Kernel::apply_aux(
-            &k,
-            &src,
-            &aux,
-            &mut dst[region[0].start * p..region[0].end * p],
-            &frame,
-            &region,
-        );
+        // Auxiliary fields, if any, computed over the grid by launch_serial.
+        kernels::launch_serial(&k, &src, &mut dst, &frame, &region).unwrap();
     }
 }
 

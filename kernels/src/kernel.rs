@@ -158,7 +158,9 @@ fn gather<T: Copy, const K: usize>(rows: &[&[T]; K], j: usize) -> [T; K] {
     x
 }
 
-/// Checks and runs `kernel` over `region` on one thread.
+/// Checks and runs `kernel` over `region` on one thread; its auxiliary
+/// fields, if any, computed over the whole frame first (global indices
+/// from the frame's origin).
 pub fn launch_serial<T>(
     kernel: &dyn Kernel<T>,
     src: &[T],
@@ -170,9 +172,28 @@ pub fn launch_serial<T>(
     if region.iter().any(|r| r.is_empty()) {
         return Ok(());
     }
+    let fields: Vec<Vec<T>> = kernel
+        .aux_fields()
+        .iter()
+        .map(|f| {
+            (0..frame.len())
+                .map(|at| {
+                    let g: Vec<i64> = frame
+                        .index_of(at)
+                        .iter()
+                        .zip(frame.origin())
+                        .map(|(&i, &o)| o + i as i64)
+                        .collect();
+                    f(&g)
+                })
+                .collect()
+        })
+        .collect();
+    let aux: Vec<&[T]> = fields.iter().map(Vec::as_slice).collect();
     let p = frame.plane();
-    kernel.apply(
+    kernel.apply_aux(
         src,
+        &aux,
         &mut dst[region[0].start * p..region[0].end * p],
         frame,
         region,

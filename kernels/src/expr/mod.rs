@@ -1198,6 +1198,10 @@ mod tests {
                 assert_eq!(dst[i].to_bits(), want.to_bits(), "({r},{q})");
             }
         }
+        // launch_serial computes the fields itself, the same values.
+        let mut serial = vec![0.0; 280];
+        crate::kernel::launch_serial(&k, &src, &mut serial, &frame, &region).unwrap();
+        assert_eq!(serial[40..240], dst[40..240]);
         // Device code reads the fields as buffers after the ABI's.
         let dev = k.device_kernel().unwrap();
         assert_eq!(dev.aux(), 2);
