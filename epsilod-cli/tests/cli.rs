@@ -864,6 +864,22 @@ fn predict_rejects_bad_input_with_one_line() {
         ],
         "not a machine JSON",
     );
+    // A memory curve with a rate of zero: one line naming it.
+    let mut with_memory: serde_json::Value = serde_json::from_str(MACHINE).unwrap();
+    with_memory["memory"] = serde_json::json!({ "rates": [[1048576.0, 0.0]] });
+    std::fs::write(&bad, with_memory.to_string()).unwrap();
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            bad.to_str().unwrap(),
+            "--size",
+            "10",
+            "--iters",
+            "1",
+        ],
+        "memory: invalid value for bytes per second: 0",
+    );
 }
 
 #[test]

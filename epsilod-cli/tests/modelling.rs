@@ -300,6 +300,22 @@ fn calibrate_writes_a_machine_the_other_commands_read() {
     assert_eq!(sizes.len(), 12);
     assert!(link["hockney"]["alpha"].as_f64().unwrap() >= 0.0);
     assert!(link["piecewise"]["segments"].as_array().is_some());
+    // CPU devices compute in the host's memory, whose copy rate was
+    // measured at working sets of 2 MiB to 512 MiB.
+    assert!(ds.iter().all(|d| d["host_memory"] == true), "{ds:?}");
+    let rates = v["memory"]["rates"].as_array().unwrap();
+    let sets: Vec<f64> = rates.iter().map(|r| r[0].as_f64().unwrap()).collect();
+    assert_eq!(
+        sets,
+        (0..9)
+            .map(|k| (2u64 << (20 + k)) as f64)
+            .collect::<Vec<_>>()
+    );
+    assert!(rates.iter().all(|r| r[1].as_f64().unwrap() > 0.0));
+    assert!(
+        out.contains("host memory (copy GB/s by working set"),
+        "{out}"
+    );
     // Read back by the others.
     ok(&["predict", "--model", m, "--size", "66x34", "--iters", "10"]);
     ok(&[

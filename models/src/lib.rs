@@ -54,6 +54,7 @@ pub mod fit;
 pub mod halo_features;
 pub mod learned;
 pub mod link;
+pub mod memory;
 pub mod metrics;
 pub mod plan;
 pub mod predict;

@@ -12,6 +12,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::link::{Hockney, LogGp, Piecewise};
+use crate::memory::HostMemory;
 use crate::{check_finite, ModelError};
 
 /// One compute device, calibrated.
@@ -41,6 +42,10 @@ pub struct Device {
     /// Iterations measured (0: written by hand).
     #[serde(default)]
     pub samples: usize,
+    /// Whether the device computes in host memory (a CPU device), and so
+    /// shares [`Machine::memory`] with the others that do.
+    #[serde(default)]
+    pub host_memory: bool,
 }
 
 impl Device {
@@ -54,7 +59,14 @@ impl Device {
             relative_power: 0.0,
             cv: 0.0,
             samples: 0,
+            host_memory: false,
         }
+    }
+
+    /// The same device computing in host memory ([`Device::host_memory`]).
+    pub fn in_host_memory(mut self) -> Self {
+        self.host_memory = true;
+        self
     }
 
     /// The same device with a fixed cost of `seconds` per iteration.
@@ -171,6 +183,14 @@ pub struct Machine {
     /// simulator's rebalance cost. `None`: modelled from the links.
     #[serde(default)]
     pub rebalance: Option<Hockney>,
+    /// The host's memory bandwidth against working set, shared by the
+    /// devices in host memory: a device's kernel time is at least the time
+    /// its share of that bandwidth takes to move its cells' bytes
+    /// ([`Machine::kernel_times`]). `None`: no such floor (machines
+    /// written before it was calibrated, hand-written ones, MPI runs over
+    /// several hosts).
+    #[serde(default)]
+    pub memory: Option<HostMemory>,
 }
 
 impl Machine {
@@ -211,6 +231,7 @@ impl Machine {
             links,
             iteration_overhead: 0.0,
             rebalance: None,
+            memory: None,
         })
     }
 
@@ -218,6 +239,50 @@ impl Machine {
     pub fn with_overhead(mut self, seconds: f64) -> Result<Self, ModelError> {
         self.iteration_overhead = check_finite("iteration overhead", seconds)?;
         Ok(self)
+    }
+
+    /// The same machine with its host's memory curve.
+    pub fn with_memory(mut self, memory: HostMemory) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// Each device's kernel seconds per iteration over `cells[d]` cells of
+    /// `cell_bytes` bytes: `a + b · cells`, and for the devices in host
+    /// memory at least the time their share of the host's bandwidth takes
+    /// to move each cell's bytes three times (the source read, the
+    /// destination's line read for ownership before it is written, the
+    /// write: kernels store through the cache, a large copy does not), at
+    /// the rate of the working set their two levels make together
+    /// ([`HostMemory::floors`]). The line is calibrated where the tiles fit
+    /// the caches; a run whose tiles do not is held back by memory instead.
+    pub fn kernel_times(&self, cells: &[f64], cell_bytes: f64) -> Vec<f64> {
+        let mut times: Vec<f64> = self
+            .devices
+            .iter()
+            .zip(cells)
+            .map(|(d, &c)| d.time(c))
+            .collect();
+        if let Some(memory) = &self.memory {
+            let traffic: Vec<f64> = self
+                .devices
+                .iter()
+                .zip(cells)
+                .map(|(d, &c)| {
+                    if d.host_memory {
+                        3.0 * c * cell_bytes
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            // Two levels of every cell stay resident.
+            let resident: f64 = traffic.iter().sum::<f64>() * 2.0 / 3.0;
+            for (t, floor) in times.iter_mut().zip(memory.floors(&traffic, resident)) {
+                *t = t.max(floor);
+            }
+        }
+        times
     }
 
     /// Each device's `(a, b)`: fixed seconds per iteration, seconds per
@@ -284,7 +349,14 @@ impl Machine {
                 _ => 2.0,
             }
         };
-        let own = |d: usize| self.devices[d].time(run.rows[d] as f64 * cells);
+        let kernel = self.kernel_times(
+            &run.rows
+                .iter()
+                .map(|&r| r as f64 * cells)
+                .collect::<Vec<_>>(),
+            run.cell_bytes(),
+        );
+        let own = |d: usize| kernel[d];
         let (balanced_iteration, _) = balance(&self.costs(), total_cells);
 
         let mut devices = Vec::with_capacity(p);
@@ -341,6 +413,13 @@ impl Machine {
                     let fixed = if rows > 0 { dev.fixed_seconds } else { 0.0 };
                     let border = fixed + border_rows as f64 * cells * spc;
                     let inner = (rows - border_rows) as f64 * cells * spc;
+                    // Held back by memory, both parts stretch alike.
+                    let stretch = if border + inner > 0.0 {
+                        own(d) / (border + inner)
+                    } else {
+                        1.0
+                    };
+                    let (border, inner) = (border * stretch, inner * stretch);
                     let e = phase(nb * link.hockney.time(m));
                     (
                         border + inner,
@@ -508,6 +587,15 @@ pub struct Run {
 }
 
 impl Run {
+    /// Bytes of one cell: a halo row's bytes over its cells.
+    pub fn cell_bytes(&self) -> f64 {
+        if self.cells_per_row == 0 {
+            0.0
+        } else {
+            self.halo_bytes_per_row / self.cells_per_row as f64
+        }
+    }
+
     /// Splits `global_rows` by `weights` (largest remainder, so the rows sum
     /// exactly), as the skeleton's weighted partition does.
     pub fn from_weights(
@@ -648,6 +736,56 @@ mod tests {
         };
         link.switch_latency = 1e-6;
         Machine::new(devices, vec![link]).unwrap()
+    }
+
+    /// Devices in host memory whose cells outgrow the cache are held to
+    /// the memory's rate; those whose cells fit, and devices with their own
+    /// memory, keep their line. Hand-computed.
+    #[test]
+    fn host_memory_floors_kernels_beyond_the_cache() {
+        // 1e-9 s a cell: 1e6 cells take 1 ms by the line. 8-byte cells move
+        // 24 MB an iteration (read, read for ownership, write); two such
+        // devices hold 32 MB.
+        let memory = HostMemory::new(vec![(1e6, 64e9), (32e6, 8e9)]).unwrap();
+        let mut m = machine(&[1e-9, 1e-9]).with_memory(memory);
+        let run = |cells_per_row: u64| Run {
+            rows: vec![1000, 1000],
+            cells_per_row,
+            halo_rows: 1,
+            halo_bytes_per_row: 8.0 * cells_per_row as f64,
+            iterations: 1,
+            link: "net".into(),
+        };
+        // Not in host memory: the line.
+        let o = m.predict(&run(1000), Method::Overlap).unwrap();
+        assert!((o.devices[0].compute - 1e-3).abs() < 1e-15);
+        for d in &mut m.devices {
+            d.host_memory = true;
+        }
+        // 32 MB resident at 8 GB/s, shared by two: 24 MB each at 4 GB/s,
+        // 6 ms, over the line's 1 ms.
+        for method in [Method::Overlap, Method::Hockney] {
+            let p = m.predict(&run(1000), method).unwrap();
+            assert!((p.devices[1].compute - 6e-3).abs() < 1e-15, "{p:?}");
+        }
+        // A fortieth of the cells: 0.6 MB each, 0.8 MB resident (inside
+        // the first point: 64 GB/s); half of it each takes 18.75 us, under
+        // the line's 25 us.
+        let small = m.predict(&run(25), Method::Overlap).unwrap();
+        assert!(
+            (small.devices[0].compute - 2.5e-5).abs() < 1e-15,
+            "{small:?}"
+        );
+        // Overlap stretches border and inner alike where memory binds.
+        let o = m.predict(&run(1000), Method::Overlap).unwrap();
+        assert!(
+            (o.iteration - (6e-3 + m.iteration_overhead)).abs() < 1e-15,
+            "{o:?}"
+        );
+        // Machine files without the fields read as before.
+        let json = r#"{"devices":[{"name":"c","seconds_per_cell":1e-9}],"links":[]}"#;
+        let back: Machine = serde_json::from_str(json).unwrap();
+        assert!(back.memory.is_none() && !back.devices[0].host_memory);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::{check_report_path, write_report};
 use crate::args::{CalibrateArgs, RunArgs};
 use crate::error::CliError;
 use epsilod::spmd::run_vps;
-use epsilod::Cluster;
+use epsilod::{Cluster, DeviceKind, DeviceSpec};
 use hitmap::{HaloPlan, Partition, Transport, TransportError};
 use models::calibrate::{device_line, link, Pass, PingPong, MIN_CELL_SPREAD};
 use models::link::{Hockney, Overheads, Sample};
@@ -119,6 +119,19 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
         }
     }
     let mut machine = Machine::new(devices, links)?.with_overhead(overhead)?;
+    if cluster.size() == 1 {
+        // Every device here shares this host's memory: the CPU devices'
+        // kernels are held to its bandwidth where a run's tiles outgrow
+        // the caches the calibration's fitted. (Under MPI the ranks may be
+        // on several hosts, which the machine does not describe.)
+        for d in &mut machine.devices {
+            d.host_memory = matches!(
+                DeviceSpec::parse(&d.name).map(|s| s.kind),
+                Ok(DeviceKind::Cpu { .. })
+            );
+        }
+        machine = machine.with_memory(super::memory::host_curve()?);
+    }
     if weighted {
         machine.rebalance = measure_rebalance(&run, cluster)?;
     }
@@ -379,5 +392,16 @@ fn print_machine(m: &Machine, halos: &[u64]) {
     );
     if let Some(h) = m.rebalance {
         println!("rebalance {:.3e} s + {:.3e} s/B moved", h.alpha, h.beta);
+    }
+    if let Some(mem) = &m.memory {
+        let points: Vec<String> = mem
+            .rates
+            .iter()
+            .map(|(b, r)| format!("{} MiB {:.1}", b / (1 << 20) as f64, r / 1e9))
+            .collect();
+        println!(
+            "host memory (copy GB/s by working set, all cores): {}",
+            points.join(", ")
+        );
     }
 }

@@ -6,6 +6,7 @@ mod commbench;
 mod compare;
 mod fit_comm;
 mod list;
+mod memory;
 mod plan;
 mod plot;
 mod predict;

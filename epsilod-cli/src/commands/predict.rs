@@ -10,6 +10,7 @@ use crate::error::CliError;
 use crate::plot::load_report;
 use models::halo_features::halo_features;
 use models::learned::CommModel;
+use models::memory::HostMemory;
 use models::metrics;
 use models::predict::{ExchangeTime, Machine, Method, Run};
 
@@ -189,6 +190,10 @@ pub(super) fn load_machine(path: &std::path::Path) -> Result<Machine, CliError> 
             return Err(bad(format!("rebalance cost {h:?} must be finite and >= 0")));
         }
         m.rebalance = Some(h);
+    }
+    if let Some(mem) = raw.memory {
+        let mem = HostMemory::new(mem.rates).map_err(|e| bad(format!("memory: {e}")))?;
+        m = m.with_memory(mem);
     }
     Ok(m)
 }

@@ -110,29 +110,13 @@ pub fn load_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Res
     serde_json::from_str(&text).map_err(|e| bad(format!("not {what}: {e}")))
 }
 
-/// Bytes per second a copy between two 128 MiB buffers moves (read plus
-/// written) with a thread on every core here, the best of five: what a
-/// node's devices share when they stream cells. The buffers are beyond a
-/// core's own caches but about the size of the shared L3 of this project's
-/// machines (260-300 MiB), so the rate lies between L3's and memory's, as a
-/// stencil's grids of that size do.
+/// The copy rate between two 128 MiB buffers with a thread on every core
+/// here: what a node's devices share when they stream cells. The buffers
+/// are beyond a core's own caches but about the size of the shared L3 of
+/// this project's machines (260-300 MiB), so the rate lies between L3's
+/// and memory's, as a stencil's grids of that size do.
 fn copy_bandwidth() -> f64 {
-    const BYTES: usize = 128 << 20;
-    let src = vec![1u8; BYTES];
-    let mut dst = vec![0u8; BYTES];
-    let chunk = BYTES.div_ceil(epsilod::devices::all_cores().max(1));
-    let mut best = f64::INFINITY;
-    for _ in 0..5 {
-        let t = std::time::Instant::now();
-        std::thread::scope(|s| {
-            for (d, x) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
-                s.spawn(move || d.copy_from_slice(x));
-            }
-        });
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    std::hint::black_box(&dst);
-    2.0 * BYTES as f64 / best
+    super::memory::copy_rate(128 << 20)
 }
 
 /// What the model inferred, one fact per line.
