@@ -87,3 +87,20 @@ fn halo_writes_overlap_a_side_lane_kernel() {
         "a write never completed while a side-lane kernel ran: the lanes are not concurrent"
     );
 }
+
+/// Fused kernels in 2 KiB of local memory on a real OpenCL: many work
+/// groups a launch, partial tiles, and step counts that do not fit split
+/// into several launches through scratch levels.
+#[test]
+fn small_tiles_and_split_launches_give_the_bits_of_single_steps() {
+    use controllers::conformance;
+    let mut c = OpenClController::<f32>::new(0, 0)
+        .unwrap()
+        .with_fused_limits(2048, f64::INFINITY);
+    conformance::fused_launches(&mut c);
+    conformance::fused_against_single_steps(&mut c);
+    let mut c = OpenClController::<f64>::new(0, 0)
+        .unwrap()
+        .with_fused_limits(2048, f64::INFINITY);
+    conformance::fused_against_single_steps(&mut c);
+}
