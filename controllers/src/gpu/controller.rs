@@ -137,6 +137,13 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
                 }
                 break;
             }
+            if std::env::var_os("EPSILOD_FUSED_LOG").is_some() {
+                eprintln!(
+                    "{}: kernel '{}' fused {k} times: {shape:?}",
+                    self.rt.describe(),
+                    source.name()
+                );
+            }
             self.kernels[kernel.0].fused.insert(
                 k,
                 Fused {
