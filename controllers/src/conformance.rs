@@ -332,6 +332,75 @@ pub fn fused_launches<T: Real + Probe>(c: &mut dyn Controller<T>) {
     }
 }
 
+/// Fused launches of 2 to 8 steps of 2-d and 3-d stencils (symmetric and
+/// one-sided reaches, stars and boxes) over grids wider than a work group's
+/// tile, final regions the whole interior (cones clipped to it) and an
+/// inner block (cones free): the bits of the same steps launched one by
+/// one. Devices that do not fuse skip it.
+pub fn fused_against_single_steps<T: Real + Probe>(c: &mut dyn Controller<T>) {
+    if c.fused_steps() < 8 {
+        return;
+    }
+    for (lib, sizes) in [
+        (Library::S2d4, vec![70, 90]),
+        (Library::S2df5, vec![66, 75]),
+        (Library::S3d27, vec![21, 24, 27]),
+        (Library::S3df7, vec![20, 23, 26]),
+    ] {
+        let spec = lib.spec();
+        let nd = sizes.len();
+        let all = Shape::from_sizes(&sizes);
+        let (low, high) = (spec.low.clone(), spec.high.clone());
+        let interior = Shape::from_ranges(
+            &(0..nd)
+                .map(|d| (low[d] as i64, (sizes[d] - high[d]) as i64))
+                .collect::<Vec<_>>(),
+        );
+        let init = |i: &[i64]| {
+            T::probe(i) + T::from_f64(basic_init(i, &sizes, &spec.low, &spec.high) as f64)
+        };
+        let k = c
+            .load(Arc::from(library_kernel::<T>(lib, KernelChoice::Generic)))
+            .unwrap();
+        let bufs: Vec<BufferId> = (0..4).map(|_| c.alloc(&all, &all).unwrap()).collect();
+        for steps in 2..=8 {
+            let inner = interior.shrink(&vec![3; nd], &vec![2; nd]);
+            for f in [&interior, &inner] {
+                let cones = cones(f, steps, &low, &high, &interior);
+                for &b in &bufs {
+                    c.fill(b, &all, &init).unwrap();
+                }
+                let (mut a, mut b) = (bufs[0], bufs[1]);
+                for cone in &cones {
+                    c.launch(k, a, b, cone).unwrap();
+                    std::mem::swap(&mut a, &mut b);
+                }
+                c.launch_steps(k, bufs[2], bufs[3], &cones).unwrap();
+                c.wait().unwrap();
+                assert!(
+                    bits(&read_all(c, bufs[3], &all))
+                        == bits(&{
+                            let mut want = read_all(c, bufs[2], &all);
+                            let got = read_all(c, a, f);
+                            let mut at = 0;
+                            for (n, i) in all.iter().enumerate() {
+                                if f.contains(&i) {
+                                    want[n] = got[at];
+                                    at += 1;
+                                }
+                            }
+                            want
+                        }),
+                    "{lib}, {steps} steps fused over {f}: differs from the steps one by one"
+                );
+            }
+        }
+        for b in bufs {
+            c.free(b).unwrap();
+        }
+    }
+}
+
 /// The regions of `steps` fused iterations whose last is `region`: step
 /// `j` widened by the reach (`low`, `high`) of the steps after it, within
 /// the `interior` (what the skeleton launches).
@@ -525,6 +594,7 @@ pub fn run_all(make: &mut dyn FnMut() -> Box<dyn Controller<f32>>) {
     generic_kernels(make().as_mut());
     overlapped_launches(make().as_mut());
     fused_launches(make().as_mut());
+    fused_against_single_steps(make().as_mut());
     launch_errors(make().as_mut());
     aux_fields(make().as_mut());
 }
@@ -562,10 +632,11 @@ macro_rules! controller_conformance {
 
             $crate::controller_conformance!(@tests [$(#[$attr])*] single = f32:
                 transfers boxes resizing specialised_kernels generic_kernels
-                overlapped_launches fused_launches launch_errors aux_fields);
+                overlapped_launches fused_launches fused_against_single_steps launch_errors
+                aux_fields);
             $crate::controller_conformance!(@tests [$(#[$attr])*] double = f64:
                 transfers boxes resizing generic_kernels overlapped_launches fused_launches
-                launch_errors aux_fields);
+                fused_against_single_steps launch_errors aux_fields);
             $crate::controller_conformance!(@tests [$(#[$attr])*] d3q19 = [f32; 19]:
                 transfers boxes resizing);
         }

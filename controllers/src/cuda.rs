@@ -9,8 +9,11 @@
 //! [`DeviceError::Unavailable`] instead.
 
 use crate::error::DeviceError;
+use crate::gpu::fused::MAX_OVERHEAD;
 use crate::gpu::runs::{RunShape, Tuner, TUNE_CELLS};
-use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, GpuController, GroupHints, Lane};
+use crate::gpu::{
+    Compiled, CopyPiece, DeviceRuntime, FusedLimits, GpuController, GroupHints, Lane,
+};
 use cudarc::driver::sys;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig,
@@ -18,7 +21,7 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
-use kernels::device::KERNEL_NAME;
+use kernels::device::{FUSED_KERNEL_NAME, KERNEL_NAME};
 use kernels::{Cell, Dialect};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -243,6 +246,80 @@ impl<T: Cell> GpuController<CudaRuntime, T> {
 }
 
 impl CudaRuntime {
+    /// `source` compiled by NVRTC for this device (cached per process) and
+    /// its function `name`, with its block hints.
+    fn function(
+        &mut self,
+        source: &str,
+        name: &str,
+    ) -> Result<Compiled<CudaFunction>, DeviceError> {
+        let key = (source.to_owned(), self.arch, self.image);
+        let cached = {
+            let cache = MODULES.lock().unwrap_or_else(|e| e.into_inner());
+            cache.as_ref().and_then(|m| m.get(&key).cloned())
+        };
+        let code = match cached {
+            Some(code) => code,
+            None => {
+                let mut options: Vec<String> = Self::DIALECT
+                    .compiler_options()
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
+                // The device's own architecture: PTX for a newer one would not
+                // load, for an older one would lose its instructions.
+                let (major, minor) = self.arch;
+                let code = match self.image {
+                    CodeImage::Ptx => {
+                        options.push(format!("--gpu-architecture=compute_{major}{minor}"));
+                        let opts = CompileOptions {
+                            options,
+                            ..Default::default()
+                        };
+                        let ptx = compile_ptx_with_opts(source, opts)
+                            .map_err(|e| DeviceError::Backend(format!("NVRTC: {e}")))?
+                            .to_src();
+                        Code::Ptx(ptx)
+                    }
+                    CodeImage::Cubin => {
+                        options.push(format!("--gpu-architecture=sm_{major}{minor}"));
+                        Code::Cubin(compile_cubin(source, &options)?)
+                    }
+                };
+                MODULES
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(HashMap::new)
+                    .insert(key, code.clone());
+                code
+            }
+        };
+        let ptx = match code {
+            Code::Ptx(src) => Ptx::from_src(src),
+            Code::Cubin(bin) => Ptx::from_binary(bin),
+        };
+        let module = self.ctx.load_module(ptx).map_err(backend)?;
+        let kernel = module.load_function(name).map_err(backend)?;
+        // Register pressure can lower a kernel's block limit below the
+        // device's 1024 threads; asking the function is exact.
+        let max = kernel
+            .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+            .map_err(backend)?;
+        let multiple = self
+            .ctx
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)
+            .map_err(backend)?;
+        self.max_threads
+            .insert(kernel.cu_function() as usize, max.max(1) as usize);
+        Ok(Compiled {
+            kernel,
+            hints: GroupHints {
+                multiple: multiple.max(1) as usize,
+                max: max.max(1) as usize,
+            },
+        })
+    }
+
     /// The same device compiling its kernels to `image` rather than what
     /// the driver and NVRTC versions call for (the test suites run both).
     pub fn with_image(mut self, image: CodeImage) -> CudaRuntime {
@@ -522,71 +599,89 @@ impl DeviceRuntime for CudaRuntime {
     }
 
     fn compile(&mut self, source: &str) -> Result<Compiled<CudaFunction>, DeviceError> {
-        let key = (source.to_owned(), self.arch, self.image);
-        let cached = {
-            let cache = MODULES.lock().unwrap_or_else(|e| e.into_inner());
-            cache.as_ref().and_then(|m| m.get(&key).cloned())
-        };
-        let code = match cached {
-            Some(code) => code,
-            None => {
-                let mut options: Vec<String> = Self::DIALECT
-                    .compiler_options()
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect();
-                // The device's own architecture: PTX for a newer one would not
-                // load, for an older one would lose its instructions.
-                let (major, minor) = self.arch;
-                let code = match self.image {
-                    CodeImage::Ptx => {
-                        options.push(format!("--gpu-architecture=compute_{major}{minor}"));
-                        let opts = CompileOptions {
-                            options,
-                            ..Default::default()
-                        };
-                        let ptx = compile_ptx_with_opts(source, opts)
-                            .map_err(|e| DeviceError::Backend(format!("NVRTC: {e}")))?
-                            .to_src();
-                        Code::Ptx(ptx)
-                    }
-                    CodeImage::Cubin => {
-                        options.push(format!("--gpu-architecture=sm_{major}{minor}"));
-                        Code::Cubin(compile_cubin(source, &options)?)
-                    }
-                };
-                MODULES
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get_or_insert_with(HashMap::new)
-                    .insert(key, code.clone());
-                code
+        self.function(source, KERNEL_NAME)
+    }
+
+    fn fused_limits(&self) -> Option<FusedLimits> {
+        use sys::CUdevice_attribute as A;
+        // Static shared arrays: the 48 KiB every block may declare without
+        // opting in to more.
+        let local = self
+            .ctx
+            .attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
+            .ok()?;
+        let threads = self
+            .ctx
+            .attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+            .unwrap_or(0);
+        Some(FusedLimits {
+            local_bytes: usize::try_from(local).ok()?.min(48 << 10),
+            max_group: usize::try_from(threads).unwrap_or(0),
+            gpu: true,
+            max_overhead: MAX_OVERHEAD,
+        })
+    }
+
+    fn compile_fused(
+        &mut self,
+        source: &str,
+        _longs: usize,
+    ) -> Result<Compiled<CudaFunction>, DeviceError> {
+        self.function(source, FUSED_KERNEL_NAME)
+    }
+
+    unsafe fn launch_fused(
+        &mut self,
+        lane: Lane,
+        kernel: &CudaFunction,
+        src: &CudaBuffer,
+        dst: &CudaBuffer,
+        longs: &[i64],
+        groups: [usize; 3],
+        group: usize,
+    ) -> Result<(CudaEvent, CudaEvent), DeviceError> {
+        let stream = match lane {
+            Lane::Main => self.stream.clone(),
+            Lane::Side => {
+                self.side.join(&self.stream).map_err(backend)?;
+                self.side.clone()
             }
         };
-        let ptx = match code {
-            Code::Ptx(src) => Ptx::from_src(src),
-            Code::Cubin(bin) => Ptx::from_binary(bin),
+        let dim = |n: usize, most: usize| {
+            u32::try_from(n)
+                .ok()
+                .filter(|&v| v as usize <= most)
+                .ok_or_else(|| {
+                    DeviceError::Backend(format!(
+                        "a fused launch of {groups:?} blocks is too large for CUDA"
+                    ))
+                })
         };
-        let module = self.ctx.load_module(ptx).map_err(backend)?;
-        let kernel = module.load_function(KERNEL_NAME).map_err(backend)?;
-        // Register pressure can lower a kernel's block limit below the
-        // device's 1024 threads; asking the function is exact.
-        let max = kernel
-            .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-            .map_err(backend)?;
-        let multiple = self
-            .ctx
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)
-            .map_err(backend)?;
-        self.max_threads
-            .insert(kernel.cu_function() as usize, max.max(1) as usize);
-        Ok(Compiled {
-            kernel,
-            hints: GroupHints {
-                multiple: multiple.max(1) as usize,
-                max: max.max(1) as usize,
-            },
-        })
+        let cfg = LaunchConfig {
+            grid_dim: (
+                dim(groups[0], i32::MAX as usize)?,
+                dim(groups[1], 65535)?,
+                dim(groups[2], 65535)?,
+            ),
+            block_dim: (dim(group, 1024)?, 1, 1),
+            // The tiles are static `__shared__` arrays.
+            shared_mem_bytes: 0,
+        };
+        let (src, dst) = (src.ptr, dst.ptr);
+        let mut b = stream.launch_builder(kernel);
+        b.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        b.arg(&src).arg(&dst);
+        for v in longs {
+            b.arg(v);
+        }
+        // SAFETY: the caller guarantees the kernel's accesses for these
+        // arguments lie inside `src` and `dst` and that the block is the
+        // one its source was generated for; the arguments are the fused
+        // kernel's (two device addresses, then `long long`s); the buffers
+        // outlive the launch because the controller finishes both streams
+        // before freeing any, and `Drop` synchronises.
+        let events = unsafe { b.launch(cfg) }.map_err(backend)?;
+        events.ok_or_else(|| DeviceError::Backend("CUDA launch recorded no events".into()))
     }
 
     unsafe fn launch(

@@ -4,9 +4,12 @@
 //! on a CPU.
 
 use crate::error::DeviceError;
-use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, GpuController, GroupHints, Lane};
+use crate::gpu::fused::MAX_OVERHEAD;
+use crate::gpu::{
+    Compiled, CopyPiece, DeviceRuntime, FusedLimits, GpuController, GroupHints, Lane,
+};
 use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
-use kernels::device::KERNEL_NAME;
+use kernels::device::{FUSED_KERNEL_NAME, KERNEL_NAME};
 use kernels::{Cell, Dialect};
 use ocl::enums::ProfilingInfo;
 use ocl::{flags, Buffer, Context, Device, Event, Platform, Program, Queue};
@@ -125,6 +128,38 @@ impl OclRuntime {
 }
 
 impl OclRuntime {
+    /// `source` built for this device with the dialect's options (IEEE
+    /// division for results bit-identical to the CPU), falling back to none
+    /// only for devices that reject them.
+    fn program(&self, source: &str) -> Result<Program, DeviceError> {
+        let options = Self::DIALECT.compiler_options().join(" ");
+        let build = |opts: &str| {
+            Program::builder()
+                .src(source)
+                .devices(self.device)
+                .cmplr_opt(opts)
+                .build(&self.context)
+        };
+        build(&options).or_else(|_| build("")).map_err(backend)
+    }
+
+    /// A built kernel with its work-group hints on this device.
+    fn hinted(&self, k: ocl::Kernel) -> Result<Compiled<ocl::Kernel>, DeviceError> {
+        use ocl::enums::{KernelWorkGroupInfo as Wg, KernelWorkGroupInfoResult as WgR};
+        let multiple = match k.wg_info(self.device, Wg::PreferredWorkGroupSizeMultiple) {
+            Ok(WgR::PreferredWorkGroupSizeMultiple(m)) => m,
+            _ => 0,
+        };
+        let max = match k.wg_info(self.device, Wg::WorkGroupSize) {
+            Ok(WgR::WorkGroupSize(m)) => m,
+            _ => 0,
+        };
+        Ok(Compiled {
+            kernel: k,
+            hints: GroupHints { multiple, max },
+        })
+    }
+
     /// Launches with the work-group shapes of a GPU (`true`) or of a CPU
     /// implementation. Tests use it to run the GPU launch geometry on PoCL.
     pub fn gpu_groups(mut self, on: bool) -> OclRuntime {
@@ -202,17 +237,7 @@ impl DeviceRuntime for OclRuntime {
     }
 
     fn compile(&mut self, source: &str) -> Result<Compiled<ocl::Kernel>, DeviceError> {
-        // Bit-identical to the CPU needs IEEE division; ask for it, and fall
-        // back only for devices that reject the option.
-        let options = Self::DIALECT.compiler_options().join(" ");
-        let build = |opts: &str| {
-            Program::builder()
-                .src(source)
-                .devices(self.device)
-                .cmplr_opt(opts)
-                .build(&self.context)
-        };
-        let program = build(&options).or_else(|_| build("")).map_err(backend)?;
+        let program = self.program(source)?;
         // The builder wants every argument declared, in the ABI's order.
         let mut b = ocl::Kernel::builder();
         b.program(&program)
@@ -234,20 +259,80 @@ impl DeviceRuntime for OclRuntime {
         for _ in ARGS.len()..declared {
             b.arg(None::<&Buffer<u8>>);
         }
-        let k = b.build().map_err(backend)?;
-        use ocl::enums::{KernelWorkGroupInfo as Wg, KernelWorkGroupInfoResult as WgR};
-        let multiple = match k.wg_info(self.device, Wg::PreferredWorkGroupSizeMultiple) {
-            Ok(WgR::PreferredWorkGroupSizeMultiple(m)) => m,
+        self.hinted(b.build().map_err(backend)?)
+    }
+
+    fn fused_limits(&self) -> Option<FusedLimits> {
+        use ocl::enums::{DeviceInfo as Di, DeviceInfoResult as DiR};
+        let local_bytes = match self.device.info(Di::LocalMemSize) {
+            Ok(DiR::LocalMemSize(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+            _ => return None,
+        };
+        let max_group = match self.device.info(Di::MaxWorkGroupSize) {
+            Ok(DiR::MaxWorkGroupSize(n)) => n,
             _ => 0,
         };
-        let max = match k.wg_info(self.device, Wg::WorkGroupSize) {
-            Ok(WgR::WorkGroupSize(m)) => m,
-            _ => 0,
-        };
-        Ok(Compiled {
-            kernel: k,
-            hints: GroupHints { multiple, max },
+        Some(FusedLimits {
+            local_bytes,
+            max_group,
+            gpu: self.gpu,
+            max_overhead: MAX_OVERHEAD,
         })
+    }
+
+    fn compile_fused(
+        &mut self,
+        source: &str,
+        longs: usize,
+    ) -> Result<Compiled<ocl::Kernel>, DeviceError> {
+        let program = self.program(source)?;
+        let mut b = ocl::Kernel::builder();
+        b.program(&program)
+            .name(FUSED_KERNEL_NAME)
+            .queue(self.queue.clone());
+        b.arg(None::<&Buffer<u8>>).arg(None::<&Buffer<u8>>);
+        for _ in 0..longs {
+            b.arg(0i64);
+        }
+        self.hinted(b.build().map_err(backend)?)
+    }
+
+    unsafe fn launch_fused(
+        &mut self,
+        lane: Lane,
+        kernel: &ocl::Kernel,
+        src: &Buffer<u8>,
+        dst: &Buffer<u8>,
+        longs: &[i64],
+        groups: [usize; 3],
+        group: usize,
+    ) -> Result<Event, DeviceError> {
+        kernel.set_arg(0, src).map_err(backend)?;
+        kernel.set_arg(1, dst).map_err(backend)?;
+        for (i, v) in longs.iter().enumerate() {
+            kernel.set_arg(2 + i, *v).map_err(backend)?;
+        }
+        let after = match lane {
+            Lane::Main => None,
+            Lane::Side => Some(self.queue.enqueue_marker::<Event>(None).map_err(backend)?),
+        };
+        let mut ev = Event::empty();
+        let cmd = kernel
+            .cmd()
+            .global_work_size([groups[0] * group, groups[1], groups[2]])
+            .local_work_size([group, 1, 1])
+            .enew(&mut ev);
+        let cmd = match &after {
+            Some(marker) => cmd.queue(&self.side).ewait(marker),
+            None => cmd,
+        };
+        // SAFETY: as in `launch`: the caller guarantees the kernel's accesses
+        // for these arguments lie inside both buffers, which the kernel's
+        // arguments retain until the command completes.
+        unsafe {
+            cmd.enq().map_err(backend)?;
+        }
+        Ok(ev)
     }
 
     unsafe fn launch(

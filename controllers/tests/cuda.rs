@@ -35,3 +35,20 @@ fn no_driver_or_no_device_is_an_error_not_a_panic() {
         Ok(_) => assert!(CudaController::<f32>::new(999).is_err()),
     }
 }
+
+/// Fused kernels in 2 KiB of shared memory: many blocks a launch, partial
+/// tiles, and step counts that do not fit split into several launches.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn small_tiles_and_split_launches_give_the_bits_of_single_steps() {
+    use controllers::conformance;
+    let mut c = CudaController::<f32>::new(0)
+        .unwrap()
+        .with_fused_limits(2048, f64::INFINITY);
+    conformance::fused_launches(&mut c);
+    conformance::fused_against_single_steps(&mut c);
+    let mut c = CudaController::<f64>::new(0)
+        .unwrap()
+        .with_fused_limits(2048, f64::INFINITY);
+    conformance::fused_against_single_steps(&mut c);
+}

@@ -87,3 +87,85 @@ fn halo_writes_overlap_a_side_lane_kernel() {
         "a write never completed while a side-lane kernel ran: the lanes are not concurrent"
     );
 }
+
+/// Fused kernels in 2 KiB of local memory on a real OpenCL: many work
+/// groups a launch, partial tiles, and step counts that do not fit split
+/// into several launches through scratch levels.
+#[test]
+fn small_tiles_and_split_launches_give_the_bits_of_single_steps() {
+    use controllers::conformance;
+    let mut c = OpenClController::<f32>::new(0, 0)
+        .unwrap()
+        .with_fused_limits(2048, f64::INFINITY);
+    conformance::fused_launches(&mut c);
+    conformance::fused_against_single_steps(&mut c);
+    let mut c = OpenClController::<f64>::new(0, 0)
+        .unwrap()
+        .with_fused_limits(2048, f64::INFINITY);
+    conformance::fused_against_single_steps(&mut c);
+}
+
+/// Information, not a check: wall seconds per iteration of 2d4 on a
+/// 2050x2050 grid, K steps fused into one launch against K one-step
+/// launches (median of 7, after a warm-up). Run with
+/// `cargo test --release -p controllers --features opencl --test opencl
+/// fused_timing -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing, for information"]
+fn fused_timing_2d4() {
+    use controllers::gpu::DeviceRuntime;
+    use controllers::{conformance, Controller};
+    use hitmap::Shape;
+    use kernels::{library_kernel, KernelChoice, Library};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    let mut c = OpenClController::<f32>::new(0, 0).unwrap();
+    println!("{}: {:?}", c.describe(), c.runtime().fused_limits());
+    let n = 2050usize;
+    let all = Shape::from_sizes(&[n, n]);
+    let interior = all.shrink(&[1, 1], &[1, 1]);
+    let k = c
+        .load(Arc::from(library_kernel::<f32>(
+            Library::S2d4,
+            KernelChoice::Specialized,
+        )))
+        .unwrap();
+    let (a, b) = (c.alloc(&all, &all).unwrap(), c.alloc(&all, &all).unwrap());
+    c.fill(a, &all, &conformance::probe_value).unwrap();
+    c.fill(b, &all, &conformance::probe_value).unwrap();
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for steps in [2usize, 4, 8] {
+        let cones = conformance::cones(&interior, steps, &[1, 1], &[1, 1], &interior);
+        let mut one = Vec::new();
+        let mut fused = Vec::new();
+        for rep in 0..8 {
+            let t = Instant::now();
+            let (mut x, mut y) = (a, b);
+            for cone in &cones {
+                c.launch(k, x, y, cone).unwrap();
+                std::mem::swap(&mut x, &mut y);
+            }
+            c.wait().unwrap();
+            let dt = t.elapsed().as_secs_f64() / steps as f64;
+            let t = Instant::now();
+            c.launch_steps(k, a, b, &cones).unwrap();
+            c.wait().unwrap();
+            let df = t.elapsed().as_secs_f64() / steps as f64;
+            if rep > 0 {
+                one.push(dt);
+                fused.push(df);
+            }
+        }
+        let (o, f) = (median(one), median(fused));
+        println!(
+            "2d4 {n}x{n}, K={steps}: one-step launches {:.3} ms/iteration, fused {:.3} ms/iteration ({:.2}x)",
+            o * 1e3,
+            f * 1e3,
+            o / f
+        );
+    }
+}

@@ -274,15 +274,20 @@ fn global_index_in_expressions(kind: &str) {
         (vec![kind, "cpu:threads=1", kind], Partition::Multi),
         (vec![kind, "cpu:threads=1"], Partition::Single(1)),
     ] {
-        let out = Skeleton::new(&[rows, cols], Stencil::<f32>::from_expr(&spec))
-            .iterations(iters as u64)
-            .init(init)
-            .devices(devices(&devs))
-            .partition(part)
-            .run()
-            .unwrap_or_else(|e| panic!("{devs:?}: {e}"));
-        let got: Vec<u32> = out.grid.iter().map(|v| v.to_bits()).collect();
-        assert_eq!(got, want, "{devs:?} {part}");
+        // Depth 3 fuses iterations where the device can: the fused kernel's
+        // tiles must still see each cell's global index.
+        for depth in [1, 3] {
+            let out = Skeleton::new(&[rows, cols], Stencil::<f32>::from_expr(&spec))
+                .iterations(iters as u64)
+                .init(init)
+                .devices(devices(&devs))
+                .partition(part)
+                .halo_depth(epsilod::HaloDepth::Depth(depth))
+                .run()
+                .unwrap_or_else(|e| panic!("{devs:?} depth {depth}: {e}"));
+            let got: Vec<u32> = out.grid.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, want, "{devs:?} {part} depth {depth}");
+        }
     }
 }
 

@@ -1,14 +1,17 @@
 //! [`Controller`] once for every GPU API: shapes, validation, transfer
 //! plans and launch geometry here, the API behind a [`DeviceRuntime`].
 
-use super::copy_plan::CopyPlan;
+use super::copy_plan::{strides, CopyPlan};
+use super::fused::{plan as plan_fused, FusedLimits};
 use super::geometry::{plan_launch, GroupHints};
 use super::runtime::{DeviceRuntime, Lane};
 use super::slots::{check_alloc, ResizePlan, Slot, Slots};
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::DeviceError;
 use hitmap::{HitmapError, Shape};
+use kernels::device::{FusedArgs, FusedShape, MAX_FUSED_STEPS};
 use kernels::{Cell, Kernel};
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -19,6 +22,17 @@ struct Loaded<K, T> {
     hints: GroupHints,
     /// Auxiliary field buffers bound to its launches.
     aux: Vec<BufferId>,
+    /// Steps one fused launch takes where `launch_steps` asks for more (1:
+    /// none fuse), by the count asked for.
+    fuses: HashMap<usize, usize>,
+    /// Its fused kernels, by step count.
+    fused: HashMap<usize, Fused<K>>,
+}
+
+/// A compiled fused kernel and the shape its source was generated for.
+struct Fused<K> {
+    kernel: K,
+    shape: FusedShape,
 }
 
 /// A device of a GPU API: tiles resident on the device, transfers only for
@@ -31,6 +45,12 @@ pub struct GpuController<R: DeviceRuntime, T> {
     slots: Slots<R::Buffer>,
     kernels: Vec<Loaded<R::Kernel, T>>,
     timings: Vec<R::Timing>,
+    /// Intermediate levels of `launch_steps` where a kernel fuses fewer
+    /// steps than asked (allocated on first use, like the launches' source).
+    scratch: Vec<BufferId>,
+    /// A cap on fused kernels' work-group memory and their overhead bound
+    /// ([`GpuController::with_fused_limits`]).
+    fused_cap: Option<(usize, f64)>,
     _cell: PhantomData<fn() -> T>,
 }
 
@@ -42,8 +62,188 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             slots: Slots::default(),
             kernels: Vec::new(),
             timings: Vec::new(),
+            scratch: Vec::new(),
+            fused_cap: None,
             _cell: PhantomData,
         }
+    }
+
+    /// Fused kernels get at most `local_bytes` of work-group memory (0: no
+    /// fused kernels, one step per launch) and may recompute up to
+    /// `max_overhead` times a step's cells ([`super::fused::FusedLimits`]):
+    /// small tiles and fewer fused steps on any device, for tests and
+    /// experiments.
+    pub fn with_fused_limits(mut self, local_bytes: usize, max_overhead: f64) -> Self {
+        self.fused_cap = Some((local_bytes, max_overhead));
+        self
+    }
+
+    /// What fused kernels may use here, or `None` where they do not run.
+    fn fused_limits(&self) -> Option<FusedLimits> {
+        let mut limits = self.rt.fused_limits()?;
+        if let Some((bytes, overhead)) = self.fused_cap {
+            limits.local_bytes = limits.local_bytes.min(bytes);
+            limits.max_overhead = overhead;
+        }
+        (limits.local_bytes > 0).then_some(limits)
+    }
+
+    /// How many steps one fused launch of `kernel` takes where `steps` are
+    /// asked for (1 where none fuse), compiling its fused kernel on first
+    /// use. A kernel whose cones for `steps` do not fit the work-group
+    /// memory fuses fewer, and says so once.
+    fn fusable(&mut self, kernel: KernelId, steps: usize) -> Result<usize, DeviceError> {
+        let loaded = self
+            .kernels
+            .get(kernel.0)
+            .ok_or(DeviceError::UnknownKernel(kernel.0))?;
+        if let Some(&k) = loaded.fuses.get(&steps) {
+            return Ok(k);
+        }
+        let source = loaded.source.clone();
+        let fp = source.footprint();
+        let (low, high) = (fp.low().to_vec(), fp.high().to_vec());
+        let device = source.device_kernel();
+        let mut limits = self.fused_limits();
+        let mut fuses = 1;
+        let mut k = steps.min(MAX_FUSED_STEPS);
+        while let (Some(device), Some(l), true) = (&device, &limits, k >= 2) {
+            let Some(shape) = plan_fused(&low, &high, std::mem::size_of::<T>(), k, l) else {
+                k -= 1;
+                continue;
+            };
+            // Kernels with auxiliary fields have none.
+            let Some(text) = device.fused_source(R::DIALECT, &shape) else {
+                break;
+            };
+            let longs = FusedArgs::arg_count(low.len(), k);
+            let compiled = self.rt.compile_fused(&text, longs).map_err(|e| {
+                DeviceError::Backend(format!(
+                    "kernel '{}' fused {k} times failed to build for {}: {e}",
+                    source.name(),
+                    R::API
+                ))
+            })?;
+            let max = compiled.hints.max;
+            if max != 0 && max < shape.group_size() {
+                // Registers or local memory limit this kernel's groups:
+                // plan again for them.
+                limits = limits.map(|l| FusedLimits {
+                    max_group: max,
+                    ..l
+                });
+                if shape.group_size() > 1 {
+                    continue;
+                }
+                break;
+            }
+            if std::env::var_os("EPSILOD_FUSED_LOG").is_some() {
+                eprintln!(
+                    "{}: kernel '{}' fused {k} times: {shape:?}",
+                    self.rt.describe(),
+                    source.name()
+                );
+            }
+            self.kernels[kernel.0].fused.insert(
+                k,
+                Fused {
+                    kernel: compiled.kernel,
+                    shape,
+                },
+            );
+            fuses = k;
+            break;
+        }
+        if fuses < steps && steps <= MAX_FUSED_STEPS && limits.is_some() {
+            eprintln!(
+                "{}: kernel '{}' fuses {fuses} of {steps} steps per launch (its cones for more \
+                 do not fit {} bytes of work-group memory); the others run in further launches",
+                self.rt.describe(),
+                source.name(),
+                limits.map_or(0, |l| l.local_bytes)
+            );
+        }
+        self.kernels[kernel.0].fuses.insert(steps, fuses);
+        Ok(fuses)
+    }
+
+    /// One launch of the fused kernel of `steps.len()` steps (compiled by
+    /// [`Self::fusable`]) from `src` to `dst`, on the main lane.
+    fn launch_fused(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        let loaded = self
+            .kernels
+            .get(kernel.0)
+            .ok_or(DeviceError::UnknownKernel(kernel.0))?;
+        let fused = loaded.fused.get(&steps.len()).ok_or_else(|| {
+            DeviceError::BadOption(format!("no fused kernel of {} steps", steps.len()))
+        })?;
+        let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
+        let local = steps
+            .iter()
+            .map(|r| {
+                crate::launch::validate(
+                    loaded.source.as_ref(),
+                    (&s.alloc, &s.extent),
+                    (&d.alloc, &d.extent),
+                    r,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let last: Vec<usize> = local[local.len() - 1].iter().map(|r| r.len()).collect();
+        if last.contains(&0) {
+            return Ok(());
+        }
+        let args = FusedArgs {
+            strides: strides(&s.alloc.extents()),
+            origin: s.alloc.sigs().iter().map(|g| g.begin()).collect(),
+            steps: local,
+        };
+        // SAFETY: `validate` checked that every step's region and the cells
+        // the kernel reads around it lie inside both buffers' allocation
+        // (the same one); the fused kernel reads `src` only there (within
+        // the first step's reads) and writes `dst` only over the last step's
+        // region, its work-group arrays sized by its shape, and runs in the
+        // group its source was generated for.
+        let timing = unsafe {
+            self.rt.launch_fused(
+                Lane::Main,
+                &fused.kernel,
+                &s.buf,
+                &d.buf,
+                &args.longs(),
+                fused.shape.groups(&last),
+                fused.shape.group_size(),
+            )?
+        };
+        self.timings.push(timing);
+        Ok(())
+    }
+
+    /// Scratch buffer `i` with the allocation and extent of `like`.
+    fn scratch(&mut self, i: usize, like: BufferId) -> Result<BufferId, DeviceError> {
+        let (alloc, extent) = {
+            let s = self.slots.get(like)?;
+            (s.alloc.clone(), s.extent.clone())
+        };
+        if let Some(&b) = self.scratch.get(i) {
+            if self.slots.get(b)?.alloc == alloc {
+                self.slots.get_mut(b)?.extent = extent;
+                return Ok(b);
+            }
+            self.free(b)?;
+            let b = self.alloc(&extent, &alloc)?;
+            self.scratch[i] = b;
+            return Ok(b);
+        }
+        let b = self.alloc(&extent, &alloc)?;
+        self.scratch.push(b);
+        Ok(b)
     }
 
     /// The runtime underneath.
@@ -285,6 +485,8 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
             source: kernel,
             hints: compiled.hints,
             aux: Vec::new(),
+            fuses: HashMap::new(),
+            fused: HashMap::new(),
         });
         Ok(KernelId(self.kernels.len() - 1))
     }
@@ -318,6 +520,125 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         region: &Shape,
     ) -> Result<(), DeviceError> {
         self.launch_on(Lane::Side, kernel, src, dst, region)
+    }
+
+    fn fused_steps(&self) -> usize {
+        if self.fused_limits().is_some() {
+            MAX_FUSED_STEPS
+        } else {
+            1
+        }
+    }
+
+    /// Steps fuse in launches of as many as the kernel's fused kernel takes
+    /// ([`Self::fusable`]); where that is fewer than asked, each launch but
+    /// the last writes a scratch level the next reads, both scratch levels
+    /// first given the source's cells the steps read (so the boundary
+    /// cells no step writes read their source values, as in one launch).
+    fn launch_steps(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        match steps {
+            [] => return Ok(()),
+            [one] => return self.launch(kernel, src, dst, one),
+            _ => {}
+        }
+        if self.fused_steps() < steps.len() {
+            return Err(DeviceError::BadOption(format!(
+                "{} cannot fuse {} iterations into one launch (at most {})",
+                self.describe(),
+                steps.len(),
+                self.fused_steps()
+            )));
+        }
+        if let Some(w) = steps.windows(2).find(|w| !w[0].contains_shape(&w[1])) {
+            return Err(DeviceError::BadOption(format!(
+                "fused steps must be nested: {} is not within {}",
+                w[1], w[0]
+            )));
+        }
+        if let Some(r) = steps.iter().find(|r| !r.is_contiguous()) {
+            return Err(DeviceError::BadOption(format!(
+                "fused steps must be contiguous regions: {r}"
+            )));
+        }
+        let source = self
+            .kernels
+            .get(kernel.0)
+            .ok_or(DeviceError::UnknownKernel(kernel.0))?
+            .source
+            .clone();
+        if !source.aux_fields().is_empty() {
+            // The fused kernel's tiles have their own geometry, which an
+            // auxiliary field's buffer does not have.
+            return Err(DeviceError::BadOption(format!(
+                "kernel '{}' reads auxiliary fields: one iteration per launch",
+                source.name()
+            )));
+        }
+        {
+            let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
+            if src == dst {
+                return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+            }
+            for r in steps {
+                crate::launch::validate(
+                    source.as_ref(),
+                    (&s.alloc, &s.extent),
+                    (&d.alloc, &d.extent),
+                    r,
+                )?;
+            }
+        }
+        if steps.iter().any(Shape::is_empty) {
+            // Nested: the last is empty too, and nothing is stored.
+            return Ok(());
+        }
+        let per = self.fusable(kernel, steps.len())?;
+        if per >= steps.len() {
+            return self.launch_fused(kernel, src, dst, steps);
+        }
+        // Launches of as many steps as fuse, the last of what is left.
+        let mut chunks: Vec<&[Shape]> = vec![&steps[..per]];
+        let mut at = per;
+        while at < steps.len() {
+            let n = self.fusable(kernel, steps.len() - at)?.max(1);
+            chunks.push(&steps[at..at + n]);
+            at += n;
+        }
+        let levels = (chunks.len() - 1).min(2);
+        let fp = source.footprint();
+        let low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
+        let high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
+        let reads = steps[0].expand(&low, &high);
+        let mut scratch = Vec::new();
+        for i in 0..levels {
+            let b = self.scratch(i, src)?;
+            let (from, to) = (self.slots.get(src)?, self.slots.get(b)?);
+            if !copy_within::<R, T>(&mut self.rt, from, to, &reads)? {
+                let mut cells: Vec<T> = Vec::new();
+                read_region(&mut self.rt, from, &reads, &mut cells)?;
+                write_region(&mut self.rt, to, &reads, &cells)?;
+            }
+            scratch.push(b);
+        }
+        for (c, chunk) in chunks.iter().enumerate() {
+            let from = if c == 0 { src } else { scratch[(c - 1) % 2] };
+            let to = if c + 1 == chunks.len() {
+                dst
+            } else {
+                scratch[c % 2]
+            };
+            match chunk {
+                [one] => self.launch(kernel, from, to, one)?,
+                _ => self.launch_fused(kernel, from, to, chunk)?,
+            }
+        }
+        Ok(())
     }
 
     fn wait(&mut self) -> Result<(), DeviceError> {

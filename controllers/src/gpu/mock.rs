@@ -2,14 +2,20 @@
 //! bookkeeping) passes the conformance suite without a device: copies apply
 //! each piece's spans, and "compiling" finds the Rust kernel whose generated
 //! source is that text, which launches then run with `Kernel::apply` on the
-//! region decoded back from the kernel arguments.
+//! region decoded back from the kernel arguments. Fused kernels run as
+//! their device code does, tile by tile: each tile's cone through two
+//! host arrays of the tile's extents, only the tile stored.
 
 use super::copy_plan::CopyPiece;
+use super::fused::{FusedLimits, MAX_OVERHEAD};
 use super::geometry::{region_from_longs, GroupHints};
 use super::runtime::{Compiled, DeviceRuntime, Lane};
 use crate::error::DeviceError;
+use hitmap::Shape;
+use kernels::device::{FusedArgs, FusedShape};
 use kernels::{library_kernel, Cell, Dialect, Frame, Kernel, KernelChoice, Library, Real};
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -53,13 +59,132 @@ impl<T: Real> MockRuntime<T> {
     }
 }
 
+/// A compiled kernel: the Rust kernel, and the shape of a fused one.
+#[derive(Clone)]
+pub struct MockKernel<T> {
+    kernel: Arc<dyn Kernel<T>>,
+    fused: Option<FusedShape>,
+}
+
+/// What a fused kernel of `shape` computes from `src` into `dst` (an
+/// allocation of `cells` cells) for these arguments, tile by tile as the
+/// device code does: load the tile's cone into two arrays, compute each
+/// step's region within the cone from one into the other, store the tile.
+fn run_fused<T: Cell>(
+    kernel: &dyn Kernel<T>,
+    shape: &FusedShape,
+    args: &FusedArgs,
+    src: &[T],
+    dst: &mut [T],
+) {
+    let nd = shape.ndims();
+    let k = shape.steps;
+    let ext = shape.local_extents();
+    let fin: &[Range<usize>] = &args.steps[k - 1];
+    let tiles: Vec<usize> = (0..nd)
+        .map(|d| fin[d].len().div_ceil(shape.tile[d]))
+        .collect();
+    let at = |x: &[i64]| -> usize {
+        x.iter()
+            .zip(&args.strides)
+            .map(|(&i, &s)| i as usize * s)
+            .sum()
+    };
+    let local = Frame::row_major(&ext);
+    let plane = local.plane();
+    let mut t = vec![0usize; nd];
+    loop {
+        let ob: Vec<i64> = (0..nd)
+            .map(|d| (fin[d].start + t[d] * shape.tile[d]) as i64)
+            .collect();
+        let oe: Vec<i64> = (0..nd)
+            .map(|d| (ob[d] + shape.tile[d] as i64).min(fin[d].end as i64))
+            .collect();
+        let la: Vec<i64> = (0..nd).map(|d| ob[d] - (k * shape.low[d]) as i64).collect();
+        let origin: Vec<i64> = (0..nd).map(|d| args.origin[d] + la[d]).collect();
+        let frame = local.clone().with_origin(&origin);
+        // A box of allocation indices, as ranges of the arrays' indices.
+        let boxed = |b: &[i64], e: &[i64]| -> Vec<Range<usize>> {
+            (0..nd)
+                .map(|d| {
+                    let (lo, hi) = ((b[d] - la[d]) as usize, (e[d] - la[d]) as usize);
+                    lo..hi.max(lo)
+                })
+                .collect()
+        };
+        let r0 = &args.steps[0];
+        let lb: Vec<i64> = (0..nd)
+            .map(|d| la[d].max(r0[d].start as i64 - shape.low[d] as i64))
+            .collect();
+        let le: Vec<i64> = (0..nd)
+            .map(|d| (oe[d] + (k * shape.high[d]) as i64).min((r0[d].end + shape.high[d]) as i64))
+            .collect();
+        let mut a = vec![T::zeroed(); local.len()];
+        Shape::from_ranges(
+            &boxed(&lb, &le)
+                .iter()
+                .map(|r| (r.start as i64, r.end as i64))
+                .collect::<Vec<_>>(),
+        )
+        .for_each_index(|i| {
+            let g: Vec<i64> = (0..nd).map(|d| i[d] + la[d]).collect();
+            a[local.linear(i) as usize] = src[at(&g)];
+        });
+        let mut b = a.clone();
+        for (j, step) in args.steps.iter().enumerate() {
+            let reach = (k - 1 - j) as i64;
+            let sb: Vec<i64> = (0..nd)
+                .map(|d| (step[d].start as i64).max(ob[d] - reach * shape.low[d] as i64))
+                .collect();
+            let se: Vec<i64> = (0..nd)
+                .map(|d| (step[d].end as i64).min(oe[d] + reach * shape.high[d] as i64))
+                .collect();
+            let region = boxed(&sb, &se);
+            let (from, to) = if j % 2 == 0 {
+                (&a, &mut b)
+            } else {
+                (&b, &mut a)
+            };
+            if region.iter().all(|r| !r.is_empty()) {
+                let slab = &mut to[region[0].start * plane..region[0].end * plane];
+                kernel.apply(from, slab, &frame, &region);
+            }
+            if j == k - 1 {
+                Shape::from_ranges(
+                    &region
+                        .iter()
+                        .map(|r| (r.start as i64, r.end as i64))
+                        .collect::<Vec<_>>(),
+                )
+                .for_each_index(|i| {
+                    let g: Vec<i64> = (0..nd).map(|d| i[d] + la[d]).collect();
+                    dst[at(&g)] = to[local.linear(i) as usize];
+                });
+            }
+        }
+        // The next tile, the last dimension fastest.
+        let mut d = nd;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            t[d] += 1;
+            if t[d] < tiles[d] {
+                break;
+            }
+            t[d] = 0;
+        }
+    }
+}
+
 fn lock<T>(m: &Mem<T>) -> std::sync::MutexGuard<'_, Vec<T>> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<T: Cell> DeviceRuntime for MockRuntime<T> {
     type Buffer = Mem<T>;
-    type Kernel = Arc<dyn Kernel<T>>;
+    type Kernel = MockKernel<T>;
     type Timing = f64;
     const API: &'static str = "mock";
     const DIALECT: Dialect = Dialect::OpenCl;
@@ -124,12 +249,79 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
             .cloned()
             .ok_or_else(|| DeviceError::Backend("not a library kernel".into()))?;
         Ok(Compiled {
-            kernel,
+            kernel: MockKernel {
+                kernel,
+                fused: None,
+            },
             hints: GroupHints {
                 multiple: 32,
                 max: 1024,
             },
         })
+    }
+
+    fn fused_limits(&self) -> Option<FusedLimits> {
+        Some(FusedLimits {
+            local_bytes: 48 << 10,
+            max_group: 1024,
+            gpu: self.gpu,
+            max_overhead: MAX_OVERHEAD,
+        })
+    }
+
+    fn compile_fused(
+        &mut self,
+        source: &str,
+        longs: usize,
+    ) -> Result<Compiled<Self::Kernel>, DeviceError> {
+        let shape = FusedShape::from_source(source)
+            .ok_or_else(|| DeviceError::Backend("not a fused kernel".into()))?;
+        let kernel = self
+            .known
+            .values()
+            .find(|k| {
+                k.device_kernel()
+                    .and_then(|d| d.fused_source(Self::DIALECT, &shape))
+                    .is_some_and(|s| s == source)
+            })
+            .cloned()
+            .ok_or_else(|| DeviceError::Backend("not a library kernel fused".into()))?;
+        assert_eq!(longs, FusedArgs::arg_count(shape.ndims(), shape.steps));
+        Ok(Compiled {
+            kernel: MockKernel {
+                kernel,
+                fused: Some(shape),
+            },
+            hints: GroupHints {
+                multiple: 32,
+                max: 1024,
+            },
+        })
+    }
+
+    unsafe fn launch_fused(
+        &mut self,
+        _lane: Lane,
+        kernel: &Self::Kernel,
+        src: &Mem<T>,
+        dst: &Mem<T>,
+        longs: &[i64],
+        groups: [usize; 3],
+        group: usize,
+    ) -> Result<f64, DeviceError> {
+        let started = Instant::now();
+        let shape = kernel.fused.as_ref().expect("a fused kernel");
+        assert_eq!(group, shape.group_size(), "the group it was generated for");
+        let args = FusedArgs::from_longs(longs, shape.ndims()).expect("fused arguments");
+        assert_eq!(args.steps.len(), shape.steps);
+        let last: Vec<usize> = args.steps[shape.steps - 1]
+            .iter()
+            .map(|r| r.len())
+            .collect();
+        assert_eq!(groups, shape.groups(&last), "a group per tile");
+        let (s, mut d) = (lock(src), lock(dst));
+        run_fused(kernel.kernel.as_ref(), shape, &args, &s, &mut d);
+        Ok(started.elapsed().as_secs_f64().max(1e-9))
     }
 
     unsafe fn launch(
@@ -151,6 +343,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         }
         let started = Instant::now();
         let (s, mut d) = (lock(src), lock(dst));
+        let kernel = &kernel.kernel;
         let nd = kernel.footprint().ndims();
         let (ext, local) = region_from_longs(longs, nd, s.len());
         let frame = Frame::row_major(&ext);
@@ -209,5 +402,27 @@ mod tests {
                 ))
             });
         }
+    }
+
+    /// Fused kernels in 2 KiB of work-group memory: many tiles a launch,
+    /// partial tiles at the region's ends, and step counts that do not fit
+    /// run as several launches through scratch levels.
+    #[test]
+    fn small_tiles_and_split_launches_pass_the_fused_checks() {
+        for gpu in [false, true] {
+            let mut c = GpuController::<_, f64>::with_runtime(MockRuntime::<f64>::new(gpu))
+                .with_fused_limits(2048, f64::INFINITY);
+            assert_eq!(c.fused_steps(), kernels::device::MAX_FUSED_STEPS);
+            crate::conformance::fused_launches(&mut c);
+            crate::conformance::fused_against_single_steps(&mut c);
+        }
+    }
+
+    #[test]
+    fn without_work_group_memory_nothing_fuses() {
+        let mut c = GpuController::<_, f32>::with_runtime(MockRuntime::<f32>::new(true))
+            .with_fused_limits(0, f64::INFINITY);
+        assert_eq!(c.fused_steps(), 1);
+        crate::conformance::fused_launches(&mut c);
     }
 }

@@ -1,12 +1,13 @@
 //! One [`Controller`](crate::Controller) for every GPU API. The parts that
 //! do not depend on the API are here once and tested without a device:
 //! [`copy_plan`] (a region as rectangle or run copies), [`geometry`] (kernel
-//! arguments, grid, work groups), [`slots`] (buffer ids, shapes, resize
+//! arguments, grid, work groups), [`fused`] (fused kernels' tiles), [`slots`] (buffer ids, shapes, resize
 //! plans) and [`GpuController`]. An API is a [`DeviceRuntime`]: buffers,
 //! copies, compile, launch, timing. `opencl` is one.
 
 mod controller;
 pub mod copy_plan;
+pub mod fused;
 pub mod geometry;
 #[cfg(test)]
 mod mock;
@@ -16,5 +17,6 @@ pub mod slots;
 
 pub use controller::GpuController;
 pub use copy_plan::{CopyPiece, CopyPlan, Rect};
+pub use fused::FusedLimits;
 pub use geometry::GroupHints;
 pub use runtime::{Compiled, DeviceRuntime, Lane};

@@ -1,6 +1,7 @@
 //! The surface a GPU API must offer for [`super::GpuController`] to run on it.
 
 use super::copy_plan::CopyPiece;
+use super::fused::FusedLimits;
 use super::geometry::GroupHints;
 use crate::error::DeviceError;
 use kernels::Dialect;
@@ -128,6 +129,58 @@ pub trait DeviceRuntime: Send {
         grid: [usize; 3],
         group: Option<[usize; 3]>,
     ) -> Result<Self::Timing, DeviceError>;
+
+    /// What the device allows fused kernels (`kernels::device::fused`:
+    /// several iterations per launch through work-group memory), or `None`
+    /// where the runtime has no [`DeviceRuntime::compile_fused`] and
+    /// [`DeviceRuntime::launch_fused`]: its controller then takes one step
+    /// per launch.
+    fn fused_limits(&self) -> Option<FusedLimits> {
+        None
+    }
+
+    /// Compiles a fused kernel's source (entry point
+    /// `kernels::device::FUSED_KERNEL_NAME`, arguments `src`, `dst` and
+    /// `longs` 64-bit integers), with the options of
+    /// [`DeviceRuntime::compile`].
+    fn compile_fused(
+        &mut self,
+        source: &str,
+        longs: usize,
+    ) -> Result<Compiled<Self::Kernel>, DeviceError> {
+        let _ = (source, longs);
+        Err(DeviceError::BadOption(format!(
+            "{} has no fused kernels",
+            Self::API
+        )))
+    }
+
+    /// Enqueues a fused kernel on `lane` with arguments `(src, dst,
+    /// longs...)`: `groups` work groups along the three launch axes, of
+    /// `group` work-items each along x. May return before it runs.
+    ///
+    /// # Safety
+    ///
+    /// As [`DeviceRuntime::launch`]: every cell the kernel reads from `src`
+    /// and writes to `dst` for these arguments must lie inside them, and
+    /// `group` must be the work group its source was generated for.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch_fused(
+        &mut self,
+        lane: Lane,
+        kernel: &Self::Kernel,
+        src: &Self::Buffer,
+        dst: &Self::Buffer,
+        longs: &[i64],
+        groups: [usize; 3],
+        group: usize,
+    ) -> Result<Self::Timing, DeviceError> {
+        let _ = (lane, kernel, src, dst, longs, groups, group);
+        Err(DeviceError::BadOption(format!(
+            "{} has no fused kernels",
+            Self::API
+        )))
+    }
 
     /// Waits for every command issued so far, on both lanes.
     fn finish(&mut self) -> Result<(), DeviceError>;

@@ -94,6 +94,49 @@ impl Dialect {
         }
     }
 
+    /// The qualifier of an array a work group shares (a fused kernel's
+    /// tiles), declared at kernel function scope.
+    pub fn local_array(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "__local",
+            Dialect::Cuda => "__shared__",
+        }
+    }
+
+    /// The address-space qualifier of a pointer into a work group's shared
+    /// arrays, with its trailing space (CUDA's generic pointers need none).
+    pub fn local_pointer(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "__local ",
+            Dialect::Cuda => "",
+        }
+    }
+
+    /// A barrier of the work group that also orders its shared-memory
+    /// writes before the reads after it.
+    pub fn group_barrier(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "barrier(CLK_LOCAL_MEM_FENCE);",
+            Dialect::Cuda => "__syncthreads();",
+        }
+    }
+
+    /// The work group's index along `axis` (0, 1 or 2), as an `int`.
+    pub fn group_id(self, axis: usize) -> String {
+        match self {
+            Dialect::OpenCl => format!("(int)get_group_id({axis})"),
+            Dialect::Cuda => format!("(int)blockIdx.{}", ["x", "y", "z"][axis]),
+        }
+    }
+
+    /// The work-item's index in its (one-dimensional) work group, as an `int`.
+    pub fn local_id(self) -> &'static str {
+        match self {
+            Dialect::OpenCl => "(int)get_local_id(0)",
+            Dialect::Cuda => "(int)threadIdx.x",
+        }
+    }
+
     /// The global thread index along `axis` (0, 1 or 2) as a 64-bit value.
     pub fn global_id(self, axis: usize) -> String {
         let xyz = ["x", "y", "z"][axis];

@@ -20,9 +20,11 @@
 pub mod abi;
 pub mod dialect;
 pub mod exprs;
+pub mod fused;
 
 pub use abi::{LaunchArgs, KERNEL_NAME};
 pub use dialect::Dialect;
+pub use fused::{FusedArgs, FusedShape, FUSED_KERNEL_NAME, MAX_FUSED_STEPS};
 
 use abi::{ArgKind, BufferArg, ARGS};
 
@@ -280,13 +282,21 @@ impl DeviceKernel {
 /// then `aux` auxiliary field buffers.
 fn parameters(dialect: Dialect, aux: usize) -> String {
     let (g, r) = (dialect.global(), dialect.restrict());
+    let input = format!("{g}const cell* {r}");
+    parameters_named(&input, &format!("{g}cell* {r}"), aux, &input)
+}
+
+/// The ABI's parameter list with the given types (each with its trailing
+/// space) for the source, the destination and the auxiliary fields: a
+/// fused kernel's cell function takes work-group arrays for the first two.
+fn parameters_named(src: &str, dst: &str, aux: usize, aux_type: &str) -> String {
     ARGS.iter()
         .map(|(name, kind)| match kind {
-            ArgKind::Buffer(BufferArg::Src) => format!("{g}const cell* {r}{name}"),
-            ArgKind::Buffer(BufferArg::Dst) => format!("{g}cell* {r}{name}"),
+            ArgKind::Buffer(BufferArg::Src) => format!("{src}{name}"),
+            ArgKind::Buffer(BufferArg::Dst) => format!("{dst}{name}"),
             ArgKind::Long(_) => format!("const index_t {name}"),
         })
-        .chain((0..aux).map(|i| format!("{g}const cell* {r}aux{i}")))
+        .chain((0..aux).map(|i| format!("{aux_type}aux{i}")))
         .collect::<Vec<_>>()
         .join(", ")
 }
