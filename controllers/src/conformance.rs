@@ -4,7 +4,7 @@
 //! simulation's cell), so a failure names the backend, the type and the
 //! check. Each check panics with what went wrong.
 
-use crate::controller::{BufferId, Controller};
+use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::DeviceError;
 use hitmap::{Shape, Sig};
 use kernels::reference;
@@ -293,16 +293,7 @@ pub fn fused_launches<T: Real + Probe>(c: &mut dyn Controller<T>) {
         for steps in [2usize, 3, 5] {
             for f in finals.iter().filter(|f| !f.is_empty()) {
                 let cones = cones(f, steps, &low, &high, &interior);
-                for &b in &bufs {
-                    c.fill(b, &all, &init).unwrap();
-                }
-                let (mut a, mut b) = (bufs[0], bufs[1]);
-                for cone in &cones {
-                    c.launch(k, a, b, cone).unwrap();
-                    std::mem::swap(&mut a, &mut b);
-                }
-                c.launch_steps(k, bufs[2], bufs[3], &cones).unwrap();
-                c.wait().unwrap();
+                let a = stepwise_and_fused(c, k, &bufs, &all, &init, &cones);
                 let what = format!("{lib}, {steps} steps fused, final region {f}");
                 assert!(
                     bits(&read_all(c, bufs[3], f)) == bits(&read_all(c, a, f)),
@@ -367,16 +358,7 @@ pub fn fused_against_single_steps<T: Real + Probe>(c: &mut dyn Controller<T>) {
             let inner = interior.shrink(&vec![3; nd], &vec![2; nd]);
             for f in [&interior, &inner] {
                 let cones = cones(f, steps, &low, &high, &interior);
-                for &b in &bufs {
-                    c.fill(b, &all, &init).unwrap();
-                }
-                let (mut a, mut b) = (bufs[0], bufs[1]);
-                for cone in &cones {
-                    c.launch(k, a, b, cone).unwrap();
-                    std::mem::swap(&mut a, &mut b);
-                }
-                c.launch_steps(k, bufs[2], bufs[3], &cones).unwrap();
-                c.wait().unwrap();
+                let a = stepwise_and_fused(c, k, &bufs, &all, &init, &cones);
                 assert!(
                     bits(&read_all(c, bufs[3], &all))
                         == bits(&{
@@ -399,6 +381,31 @@ pub fn fused_against_single_steps<T: Real + Probe>(c: &mut dyn Controller<T>) {
             c.free(b).unwrap();
         }
     }
+}
+
+/// Fills the four `bufs` (one allocation over `all`) from `init`, then
+/// runs `cones` step by step from `bufs[0]` (alternating with `bufs[1]`)
+/// and fused in one [`Controller::launch_steps`] from `bufs[2]` into
+/// `bufs[3]`; returns the buffer holding the step-by-step result.
+pub fn stepwise_and_fused<T: Cell>(
+    c: &mut dyn Controller<T>,
+    k: KernelId,
+    bufs: &[BufferId],
+    all: &Shape,
+    init: &(dyn Fn(&[i64]) -> T + Sync),
+    cones: &[Shape],
+) -> BufferId {
+    for &b in bufs {
+        c.fill(b, all, init).unwrap();
+    }
+    let (mut a, mut b) = (bufs[0], bufs[1]);
+    for cone in cones {
+        c.launch(k, a, b, cone).unwrap();
+        std::mem::swap(&mut a, &mut b);
+    }
+    c.launch_steps(k, bufs[2], bufs[3], cones).unwrap();
+    c.wait().unwrap();
+    a
 }
 
 /// The regions of `steps` fused iterations whose last is `region`: step
@@ -456,7 +463,7 @@ pub fn launch_errors<T: Real>(c: &mut dyn Controller<T>) {
         Err(DeviceError::UnknownBuffer(999))
     );
     assert!(matches!(
-        c.launch(crate::KernelId(999), a, b, &inner),
+        c.launch(KernelId(999), a, b, &inner),
         Err(DeviceError::UnknownKernel(999))
     ));
     let flat = Shape::from_ranges(&[(1, 7)]);

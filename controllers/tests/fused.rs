@@ -71,15 +71,7 @@ proptest! {
         let k = c.load(Arc::from(library_kernel::<f32>(lib, KernelChoice::Specialized))).unwrap();
         let cap = all.expand(&vec![2; nd], &vec![1; nd]);
         let bufs: Vec<BufferId> = (0..4).map(|_| c.alloc(&all, &cap).unwrap()).collect();
-        for &b in &bufs {
-            c.fill(b, &all, &init).unwrap();
-        }
-        let (mut a, mut b) = (bufs[0], bufs[1]);
-        for cone in &cones {
-            c.launch(k, a, b, cone).unwrap();
-            std::mem::swap(&mut a, &mut b);
-        }
-        c.launch_steps(k, bufs[2], bufs[3], &cones).unwrap();
+        let a = controllers::conformance::stepwise_and_fused(&mut c, k, &bufs, &all, &init, &cones);
         prop_assert_eq!(bits(&read(&mut c, bufs[3], &fin)), bits(&read(&mut c, a, &fin)));
         if whole {
             let want = reference::run(
