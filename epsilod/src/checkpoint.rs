@@ -31,7 +31,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod block_file;
-pub(crate) use block_file::align_start;
+pub(crate) use block_file::{align_start, prefaulted};
 
 /// The manifest's format; a restart refuses others.
 pub(crate) const FORMAT: u32 = 1;

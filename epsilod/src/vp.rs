@@ -155,7 +155,7 @@ struct Vp<'a, T, X> {
     pending: Option<PendingBlock<T>>,
     /// Process 0: the last checkpoint's commit, waiting for its blocks.
     committing: Option<Committing>,
-    /// Snapshot buffers of the last checkpoint, reused (fresh pages cost
+    /// Snapshot buffers, touched at setup and reused (fresh pages cost
     /// more than the copy: 48 ms of 64 MB).
     snapshots: Vec<Vec<T>>,
     /// Halo messages sent.
@@ -270,6 +270,17 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         if !aux.is_empty() {
             device.bind_aux(kernel, &aux).map_err(err)?;
         }
+        let snapshots = match run.checkpoint {
+            Some(_) => {
+                let levels = if run.stencil.kernel.reads_previous() {
+                    2
+                } else {
+                    1
+                };
+                checkpoint::prefaulted(levels, geo.block.card())
+            }
+            None => Vec::new(),
+        };
         Ok(Vp {
             run,
             progress,
@@ -289,7 +300,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             recycled: Vec::new(),
             pending: None,
             committing: None,
-            snapshots: Vec::new(),
+            snapshots,
             messages: 0,
             depth: run.halo_depth.max(1),
         })
