@@ -93,6 +93,93 @@ pub fn transfers<T: Probe>(c: &mut dyn Controller<T>) {
     assert_eq!(c.extent(b), Err(DeviceError::UnknownBuffer(b.0)));
 }
 
+/// Halos in device memory between two controllers of one
+/// [`Controller::peer_domain`]: regions (2-d and 3-d, several in one
+/// message, one empty, none overlapping) packed from one tile land bit for bit in another
+/// tile of other pitches at the same global indices, and nothing else
+/// there changes; a message passed back for reuse carries new contents; one
+/// whose sizes do not match the regions is refused. A device of no domain
+/// refuses to pack.
+pub fn peer_messages<T: Probe>(make: &mut dyn FnMut() -> Box<dyn Controller<T>>) {
+    let (mut a, mut b) = (make(), make());
+    let cases = [
+        (
+            Shape::from_ranges(&[(0, 10), (-1, 13)]),
+            Shape::from_ranges(&[(8, 20), (-1, 13)]),
+            Shape::from_ranges(&[(4, 24), (-3, 15)]),
+            vec![
+                Shape::from_ranges(&[(8, 10), (-1, 8)]),
+                Shape::from_ranges(&[(9, 10), (2, 2)]),
+                Shape::from_ranges(&[(8, 10), (8, 13)]),
+            ],
+        ),
+        (
+            Shape::from_ranges(&[(0, 4), (0, 5), (0, 6)]),
+            Shape::from_ranges(&[(2, 8), (-1, 6), (0, 6)]),
+            Shape::from_ranges(&[(1, 9), (-2, 7), (-1, 8)]),
+            vec![Shape::from_ranges(&[(2, 4), (0, 5), (1, 5)])],
+        ),
+    ];
+    let Some(domain) = a.peer_domain() else {
+        let (ext, _, _, regions) = &cases[0];
+        let t = a.alloc(ext, ext).unwrap();
+        assert!(
+            a.pack_peer(t, regions, None).is_err(),
+            "packed with no domain"
+        );
+        return;
+    };
+    assert_eq!(b.peer_domain(), Some(domain), "two of one kind");
+    for (ea, eb, cb, regions) in cases {
+        let ta = a.alloc(&ea, &ea).unwrap();
+        a.fill(ta, &ea, &T::probe).unwrap();
+        let tb = b.alloc(&eb, &cb).unwrap();
+        let old = |_: &[i64]| T::numbered(7);
+        b.fill(tb, &eb, &old).unwrap();
+        let msg = a.pack_peer(ta, &regions, None).expect("pack");
+        b.unpack_peer(tb, &regions, &msg).expect("unpack");
+        b.wait().unwrap();
+        let sent = |i: &[i64]| regions.iter().any(|r| r.contains(i));
+        let want: Vec<T> = eb
+            .iter()
+            .map(|i| {
+                if sent(&i) {
+                    T::probe(&i)
+                } else {
+                    T::numbered(7)
+                }
+            })
+            .collect();
+        assert!(
+            read_all(b.as_mut(), tb, &eb) == want,
+            "{eb}: regions moved wrong"
+        );
+        // Passed back for the next message: new contents arrive.
+        for r in &regions {
+            let fresh: Vec<T> = (0..r.card()).map(|n| T::numbered(n + 11)).collect();
+            a.write(ta, r, &fresh).unwrap();
+        }
+        let again = a.pack_peer(ta, &regions, Some(msg)).expect("pack, reusing");
+        b.unpack_peer(tb, &regions, &again).expect("unpack");
+        b.wait().unwrap();
+        for r in &regions {
+            let fresh: Vec<T> = (0..r.card()).map(|n| T::numbered(n + 11)).collect();
+            assert!(read_all(b.as_mut(), tb, r) == fresh, "{r}: reused message");
+        }
+        let other = [regions[0].expand(&vec![0; ea.ndims()], &{
+            let mut one = vec![0; ea.ndims()];
+            one[ea.ndims() - 1] = -1;
+            one
+        })];
+        assert!(
+            b.unpack_peer(tb, &other, &again).is_err(),
+            "a message of other sizes accepted"
+        );
+        a.free(ta).unwrap();
+        b.free(tb).unwrap();
+    }
+}
+
 /// Growing and shrinking keeps the shared cells at their global indices.
 pub fn resizing<T: Probe>(c: &mut dyn Controller<T>) {
     let ext = Shape::from_ranges(&[(10, 20), (0, 6)]);
@@ -604,6 +691,7 @@ pub fn run_all(make: &mut dyn FnMut() -> Box<dyn Controller<f32>>) {
     fused_against_single_steps(make().as_mut());
     launch_errors(make().as_mut());
     aux_fields(make().as_mut());
+    peer_messages(make);
 }
 
 /// Generates the conformance suite for one backend: a module `$name` with
@@ -646,6 +734,13 @@ macro_rules! controller_conformance {
                 fused_against_single_steps launch_errors aux_fields);
             $crate::controller_conformance!(@tests [$(#[$attr])*] d3q19 = [f32; 19]:
                 transfers boxes resizing);
+
+            #[test]
+            $(#[$attr])*
+            fn peer_messages() {
+                check::peer_messages::<f32>(&mut make::<f32>);
+                check::peer_messages::<[f32; 19]>(&mut make::<[f32; 19]>);
+            }
         }
     };
     (@tests [$($attrs:tt)*] $m:ident = $t:ty: $($check:ident)*) => {

@@ -1,6 +1,7 @@
 //! The device interface every backend implements.
 
 use crate::error::DeviceError;
+use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::Shape;
 use kernels::Kernel;
 use std::sync::Arc;
@@ -45,6 +46,38 @@ pub trait Controller<T>: Send {
         region: &Shape,
         f: &(dyn Fn(&[i64]) -> T + Sync),
     ) -> Result<(), DeviceError>;
+
+    /// The domain of controllers that can copy this one's buffers, for
+    /// halos that stay on the device ([`Controller::pack_peer`]); `None`
+    /// (the default): its halos go through the host.
+    fn peer_domain(&self) -> Option<PeerDomain> {
+        None
+    }
+    /// Packs `regions` of `buf`, in order, into device memory that a
+    /// controller of the same [`Controller::peer_domain`] can copy from,
+    /// reusing `reuse`'s buffers where they fit. Complete on return: the
+    /// receiver may copy from it at once.
+    fn pack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        reuse: Option<DeviceMessage>,
+    ) -> Result<DeviceMessage, DeviceError> {
+        let _ = (buf, regions, reuse);
+        Err(no_peers(&self.describe()))
+    }
+    /// Copies `msg` (packed by a controller of this one's domain over
+    /// regions of the same sizes) into `regions` of `buf`. The copy may
+    /// still run until the next `wait`, and `msg` must live until then.
+    fn unpack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        msg: &DeviceMessage,
+    ) -> Result<(), DeviceError> {
+        let _ = (buf, regions, msg);
+        Err(no_peers(&self.describe()))
+    }
 
     /// Prepares a kernel for launches on this device.
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError>;
@@ -129,6 +162,10 @@ pub trait Controller<T>: Send {
     fn set_iteration(&mut self, _iter: u64) {}
 }
 
+fn no_peers(device: &str) -> DeviceError {
+    DeviceError::BadOption(format!("{device} exchanges no halos in device memory"))
+}
+
 /// The memory, transfer and kernel-loading methods of [`Controller`],
 /// passed to `self.$inner`: what a decorator (one that changes launches or
 /// timing, like [`crate::Slowdown`]) leaves as it is.
@@ -178,6 +215,25 @@ macro_rules! forward_memory {
             f: &(dyn Fn(&[i64]) -> T + Sync),
         ) -> Result<(), $crate::DeviceError> {
             self.$inner.fill(buf, region, f)
+        }
+        fn peer_domain(&self) -> Option<$crate::PeerDomain> {
+            self.$inner.peer_domain()
+        }
+        fn pack_peer(
+            &mut self,
+            buf: $crate::BufferId,
+            regions: &[hitmap::Shape],
+            reuse: Option<$crate::DeviceMessage>,
+        ) -> Result<$crate::DeviceMessage, $crate::DeviceError> {
+            self.$inner.pack_peer(buf, regions, reuse)
+        }
+        fn unpack_peer(
+            &mut self,
+            buf: $crate::BufferId,
+            regions: &[hitmap::Shape],
+            msg: &$crate::DeviceMessage,
+        ) -> Result<(), $crate::DeviceError> {
+            self.$inner.unpack_peer(buf, regions, msg)
         }
         fn load(
             &mut self,
@@ -233,6 +289,25 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
         f: &(dyn Fn(&[i64]) -> T + Sync),
     ) -> Result<(), DeviceError> {
         (**self).fill(buf, region, f)
+    }
+    fn peer_domain(&self) -> Option<PeerDomain> {
+        (**self).peer_domain()
+    }
+    fn pack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        reuse: Option<DeviceMessage>,
+    ) -> Result<DeviceMessage, DeviceError> {
+        (**self).pack_peer(buf, regions, reuse)
+    }
+    fn unpack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        msg: &DeviceMessage,
+    ) -> Result<(), DeviceError> {
+        (**self).unpack_peer(buf, regions, msg)
     }
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
         (**self).load(kernel)

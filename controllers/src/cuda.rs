@@ -211,6 +211,9 @@ fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, DeviceErro
 /// [`Lane`]; buffers are allocated, copied and freed on the main one.
 pub struct CudaRuntime {
     desc: String,
+    /// The device: runtimes of one device share its primary context, and
+    /// with it their buffers.
+    ordinal: usize,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     side: Arc<CudaStream>,
@@ -348,7 +351,10 @@ impl CudaRuntime {
         // tracking would only add events to every launch.
         // SAFETY: buffers are allocated, copied and freed on `stream`; a
         // launch on `side` first waits for everything issued on `stream`,
-        // and the controller finishes both before it frees a buffer.
+        // and the controller finishes both before it frees a buffer. A
+        // peer's message (`Controller::pack_peer`) is copied on the peer's
+        // stream, synchronised before it is handed over, then on this one,
+        // whose holder waits before it reuses or drops it.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(backend)?;
         let side = ctx.new_stream().map_err(backend)?;
@@ -364,6 +370,7 @@ impl CudaRuntime {
         };
         Ok(CudaRuntime {
             desc: format!("cuda:device={device} ({name})"),
+            ordinal: device,
             ctx,
             stream,
             side,
@@ -535,6 +542,10 @@ impl DeviceRuntime for CudaRuntime {
         check_piece(buf, piece, host.len())?;
         // SAFETY: as in `write`, and `host` is writable.
         unsafe { self.copy(buf.ptr, piece, host.as_mut_ptr(), false) }
+    }
+
+    fn peer_domain(&self) -> Option<u64> {
+        Some(self.ordinal as u64)
     }
 
     fn copy_within(

@@ -18,6 +18,7 @@ pub mod gpu;
 mod launch;
 #[cfg(feature = "opencl")]
 pub mod opencl;
+pub mod peer;
 pub mod roofline;
 pub mod slowdown;
 
@@ -30,4 +31,5 @@ pub use fail_at::FailAt;
 pub use gpu::GpuController;
 #[cfg(feature = "opencl")]
 pub use opencl::OpenClController;
+pub use peer::{DeviceMessage, PeerDomain};
 pub use slowdown::Slowdown;

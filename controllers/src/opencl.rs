@@ -52,6 +52,8 @@ pub struct OclRuntime {
     desc: String,
     device: Device,
     context: Context,
+    /// Its place in [`CONTEXTS`]: the runtimes sharing it share buffers.
+    context_id: u64,
     queue: Queue,
     side: Queue,
     gpu: bool,
@@ -92,10 +94,13 @@ impl OclRuntime {
                 devs.len()
             ))
         })?;
-        let context = {
+        let (context, context_id) = {
             let mut contexts = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
-            match contexts.iter().find(|(at, _)| *at == (platform, device)) {
-                Some((_, c)) => c.clone(),
+            match contexts
+                .iter()
+                .position(|(at, _)| *at == (platform, device))
+            {
+                Some(i) => (contexts[i].1.clone(), i as u64),
                 None => {
                     let c = Context::builder()
                         .platform(plat)
@@ -103,7 +108,7 @@ impl OclRuntime {
                         .build()
                         .map_err(backend)?;
                     contexts.push(((platform, device), c.clone()));
-                    c
+                    (c, contexts.len() as u64 - 1)
                 }
             }
         };
@@ -120,6 +125,7 @@ impl OclRuntime {
             desc: format!("opencl:platform={platform},device={device} ({name})"),
             device: dev,
             context,
+            context_id,
             queue,
             side,
             gpu,
@@ -234,6 +240,53 @@ impl DeviceRuntime for OclRuntime {
             CopyPiece::Run { offset, .. } => cmd.offset(offset),
         };
         cmd.enq().map_err(backend)
+    }
+
+    fn copy_within(
+        &mut self,
+        from: &Buffer<u8>,
+        from_piece: &CopyPiece,
+        to: &Buffer<u8>,
+        to_piece: &CopyPiece,
+    ) -> Result<bool, DeviceError> {
+        // On this runtime's queue, not the buffer's default one: the buffer
+        // may be another runtime's of the same context (a peer's message).
+        let cmd = from.cmd().queue(&self.queue);
+        let cmd = match (*from_piece, *to_piece) {
+            (
+                CopyPiece::Run { offset: a, bytes },
+                CopyPiece::Run {
+                    offset: b,
+                    bytes: n,
+                },
+            ) if bytes == n => {
+                if bytes == 0 {
+                    return Ok(true);
+                }
+                cmd.copy(to, Some(b), Some(bytes)).offset(a)
+            }
+            (CopyPiece::Rect(a), CopyPiece::Rect(b)) if a.size == b.size => {
+                if a.size.contains(&0) {
+                    return Ok(true);
+                }
+                cmd.copy(to, None, None).rect(
+                    a.origin,
+                    b.origin,
+                    a.size,
+                    a.row_pitch,
+                    a.slice_pitch,
+                    b.row_pitch,
+                    b.slice_pitch,
+                )
+            }
+            _ => return Ok(false),
+        };
+        cmd.enq().map_err(backend)?;
+        Ok(true)
+    }
+
+    fn peer_domain(&self) -> Option<u64> {
+        Some(self.context_id)
     }
 
     fn compile(&mut self, source: &str) -> Result<Compiled<ocl::Kernel>, DeviceError> {

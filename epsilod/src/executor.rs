@@ -9,6 +9,7 @@ use crate::cluster::{self, JobInfo};
 use crate::cores::{busy_threads, cores_here, my_cores, pin_cores, Wait};
 use crate::devices::{all_cores, share_cores, DeviceKind};
 use crate::error::{chain, RunError, SetupError, VpError};
+use crate::peer_mail::PeerMail;
 use crate::plan::RunPlan;
 use crate::report::Report;
 use crate::vp::{self, VpResult};
@@ -174,6 +175,7 @@ fn run_local<T: Cell, J: Job<T>>(
     if plan.pin {
         tracing::info!("pinned to cores {pins:?}");
     }
+    let mail = PeerMail::new(plan.devices.len());
     let panicked = |p: usize| RunError::Vp {
         vp: p,
         device: plan.devices[p].to_string(),
@@ -181,6 +183,7 @@ fn run_local<T: Cell, J: Job<T>>(
     };
     std::thread::scope(|s| {
         let progress = &progress;
+        let mail = &mail;
         let mut handles: Vec<_> = local
             .iter()
             .zip(specs.iter().zip(&pins))
@@ -202,7 +205,7 @@ fn run_local<T: Cell, J: Job<T>>(
                         if let (false, Some(&id)) = (pooled, cores.first()) {
                             core_affinity::set_for_current(core_affinity::CoreId { id });
                         }
-                        vp::run(plan, progress, spec, cores, p, endpoint)
+                        vp::run(plan, progress, mail, spec, cores, p, endpoint)
                     })
                     .expect("spawning a virtual process thread");
                 Some(h)

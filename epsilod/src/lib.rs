@@ -31,6 +31,7 @@ pub mod devices;
 pub mod error;
 mod executor;
 pub mod output;
+mod peer_mail;
 pub mod pgm;
 pub mod plan;
 pub mod report;

@@ -172,6 +172,10 @@ pub struct Summary {
     /// included): deep halos divide them by the depth.
     #[serde(default)]
     pub halo_messages: u64,
+    /// Of those, the ones that stayed in device memory (between devices
+    /// of one process that share it).
+    #[serde(default)]
+    pub halo_messages_on_device: u64,
 }
 
 /// One iteration.

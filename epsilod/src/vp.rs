@@ -6,12 +6,13 @@ use crate::checkpoint::{self, BlockEntry, Committing, Manifest, PendingBlock};
 use crate::depth_trials::Trials;
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, VpError};
+use crate::peer_mail::PeerMail;
 use crate::plan::RunPlan;
 use crate::report::{
     CheckpointRecord, DecisionOutcome, DecisionRecord, DepthTrial, Redistribution,
 };
 use crate::tag::Tag;
-use controllers::{BufferId, Controller, DeviceError, KernelId};
+use controllers::{BufferId, Controller, DeviceError, DeviceMessage, KernelId};
 use heuristics::{relayout, throughput_weights, Cycle, Heuristic, Rebalanced, Snapshot};
 use hitmap::{
     split_border, HaloPlan, Layout, Partition, RedistributionPlan, Shape, Transport, TransportError,
@@ -49,6 +50,8 @@ pub(crate) struct VpResult<T> {
     pub checkpoints: Vec<CheckpointRecord>,
     /// Halo messages it sent.
     pub messages: u64,
+    /// Of those, the ones that stayed in device memory.
+    pub device_messages: u64,
     /// The halo depth it ended at.
     pub depth: usize,
     /// `--halo-depth auto`'s measurements (every process has the same).
@@ -70,6 +73,8 @@ pub(crate) struct VpMeta {
     decisions: Vec<DecisionRecord>,
     checkpoints: Vec<CheckpointRecord>,
     messages: u64,
+    #[serde(default)]
+    device_messages: u64,
     depth: usize,
     depth_trials: Vec<DepthTrial>,
 }
@@ -91,6 +96,7 @@ impl VpMeta {
             decisions: r.decisions.clone(),
             checkpoints: r.checkpoints.clone(),
             messages: r.messages,
+            device_messages: r.device_messages,
             depth: r.depth,
             depth_trials: r.depth_trials.clone(),
         }
@@ -114,6 +120,7 @@ impl VpMeta {
                 decisions: self.decisions,
                 checkpoints: self.checkpoints,
                 messages: self.messages,
+                device_messages: self.device_messages,
                 depth: self.depth,
                 depth_trials: self.depth_trials,
             },
@@ -160,15 +167,25 @@ struct Vp<'a, T, X> {
     snapshots: Vec<Vec<T>>,
     /// Halo messages sent.
     messages: u64,
+    /// Of those, the ones that stayed in device memory.
+    device_messages: u64,
+    /// The mailbox of halos in device memory, shared with the virtual
+    /// processes here.
+    mail: &'a PeerMail,
+    /// Received device messages, reused for sends (after the `wait` that
+    /// completes the copies out of them).
+    recycled_dev: Vec<DeviceMessage>,
     /// Iterations between halo exchanges now (ghost cells that many
     /// reaches deep).
     depth: usize,
 }
 
 /// Runs virtual process `p` of `run` on the device `spec` describes.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run<T: Cell, X: Transport<T>>(
     run: &RunPlan<T>,
     progress: &AtomicU64,
+    mail: &PeerMail,
     spec: &DeviceSpec,
     cores: &[usize],
     p: usize,
@@ -180,7 +197,8 @@ pub(crate) fn run<T: Cell, X: Transport<T>>(
         cause,
     };
     let device = spec.build_pinned::<T>(cores).map_err(|e| fail(e.into()))?;
-    let mut vp = Vp::new(run, progress, p, spec.to_string(), device, transport)?;
+    mail.register(p, device.peer_domain());
+    let mut vp = Vp::new(run, progress, mail, p, spec.to_string(), device, transport)?;
     vp.run()
 }
 
@@ -202,6 +220,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     fn new(
         run: &'a RunPlan<T>,
         progress: &'a AtomicU64,
+        mail: &'a PeerMail,
         p: usize,
         device_name: String,
         mut device: Box<dyn Controller<T>>,
@@ -302,6 +321,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             committing: None,
             snapshots,
             messages: 0,
+            device_messages: 0,
+            mail,
+            recycled_dev: Vec::new(),
             depth: run.halo_depth.max(1),
         })
     }
@@ -411,6 +433,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             decisions,
             checkpoints,
             messages: self.messages,
+            device_messages: self.device_messages,
             depth: self.depth,
             depth_trials,
         })
@@ -853,12 +876,33 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         Ok((self.device.take_kernel_seconds(), comm))
     }
 
-    /// Sends every neighbour its halo cells from `buf`.
+    /// Sends every neighbour its halo cells from `buf`: in device memory to
+    /// a neighbour here whose device shares it (an empty message through
+    /// the transport says so), else through the host.
     fn post_sends(&mut self, buf: BufferId, tag: u64) -> Result<(), RunError> {
         for i in 0..self.geometry.plan.vp(self.p).sends.len() {
             let mut msg = self.recycled.pop().unwrap_or_default();
             msg.clear();
             let x = &self.geometry.plan.vp(self.p).sends[i];
+            let dense = x
+                .regions
+                .iter()
+                .all(|r| r.sigs().iter().all(|s| s.stride() == 1));
+            if x.card() > 0 && dense && self.mail.shared(self.p, x.peer) {
+                let (peer, regions) = (x.peer, x.regions.clone());
+                let reuse = self.recycled_dev.pop();
+                let cells = self
+                    .device
+                    .pack_peer(buf, &regions, reuse)
+                    .map_err(|e| self.dev_err(e))?;
+                self.mail.post(self.p, peer, tag, cells);
+                self.transport
+                    .send(peer, tag, msg)
+                    .map_err(|e| self.net_err(e))?;
+                self.messages += 1;
+                self.device_messages += 1;
+                continue;
+            }
             for r in &x.regions {
                 self.device
                     .read(buf, r, &mut msg)
@@ -884,6 +928,22 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 .transport
                 .recv(peer, tag)
                 .map_err(|e| self.net_err(e))?;
+            if msg.is_empty() && card > 0 {
+                let Some(cells) = self.mail.take(peer, self.p, tag) else {
+                    return Err(self.fail(VpError::Protocol(format!(
+                        "halo from {peer} said to be in device memory, but is not"
+                    ))));
+                };
+                let regions = self.geometry.plan.vp(self.p).recvs[i].regions.clone();
+                self.device
+                    .unpack_peer(buf, &regions, &cells)
+                    .map_err(|e| self.dev_err(e))?;
+                // Kept for a send after the copies are done (the exchange's
+                // wait, or the main lane's order before any later copy).
+                self.recycled_dev.push(cells);
+                self.recycled.push(msg);
+                continue;
+            }
             if msg.len() != card {
                 return Err(self.fail(VpError::Protocol(format!(
                     "halo from {peer} has {} cells, expected {card}",

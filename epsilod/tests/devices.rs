@@ -62,6 +62,12 @@ macro_rules! device_suite {
 
             #[test]
             $(#[$test_attr])*
+            fn halos_in_device_memory() {
+                super::halos_in_device_memory($kind);
+            }
+
+            #[test]
+            $(#[$test_attr])*
             fn recovering_from_a_failed_device() {
                 super::recovering_from_a_failed_device($kind);
             }
@@ -615,6 +621,128 @@ fn deep_halos(kind: &str) {
             assert_eq!(bits(&out.grid), bits(&want), "{lib} depth {depth}");
         }
     }
+}
+
+/// Between `kind` devices of one process (one context: they share device
+/// memory) every halo stays on the device, and with a CPU device between
+/// them only the halos that touch the CPU go through the host: row, column
+/// and 2x2 splits, 2-d and 3-d, one-step and deep halos, and rebalances
+/// that resize the tiles, bit-identical to the serial reference.
+#[allow(dead_code)]
+fn halos_in_device_memory(kind: &str) {
+    // (stencil, sizes, devices, partition, halo depth)
+    type Case<'a> = (Library, Vec<usize>, &'a [&'a str], Partition, usize);
+    let cases: [Case; 6] = [
+        (
+            Library::S2d4,
+            vec![40, 36],
+            &[kind, kind],
+            Partition::Single(0),
+            1,
+        ),
+        (
+            Library::S2d8,
+            vec![40, 36],
+            &[kind, kind],
+            Partition::Single(1),
+            1,
+        ),
+        (
+            Library::S2d4,
+            vec![40, 36],
+            &[kind, kind, kind, kind],
+            Partition::Multi,
+            1,
+        ),
+        (
+            Library::S3d27,
+            vec![20, 12, 10],
+            &[kind, kind],
+            Partition::Single(2),
+            2,
+        ),
+        (
+            Library::S2d4,
+            vec![40, 36],
+            &[kind, kind],
+            Partition::Single(0),
+            3,
+        ),
+        (
+            Library::S2d4,
+            vec![40, 36],
+            &["cpu:threads=1", kind, kind],
+            Partition::Single(0),
+            1,
+        ),
+    ];
+    for (lib, sizes, devs, part, depth) in cases {
+        let spec = lib.spec();
+        let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 6);
+        let want = reference::run(
+            &sizes,
+            &spec.low,
+            &spec.high,
+            17,
+            &init,
+            reference::library_formula(lib),
+        );
+        let out = Skeleton::new(
+            &sizes,
+            Stencil::<f32>::library(lib, KernelChoice::Specialized),
+        )
+        .iterations(17)
+        .init(init.clone())
+        .devices(devices(devs))
+        .partition(part)
+        .halo_depth(epsilod::HaloDepth::Depth(depth))
+        .run()
+        .unwrap_or_else(|e| panic!("{lib} {devs:?} {part}: {e}"));
+        let what = format!("{lib} on {devs:?} {part} depth {depth}");
+        assert_eq!(bits(&out.grid), bits(&want), "{what}");
+        let s = &out.report.summary;
+        assert!(s.halo_messages > 0, "{what}: no halos");
+        if devs.contains(&"cpu:threads=1") {
+            // Two of the four messages an exchange sends touch the CPU.
+            assert_eq!(s.halo_messages_on_device * 2, s.halo_messages, "{what}");
+        } else {
+            assert_eq!(s.halo_messages_on_device, s.halo_messages, "{what}");
+        }
+    }
+    // Rebalances move rows (through the host) and resize tiles; the halos
+    // between the two devices stay on them.
+    let plan = vec![
+        vec![1.0, 3.0, 1.0],
+        vec![1.0, 1.0, 4.0],
+        vec![2.0, 1.0, 1.0],
+    ];
+    let alb = Alb::custom("every-third", move || Box::new(EveryThird(plan.clone()))).window(2);
+    let (lib, sizes) = (Library::S2d4, vec![98usize, 40]);
+    let spec = lib.spec();
+    let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 7);
+    let want = reference::run(
+        &sizes,
+        &spec.low,
+        &spec.high,
+        30,
+        &init,
+        reference::library_formula(lib),
+    );
+    let out = Skeleton::new(
+        &sizes,
+        Stencil::<f32>::library(lib, KernelChoice::Specialized),
+    )
+    .iterations(30)
+    .init(init)
+    .devices(devices(&["cpu:threads=1", kind, kind]))
+    .partition(Partition::Weighted(0))
+    .alb(alb)
+    .run()
+    .unwrap_or_else(|e| panic!("rebalanced: {e}"));
+    assert_eq!(bits(&out.grid), bits(&want), "rebalanced");
+    assert!(out.report.redistributions.len() >= 5, "too few rebalances");
+    let s = &out.report.summary;
+    assert_eq!(s.halo_messages_on_device * 2, s.halo_messages, "rebalanced");
 }
 
 /// A `kind` device failing mid-run is dropped; the run goes on from its

@@ -8,6 +8,7 @@ use super::runtime::{DeviceRuntime, Lane};
 use super::slots::{check_alloc, ResizePlan, Slot, Slots};
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::DeviceError;
+use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::{HitmapError, Shape};
 use kernels::device::{FusedArgs, FusedShape, MAX_FUSED_STEPS};
 use kernels::{Cell, Kernel};
@@ -349,30 +350,36 @@ fn read_region<R: DeviceRuntime, T: Cell>(
     Ok(())
 }
 
-/// Copies `region` from one slot to another on the device, piece by piece
-/// (one region in two allocations: pieces of equal sizes); `false` where the
-/// runtime cannot, and then the caller copies through the host (which
-/// overwrites whatever pieces were copied).
+/// Copies `region` from one allocation to another on the device (each a
+/// buffer and the shape it is laid out over), piece by piece (one region
+/// in two allocations: pieces of equal sizes); `false` where the runtime
+/// cannot, and then the caller copies through the host (which overwrites
+/// whatever pieces were copied).
 fn copy_within<R: DeviceRuntime, T: Cell>(
     rt: &mut R,
-    from: &Slot<R::Buffer>,
-    to: &Slot<R::Buffer>,
+    (from, from_alloc): (&R::Buffer, &Shape),
+    (to, to_alloc): (&R::Buffer, &Shape),
     region: &Shape,
 ) -> Result<bool, DeviceError> {
     let size = std::mem::size_of::<T>();
     let (a, b) = (
-        CopyPlan::new(&from.alloc, region, size),
-        CopyPlan::new(&to.alloc, region, size),
+        CopyPlan::new(from_alloc, region, size),
+        CopyPlan::new(to_alloc, region, size),
     );
     if a.pieces.len() != b.pieces.len() {
         return Ok(false);
     }
     for ((_, p), (_, q)) in a.pieces.iter().zip(&b.pieces) {
-        if !rt.copy_within(&from.buf, p, &to.buf, q)? {
+        if !rt.copy_within(from, p, to, q)? {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// Why a peer message cannot be used here.
+fn foreign(why: String) -> DeviceError {
+    DeviceError::BadOption(format!("device message: {why}"))
 }
 
 impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
@@ -421,7 +428,12 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
             alloc,
             extent: extent.clone(),
         };
-        if !copy_within::<R, T>(&mut self.rt, old, &next, &keep)? {
+        if !copy_within::<R, T>(
+            &mut self.rt,
+            (&old.buf, &old.alloc),
+            (&next.buf, &next.alloc),
+            &keep,
+        )? {
             let mut kept: Vec<T> = Vec::new();
             read_region(&mut self.rt, old, &keep, &mut kept)?;
             write_region(&mut self.rt, &next, &keep, &kept)?;
@@ -448,6 +460,101 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         let slot = self.slots.get(buf)?;
         slot.check_region(region)?;
         read_region(&mut self.rt, slot, region, out)
+    }
+
+    fn peer_domain(&self) -> Option<PeerDomain> {
+        self.rt
+            .peer_domain()
+            .map(|id| PeerDomain { api: R::API, id })
+    }
+
+    fn pack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        reuse: Option<DeviceMessage>,
+    ) -> Result<DeviceMessage, DeviceError> {
+        let domain = self
+            .peer_domain()
+            .ok_or_else(|| foreign(format!("{} shares no device memory", R::API)))?;
+        let size = std::mem::size_of::<T>();
+        let lens: Vec<usize> = regions.iter().map(|r| r.card() * size).collect();
+        // Buffers of a message that came in, where they fit: a neighbour's
+        // halo is the size of this device's halo to it.
+        let mut parts: Vec<R::Buffer> = match reuse {
+            Some(m) if m.domain == domain && m.lens == lens && m.parts.is::<Vec<R::Buffer>>() => *m
+                .parts
+                .downcast::<Vec<R::Buffer>>()
+                .map_err(|_| foreign(format!("not from a {} device", R::API)))?,
+            Some(m) => {
+                // Copies out of it may still run on this device's lanes,
+                // and a CUDA buffer is freed on the stream it came from.
+                self.rt.finish()?;
+                drop(m);
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+        if parts.len() != regions.len() {
+            parts = lens
+                .iter()
+                .map(|&n| self.rt.alloc(n))
+                .collect::<Result<_, _>>()?;
+        }
+        let slot = self.slots.get(buf)?;
+        for (r, part) in regions.iter().zip(&parts) {
+            slot.check_region(r)?;
+            // The part is laid out over the region itself: packed.
+            if !copy_within::<R, T>(&mut self.rt, (&slot.buf, &slot.alloc), (part, r), r)? {
+                return Err(foreign(format!(
+                    "{} cannot copy {r} within the device",
+                    R::API
+                )));
+            }
+        }
+        self.rt.finish()?;
+        Ok(DeviceMessage {
+            domain,
+            lens,
+            parts: Box::new(parts),
+        })
+    }
+
+    fn unpack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        msg: &DeviceMessage,
+    ) -> Result<(), DeviceError> {
+        if Some(&msg.domain) != self.peer_domain().as_ref() {
+            return Err(foreign(format!(
+                "packed in {:?}, not this device's memory",
+                msg.domain
+            )));
+        }
+        let size = std::mem::size_of::<T>();
+        let lens: Vec<usize> = regions.iter().map(|r| r.card() * size).collect();
+        if lens != msg.lens {
+            return Err(foreign(format!(
+                "regions of {:?} bytes, {lens:?} expected",
+                msg.lens
+            )));
+        }
+        let parts = msg
+            .parts
+            .downcast_ref::<Vec<R::Buffer>>()
+            .ok_or_else(|| foreign(format!("not from a {} device", R::API)))?;
+        let slot = self.slots.get(buf)?;
+        for (r, part) in regions.iter().zip(parts) {
+            slot.check_region(r)?;
+            if !copy_within::<R, T>(&mut self.rt, (part, r), (&slot.buf, &slot.alloc), r)? {
+                return Err(foreign(format!(
+                    "{} cannot copy {r} within the device",
+                    R::API
+                )));
+            }
+        }
+        Ok(())
     }
 
     fn fill(
@@ -619,7 +726,12 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         for i in 0..levels {
             let b = self.scratch(i, src)?;
             let (from, to) = (self.slots.get(src)?, self.slots.get(b)?);
-            if !copy_within::<R, T>(&mut self.rt, from, to, &reads)? {
+            if !copy_within::<R, T>(
+                &mut self.rt,
+                (&from.buf, &from.alloc),
+                (&to.buf, &to.alloc),
+                &reads,
+            )? {
                 let mut cells: Vec<T> = Vec::new();
                 read_region(&mut self.rt, from, &reads, &mut cells)?;
                 write_region(&mut self.rt, to, &reads, &cells)?;

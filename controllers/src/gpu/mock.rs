@@ -242,6 +242,12 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         Ok(true)
     }
 
+    fn peer_domain(&self) -> Option<u64> {
+        // Host memory: any mock that copies within the device can copy
+        // another's buffers.
+        self.gpu.then_some(0)
+    }
+
     fn compile(&mut self, source: &str) -> Result<Compiled<Self::Kernel>, DeviceError> {
         let kernel = self
             .known

@@ -40,7 +40,7 @@ pub struct Compiled<K> {
 /// be complete, host memory included, when they return.
 pub trait DeviceRuntime: Send {
     /// A device buffer of bytes.
-    type Buffer: Send;
+    type Buffer: Send + 'static;
     /// A compiled kernel, ready to launch.
     type Kernel: Send;
     /// What a launch leaves to time it by (an event).
@@ -96,6 +96,15 @@ pub trait DeviceRuntime: Send {
     ) -> Result<bool, DeviceError> {
         let _ = (from, from_piece, to, to_piece);
         Ok(false)
+    }
+
+    /// Which runtimes of the process can copy this one's buffers with
+    /// [`DeviceRuntime::copy_within`], one to another: an id shared by the
+    /// runtimes of one context (`None`, the default: none can). Their
+    /// copies must then accept buffers another of them allocated, on this
+    /// runtime's own main lane.
+    fn peer_domain(&self) -> Option<u64> {
+        None
     }
 
     /// Compiles `source` (a `kernels::DeviceKernel` in [`Self::DIALECT`]; its

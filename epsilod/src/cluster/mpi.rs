@@ -216,6 +216,7 @@ mod tests {
                 seconds: 0.75,
             }],
             messages: 9,
+            device_messages: 4,
             depth: 4,
             depth_trials: vec![DepthTrial {
                 depth: 2,
@@ -234,6 +235,7 @@ mod tests {
         assert_eq!(back.decisions, r.decisions);
         assert_eq!(back.checkpoints, r.checkpoints);
         assert_eq!(back.messages, 9);
+        assert_eq!(back.device_messages, 4);
         assert_eq!((back.depth, back.depth_trials), (4, r.depth_trials));
         assert!(serde_json::from_slice::<VpMeta>(&bytes[..bytes.len() / 2]).is_err());
     }
