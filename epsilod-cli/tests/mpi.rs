@@ -699,6 +699,54 @@ fn opencl_devices_join_cpu_devices_across_ranks() {
     same_as_one_process(2, &args, dir.path(), "ocl-gas");
 }
 
+/// Two ranks of two OpenCL devices each (one context per rank): the halos
+/// between the devices of a rank stay in device memory, the one between
+/// the ranks goes through MPI, and the field is the one-process run's.
+#[cfg(feature = "opencl")]
+#[test]
+fn opencl_halos_stay_on_the_device_within_a_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = |rank: usize| format!("[[device]]\nrank = {rank}\nkind = \"opencl\"\n");
+    let f = device_file(dir.path(), "ocl4.toml", &[0, 0, 1, 1].map(table).concat());
+    let (a, b) = (path(dir.path(), "one.dat"), path(dir.path(), "two.dat"));
+    let (ra, rb) = (path(dir.path(), "one.json"), path(dir.path(), "two.json"));
+    let common = [
+        "run", "2d4", "--size", "66", "--iters", "7", "--init", "random",
+    ];
+    let mut one = common.to_vec();
+    one.extend([
+        "--partition",
+        "s0",
+        "--quiet",
+        "--output",
+        &a,
+        "--report",
+        &ra,
+    ]);
+    for _ in 0..4 {
+        one.extend(["--devices", "opencl"]);
+    }
+    ok(&alone(&one), "one process");
+    let mut two = common.to_vec();
+    two.extend(["--partition", "s0", "--device-file", &f, "--quiet"]);
+    two.extend(["--output", &b, "--report", &rb]);
+    ok(&mpirun(2, &two), "two ranks");
+    assert!(
+        std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+        "two ranks differ from one process"
+    );
+    let count = |r: &str, what: &str| report(r)["summary"][what].as_u64().unwrap();
+    let all = count(&ra, "halo_messages");
+    assert!(all > 0);
+    assert_eq!(count(&ra, "halo_messages_on_device"), all, "one process");
+    assert_eq!(count(&rb, "halo_messages"), all);
+    assert_eq!(
+        3 * count(&rb, "halo_messages_on_device"),
+        2 * all,
+        "two ranks"
+    );
+}
+
 #[test]
 fn commbench_pairs_processes_across_ranks() {
     let dir = tempfile::tempdir().unwrap();

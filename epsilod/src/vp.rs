@@ -128,6 +128,11 @@ impl VpMeta {
     }
 }
 
+/// Whether `r` is a box with no stride: what device messages carry.
+fn dense(r: &Shape) -> bool {
+    r.sigs().iter().all(|s| s.stride() == 1)
+}
+
 /// Where this process stands in the current layout.
 struct Geometry {
     layout: Layout,
@@ -884,11 +889,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             let mut msg = self.recycled.pop().unwrap_or_default();
             msg.clear();
             let x = &self.geometry.plan.vp(self.p).sends[i];
-            let dense = x
-                .regions
-                .iter()
-                .all(|r| r.sigs().iter().all(|s| s.stride() == 1));
-            if x.card() > 0 && dense && self.mail.shared(self.p, x.peer) {
+            if x.card() > 0 && x.regions.iter().all(dense) && self.mail.shared(self.p, x.peer) {
                 let (peer, regions) = (x.peer, x.regions.clone());
                 let reuse = self.recycled_dev.pop();
                 let cells = self
@@ -1007,6 +1008,21 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         };
         let levels = levels.to_vec();
         for m in plan.sends_of(self.p) {
+            if m.region.card() > 0 && dense(&m.region) && self.mail.shared(self.p, m.to) {
+                // In device memory, a message per level, announced by an
+                // empty one (as halos are).
+                for &b in &levels {
+                    let cells = self
+                        .device
+                        .pack_peer(b, std::slice::from_ref(&m.region), None)
+                        .map_err(|e| self.dev_err(e))?;
+                    self.mail.post(self.p, m.to, tag, cells);
+                }
+                self.transport
+                    .send(m.to, tag, Vec::new())
+                    .map_err(|e| self.net_err(e))?;
+                continue;
+            }
             let mut msg = Vec::with_capacity(m.region.card() * levels.len());
             for &b in &levels {
                 self.device
@@ -1035,12 +1051,28 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 .map_err(|e| self.dev_err(e))?;
         }
         // 3. Rows arriving.
+        let mut arrived = Vec::new();
         for m in plan.recvs_of(self.p) {
             let msg = self
                 .transport
                 .recv(m.from, tag)
                 .map_err(|e| self.net_err(e))?;
             let cells = m.region.card();
+            if msg.is_empty() && cells > 0 {
+                for &b in &levels {
+                    let Some(rows) = self.mail.take(m.from, self.p, tag) else {
+                        return Err(self.fail(VpError::Protocol(format!(
+                            "moved rows from {} said to be in device memory, but are not",
+                            m.from
+                        ))));
+                    };
+                    self.device
+                        .unpack_peer(b, std::slice::from_ref(&m.region), &rows)
+                        .map_err(|e| self.dev_err(e))?;
+                    arrived.push(rows);
+                }
+                continue;
+            }
             if msg.len() != cells * levels.len() {
                 return Err(self.fail(VpError::Protocol(format!(
                     "moved rows from {} have {} cells, expected {}",
@@ -1054,6 +1086,11 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                     .write(b, &m.region, part)
                     .map_err(|e| self.dev_err(e))?;
             }
+        }
+        if !arrived.is_empty() {
+            // The copies out of them are done before they go.
+            self.device.wait().map_err(|e| self.dev_err(e))?;
+            drop(arrived);
         }
         // 4. Boundary cells are never computed: set them from init where
         // the tile did not hold them already (the kept rows keep theirs).

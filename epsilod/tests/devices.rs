@@ -709,8 +709,9 @@ fn halos_in_device_memory(kind: &str) {
             assert_eq!(s.halo_messages_on_device, s.halo_messages, "{what}");
         }
     }
-    // Rebalances move rows (through the host) and resize tiles; the halos
-    // between the two devices stay on them.
+    // Rebalances resize the tiles and move rows, between the two `kind`
+    // devices in device memory too (the weights make them trade rows);
+    // the halos between them stay on them.
     let plan = vec![
         vec![1.0, 3.0, 1.0],
         vec![1.0, 1.0, 4.0],
