@@ -8,7 +8,9 @@ use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::DeviceError;
 use hitmap::{Shape, Sig};
 use kernels::reference;
-use kernels::{basic_init, library_kernel, Cell, KernelChoice, Library, Real};
+use kernels::{
+    basic_init, library_kernel, Cell, DeviceScalar, InitSpec, KernelChoice, Library, Real,
+};
 use std::sync::Arc;
 
 /// An irregular value per index (so misplaced cells show), centred on 0.
@@ -178,6 +180,100 @@ pub fn peer_messages<T: Probe>(make: &mut dyn FnMut() -> Box<dyn Controller<T>>)
         a.free(ta).unwrap();
         b.free(tb).unwrap();
     }
+}
+
+/// Initial states computed on the device (`InitSpec`'s kernels: EPSILOD's
+/// boundary values, a random interior or none, 2-d and 3-d) over a whole
+/// tile offset from the origin and over a block inside it: the bits of the
+/// host's values, and nothing outside the region written. A device that
+/// does not fill on the device says so and is left as it was.
+pub fn device_init<T: Probe + Real + DeviceScalar>(c: &mut dyn Controller<T>) {
+    let specs = [
+        InitSpec {
+            sizes: vec![20, 18],
+            low: vec![1, 2],
+            high: vec![2, 1],
+            random: Some(7),
+        },
+        InitSpec {
+            sizes: vec![20, 18],
+            low: vec![1, 1],
+            high: vec![1, 1],
+            random: None,
+        },
+        InitSpec {
+            sizes: vec![9, 8, 11],
+            low: vec![1, 1, 2],
+            high: vec![1, 2, 1],
+            random: Some(3),
+        },
+    ];
+    for spec in specs {
+        let nd = spec.sizes.len();
+        let ext = Shape::from_ranges(
+            &spec
+                .sizes
+                .iter()
+                .map(|&n| (-1, n as i64 + 1))
+                .collect::<Vec<_>>(),
+        );
+        let cap = ext.expand(&vec![2; nd], &vec![1; nd]);
+        let kernel = spec.device_kernel::<T>().expect("a kernel");
+        let want = |i: &[i64]| T::from_f64(spec.value(i) as f64);
+        let b = c.alloc(&ext, &cap).unwrap();
+        let untouched = |_: &[i64]| T::numbered(5);
+        c.fill(b, &ext, &untouched).unwrap();
+        if !c.fill_device(b, &ext, &kernel).expect("fill") {
+            assert!(
+                read_all(c, b, &ext) == probes_of(&ext, &untouched),
+                "refused, yet wrote"
+            );
+            c.free(b).unwrap();
+            return;
+        }
+        c.wait().unwrap();
+        let got = read_all(c, b, &ext);
+        assert_eq!(
+            bits(&got),
+            bits(&probes_of(&ext, &want)),
+            "{spec:?}: whole tile"
+        );
+        c.fill(b, &ext, &untouched).unwrap();
+        let block = Shape::from_ranges(
+            &spec
+                .sizes
+                .iter()
+                .map(|&n| (2, n as i64 - 3))
+                .collect::<Vec<_>>(),
+        );
+        assert!(c.fill_device(b, &block, &kernel).unwrap());
+        c.wait().unwrap();
+        let expected: Vec<T> = ext
+            .iter()
+            .map(|i| {
+                if block.contains(&i) {
+                    want(&i)
+                } else {
+                    untouched(&i)
+                }
+            })
+            .collect();
+        assert_eq!(
+            bits(&read_all(c, b, &ext)),
+            bits(&expected),
+            "{spec:?}: a block"
+        );
+        let outside = ext.expand(&vec![1; nd], &vec![0; nd]);
+        assert!(
+            c.fill_device(b, &outside, &kernel).is_err(),
+            "outside the extent"
+        );
+        c.free(b).unwrap();
+    }
+}
+
+fn probes_of<T: Cell>(r: &Shape, f: &dyn Fn(&[i64]) -> T) -> Vec<T> {
+    r.iter().map(|i| f(&i)).collect()
 }
 
 /// Growing and shrinking keeps the shared cells at their global indices.
@@ -691,6 +787,7 @@ pub fn run_all(make: &mut dyn FnMut() -> Box<dyn Controller<f32>>) {
     fused_against_single_steps(make().as_mut());
     launch_errors(make().as_mut());
     aux_fields(make().as_mut());
+    device_init(make().as_mut());
     peer_messages(make);
 }
 
@@ -728,10 +825,10 @@ macro_rules! controller_conformance {
             $crate::controller_conformance!(@tests [$(#[$attr])*] single = f32:
                 transfers boxes resizing specialised_kernels generic_kernels
                 overlapped_launches fused_launches fused_against_single_steps launch_errors
-                aux_fields);
+                aux_fields device_init);
             $crate::controller_conformance!(@tests [$(#[$attr])*] double = f64:
                 transfers boxes resizing generic_kernels overlapped_launches fused_launches
-                fused_against_single_steps launch_errors aux_fields);
+                fused_against_single_steps launch_errors aux_fields device_init);
             $crate::controller_conformance!(@tests [$(#[$attr])*] d3q19 = [f32; 19]:
                 transfers boxes resizing);
 

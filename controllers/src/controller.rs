@@ -3,7 +3,7 @@
 use crate::error::DeviceError;
 use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::Shape;
-use kernels::Kernel;
+use kernels::{DeviceKernel, Kernel};
 use std::sync::Arc;
 
 /// A buffer on a device, valid for the controller that made it.
@@ -47,6 +47,20 @@ pub trait Controller<T>: Send {
         f: &(dyn Fn(&[i64]) -> T + Sync),
     ) -> Result<(), DeviceError>;
 
+    /// Sets `region` of `buf` on the device by launching `init` (a
+    /// kernel that writes each cell from its global index and reads
+    /// nothing, such as `kernels::InitSpec::device_kernel`): no host fill,
+    /// no transfer. `Ok(false)` (the default) where the device does not,
+    /// and the caller then fills from the host. Ordered like a launch.
+    fn fill_device(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        init: &DeviceKernel,
+    ) -> Result<bool, DeviceError> {
+        let _ = (buf, region, init);
+        Ok(false)
+    }
     /// The domain of controllers that can copy this one's buffers, for
     /// halos that stay on the device ([`Controller::pack_peer`]); `None`
     /// (the default): its halos go through the host.
@@ -216,6 +230,14 @@ macro_rules! forward_memory {
         ) -> Result<(), $crate::DeviceError> {
             self.$inner.fill(buf, region, f)
         }
+        fn fill_device(
+            &mut self,
+            buf: $crate::BufferId,
+            region: &hitmap::Shape,
+            init: &kernels::DeviceKernel,
+        ) -> Result<bool, $crate::DeviceError> {
+            self.$inner.fill_device(buf, region, init)
+        }
         fn peer_domain(&self) -> Option<$crate::PeerDomain> {
             self.$inner.peer_domain()
         }
@@ -289,6 +311,14 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
         f: &(dyn Fn(&[i64]) -> T + Sync),
     ) -> Result<(), DeviceError> {
         (**self).fill(buf, region, f)
+    }
+    fn fill_device(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        init: &DeviceKernel,
+    ) -> Result<bool, DeviceError> {
+        (**self).fill_device(buf, region, init)
     }
     fn peer_domain(&self) -> Option<PeerDomain> {
         (**self).peer_domain()

@@ -1,11 +1,28 @@
 //! Initial values of library and spec stencils.
 
 use crate::args::InitKind;
-use kernels::{basic_init, random_value};
+use kernels::InitSpec;
 
 /// EPSILOD's values (boundary values, interior 0), or with `Random` the
 /// interior uniform in [0, 1) from `seed` (clear of the slow subnormal
-/// range, for timing studies).
+/// range, for timing studies): as a host function and, for devices that
+/// compute their tiles' values themselves, a device kernel.
+pub fn init_spec(
+    kind: InitKind,
+    seed: u64,
+    sizes: Vec<usize>,
+    low: Vec<usize>,
+    high: Vec<usize>,
+) -> InitSpec {
+    InitSpec {
+        sizes,
+        low,
+        high,
+        random: (kind == InitKind::Random).then_some(seed),
+    }
+}
+
+/// [`init_spec`]'s values as a host function.
 pub fn stencil_init(
     kind: InitKind,
     seed: u64,
@@ -13,14 +30,6 @@ pub fn stencil_init(
     low: Vec<usize>,
     high: Vec<usize>,
 ) -> impl Fn(&[i64]) -> f32 + Send + Sync + 'static {
-    move |i: &[i64]| {
-        let b = basic_init(i, &sizes, &low, &high);
-        let interior =
-            (0..i.len()).all(|d| i[d] >= low[d] as i64 && i[d] < (sizes[d] - high[d]) as i64);
-        if kind == InitKind::Random && interior {
-            random_value(i, seed)
-        } else {
-            b
-        }
-    }
+    let spec = init_spec(kind, seed, sizes, low, high);
+    move |i: &[i64]| spec.value(i)
 }

@@ -37,6 +37,8 @@ pub struct RunPlan<T> {
     pub(crate) pin: bool,
     /// The interior of the level before the first (kernels reading `old2`).
     pub(crate) init_previous: Option<InitFn<T>>,
+    /// `init` as a device kernel, for devices that launch it.
+    pub(crate) device_init: Option<Arc<kernels::DeviceKernel>>,
     /// Where and how often to write checkpoints.
     pub(crate) checkpoint: Option<Checkpointing>,
     /// The checkpoint this run resumes from.
@@ -149,6 +151,7 @@ impl<T> RunPlan<T> {
             observer,
             pin: false,
             init_previous: None,
+            device_init: None,
             checkpoint: None,
             restart: None,
             start: 0,

@@ -17,6 +17,7 @@ use crate::report::FailureRecord;
 use crate::stencil::{InitFn, SnapshotFn, Stencil};
 use hitmap::{Partition, Shape};
 use kernels::Cell;
+use kernels::DeviceKernel;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -135,6 +136,7 @@ pub struct Skeleton<T> {
     iters: u64,
     init: InitFn<T>,
     init_previous: Option<InitFn<T>>,
+    device_init: Option<Arc<DeviceKernel>>,
     devices: Vec<DeviceSpec>,
     partition: Partition,
     alb: Option<Alb>,
@@ -159,6 +161,7 @@ impl<T: Cell> Skeleton<T> {
             iters: 1,
             init: Arc::new(|_| T::zeroed()),
             init_previous: None,
+            device_init: None,
             devices: vec![DeviceSpec::cpu(crate::devices::all_cores())],
             partition: Partition::Multi,
             alb: None,
@@ -269,6 +272,16 @@ impl<T: Cell> Skeleton<T> {
     /// boundary cells keep it).
     pub fn init(mut self, f: impl Fn(&[i64]) -> T + Send + Sync + 'static) -> Self {
         self.init = Arc::new(f);
+        self
+    }
+
+    /// The init function as a device kernel (e.g.
+    /// `kernels::InitSpec::device_kernel`): devices that can launch it
+    /// (GPUs) compute their tiles' initial and boundary cells themselves
+    /// instead of receiving them from the host. It must give the bits `init`
+    /// gives; the others still use `init`.
+    pub fn init_on_device(mut self, kernel: DeviceKernel) -> Self {
+        self.device_init = Some(Arc::new(kernel));
         self
     }
 
@@ -384,6 +397,7 @@ impl<T: Cell> Skeleton<T> {
         .map(|mut plan| {
             plan.pin = self.pin;
             plan.init_previous = self.init_previous.clone();
+            plan.device_init = self.device_init.clone();
             plan.checkpoint = self.checkpoint.clone();
             plan.start = restart.as_ref().map_or(0, |r| r.manifest.iteration);
             plan.snapshot = self.snapshot.clone();

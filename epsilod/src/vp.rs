@@ -128,6 +128,22 @@ impl VpMeta {
     }
 }
 
+/// Sets `region` of `buf` from the run's init: on the device where it
+/// launches the init's device kernel, else from the host.
+fn fill_init<T: Cell>(
+    device: &mut dyn Controller<T>,
+    run: &RunPlan<T>,
+    buf: BufferId,
+    region: &Shape,
+) -> Result<(), DeviceError> {
+    if let Some(k) = &run.device_init {
+        if device.fill_device(buf, region, k)? {
+            return Ok(());
+        }
+    }
+    device.fill(buf, region, run.init.as_ref())
+}
+
 /// Whether `r` is a box with no stride: what device messages carry.
 fn dense(r: &Shape) -> bool {
     r.sigs().iter().all(|s| s.stride() == 1)
@@ -256,12 +272,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let capacity = geo.extent.expand(&spare, &spare).intersect(&global);
         let cur = device.alloc(&geo.extent, &capacity).map_err(err)?;
         let next = device.alloc(&geo.extent, &capacity).map_err(err)?;
-        device
-            .fill(cur, &geo.extent, run.init.as_ref())
-            .map_err(err)?;
-        device
-            .fill(next, &geo.extent, run.init.as_ref())
-            .map_err(err)?;
+        for b in [cur, next] {
+            fill_init(device.as_mut(), run, b, &geo.extent).map_err(err)?;
+        }
         if let Some(prev) = &run.init_previous {
             // Boundary cells are the init's in both buffers: after a swap
             // they are read as neighbours.
@@ -469,9 +482,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 .resize(b, &geo.extent, &spare)
                 .map_err(|e| self.dev_err(e))?;
             for part in geo.extent.difference(&self.interior) {
-                self.device
-                    .fill(b, &part, self.run.init.as_ref())
-                    .map_err(|e| self.dev_err(e))?;
+                fill_init(self.device.as_mut(), self.run, b, &part).map_err(|e| self.dev_err(e))?;
             }
         }
         self.fit_aux(&geo.extent, &spare)?;
@@ -1101,8 +1112,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         for part in geo.extent.difference(&self.interior) {
             for fresh in part.difference(&held) {
                 for b in [self.cur, self.next] {
-                    self.device
-                        .fill(b, &fresh, self.run.init.as_ref())
+                    fill_init(self.device.as_mut(), self.run, b, &fresh)
                         .map_err(|e| self.dev_err(e))?;
                 }
             }

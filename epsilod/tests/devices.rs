@@ -62,6 +62,12 @@ macro_rules! device_suite {
 
             #[test]
             $(#[$test_attr])*
+            fn initial_cells_computed_on_the_device() {
+                super::initial_cells_computed_on_the_device($kind);
+            }
+
+            #[test]
+            $(#[$test_attr])*
             fn halos_in_device_memory() {
                 super::halos_in_device_memory($kind);
             }
@@ -621,6 +627,71 @@ fn deep_halos(kind: &str) {
             assert_eq!(bits(&out.grid), bits(&want), "{lib} depth {depth}");
         }
     }
+}
+
+/// `Skeleton::init_on_device`: `kind` devices compute their tiles' initial
+/// cells with the kernel (given a kernel of another seed than the host
+/// function, the result is the kernel's), and beside a CPU device, through
+/// rebalances that fill new boundary cells, kernel and host function give
+/// one field, bit-identical to the reference; f32 and f64.
+#[allow(dead_code)]
+fn initial_cells_computed_on_the_device(kind: &str) {
+    use kernels::InitSpec;
+    fn case<T: kernels::Real + kernels::DeviceScalar>(kind: &str) {
+        let lib = Library::S2d4;
+        let sizes = vec![46usize, 30];
+        let spec = lib.spec();
+        let init = |seed: u64| InitSpec {
+            sizes: sizes.clone(),
+            low: spec.low.clone(),
+            high: spec.high.clone(),
+            random: Some(seed),
+        };
+        let reference = |seed: u64, iters: usize| {
+            let i = init(seed);
+            reference::run(
+                &sizes,
+                &spec.low,
+                &spec.high,
+                iters,
+                move |x: &[i64]| T::from_f64(i.value(x) as f64),
+                reference::generic_formula::<T>(&spec),
+            )
+        };
+        let host = init(1);
+        let out = Skeleton::new(&sizes, Stencil::<T>::library(lib, KernelChoice::Generic))
+            .iterations(5)
+            .init(move |x| T::from_f64(host.value(x) as f64))
+            .init_on_device(init(2).device_kernel::<T>().unwrap())
+            .devices(devices(&[kind, kind]))
+            .run()
+            .unwrap();
+        assert_eq!(bits(&out.grid), bits(&reference(2, 5)), "the kernel's seed");
+        let plan = vec![
+            vec![1.0, 3.0, 1.0],
+            vec![4.0, 1.0, 1.0],
+            vec![1.0, 1.0, 5.0],
+        ];
+        let alb = Alb::custom("every-third", move || Box::new(EveryThird(plan.clone()))).window(2);
+        let host = init(3);
+        let out = Skeleton::new(&sizes, Stencil::<T>::library(lib, KernelChoice::Generic))
+            .iterations(20)
+            .init(move |x| T::from_f64(host.value(x) as f64))
+            .init_on_device(init(3).device_kernel::<T>().unwrap())
+            .devices(devices(&["cpu:threads=1", kind, kind]))
+            .partition(Partition::Weighted(1))
+            .alb(alb)
+            .run()
+            .unwrap();
+        assert_eq!(
+            bits(&out.grid),
+            bits(&reference(3, 20)),
+            "mixed, rebalanced"
+        );
+        assert!(out.report.redistributions.len() >= 4);
+    }
+    case::<f32>(kind);
+    case::<f64>(kind);
 }
 
 /// Between `kind` devices of one process (one context: they share device

@@ -4,14 +4,14 @@
 use super::copy_plan::{strides, CopyPlan};
 use super::fused::{plan as plan_fused, FusedLimits};
 use super::geometry::{plan_launch, GroupHints};
-use super::runtime::{DeviceRuntime, Lane};
+use super::runtime::{Compiled, DeviceRuntime, Lane};
 use super::slots::{check_alloc, ResizePlan, Slot, Slots};
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::DeviceError;
 use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::{HitmapError, Shape};
 use kernels::device::{FusedArgs, FusedShape, MAX_FUSED_STEPS};
-use kernels::{Cell, Kernel};
+use kernels::{Cell, DeviceKernel, Kernel};
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -52,6 +52,8 @@ pub struct GpuController<R: DeviceRuntime, T> {
     /// A cap on fused kernels' work-group memory and their overhead bound
     /// ([`GpuController::with_fused_limits`]).
     fused_cap: Option<(usize, f64)>,
+    /// Compiled init kernels ([`Controller::fill_device`]), by source.
+    inits: HashMap<String, Compiled<R::Kernel>>,
     _cell: PhantomData<fn() -> T>,
 }
 
@@ -65,6 +67,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             timings: Vec::new(),
             scratch: Vec::new(),
             fused_cap: None,
+            inits: HashMap::new(),
             _cell: PhantomData,
         }
     }
@@ -460,6 +463,68 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         let slot = self.slots.get(buf)?;
         slot.check_region(region)?;
         read_region(&mut self.rt, slot, region, out)
+    }
+
+    fn fill_device(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        init: &DeviceKernel,
+    ) -> Result<bool, DeviceError> {
+        let strided = region.sigs().iter().any(|s| s.stride() != 1);
+        if !self.rt.compiles_any() || strided || init.aux() > 0 {
+            return Ok(false);
+        }
+        if init.cell().bytes() != std::mem::size_of::<T>() {
+            return Err(DeviceError::BadOption(format!(
+                "an init kernel of {}-byte cells for {}-byte cells",
+                init.cell().bytes(),
+                std::mem::size_of::<T>()
+            )));
+        }
+        let slot = self.slots.get(buf)?;
+        slot.check_region(region)?;
+        if region.is_empty() {
+            return Ok(true);
+        }
+        let source = init.source(R::DIALECT);
+        if !self.inits.contains_key(&source) {
+            let compiled = self.rt.compile(&source)?;
+            self.inits.insert(source.clone(), compiled);
+        }
+        let (slot, k) = (self.slots.get(buf)?, &self.inits[&source]);
+        let local: Vec<std::ops::Range<usize>> = region
+            .sigs()
+            .iter()
+            .zip(slot.alloc.sigs())
+            .map(|(r, a)| (r.begin() - a.begin()) as usize..(r.end() - a.begin()) as usize)
+            .collect();
+        let origin: Vec<i64> = region.sigs().iter().map(|g| g.begin()).collect();
+        let g = plan_launch(
+            &slot.alloc.extents(),
+            &local,
+            &origin,
+            k.hints,
+            self.rt.is_gpu(),
+        )?;
+        // SAFETY: the kernel reads no buffer and writes only the cells of
+        // `region`, which `check_region` put inside the allocation the
+        // geometry describes; `src` is passed only to fill the ABI.
+        let timing = unsafe {
+            self.rt.launch(
+                Lane::Main,
+                &k.kernel,
+                &slot.buf,
+                &slot.buf,
+                &g.longs,
+                &[],
+                g.grid,
+                g.group,
+            )?
+        };
+        // Setup, not an iteration's kernel time.
+        drop(timing);
+        Ok(true)
     }
 
     fn peer_domain(&self) -> Option<PeerDomain> {

@@ -242,6 +242,10 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         Ok(true)
     }
 
+    fn compiles_any(&self) -> bool {
+        false
+    }
+
     fn peer_domain(&self) -> Option<u64> {
         // Host memory: any mock that copies within the device can copy
         // another's buffers.

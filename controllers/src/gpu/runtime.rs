@@ -98,6 +98,12 @@ pub trait DeviceRuntime: Send {
         Ok(false)
     }
 
+    /// Whether it compiles kernels it was not given a Rust twin of (the
+    /// init kernels of `Controller::fill_device`); the mock does not.
+    fn compiles_any(&self) -> bool {
+        true
+    }
+
     /// Which runtimes of the process can copy this one's buffers with
     /// [`DeviceRuntime::copy_within`], one to another: an id shared by the
     /// runtimes of one context (`None`, the default: none can). Their

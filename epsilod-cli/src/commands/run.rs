@@ -4,7 +4,7 @@ use super::cells;
 use super::{check_report_path, write_report};
 use crate::args::RunArgs;
 use crate::error::CliError;
-use crate::init::stencil_init;
+use crate::init::init_spec;
 use crate::progress::Bar;
 use epsilod::devices::{load_device_file, one_cpu_per_rank, Placed};
 use epsilod::error::chain;
@@ -450,14 +450,20 @@ pub fn run_config(
             return finish(out.report, args, write && cluster.is_root());
         }
     };
-    let init = stencil_init(
+    let init = init_spec(
         args.init,
         args.seed,
         size.clone(),
         stencil.low.clone(),
         stencil.high.clone(),
     );
-    let mut skeleton = Skeleton::new(&size, stencil).init(init).options(&options);
+    let on_device = init.device_kernel::<f32>();
+    let mut skeleton = Skeleton::new(&size, stencil)
+        .init(move |i| init.value(i))
+        .options(&options);
+    if let Some(k) = on_device {
+        skeleton = skeleton.init_on_device(k);
+    }
     if let Some(s) = &options.snapshots {
         skeleton = skeleton.snapshot_files(s)?;
     }
