@@ -110,16 +110,21 @@ pub fn row_group(n: usize, max: usize) -> Option<usize> {
 /// to itself PoCL makes one work-group per row there, and waking a thread per
 /// group costs ~70 us a row (measured: a 2048-row column strip took longer
 /// than the 2048x1022 inner region). Whole rows of the strip, as many as fit
-/// in 256 work-items, when they tile the range.
+/// in 256 work-items and tile the range, in a power of two: PoCL compiles a
+/// kernel again for every new group shape (70-100 ms, 200 ms for an init
+/// kernel), and the rows of a strip change with every rebalance, so shapes
+/// from a fixed few are compiled once (ten row counts in a row cost ten
+/// compilations with groups of their largest divisor).
 pub fn thin_groups(width: usize, rows: usize, max: usize) -> Option<[usize; 3]> {
-    if width == 0 || width >= 64 {
+    if width == 0 || width >= 64 || rows == 0 {
         return None;
     }
-    let most = (max.min(256) / width).max(1);
-    let g = (1..=most.min(rows))
-        .rev()
-        .find(|&g| rows.is_multiple_of(g))?;
-    (g > 1).then_some([width, g, 1])
+    let most = (max.min(256) / width).max(1).min(rows);
+    let mut g = 1usize << most.ilog2();
+    while !rows.is_multiple_of(g) {
+        g /= 2;
+    }
+    Some([width, g, 1])
 }
 
 /// The launch of a non-empty `local` region (whose first cell has global
@@ -163,12 +168,15 @@ mod tests {
     #[test]
     fn thin_launches_group_whole_rows() {
         assert_eq!(thin_groups(1, 2048, 4096), Some([1, 256, 1]));
-        assert_eq!(thin_groups(2, 2047, 4096), Some([2, 89, 1]));
-        assert_eq!(thin_groups(3, 7, 4096), Some([3, 7, 1]));
-        assert_eq!(thin_groups(1, 1, 4096), None);
+        assert_eq!(thin_groups(2, 2047, 4096), Some([2, 1, 1]));
+        assert_eq!(thin_groups(2, 2426, 4096), Some([2, 2, 1]));
+        assert_eq!(thin_groups(3, 24, 4096), Some([3, 8, 1]));
+        assert_eq!(thin_groups(3, 7, 4096), Some([3, 1, 1]));
+        assert_eq!(thin_groups(1, 1, 4096), Some([1, 1, 1]));
         assert_eq!(thin_groups(64, 2048, 4096), None);
         assert_eq!(thin_groups(0, 2048, 4096), None);
         assert_eq!(thin_groups(1, 2048, 64), Some([1, 64, 1]));
+        assert_eq!(thin_groups(40, 2048, 0), Some([40, 1, 1]));
     }
 
     #[test]
