@@ -89,30 +89,36 @@ fn same_bits_as_the_serial_loop_on_every_layout() {
     }
 }
 
+/// Moved rows carry both levels, in one message or in slabs of a few rows
+/// (each slab both levels of its rows).
 #[test]
 fn rebalances_keep_both_levels() {
     let (size, iters) = ([40, 24], 60);
     let want = serial(size, iters, wavesim::DT);
-    let alb = Alb::custom("scripted", || {
-        Box::new(Scripted::new(&[(12, &[1.0, 3.0]), (33, &[4.0, 1.0])]))
-    })
-    .window(4);
-    let s = skeleton(
-        size,
-        iters as u64,
-        &["cpu:threads=1"; 2],
-        Partition::Weighted(0),
-    )
-    .alb(alb);
-    let out = s.run().unwrap();
-    assert_eq!(
-        out.report.redistributions.len(),
-        2,
-        "both scripted rebalances ran"
-    );
-    assert!(out.report.redistributions.iter().all(|r| r.rows_moved > 0));
-    let got: Vec<u32> = out.grid.iter().map(|v| v.to_bits()).collect();
-    assert_eq!(got, want);
+    // 96 bytes a row: one message, slabs of two rows, of one row.
+    for slab in [epsilod::alb::SLAB_BYTES, 200, 1] {
+        let alb = Alb::custom("scripted", || {
+            Box::new(Scripted::new(&[(12, &[1.0, 3.0]), (33, &[4.0, 1.0])]))
+        })
+        .window(4)
+        .slab_bytes(slab);
+        let s = skeleton(
+            size,
+            iters as u64,
+            &["cpu:threads=1"; 2],
+            Partition::Weighted(0),
+        )
+        .alb(alb);
+        let out = s.run().unwrap();
+        assert_eq!(
+            out.report.redistributions.len(),
+            2,
+            "both scripted rebalances ran"
+        );
+        assert!(out.report.redistributions.iter().all(|r| r.rows_moved > 2));
+        let got: Vec<u32> = out.grid.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "slabs of {slab} bytes");
+    }
 }
 
 /// A checkpoint holds both time levels: a restart on other devices goes on
@@ -150,7 +156,10 @@ fn same_bits_on_opencl_devices_and_through_a_rebalance() {
             "{devs:?} {part}"
         );
     }
-    let alb = Alb::custom("scripted", || Box::new(Scripted::new(&[(10, &[1.0, 2.0])]))).window(4);
+    // Slabs of two rows (28 cells, both levels), to and from the device.
+    let alb = Alb::custom("scripted", || Box::new(Scripted::new(&[(10, &[1.0, 2.0])])))
+        .window(4)
+        .slab_bytes(224);
     let s = skeleton(
         size,
         iters as u64,

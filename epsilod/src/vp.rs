@@ -1018,6 +1018,15 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             &[self.cur]
         };
         let levels = levels.to_vec();
+        // Moved rows go as slabs (`Alb::slab_bytes`): the sender packs the
+        // next while the receiver unpacks the last, and no buffer of a
+        // whole region is faulted in page by page.
+        let slab_cells = self
+            .run
+            .alb
+            .as_ref()
+            .map_or(crate::alb::SLAB_BYTES, |a| a.slab_bytes)
+            .div_ceil(std::mem::size_of::<T>().max(1));
         for m in plan.sends_of(self.p) {
             if m.region.card() > 0 && dense(&m.region) && self.mail.shared(self.p, m.to) {
                 // In device memory, a message per level, announced by an
@@ -1034,15 +1043,17 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                     .map_err(|e| self.net_err(e))?;
                 continue;
             }
-            let mut msg = Vec::with_capacity(m.region.card() * levels.len());
-            for &b in &levels {
-                self.device
-                    .read(b, &m.region, &mut msg)
-                    .map_err(|e| self.dev_err(e))?;
+            for slab in m.region.slabs(slab_cells) {
+                let mut msg = Vec::with_capacity(slab.card() * levels.len());
+                for &b in &levels {
+                    self.device
+                        .read(b, &slab, &mut msg)
+                        .map_err(|e| self.dev_err(e))?;
+                }
+                self.transport
+                    .send(m.to, tag, msg)
+                    .map_err(|e| self.net_err(e))?;
             }
-            self.transport
-                .send(m.to, tag, msg)
-                .map_err(|e| self.net_err(e))?;
         }
         // 2. Both buffers to the new extent, kept rows in place.
         let geo = geometry(
@@ -1064,12 +1075,15 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         // 3. Rows arriving.
         let mut arrived = Vec::new();
         for m in plan.recvs_of(self.p) {
-            let msg = self
+            let slabs = m.region.slabs(slab_cells);
+            if slabs.is_empty() {
+                continue;
+            }
+            let first = self
                 .transport
                 .recv(m.from, tag)
                 .map_err(|e| self.net_err(e))?;
-            let cells = m.region.card();
-            if msg.is_empty() && cells > 0 {
+            if first.is_empty() {
                 for &b in &levels {
                     let Some(rows) = self.mail.take(m.from, self.p, tag) else {
                         return Err(self.fail(VpError::Protocol(format!(
@@ -1084,18 +1098,29 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 }
                 continue;
             }
-            if msg.len() != cells * levels.len() {
-                return Err(self.fail(VpError::Protocol(format!(
-                    "moved rows from {} have {} cells, expected {}",
-                    m.from,
-                    msg.len(),
-                    cells * levels.len()
-                ))));
-            }
-            for (&b, part) in levels.iter().zip(msg.chunks(cells.max(1))) {
-                self.device
-                    .write(b, &m.region, part)
-                    .map_err(|e| self.dev_err(e))?;
+            let mut first = Some(first);
+            for slab in &slabs {
+                let msg = match first.take() {
+                    Some(msg) => msg,
+                    None => self
+                        .transport
+                        .recv(m.from, tag)
+                        .map_err(|e| self.net_err(e))?,
+                };
+                let cells = slab.card();
+                if msg.len() != cells * levels.len() {
+                    return Err(self.fail(VpError::Protocol(format!(
+                        "moved rows {slab} from {} have {} cells, expected {}",
+                        m.from,
+                        msg.len(),
+                        cells * levels.len()
+                    ))));
+                }
+                for (&b, part) in levels.iter().zip(msg.chunks(cells)) {
+                    self.device
+                        .write(b, slab, part)
+                        .map_err(|e| self.dev_err(e))?;
+                }
             }
         }
         if !arrived.is_empty() {

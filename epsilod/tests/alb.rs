@@ -45,6 +45,7 @@ proptest! {
         size in 16usize..40,
         devices in 2usize..5,
         events in prop::collection::vec((2u64..45, prop::collection::vec(0.05f64..5.0, 4)), 0..6),
+        slab in prop_oneof![Just(epsilod::alb::SLAB_BYTES), 1usize..400],
     ) {
         let _one_at_a_time = serial();
         let lib = [Library::S2d4, Library::S2dnc8, Library::S3d27, Library::S2df5, Library::S1dnc4][which];
@@ -54,7 +55,10 @@ proptest! {
         let iters = 50u64;
         let script: Vec<(u64, Vec<f64>)> = events.iter().map(|(at, w)| (*at, w[..devices].to_vec())).collect();
         let s2 = script.clone();
-        let alb = Alb::custom("scripted", move || Box::new(Scripted(s2.clone()))).window(2);
+        // Moved rows in one message, or in slabs of as little as a row.
+        let alb = Alb::custom("scripted", move || Box::new(Scripted(s2.clone())))
+            .window(2)
+            .slab_bytes(slab);
         let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 2);
         let run = Skeleton::new(&sizes, Stencil::<f32>::library(lib, KernelChoice::Specialized))
             .iterations(iters)

@@ -416,8 +416,12 @@ fn auxiliary_fields(kind: &str) {
             .halo_depth(epsilod::HaloDepth::Depth(depth));
         if alb {
             let p = plan.clone();
-            s = s
-                .alb(Alb::custom("every-third", move || Box::new(EveryThird(p.clone()))).window(2));
+            // Moved rows in slabs of two rows, to and from the devices.
+            s = s.alb(
+                Alb::custom("every-third", move || Box::new(EveryThird(p.clone())))
+                    .window(2)
+                    .slab_bytes(2 * cols * 4),
+            );
         }
         let out = s.run().unwrap_or_else(|e| panic!("{devs:?}: {e:?}"));
         let got: Vec<u32> = out.grid.iter().map(|v| v.to_bits()).collect();

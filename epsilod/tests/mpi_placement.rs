@@ -61,7 +61,9 @@ fn rank_main() {
         Alb::custom("scripted", || {
             Box::new(Scripted::new(&[(40, &[1.0, 3.0]), (80, &[2.0, 1.0])]))
         })
-        .window(5),
+        .window(5)
+        // A message a row (80 bytes) between the ranks.
+        .slab_bytes(80),
     )
     .placement(vec![1, 0])
     .run_in(&cluster)

@@ -146,6 +146,33 @@ impl Shape {
         Shape::new(sigs)
     }
 
+    /// `self` cut along dimension 0 into consecutive slabs of at most
+    /// `max_cells` elements each (but never less than one index of
+    /// dimension 0), in row-major order: concatenated, their elements are
+    /// `self`'s in order. None when `self` is empty. A large message sent
+    /// as slabs is packed, sent and unpacked a slab at a time, so its
+    /// buffers are reused and both ends work at once.
+    pub fn slabs(&self, max_cells: usize) -> Vec<Shape> {
+        if self.is_empty() || self.ndims() == 0 {
+            return if self.is_empty() {
+                Vec::new()
+            } else {
+                vec![self.clone()]
+            };
+        }
+        let s0 = self.sig(0);
+        let per = self.card() / s0.card();
+        let step = (max_cells / per).max(1);
+        (0..s0.card())
+            .step_by(step)
+            .map(|k| {
+                let begin = s0.begin() + k as i64 * s0.stride();
+                let end = s0.begin() + (k + step).min(s0.card()) as i64 * s0.stride();
+                self.with_sig(0, Sig::new(begin, end, s0.stride()))
+            })
+            .collect()
+    }
+
     /// The elements of `self` not in `other`, as disjoint shapes. Both must be
     /// contiguous (stride 1).
     pub fn difference(&self, other: &Shape) -> Vec<Shape> {
@@ -310,6 +337,18 @@ mod tests {
             let got: Vec<_> = i.iter().collect();
             prop_assert_eq!(got, want);
             prop_assert_eq!(i.card(), a.iter().filter(|x| bsig.contains(x)).count());
+        }
+
+        #[test]
+        fn slabs_are_the_shape_in_order(a in shape_strategy(), max in 0usize..40) {
+            let slabs = a.slabs(max);
+            let joined: Vec<Vec<i64>> = slabs.iter().flat_map(Shape::iter).collect();
+            prop_assert_eq!(joined, a.iter().collect::<Vec<_>>());
+            let row = if a.is_empty() { 0 } else { a.card() / a.sig(0).card() };
+            for s in &slabs {
+                prop_assert!(!s.is_empty());
+                prop_assert!(s.card() <= max.max(row));
+            }
         }
 
         #[test]
