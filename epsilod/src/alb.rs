@@ -56,10 +56,12 @@ pub struct Alb {
     /// dimension, as a fraction of its rows: rebalances that stay within it
     /// move rows without reallocating.
     pub spare: f64,
-    /// Bytes of one message of rows moved by a rebalance (at least one row
-    /// each): a region goes as slabs, so the sender packs one while the
-    /// receiver unpacks the one before, and no buffer of the whole region
-    /// is allocated (and faulted in page by page) at either end.
+    /// Bytes of each time level in one message of rows moved by a rebalance
+    /// (at least one row each; kernels that read the previous level send
+    /// both levels of a slab's rows together): a region goes as slabs, so
+    /// the sender packs one while the receiver unpacks the one before, and
+    /// no buffer of the whole region is allocated (and faulted in page by
+    /// page) at either end.
     pub slab_bytes: usize,
 }
 
@@ -106,7 +108,7 @@ impl Alb {
         self
     }
 
-    /// Bytes of one message of moved rows ([`Alb::slab_bytes`]).
+    /// Bytes of each level in one message of moved rows ([`Alb::slab_bytes`]).
     pub fn slab_bytes(mut self, bytes: usize) -> Alb {
         self.slab_bytes = bytes.max(1);
         self

@@ -221,6 +221,11 @@ pub struct Redistribution {
     pub rows_moved: usize,
     /// Bytes of the cells that moved.
     pub bytes_moved: usize,
+    /// Moves (regions from one process to another) that went device to
+    /// device, between devices of one process that share memory; absent
+    /// (0) in reports from before it was counted.
+    #[serde(default)]
+    pub moves_on_device: usize,
     /// Row shares before.
     pub weights_before: Vec<f64>,
     /// Row shares after.

@@ -307,8 +307,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         if !aux.is_empty() {
             device.bind_aux(kernel, &aux).map_err(err)?;
         }
-        let snapshots = match run.checkpoint {
-            Some(_) => {
+        // Only where a checkpoint falls before the end.
+        let snapshots = match &run.checkpoint {
+            Some(c) if c.every < run.iters => {
                 let levels = if run.stencil.kernel.reads_previous() {
                     2
                 } else {
@@ -316,7 +317,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 };
                 checkpoint::prefaulted(levels, geo.block.card())
             }
-            None => Vec::new(),
+            _ => Vec::new(),
         };
         Ok(Vp {
             run,
@@ -886,9 +887,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         .map_err(|e| self.dev_err(e))?;
         let t2 = Instant::now();
         self.complete_recvs(next, Tag::Halo(it).encode())?;
-        // The exchange ends with the halos written; what `wait` waits for
-        // beyond them is the inner region's kernel, timed as such (on a
-        // GPU it runs on after the halos, which counted it as exchange).
+        // The exchange ends with the halos written (or, device to device,
+        // their copies queued); what `wait` waits for beyond them is the
+        // inner region's kernel, timed as such (on a GPU it runs on after
+        // the halos, and counted as exchange too).
         comm += t2.elapsed().as_secs_f64();
         self.device.wait().map_err(|e| self.dev_err(e))?;
         std::mem::swap(&mut self.cur, &mut self.next);
@@ -899,13 +901,31 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     /// a neighbour here whose device shares it (an empty message through
     /// the transport says so), else through the host.
     fn post_sends(&mut self, buf: BufferId, tag: u64) -> Result<(), RunError> {
-        for i in 0..self.geometry.plan.vp(self.p).sends.len() {
+        // Received buffers wait here for a send; a process that receives
+        // more than it sends (a one-sided stencil's) keeps no more than its
+        // sends can use, or they would pile up every exchange.
+        let sends = self.geometry.plan.vp(self.p).sends.len();
+        self.recycled.truncate(sends);
+        if self.recycled_dev.len() > sends {
+            // Copies out of them may still be queued on this device.
+            self.device.wait().map_err(|e| self.dev_err(e))?;
+            self.recycled_dev.truncate(sends);
+        }
+        let size = std::mem::size_of::<T>();
+        for i in 0..sends {
             let mut msg = self.recycled.pop().unwrap_or_default();
             msg.clear();
             let x = &self.geometry.plan.vp(self.p).sends[i];
             if x.card() > 0 && x.regions.iter().all(dense) && self.mail.shared(self.p, x.peer) {
                 let (peer, regions) = (x.peer, x.regions.clone());
-                let reuse = self.recycled_dev.pop();
+                // A received message of this send's sizes (a neighbour's
+                // halo to this process is the size of this one's to it).
+                let lens: Vec<usize> = regions.iter().map(|r| r.card() * size).collect();
+                let reuse = self
+                    .recycled_dev
+                    .iter()
+                    .position(|m| m.lens() == lens)
+                    .map(|k| self.recycled_dev.swap_remove(k));
                 let cells = self
                     .device
                     .pack_peer(buf, &regions, reuse)
@@ -1030,8 +1050,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             .as_ref()
             .map_or(crate::alb::SLAB_BYTES, |a| a.slab_bytes)
             .div_ceil(std::mem::size_of::<T>().max(1));
+        let mut moves_on_device = 0;
         for m in plan.sends_of(self.p) {
             if m.region.card() > 0 && dense(&m.region) && self.mail.shared(self.p, m.to) {
+                moves_on_device += 1;
                 // In device memory, a message per level, announced by an
                 // empty one (as halos are).
                 for &b in &levels {
@@ -1154,13 +1176,13 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         self.post_sends(cur, refresh)?;
         self.complete_recvs(cur, refresh)?;
         let mine = t0.elapsed().as_secs_f64();
-        let seconds = self
+        let all = self
             .transport
-            .all_gather(&[mine])
-            .map_err(|e| self.net_err(e))?
-            .iter()
-            .map(|v| v[0])
-            .fold(0.0, f64::max);
+            .all_gather(&[mine, moves_on_device as f64])
+            .map_err(|e| self.net_err(e))?;
+        let seconds = all.iter().map(|v| v[0]).fold(0.0, f64::max);
+        // Exact in an f64: counts far below 2^53.
+        let moves_on_device = all.iter().map(|v| v[1] as usize).sum();
         a.rebalances += 1;
         let rows_moved = plan.moves().iter().map(|m| m.region.sig(d).card()).sum();
         a.heuristic.on_redistribute(&Rebalanced {
@@ -1178,6 +1200,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             seconds,
             rows_moved,
             bytes_moved: cells * std::mem::size_of::<T>(),
+            moves_on_device,
             weights_before: windows.iter().map(|w| w.rows as f64 / total).collect(),
             weights_after: weights,
         }))

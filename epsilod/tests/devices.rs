@@ -707,7 +707,15 @@ fn initial_cells_computed_on_the_device(kind: &str) {
 fn halos_in_device_memory(kind: &str) {
     // (stencil, sizes, devices, partition, halo depth)
     type Case<'a> = (Library, Vec<usize>, &'a [&'a str], Partition, usize);
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
+        // One-sided: the second device receives and never sends.
+        (
+            Library::S2df5,
+            vec![40, 36],
+            &[kind, kind],
+            Partition::Single(0),
+            1,
+        ),
         (
             Library::S2d4,
             vec![40, 36],
@@ -819,6 +827,15 @@ fn halos_in_device_memory(kind: &str) {
     assert!(out.report.redistributions.len() >= 5, "too few rebalances");
     let s = &out.report.summary;
     assert_eq!(s.halo_messages_on_device * 2, s.halo_messages, "rebalanced");
+    // Moves between the two `kind` devices (processes 1 and 2, neighbours)
+    // go device to device: every rebalance moves rows across that border,
+    // by the weights' ratios, one move a rebalance.
+    let r = &out.report.redistributions;
+    assert!(r.iter().all(|x| x.moves_on_device <= 1), "{r:?}");
+    assert!(
+        r.iter().filter(|x| x.moves_on_device == 1).count() >= 4,
+        "{r:?}"
+    );
 }
 
 /// A `kind` device failing mid-run is dropped; the run goes on from its

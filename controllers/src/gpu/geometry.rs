@@ -107,19 +107,27 @@ pub fn row_group(n: usize, max: usize) -> Option<usize> {
 }
 
 /// Groups for launches only a few cells wide (a column border strip): left
-/// to itself PoCL makes one work-group per row there, and waking a thread per
-/// group costs ~70 us a row (measured: a 2048-row column strip took longer
+/// to itself PoCL made one work-group per row there, and waking a thread per
+/// group cost ~70 us a row (measured: a 2048-row column strip took longer
 /// than the 2048x1022 inner region). Whole rows of the strip, as many as fit
-/// in 256 work-items and tile the range, in a power of two: PoCL compiles a
-/// kernel again for every new group shape (70-100 ms, 200 ms for an init
-/// kernel), and the rows of a strip change with every rebalance, so shapes
-/// from a fixed few are compiled once (ten row counts in a row cost ten
-/// compilations with groups of their largest divisor).
-pub fn thin_groups(width: usize, rows: usize, max: usize) -> Option<[usize; 3]> {
+/// in 256 work-items and tile the range. On CPU implementations (`gpu`
+/// false) a power of two of them: PoCL compiles a kernel again for every new
+/// group shape (70-100 ms, 200 ms for an init kernel), and a strip's rows
+/// change with every rebalance, so shapes from a fixed few are compiled once
+/// (ten row counts in a row cost ten compilations with groups of their
+/// largest divisor). An odd count then gets groups of one row; measured
+/// since the fixes above, a one-column strip of 1717 to 3001 rows so
+/// launched in 0.04-0.06 ms, as with larger groups. GPUs keep the largest
+/// divisor: a group's shape costs them no compilation.
+pub fn thin_groups(width: usize, rows: usize, max: usize, gpu: bool) -> Option<[usize; 3]> {
     if width == 0 || width >= 64 || rows == 0 {
         return None;
     }
     let most = (max.min(256) / width).max(1).min(rows);
+    if gpu {
+        let g = (1..=most).rev().find(|&g| rows.is_multiple_of(g))?;
+        return (g > 1).then_some([width, g, 1]);
+    }
     let mut g = 1usize << most.ilog2();
     while !rows.is_multiple_of(g) {
         g /= 2;
@@ -149,7 +157,7 @@ pub fn plan_launch(
     } else {
         row_group(n[2], hints.max)
     };
-    let group = match (wide, thin_groups(n[2], n[1], hints.max)) {
+    let group = match (wide, thin_groups(n[2], n[1], hints.max, gpu)) {
         (Some(g), _) => Some([g, 1, 1]),
         (None, thin) => thin,
     };
@@ -167,16 +175,21 @@ mod tests {
 
     #[test]
     fn thin_launches_group_whole_rows() {
-        assert_eq!(thin_groups(1, 2048, 4096), Some([1, 256, 1]));
-        assert_eq!(thin_groups(2, 2047, 4096), Some([2, 1, 1]));
-        assert_eq!(thin_groups(2, 2426, 4096), Some([2, 2, 1]));
-        assert_eq!(thin_groups(3, 24, 4096), Some([3, 8, 1]));
-        assert_eq!(thin_groups(3, 7, 4096), Some([3, 1, 1]));
-        assert_eq!(thin_groups(1, 1, 4096), Some([1, 1, 1]));
-        assert_eq!(thin_groups(64, 2048, 4096), None);
-        assert_eq!(thin_groups(0, 2048, 4096), None);
-        assert_eq!(thin_groups(1, 2048, 64), Some([1, 64, 1]));
-        assert_eq!(thin_groups(40, 2048, 0), Some([40, 1, 1]));
+        assert_eq!(thin_groups(1, 2048, 4096, false), Some([1, 256, 1]));
+        assert_eq!(thin_groups(2, 2047, 4096, false), Some([2, 1, 1]));
+        assert_eq!(thin_groups(2, 2426, 4096, false), Some([2, 2, 1]));
+        assert_eq!(thin_groups(3, 24, 4096, false), Some([3, 8, 1]));
+        assert_eq!(thin_groups(3, 7, 4096, false), Some([3, 1, 1]));
+        assert_eq!(thin_groups(1, 1, 4096, false), Some([1, 1, 1]));
+        assert_eq!(thin_groups(64, 2048, 4096, false), None);
+        assert_eq!(thin_groups(0, 2048, 4096, false), None);
+        assert_eq!(thin_groups(1, 2048, 64, false), Some([1, 64, 1]));
+        assert_eq!(thin_groups(40, 2048, 0, false), Some([40, 1, 1]));
+        // GPUs: the largest divisor.
+        assert_eq!(thin_groups(2, 2047, 4096, true), Some([2, 89, 1]));
+        assert_eq!(thin_groups(3, 7, 4096, true), Some([3, 7, 1]));
+        assert_eq!(thin_groups(1, 1, 4096, true), None);
+        assert_eq!(thin_groups(1, 2039, 4096, true), None);
     }
 
     #[test]

@@ -428,6 +428,7 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
             seconds: m.seconds,
             rows_moved: m.rows_moved,
             bytes_moved: m.bytes_moved as usize,
+            moves_on_device: 0,
             weights_before: m.weights_before.clone(),
             weights_after: m.weights_after.clone(),
         })

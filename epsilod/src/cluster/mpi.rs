@@ -203,6 +203,7 @@ mod tests {
                 seconds: 0.5,
                 rows_moved: 3,
                 bytes_moved: 12,
+                moves_on_device: 0,
                 weights_before: vec![0.5, 0.5],
                 weights_after: vec![0.25, 0.75],
             }],
