@@ -970,12 +970,15 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                     ))));
                 };
                 let regions = self.geometry.plan.vp(self.p).recvs[i].regions.clone();
-                self.device
-                    .unpack_peer(buf, &regions, &cells)
-                    .map_err(|e| self.dev_err(e))?;
                 // Kept for a send after the copies are done (the exchange's
-                // wait, or the main lane's order before any later copy).
+                // wait, or the main lane's order before any later copy);
+                // held before they start, so that an error dropping the
+                // process drops it after the device, which finishes them.
                 self.recycled_dev.push(cells);
+                let cells = &self.recycled_dev[self.recycled_dev.len() - 1];
+                self.device
+                    .unpack_peer(buf, &regions, cells)
+                    .map_err(|e| self.dev_err(e))?;
                 self.recycled.push(msg);
                 continue;
             }
@@ -1097,8 +1100,11 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 .resize(b, &geo.extent, &spare)
                 .map_err(|e| self.dev_err(e))?;
         }
-        // 3. Rows arriving.
-        let mut arrived = Vec::new();
+        // 3. Rows arriving. Those in device memory wait among the received
+        // messages until the copies out of them are done: a field, so that
+        // an error on the way drops them only after the device, which
+        // finishes its copies as it goes.
+        let held = self.recycled_dev.len();
         for m in plan.recvs_of(self.p) {
             let slabs = m.region.slabs(slab_cells);
             if slabs.is_empty() {
@@ -1116,10 +1122,11 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                             m.from
                         ))));
                     };
+                    self.recycled_dev.push(rows);
+                    let rows = &self.recycled_dev[self.recycled_dev.len() - 1];
                     self.device
-                        .unpack_peer(b, std::slice::from_ref(&m.region), &rows)
+                        .unpack_peer(b, std::slice::from_ref(&m.region), rows)
                         .map_err(|e| self.dev_err(e))?;
-                    arrived.push(rows);
                 }
                 continue;
             }
@@ -1148,10 +1155,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 }
             }
         }
-        if !arrived.is_empty() {
+        if self.recycled_dev.len() > held {
             // The copies out of them are done before they go.
             self.device.wait().map_err(|e| self.dev_err(e))?;
-            drop(arrived);
+            self.recycled_dev.truncate(held);
         }
         // 4. Boundary cells are never computed: set them from init where
         // the tile did not hold them already (the kept rows keep theirs).
