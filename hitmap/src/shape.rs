@@ -153,12 +153,11 @@ impl Shape {
     /// as slabs is packed, sent and unpacked a slab at a time, so its
     /// buffers are reused and both ends work at once.
     pub fn slabs(&self, max_cells: usize) -> Vec<Shape> {
-        if self.is_empty() || self.ndims() == 0 {
-            return if self.is_empty() {
-                Vec::new()
-            } else {
-                vec![self.clone()]
-            };
+        if self.is_empty() {
+            return Vec::new();
+        }
+        if self.ndims() == 0 {
+            return vec![self.clone()];
         }
         let s0 = self.sig(0);
         let per = self.card() / s0.card();

@@ -175,21 +175,31 @@ mod tests {
 
     #[test]
     fn thin_launches_group_whole_rows() {
-        assert_eq!(thin_groups(1, 2048, 4096, false), Some([1, 256, 1]));
-        assert_eq!(thin_groups(2, 2047, 4096, false), Some([2, 1, 1]));
-        assert_eq!(thin_groups(2, 2426, 4096, false), Some([2, 2, 1]));
-        assert_eq!(thin_groups(3, 24, 4096, false), Some([3, 8, 1]));
-        assert_eq!(thin_groups(3, 7, 4096, false), Some([3, 1, 1]));
-        assert_eq!(thin_groups(1, 1, 4096, false), Some([1, 1, 1]));
-        assert_eq!(thin_groups(64, 2048, 4096, false), None);
-        assert_eq!(thin_groups(0, 2048, 4096, false), None);
-        assert_eq!(thin_groups(1, 2048, 64, false), Some([1, 64, 1]));
-        assert_eq!(thin_groups(40, 2048, 0, false), Some([40, 1, 1]));
-        // GPUs: the largest divisor.
-        assert_eq!(thin_groups(2, 2047, 4096, true), Some([2, 89, 1]));
-        assert_eq!(thin_groups(3, 7, 4096, true), Some([3, 7, 1]));
-        assert_eq!(thin_groups(1, 1, 4096, true), None);
-        assert_eq!(thin_groups(1, 2039, 4096, true), None);
+        // (width, rows, max, gpu) and the groups: powers of two of whole
+        // rows on CPU implementations, the largest divisor on GPUs.
+        let cases = [
+            ((1, 2048, 4096, false), Some([1, 256, 1])),
+            ((2, 2047, 4096, false), Some([2, 1, 1])),
+            ((2, 2426, 4096, false), Some([2, 2, 1])),
+            ((3, 24, 4096, false), Some([3, 8, 1])),
+            ((3, 7, 4096, false), Some([3, 1, 1])),
+            ((1, 1, 4096, false), Some([1, 1, 1])),
+            ((64, 2048, 4096, false), None),
+            ((0, 2048, 4096, false), None),
+            ((1, 2048, 64, false), Some([1, 64, 1])),
+            ((40, 2048, 0, false), Some([40, 1, 1])),
+            ((2, 2047, 4096, true), Some([2, 89, 1])),
+            ((3, 7, 4096, true), Some([3, 7, 1])),
+            ((1, 1, 4096, true), None),
+            ((1, 2039, 4096, true), None),
+        ];
+        for ((width, rows, max, gpu), want) in cases {
+            assert_eq!(
+                thin_groups(width, rows, max, gpu),
+                want,
+                "{width} x {rows}, max {max}, gpu {gpu}"
+            );
+        }
     }
 
     #[test]
