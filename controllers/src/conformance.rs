@@ -1,8 +1,8 @@
 //! The conformance suite every backend runs, generated per backend and per
 //! cell type by [`controller_conformance!`](crate::controller_conformance):
 //! one `#[test]` per check, for `f32`, `f64` and a 19-float struct (the gas
-//! simulation's cell), so a failure names the backend, the type and the
-//! check. Each check panics with what went wrong.
+//! simulation's cell, whole and in planes), so a failure names the backend,
+//! the type and the check. Each check panics with what went wrong.
 
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::DeviceError;
@@ -697,6 +697,88 @@ pub fn boxes<T: Probe>(c: &mut dyn Controller<T>) {
     }
 }
 
+/// The update of [`planes_kernel`]: components of three neighbours mixed
+/// across component indices, so a component read from the wrong plane or
+/// the wrong cell shows.
+fn mixed(at: impl Fn([i64; 3]) -> [f32; 19]) -> [f32; 19] {
+    let (me, x, y, z) = (at([0, 0, 0]), at([-1, 0, 0]), at([0, 1, 0]), at([0, 0, -1]));
+    std::array::from_fn(|q| (x[q] + y[(q + 1) % 19]) * 0.5 + z[(q + 18) % 19] - me[q] * 0.25)
+}
+
+/// A 3-d kernel of 19-float cells whose device body reaches cells only
+/// through the accessors, so GPU controllers that load it first lay their
+/// cells out in planes ([`kernels::CellLayout::Planes`]).
+pub fn planes_kernel() -> Arc<dyn kernels::Kernel<[f32; 19]>> {
+    let offsets = [[0, 0, 0], [-1, 0, 0], [0, 1, 0], [0, 0, -1]];
+    let footprint = hitmap::Footprint::new(3, offsets.iter().map(|o| o.to_vec()).collect());
+    let body = "    const cell me = CELL_AT(src, c);\n    cell v;\n    \
+                for (int q = 0; q < 19; q++)\n        \
+                v.d[q] = (PART_AT(src, c - s1, q) + PART_AT(src, c + s2, (q + 1) % 19)) * 0.5f\n            \
+                + PART_AT(src, c - s3, (q + 18) % 19) - me.d[q] * 0.25f;\n    CELL_PUT(dst, c, v);\n";
+    // SAFETY: the body reads `src` at `c` and at the footprint's three
+    // other offsets (dimensions 0, 1, 2 stepping by s1, s2, s3) and writes
+    // only cell `c` of `dst`; `cell` is 19 floats, like `[f32; 19]`.
+    let device = unsafe { kernels::DeviceKernel::new(kernels::CellDecl::array::<f32>(19), body) }
+        .with_planes();
+    Arc::new(
+        kernels::Custom::new(
+            "planes",
+            footprint,
+            |nb: &kernels::Neighbourhood<[f32; 19]>| {
+                mixed(|o| nb.get(&[o[0] as isize, o[1] as isize, o[2] as isize]))
+            },
+        )
+        .with_device_kernel(device),
+    )
+}
+
+/// Cells a kernel can read in planes, with that kernel loaded before any
+/// buffer (as a run loads it): transfers, boxes and resizing as for whole
+/// cells, and launches over a 3-d tile inside a larger allocation, before
+/// and after it is reallocated (the planes' stride changes), give the
+/// host's bits and leave other cells alone.
+pub fn cell_planes(c: &mut dyn Controller<[f32; 19]>) {
+    let k = c.load(planes_kernel()).expect("load");
+    transfers(c);
+    boxes(c);
+    resizing(c);
+    let ext = Shape::from_ranges(&[(0, 6), (-1, 6), (0, 9)]);
+    let cap = ext.expand(&[1, 0, 2], &[2, 0, 0]);
+    let (src, dst) = (c.alloc(&ext, &cap).unwrap(), c.alloc(&ext, &cap).unwrap());
+    let old = |i: &[i64]| <[f32; 19]>::numbered((i[0] * 100 + i[1] * 10 + i[2] + 1000) as usize);
+    for round in 0..2 {
+        let ext = c.extent(src).unwrap();
+        c.fill(src, &ext, &<[f32; 19]>::probe).unwrap();
+        c.fill(dst, &ext, &old).unwrap();
+        let region = ext.shrink(&[1, 0, 1], &[0, 1, 0]);
+        c.launch(k, src, dst, &region).expect("launch");
+        c.wait().unwrap();
+        let want: Vec<[f32; 19]> = ext
+            .iter()
+            .map(|i| {
+                if region.contains(&i) {
+                    mixed(|o| <[f32; 19]>::probe(&[i[0] + o[0], i[1] + o[1], i[2] + o[2]]))
+                } else {
+                    old(&i)
+                }
+            })
+            .collect();
+        let got = read_all(c, dst, &ext);
+        let bits =
+            |v: &[[f32; 19]]| -> Vec<u32> { v.iter().flatten().map(|x| x.to_bits()).collect() };
+        assert!(
+            bits(&got) == bits(&want),
+            "round {round}: launch over {region}"
+        );
+        if round == 0 {
+            let grown = Shape::from_ranges(&[(-3, 7), (-1, 6), (0, 9)]);
+            for b in [src, dst] {
+                assert!(c.resize(b, &grown, &[0, 0, 0]).unwrap(), "must reallocate");
+            }
+        }
+    }
+}
+
 /// The kernel [`aux_fields`] checks with: one auxiliary field, read at
 /// offsets.
 pub fn aux_kernel<T: kernels::expr::Math>() -> Arc<kernels::ExprKernel<T>> {
@@ -830,13 +912,19 @@ macro_rules! controller_conformance {
                 transfers boxes resizing generic_kernels overlapped_launches fused_launches
                 fused_against_single_steps launch_errors aux_fields device_init);
             $crate::controller_conformance!(@tests [$(#[$attr])*] d3q19 = [f32; 19]:
-                transfers boxes resizing);
+                transfers boxes resizing cell_planes);
 
             #[test]
             $(#[$attr])*
             fn peer_messages() {
                 check::peer_messages::<f32>(&mut make::<f32>);
                 check::peer_messages::<[f32; 19]>(&mut make::<[f32; 19]>);
+                // In planes, where the backend lays cells out so.
+                check::peer_messages::<[f32; 19]>(&mut || {
+                    let mut c = make::<[f32; 19]>();
+                    c.load(check::planes_kernel()).expect("load");
+                    c
+                });
             }
         }
     };

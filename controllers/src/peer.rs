@@ -23,6 +23,9 @@ pub struct DeviceMessage {
     pub(crate) domain: PeerDomain,
     /// Bytes of each region, in order.
     pub(crate) lens: Vec<usize>,
+    /// Planes its cells are laid out in (1: whole cells), as the sender's
+    /// tiles hold them.
+    pub(crate) planes: usize,
     /// The runtime's buffers, one per region.
     pub(crate) parts: Box<dyn Any + Send>,
 }

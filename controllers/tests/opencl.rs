@@ -16,6 +16,82 @@ fn bad_platform_and_device_are_errors() {
     assert!(OpenClController::<f32>::new(0, 99).is_err());
 }
 
+// Array cells in planes, as GPUs hold them, where PoCL (a CPU
+// implementation) keeps them whole.
+controller_conformance!(opencl_planes, <T> OpenClController::<T>::new(0, 0)
+    .unwrap()
+    .with_cell_layout(kernels::CellLayout::Planes));
+
+/// The layout follows the first kernel: on a GPU, planes for a body
+/// written with the accessors, whole cells for one that indexes cells and
+/// where asked; on a CPU implementation, whole cells unless asked; a kernel
+/// of whole cells loaded after a planes one is refused with the way out.
+#[test]
+fn cells_lie_in_planes_where_the_first_kernel_reads_them_so() {
+    use controllers::{conformance, Controller};
+    use kernels::CellLayout;
+    let mut c = OpenClController::<[f32; 19]>::new(0, 0).unwrap();
+    c.load(conformance::planes_kernel()).unwrap();
+    assert_eq!(
+        c.cell_layout(),
+        CellLayout::Cells,
+        "PoCL, a CPU implementation"
+    );
+    let mut c = OpenClController::<[f32; 19]>::new(0, 0)
+        .unwrap()
+        .with_cell_layout(CellLayout::Planes);
+    c.load(conformance::planes_kernel()).unwrap();
+    assert_eq!(c.cell_layout(), CellLayout::Planes, "asked for planes");
+    let open = || {
+        GpuController::<_, [f32; 19]>::with_runtime(OclRuntime::new(0, 0).unwrap().gpu_groups(true))
+    };
+    let mut c = open();
+    assert_eq!(c.cell_layout(), CellLayout::Cells, "nothing fixed yet");
+    c.load(conformance::planes_kernel()).unwrap();
+    assert_eq!(c.cell_layout(), CellLayout::Planes, "a GPU");
+    let whole = {
+        let k = conformance::planes_kernel();
+        let device = k.device_kernel().unwrap();
+        // SAFETY: the same body as the planes kernel's, whose accessors
+        // only read its footprint; it is compiled, never launched.
+        let device = unsafe { kernels::DeviceKernel::new(device.cell().clone(), device.body()) };
+        std::sync::Arc::new(
+            kernels::Custom::new(
+                "whole",
+                k.footprint().clone(),
+                |nb: &kernels::Neighbourhood<[f32; 19]>| nb.centre(),
+            )
+            .with_device_kernel(device),
+        )
+    };
+    let err = c.load(whole.clone()).unwrap_err().to_string();
+    assert!(
+        err.contains("kernel 'whole' reads whole cells")
+            && err.contains("EPSILOD_CELL_LAYOUT=cells"),
+        "{err}"
+    );
+    let mut c = open();
+    c.load(whole).unwrap();
+    assert_eq!(
+        c.cell_layout(),
+        CellLayout::Cells,
+        "a body that indexes cells"
+    );
+    let mut c = open().with_cell_layout(CellLayout::Cells);
+    c.load(conformance::planes_kernel()).unwrap();
+    assert_eq!(c.cell_layout(), CellLayout::Cells, "asked for whole cells");
+    let mut c = open();
+    let b = c
+        .alloc(
+            &hitmap::Shape::from_sizes(&[2, 3]),
+            &hitmap::Shape::from_sizes(&[2, 3]),
+        )
+        .unwrap();
+    c.load(conformance::planes_kernel()).unwrap();
+    assert_eq!(c.cell_layout(), CellLayout::Cells, "a buffer came first");
+    c.free(b).unwrap();
+}
+
 // PoCL is a CPU implementation and gets whole-row groups; forcing GPU
 // groups runs the geometry GPUs get on a real OpenCL.
 controller_conformance!(opencl_gpu_groups, <T> GpuController::<_, T>::with_runtime(

@@ -165,17 +165,18 @@ pub fn device_kernel() -> DeviceKernel {
     let axis = |a: usize| E.map(|e| e[a] as i32);
     let body = format!(
         r#"    const float C = {c};
-    cell me = src[c];
-    if (me.d[0] == INFINITY) {{ dst[c] = me; return; }}
-    cell d = me;
+    const float me = PART_AT(src, c, 0);
+    if (me == INFINITY) {{ CELL_PUT(dst, c, CELL_AT(src, c)); return; }}
+    cell d;
+    d.d[0] = me;
     for (int q = 1; q < 19; q++) {{
         const index_t off = (index_t)EY[q] * s1 + (index_t)EX[q] * s2 + (index_t)EZ[q] * s3;
-        d.d[q] = src[c + off].d[q];
+        d.d[q] = PART_AT(src, c + off, q);
     }}
     if (d.d[0] == -INFINITY) {{
         const cell streamed = d;
         for (int q = 1; q < 19; q++) d.d[q] = streamed.d[OPP[q]];
-        dst[c] = d;
+        CELL_PUT(dst, c, d);
         return;
     }}
     float p = 0.0f;
@@ -197,7 +198,7 @@ pub fn device_kernel() -> DeviceKernel {
         const float feq = W[q] * p * (1.0f + (1.0f / (C * C)) * (3.0f * e + (9.0f / (2.0f * C * C)) * e * e - 1.5f * vv));
         d.d[q] += k * (feq - d.d[q]);
     }}
-    dst[c] = d;
+    CELL_PUT(dst, c, d);
 "#,
         c = C.literal(),
         k = (DELTA_T / TAU).literal(),
@@ -205,9 +206,12 @@ pub fn device_kernel() -> DeviceKernel {
     let opposite = OPPOSITE.map(|q| q as i32);
     // SAFETY: the body reads `src` at `c` and at the offsets of `offset(q)`
     // (EY, EX, EZ on dimensions 0, 1, 2, normalised to s1, s2, s3), which
-    // are exactly `footprint()`, and writes only `dst[c]`; `cell` is 19
-    // floats like `GasCell`.
+    // are exactly `footprint()`, and writes only cell `c` of `dst`; `cell`
+    // is 19 floats like `GasCell`. It reaches cells only through the
+    // accessors, so it runs with the cells' components in planes, where a
+    // GPU's loads of one component over neighbouring cells coalesce.
     unsafe { DeviceKernel::new(CellDecl::array::<f32>(19), body) }
+        .with_planes()
         .with_table(Table::ints("EX", &axis(0)))
         .with_table(Table::ints("EY", &axis(1)))
         .with_table(Table::ints("EZ", &axis(2)))
@@ -288,6 +292,11 @@ mod tests {
     fn the_device_kernel_is_one_body_for_every_dialect() {
         let k = device_kernel();
         for d in kernels::Dialect::ALL {
+            let planes = k.source_in(d, kernels::CellLayout::Planes);
+            assert!(
+                planes.is_some_and(|s| s.contains(k.body())),
+                "{d}: in planes"
+            );
             let s = k.source(d);
             assert!(s.contains(k.body()), "{d}");
             assert!(s.contains("int OPP[19] = {0, 2, 1, 4, 3, 6, 5, 10, 9, 8, 7, 14, 13, 12, 11, 18, 17, 16, 15};"), "{s}");

@@ -40,9 +40,89 @@ fn gas_sim_on_opencl_matches_the_cpu_bit_for_bit() {
     );
 }
 
+/// Weights that change every three iterations: rows move often, both ways.
+struct EveryThird(Vec<Vec<f64>>);
+
+impl heuristics::Heuristic for EveryThird {
+    fn name(&self) -> &str {
+        "every-third"
+    }
+    fn check(&mut self, s: &heuristics::Snapshot<'_>) -> heuristics::Decision {
+        if s.iter % 3 != 2 {
+            return heuristics::Decision::no();
+        }
+        let w = &self.0[(s.iter / 3) as usize % self.0.len()];
+        heuristics::Decision {
+            weights: Some(w.clone()),
+            ..heuristics::Decision::yes()
+        }
+    }
+}
+
+/// gas-sim's cells in planes on OpenCL devices (its device body reads them
+/// through the accessors; GPUs hold them so, and PoCL when asked): halos
+/// between two such devices in device memory, rows moved by rebalances in
+/// slabs of a few rows, to and from a CPU and between the two devices, all
+/// keep the CPU's bits.
+#[test]
+fn gas_sim_in_planes_across_devices_and_rebalances() {
+    use epsilod::Alb;
+    use epsilod_apps::gas;
+    let user = [46, 30, 10];
+    let size = gas::global_size(user);
+    let cells = |g: &ndarray::ArrayD<gas::GasCell>| -> Vec<u32> {
+        g.iter().flat_map(|c| c.map(f32::to_bits)).collect()
+    };
+    let base = || {
+        Skeleton::new(&size, gas::stencil())
+            .iterations(16)
+            .init(gas::init(user))
+    };
+    let cpu = cells(
+        &base()
+            .devices(devices(&["cpu:threads=1"]))
+            .run()
+            .unwrap()
+            .grid,
+    );
+    let two = base()
+        .devices(devices(&["opencl:layout=planes", "opencl:layout=planes"]))
+        .partition(Partition::Single(0))
+        .run()
+        .unwrap();
+    assert!(cells(&two.grid) == cpu, "two opencl devices");
+    let s = &two.report.summary;
+    assert!(
+        s.halo_messages > 0 && s.halo_messages_on_device == s.halo_messages,
+        "{s:?}"
+    );
+    let plan = vec![
+        vec![1.0, 3.0, 1.0],
+        vec![1.0, 1.0, 4.0],
+        vec![3.0, 1.0, 1.0],
+    ];
+    let alb = Alb::custom("every-third", move || Box::new(EveryThird(plan.clone())))
+        .window(2)
+        .slab_bytes(3 * size[1] * size[2] * std::mem::size_of::<gas::GasCell>());
+    let out = base()
+        .devices(devices(&[
+            "cpu:threads=1",
+            "opencl:layout=planes",
+            "opencl:layout=planes",
+        ]))
+        .partition(Partition::Weighted(0))
+        .alb(alb)
+        .run()
+        .unwrap();
+    assert!(cells(&out.grid) == cpu, "rebalanced");
+    let r = &out.report.redistributions;
+    assert!(r.len() >= 3, "too few rebalances: {r:?}");
+    assert!(r.iter().any(|x| x.moves_on_device == 1), "{r:?}");
+}
+
 /// The gas-sim spec (examples/specs/gassim.toml, `cell = 19`) compiled to
-/// OpenCL C over the `cell` struct: the app's bits on the CPU, alone and
-/// mixed with a CPU device.
+/// OpenCL C over the `cell` struct: the app's bits on the CPU, alone (cells
+/// whole and in planes) and mixed with a CPU device.
 #[test]
 fn the_gassim_spec_on_opencl_matches_the_app_on_the_cpu() {
     use epsilod_apps::gas;
@@ -71,6 +151,10 @@ fn the_gassim_spec_on_opencl_matches_the_app_on_the_cpu() {
     assert!(
         cells(&run(spec(), &["opencl"], Partition::Multi)) == app,
         "opencl alone"
+    );
+    assert!(
+        cells(&run(spec(), &["opencl:layout=planes"], Partition::Multi)) == app,
+        "opencl, cells in planes"
     );
     assert!(
         cells(&run(

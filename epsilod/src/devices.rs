@@ -5,7 +5,7 @@
 use crate::cluster::JobInfo;
 use crate::error::SetupError;
 use controllers::{Controller, CpuController, DeviceError, FailAt, Slowdown};
-use kernels::Cell;
+use kernels::{Cell, CellLayout};
 use serde::Deserialize;
 use std::fmt;
 use std::path::Path;
@@ -54,6 +54,10 @@ pub struct DeviceSpec {
     pub slowdown: Option<SlowdownSpec>,
     /// Emulated failure: the device's first launch of this iteration fails.
     pub fail: Option<u64>,
+    /// How an OpenCL or CUDA device lays out cells with components for
+    /// kernels that can read them in planes (`layout=planes|cells`);
+    /// `None`: the device's own choice (planes on GPUs).
+    pub layout: Option<CellLayout>,
 }
 
 /// The options a device may be given, however they were written: the
@@ -72,6 +76,8 @@ pub struct DeviceOptions {
     pub slowdown: Option<SlowdownSpec>,
     /// Emulated failure at this iteration.
     pub fail: Option<u64>,
+    /// Cells with components in planes or whole, on OpenCL and CUDA.
+    pub layout: Option<CellLayout>,
 }
 
 /// Threads of the default device: every core.
@@ -143,6 +149,7 @@ impl DeviceSpec {
             weight: 1.0,
             slowdown: None,
             fail: None,
+            layout: None,
         }
     }
 
@@ -154,6 +161,7 @@ impl DeviceSpec {
             weight: 1.0,
             slowdown: None,
             fail: None,
+            layout: None,
         }
     }
 
@@ -185,6 +193,7 @@ impl DeviceSpec {
                 "device" => o.device = Some(int(v)?),
                 "weight" => o.weight = Some(parse_weight(v).map_err(bad)?),
                 "slowdown" => o.slowdown = Some(parse_slowdown(v).map_err(bad)?),
+                "layout" => o.layout = Some(parse_layout(v).map_err(bad)?),
                 "fail" => {
                     o.fail = Some(v.parse::<u64>().map_err(|_| {
                         bad(format!(
@@ -194,7 +203,7 @@ impl DeviceSpec {
                 }
                 _ => {
                     return Err(bad(format!(
-                    "unknown option '{k}' (options: threads, platform, device, weight, slowdown, fail@ITER)"
+                    "unknown option '{k}' (options: threads, platform, device, weight, slowdown, fail@ITER, layout)"
                 )))
                 }
             }
@@ -209,6 +218,12 @@ impl DeviceSpec {
             "cpu" => {
                 if o.platform.is_some() || o.device.is_some() {
                     return Err("cpu devices take threads=, not platform=/device=".into());
+                }
+                if o.layout.is_some() {
+                    return Err(
+                        "cpu devices keep cells whole: layout= is for opencl and cuda devices"
+                            .into(),
+                    );
                 }
                 DeviceKind::Cpu {
                     threads: o.threads.map(check_threads).transpose()?,
@@ -245,6 +260,7 @@ impl DeviceSpec {
             weight: o.weight.unwrap_or(1.0),
             slowdown: o.slowdown,
             fail: o.fail,
+            layout: o.layout,
         })
     }
 
@@ -268,7 +284,11 @@ impl DeviceSpec {
             )?),
             #[cfg(feature = "opencl")]
             DeviceKind::OpenCl { platform, device } => {
-                Box::new(controllers::OpenClController::<T>::new(platform, device)?)
+                let c = controllers::OpenClController::<T>::new(platform, device)?;
+                Box::new(match self.layout {
+                    Some(l) => c.with_cell_layout(l),
+                    None => c,
+                })
             }
             #[cfg(not(feature = "opencl"))]
             DeviceKind::OpenCl { .. } => {
@@ -277,7 +297,13 @@ impl DeviceSpec {
                 ))
             }
             #[cfg(feature = "cuda")]
-            DeviceKind::Cuda { device } => Box::new(controllers::CudaController::<T>::new(device)?),
+            DeviceKind::Cuda { device } => {
+                let c = controllers::CudaController::<T>::new(device)?;
+                Box::new(match self.layout {
+                    Some(l) => c.with_cell_layout(l),
+                    None => c,
+                })
+            }
             #[cfg(not(feature = "cuda"))]
             DeviceKind::Cuda { .. } => {
                 return Err(DeviceError::Backend(
@@ -313,6 +339,17 @@ fn check_weight(w: f64, text: &str) -> Result<f64, String> {
         Ok(w)
     } else {
         Err(format!("weight={text}: expected a number > 0"))
+    }
+}
+
+/// `planes` or `cells`.
+fn parse_layout(v: &str) -> Result<CellLayout, String> {
+    match v {
+        "planes" => Ok(CellLayout::Planes),
+        "cells" => Ok(CellLayout::Cells),
+        _ => Err(format!(
+            "layout={v}: expected planes (each component of every cell together) or cells (cells whole)"
+        )),
     }
 }
 
@@ -354,6 +391,11 @@ impl fmt::Display for DeviceSpec {
         if let Some(at) = self.fail {
             write!(f, ",fail@{at}")?;
         }
+        match self.layout {
+            Some(CellLayout::Planes) => write!(f, ",layout=planes")?,
+            Some(CellLayout::Cells) => write!(f, ",layout=cells")?,
+            None => {}
+        }
         Ok(())
     }
 }
@@ -371,6 +413,8 @@ struct FileDevice {
     slowdown: Option<FileSlowdown>,
     /// Emulated failure at this iteration.
     fail: Option<u64>,
+    /// `"planes"` or `"cells"`.
+    layout: Option<String>,
     /// Under MPI: every rank on this host (`"*"`: on any host) gets the device.
     host: Option<String>,
     /// Under MPI: this rank gets the device.
@@ -525,6 +569,12 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
                 weight: d.weight,
                 slowdown,
                 fail: d.fail,
+                layout: d
+                    .layout
+                    .as_deref()
+                    .map(parse_layout)
+                    .transpose()
+                    .map_err(&err)?,
             };
             if d.host.as_deref() == Some("") {
                 return Err(err("host = \"\": name a host, or \"*\" for any".into()));
@@ -669,6 +719,18 @@ mod tests {
             DeviceSpec::parse("cuda").unwrap().kind,
             DeviceKind::Cuda { device: 0 }
         );
+        for (text, layout) in [
+            (
+                "opencl:platform=0,device=0,layout=planes",
+                CellLayout::Planes,
+            ),
+            ("cuda:device=1,layout=cells", CellLayout::Cells),
+        ] {
+            let d = DeviceSpec::parse(text).unwrap();
+            assert_eq!(d.layout, Some(layout));
+            assert_eq!(d.to_string(), text, "written back as read");
+        }
+        assert_eq!(DeviceSpec::parse("opencl").unwrap().layout, None);
     }
 
     #[test]
@@ -689,6 +751,8 @@ mod tests {
             ("cpu:threads", "not key=value"),
             ("cpu:device=1", "not platform="),
             ("cuda:threads=2", "device= only"),
+            ("opencl:layout=soa", "layout=soa: expected planes"),
+            ("cpu:layout=planes", "cpu devices keep cells whole"),
         ] {
             let e = DeviceSpec::parse(spec).unwrap_err().to_string();
             assert!(e.contains(want), "{spec}: {e}");
@@ -712,6 +776,15 @@ mod tests {
                 from_iter: 300
             })
         );
+        let gpu = parse_device_file(
+            "[[device]]\nkind = \"cuda\"\nlayout = \"cells\"\n",
+            "d.toml",
+        )
+        .unwrap()
+        .place(&["h".into()])
+        .unwrap()
+        .0;
+        assert_eq!(gpu[0].to_string(), "cuda:device=0,layout=cells");
         for (text, want) in [
             (
                 "[[device]]\nkind = \"cpu\"\nthreads = 0\n",
@@ -732,6 +805,10 @@ mod tests {
                 "after '@'",
             ),
             ("[[device]]\nkind = \"cpu\"\nslowdown = true\n", "d.toml"),
+            (
+                "[[device]]\nkind = \"opencl\"\nlayout = \"aos\"\n",
+                "layout=aos: expected planes",
+            ),
             ("device = []\n", "no [[device]]"),
             ("not toml at all", "d.toml"),
         ] {

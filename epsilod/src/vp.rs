@@ -270,6 +270,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let err = |e: DeviceError| fail(e.into());
         let spare = spare_rows(run.alb.as_ref(), &geo);
         let capacity = geo.extent.expand(&spare, &spare).intersect(&global);
+        // Before any buffer: the kernel decides how a GPU lays its cells
+        // out (components in planes where it can read them so).
+        let kernel = device.load(run.stencil.kernel.clone()).map_err(err)?;
         let cur = device.alloc(&geo.extent, &capacity).map_err(err)?;
         let next = device.alloc(&geo.extent, &capacity).map_err(err)?;
         for b in [cur, next] {
@@ -295,7 +298,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 }
             }
         }
-        let kernel = device.load(run.stencil.kernel.clone()).map_err(err)?;
         // Read-only fields are computed where they are read, halo cells
         // included: no messages, now or after a rebalance.
         let mut aux = Vec::new();

@@ -66,7 +66,7 @@ const EXPRESSION: &str = "name = \"e\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { 
 const AUX: &str = "name = \"a\"\nlow = [1, 1]\nhigh = [1, 1]\nparams = { h = 2 }\naux = { k = \"select(g[0] < n[0] / 2, h, 1) + g[1]\", z2 = \"sqrt(abs(g[0] - g[1]))\" }\nupdate = \"u[0,0] + k[-1,0] * z2[0,1] - k[1,1]\"\n";
 /// Cells of components: `cell`, `u[...][k]`, `old2[k]`, `inf`, a list of updates.
 const COMPONENTS: &str = "name = \"c\"\ncell = 3\nlow = [1, 1]\nhigh = [1, 1]\nlet = [\"w = u[0,0][0] == inf\", \"m = u[-1,0][1] + u[1,0][2]\"]\nupdate = [\"select(w, u[0,0][0], m)\", \"old2[1] * 2\", \"u[0,1][2] - m / 3\"]\n";
-const DEVICE_FILE: &str = "[[device]]\nkind = \"cpu\"\nthreads = 1\nweight = 2\nslowdown = \"3@300\"\nhost = \"*\"\n[[device]]\nkind = \"opencl\"\nplatform = 0\ndevice = 0\nrank = 1\n";
+const DEVICE_FILE: &str = "[[device]]\nkind = \"cpu\"\nthreads = 1\nweight = 2\nslowdown = \"3@300\"\nhost = \"*\"\n[[device]]\nkind = \"opencl\"\nplatform = 0\ndevice = 0\nlayout = \"cells\"\nrank = 1\n";
 
 /// A checkpoint written by a real run, its directory and manifest text:
 /// the valid input the manifest fuzzing mutates.
@@ -153,7 +153,7 @@ proptest! {
     }
 
     #[test]
-    fn device_entries(text in prop_oneof![".*", mutated("cpu:threads=2,weight=3,slowdown=2.5@100"), mutated("opencl:platform=0,device=1")]) {
+    fn device_entries(text in prop_oneof![".*", mutated("cpu:threads=2,weight=3,slowdown=2.5@100"), mutated("opencl:platform=0,device=1,layout=planes")]) {
         let _ = epsilod::DeviceSpec::parse(&text);
     }
 

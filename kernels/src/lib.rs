@@ -18,7 +18,7 @@ pub mod specialized;
 
 pub use cell::{Cell, Real};
 pub use custom::{Custom, Neighbourhood};
-pub use device::{CellDecl, DeviceKernel, DeviceScalar, Dialect, Table};
+pub use device::{CellDecl, CellLayout, DeviceKernel, DeviceScalar, Dialect, Table};
 pub use error::{KernelError, SpecError};
 pub use expr::{ExprCell, ExprKernel, ExprSpec};
 pub use frame::{for_each_row, Frame};

@@ -43,6 +43,7 @@ pub fn region_from_longs(
         strides: [0, 0, 0, 1],
         extents: [1; 4],
         origin: [0; 4],
+        plane: alloc_cells as i64,
     };
     let kinds = ARGS.iter().filter_map(|(_, k)| match k {
         ArgKind::Long(l) => Some(*l),
@@ -54,6 +55,7 @@ pub fn region_from_longs(
             LongArg::Stride(d) => args.strides[d] = v,
             LongArg::Extent(d) => args.extents[d] = v,
             LongArg::Origin(d) => args.origin[d] = v,
+            LongArg::Plane => args.plane = v,
         }
     }
     let st: Vec<usize> = (0..nd).map(|d| args.strides[4 - nd + d] as usize).collect();
@@ -149,7 +151,9 @@ pub fn plan_launch(
     hints: GroupHints,
     gpu: bool,
 ) -> Result<LaunchGeometry, DeviceError> {
-    let args = LaunchArgs::new(&strides(alloc_extents), local)?.with_origin(origin);
+    let args = LaunchArgs::new(&strides(alloc_extents), local)?
+        .with_origin(origin)
+        .with_plane(alloc_extents.iter().product());
     let grid = args.grid();
     let n = [grid[2], grid[1], grid[0]];
     let wide = if gpu {
@@ -226,7 +230,7 @@ mod tests {
     #[test]
     fn longs_follow_the_kernel_abi() {
         // A 2-D region 2..5 x 1..7 of a 10x8 allocation, at global (7, 3):
-        // base, s0..s2, n0..n3, o0..o3.
+        // base, s0..s2, n0..n3, o0..o3, np (the allocation's cells).
         let g = plan_launch(
             &[10, 8],
             &[2..5, 1..7],
@@ -235,7 +239,10 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(g.longs, vec![2 * 8 + 1, 0, 0, 8, 1, 1, 3, 6, 0, 0, 7, 3]);
+        assert_eq!(
+            g.longs,
+            vec![2 * 8 + 1, 0, 0, 8, 1, 1, 3, 6, 0, 0, 7, 3, 80]
+        );
         assert_eq!(g.grid, [6, 3, 1]);
     }
 

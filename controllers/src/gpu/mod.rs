@@ -2,7 +2,7 @@
 //! do not depend on the API are here once and tested without a device:
 //! [`copy_plan`] (a region as rectangle or run copies), [`geometry`] (kernel
 //! arguments, grid, work groups), [`fused`] (fused kernels' tiles), [`slots`] (buffer ids, shapes, resize
-//! plans) and [`GpuController`]. An API is a [`DeviceRuntime`]: buffers,
+//! plans), [`planes`] (array cells one plane per component) and [`GpuController`]. An API is a [`DeviceRuntime`]: buffers,
 //! copies, compile, launch, timing. `opencl` is one.
 
 mod controller;
@@ -11,6 +11,7 @@ pub mod fused;
 pub mod geometry;
 #[cfg(test)]
 mod mock;
+pub mod planes;
 pub mod runs;
 mod runtime;
 pub mod slots;

@@ -37,6 +37,9 @@ pub enum LongArg {
     /// Global index of the region's first cell along a normalised
     /// dimension (0 for the padding dimensions).
     Origin(usize),
+    /// Cells of the allocation: how far apart one component of a cell and
+    /// the next lie where cells are laid out in planes ([`super::CellLayout`]).
+    Plane,
 }
 
 /// An argument's kind: a cell buffer or a 64-bit integer.
@@ -68,6 +71,7 @@ pub const ARGS: &[(&str, ArgKind)] = &[
     ("o1", ArgKind::Long(LongArg::Origin(1))),
     ("o2", ArgKind::Long(LongArg::Origin(2))),
     ("o3", ArgKind::Long(LongArg::Origin(3))),
+    ("np", ArgKind::Long(LongArg::Plane)),
 ];
 
 /// How many of [`ARGS`] are integers.
@@ -94,6 +98,8 @@ pub struct LaunchArgs {
     pub extents: [i64; DIMS],
     /// Global index of the region's first cell, normalised.
     pub origin: [i64; DIMS],
+    /// Cells of the allocation (one plane, where cells lie in planes).
+    pub plane: i64,
 }
 
 impl LaunchArgs {
@@ -118,6 +124,7 @@ impl LaunchArgs {
             strides: [0; DIMS],
             extents: [1; DIMS],
             origin: [0; DIMS],
+            plane: 0,
         };
         for d in 0..nd {
             args.strides[DIMS - nd + d] = strides[d] as i64;
@@ -137,6 +144,12 @@ impl LaunchArgs {
         self
     }
 
+    /// The same launch in an allocation of `cells` cells.
+    pub fn with_plane(mut self, cells: usize) -> LaunchArgs {
+        self.plane = cells as i64;
+        self
+    }
+
     /// The value of one integer argument.
     pub fn value(&self, arg: LongArg) -> i64 {
         match arg {
@@ -144,6 +157,7 @@ impl LaunchArgs {
             LongArg::Stride(d) => self.strides[d],
             LongArg::Extent(d) => self.extents[d],
             LongArg::Origin(d) => self.origin[d],
+            LongArg::Plane => self.plane,
         }
     }
 
@@ -259,14 +273,15 @@ mod tests {
     fn longs_follow_the_abi_order() {
         let a = LaunchArgs::new(&[20, 5, 1], &[1..3, 2..4, 0..5])
             .unwrap()
-            .with_origin(&[4, 5, 6]);
-        assert_eq!(a.longs(), [20 + 10, 0, 20, 5, 1, 2, 2, 5, 0, 4, 5, 6]);
+            .with_origin(&[4, 5, 6])
+            .with_plane(7 * 4 * 5);
+        assert_eq!(a.longs(), [20 + 10, 0, 20, 5, 1, 2, 2, 5, 0, 4, 5, 6, 140]);
         let names: Vec<&str> = ARGS.iter().map(|a| a.0).collect();
         assert_eq!(
             names,
             [
                 "src", "dst", "base", "s0", "s1", "s2", "n0", "n1", "n2", "n3", "o0", "o1", "o2",
-                "o3"
+                "o3", "np"
             ]
         );
         assert_eq!(a.grid(), [5, 2, 2]);

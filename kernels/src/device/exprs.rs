@@ -20,6 +20,12 @@ fn x(off: &[i64]) -> String {
 /// `buf[c + ...]`: buffer `buf` (`src`, an auxiliary field `aux0`, ...) at
 /// `off` from the thread's cell; every buffer has the grid's geometry.
 pub(crate) fn read_at(buf: &str, off: &[i64]) -> String {
+    format!("{buf}[{}]", index_at(off))
+}
+
+/// `c + (o0L) * s? + ...`: the index of the cell at `off` from the
+/// thread's cell.
+pub(crate) fn index_at(off: &[i64]) -> String {
     let nd = off.len();
     let mut terms = String::new();
     for (d, &o) in off.iter().enumerate() {
@@ -27,7 +33,7 @@ pub(crate) fn read_at(buf: &str, off: &[i64]) -> String {
             terms += &format!(" + ({o}L) * s{}", super::abi::DIMS - nd + d);
         }
     }
-    format!("{buf}[c{terms}]")
+    format!("c{terms}")
 }
 
 /// Unit offsets `k` away along every axis: dimension 0 below, above,

@@ -329,6 +329,8 @@ impl DeviceKernel {
         s += &dialect.preamble(self.fp64);
         s += &format!("typedef {} index_t;\n", dialect.long_type());
         s += &self.cell.declaration();
+        // Work-group arrays of cells: the cell layout's accessors.
+        s += &self.cell.accessors(dialect, super::CellLayout::Cells);
         for t in &self.tables {
             s += &t.declaration(dialect);
         }
@@ -499,7 +501,7 @@ impl DeviceKernel {
                 );
             }
             let mut body = format!(
-                "                {FUSED_KERNEL_NAME}_cell({from}, {to}, 0, {}, {}, {}, {i3}, {i2}, {z}, f_l);\n",
+                "                {FUSED_KERNEL_NAME}_cell({from}, {to}, 0, {}, {}, {}, 0, {i3}, {i2}, {z}, f_l);\n",
                 strides.join(", "),
                 extents.join(", "),
                 origins.join(", ")

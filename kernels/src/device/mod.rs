@@ -15,6 +15,13 @@
 //! tables. A dimension `d` of a `k`-dimensional kernel is normalised
 //! dimension `4 - k + d`, so a 3-D kernel steps with `s1`, `s2`, `s3`.
 //!
+//! Array cells can also be read and written through accessors:
+//! `CELL_AT(src, i)` (a whole cell), `PART_AT(src, i, q)` (component `q`)
+//! and `CELL_PUT(dst, c, v)`. A body that touches cells only through them
+//! ([`DeviceKernel::with_planes`]) compiles for either [`CellLayout`]: as an
+//! array of cells, or as one plane per component, where consecutive cells'
+//! components are contiguous and a GPU's loads of them coalesce.
+//!
 //! [`source`]: DeviceKernel::source
 
 pub mod abi;
@@ -83,6 +90,18 @@ impl DeviceScalar for f64 {
     }
 }
 
+/// How a buffer's cells lie in device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CellLayout {
+    /// One cell after another, as on the host (an array of structures).
+    Cells,
+    /// Component `q` of every cell together: component `q` of cell `i` at
+    /// scalar `i + q * np`, `np` being the allocation's cell count (a
+    /// structure of arrays). For array cells only; a scalar cell is one
+    /// plane either way.
+    Planes,
+}
+
 /// The C declaration of a kernel's cell type, always named `cell`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CellDecl {
@@ -116,6 +135,56 @@ impl CellDecl {
     /// The size of one cell in bytes, as the host lays it out.
     pub fn bytes(&self) -> usize {
         self.scalar_bytes * self.len.unwrap_or(1)
+    }
+
+    /// Components of an array cell; `None` for a scalar cell.
+    pub fn components(&self) -> Option<usize> {
+        self.len
+    }
+
+    /// Bytes of one component.
+    pub fn scalar_bytes(&self) -> usize {
+        self.scalar_bytes
+    }
+
+    /// The accessors of the module docs for an array cell in `layout`
+    /// (none for a scalar cell: its bodies index buffers directly).
+    fn accessors(&self, dialect: Dialect, layout: CellLayout) -> String {
+        let Some(n) = self.len else {
+            return String::new();
+        };
+        match layout {
+            CellLayout::Cells => "#define CELL_AT(p, i) ((p)[i])\n\
+                                  #define PART_AT(p, i, q) ((p)[i].d[q])\n\
+                                  #define CELL_PUT(p, i, v) ((p)[i] = (v))\n"
+                .to_string(),
+            CellLayout::Planes => {
+                let (f, g, t) = (
+                    dialect.cell_function_qualifier(),
+                    dialect.global(),
+                    self.scalar,
+                );
+                format!(
+                    "#define PART_AT(p, i, q) ((p)[(i) + (index_t)(q) * np])\n\
+                     #define CELL_AT(p, i) epsilod_cell_at(p, i, np)\n\
+                     #define CELL_PUT(p, i, v) epsilod_cell_put(p, i, np, v)\n\
+                     {f} cell epsilod_cell_at({g}const {t}* p, const index_t i, const index_t np)\n\
+                     {{\n    cell v;\n    \
+                     for (int q = 0; q < {n}; q++) v.d[q] = p[i + (index_t)q * np];\n    \
+                     return v;\n}}\n\
+                     {f} void epsilod_cell_put({g}{t}* p, const index_t i, const index_t np, const cell v)\n\
+                     {{\n    for (int q = 0; q < {n}; q++) p[i + (index_t)q * np] = v.d[q];\n}}\n"
+                )
+            }
+        }
+    }
+
+    /// The C type a buffer of these cells is a pointer to in `layout`.
+    fn element(&self, layout: CellLayout) -> &'static str {
+        match (layout, self.len) {
+            (CellLayout::Planes, Some(_)) => self.scalar,
+            _ => "cell",
+        }
     }
 
     fn declaration(&self) -> String {
@@ -179,6 +248,9 @@ pub struct DeviceKernel {
     fp64: bool,
     /// Auxiliary field buffers after the ABI's arguments: `aux0`, ...
     aux: usize,
+    /// The body reaches cells only through the accessors, so it runs in
+    /// either [`CellLayout`].
+    planes: bool,
 }
 
 impl DeviceKernel {
@@ -206,6 +278,7 @@ impl DeviceKernel {
             tables: Vec::new(),
             body,
             aux: 0,
+            planes: false,
         }
     }
 
@@ -223,6 +296,25 @@ impl DeviceKernel {
     pub fn with_aux(mut self, aux: usize) -> DeviceKernel {
         self.aux = aux;
         self
+    }
+
+    /// Declares that the body reads and writes cells only through the
+    /// accessors (`CELL_AT`, `PART_AT`, `CELL_PUT`), never by indexing
+    /// `src` or `dst`, so that it compiles for [`CellLayout::Planes`] too.
+    /// Scalar cells need no such declaration: their one layout is both.
+    pub fn with_planes(mut self) -> DeviceKernel {
+        self.planes = true;
+        self
+    }
+
+    /// The layouts the kernel compiles for: [`CellLayout::Planes`] only for an
+    /// array cell whose body declared it uses the accessors (and reads no
+    /// auxiliary fields, which are laid out as cells).
+    pub fn runs_in(&self, layout: CellLayout) -> bool {
+        match layout {
+            CellLayout::Cells => true,
+            CellLayout::Planes => self.planes && self.aux == 0 && self.cell.len.is_some(),
+        }
     }
 
     /// How many auxiliary field buffers the kernel takes.
@@ -252,19 +344,32 @@ impl DeviceKernel {
         self.fp64
     }
 
-    /// The complete source of a kernel named [`KERNEL_NAME`] in `dialect`.
+    /// The complete source of a kernel named [`KERNEL_NAME`] in `dialect`,
+    /// over buffers of cells ([`CellLayout::Cells`]).
     pub fn source(&self, dialect: Dialect) -> String {
+        self.written(dialect, CellLayout::Cells)
+    }
+
+    /// The source over buffers in `layout`, or `None` where the kernel
+    /// does not run in it ([`DeviceKernel::runs_in`]).
+    pub fn source_in(&self, dialect: Dialect, layout: CellLayout) -> Option<String> {
+        self.runs_in(layout).then(|| self.written(dialect, layout))
+    }
+
+    fn written(&self, dialect: Dialect, layout: CellLayout) -> String {
         let mut s = dialect.preamble(self.fp64);
         s += &format!("typedef {} index_t;\n", dialect.long_type());
         s += &self.cell.declaration();
+        s += &self.cell.accessors(dialect, layout);
         for t in &self.tables {
             s += &t.declaration(dialect);
         }
+        let element = self.cell.element(layout);
         // A row-run kernel's body is a function its loop calls per cell.
         s += &if dialect.row_runs() {
-            cell_function(dialect, self.aux)
+            cell_function(dialect, element, self.aux)
         } else {
-            prologue(dialect, self.aux)
+            prologue(dialect, element, self.aux)
         };
         s += &self.body;
         if !self.body.ends_with('\n') {
@@ -272,18 +377,18 @@ impl DeviceKernel {
         }
         s += "}\n";
         if dialect.row_runs() {
-            s += &row_run_kernel(dialect, self.aux);
+            s += &row_run_kernel(dialect, element, self.aux);
         }
         s
     }
 }
 
-/// The kernel's arguments as a C parameter list, written from the ABI,
-/// then `aux` auxiliary field buffers.
-fn parameters(dialect: Dialect, aux: usize) -> String {
+/// The kernel's arguments as a C parameter list, written from the ABI
+/// (buffers of `element`), then `aux` auxiliary field buffers.
+fn parameters(dialect: Dialect, element: &str, aux: usize) -> String {
     let (g, r) = (dialect.global(), dialect.restrict());
-    let input = format!("{g}const cell* {r}");
-    parameters_named(&input, &format!("{g}cell* {r}"), aux, &input)
+    let input = format!("{g}const {element}* {r}");
+    parameters_named(&input, &format!("{g}{element}* {r}"), aux, &input)
 }
 
 /// The ABI's parameter list with the given types (each with its trailing
@@ -303,7 +408,7 @@ fn parameters_named(src: &str, dst: &str, aux: usize, aux_type: &str) -> String 
 
 /// The signature, written from the ABI, and the opening of the body: the
 /// thread's cell `c`, after the bounds guard.
-fn prologue(dialect: Dialect, aux: usize) -> String {
+fn prologue(dialect: Dialect, element: &str, aux: usize) -> String {
     format!(
         "{} void {}({})\n{{\n    \
          const index_t i3 = {};\n    \
@@ -314,7 +419,7 @@ fn prologue(dialect: Dialect, aux: usize) -> String {
          const index_t c = base + (z / n1) * s0 + (z % n1) * s1 + i2 * s2 + i3 * s3;\n",
         dialect.kernel_qualifier(),
         KERNEL_NAME,
-        parameters(dialect, aux),
+        parameters(dialect, element, aux),
         dialect.global_id(0),
         dialect.global_id(1),
         dialect.global_id(2),
@@ -327,12 +432,12 @@ fn prologue(dialect: Dialect, aux: usize) -> String {
 /// The opening of the per-cell function of a row-run kernel: the kernel's
 /// arguments and the names the body may use besides (`i3`, `i2`, `z`, `c`).
 /// A body's `return` ends its cell, not the run.
-fn cell_function(dialect: Dialect, aux: usize) -> String {
+fn cell_function(dialect: Dialect, element: &str, aux: usize) -> String {
     format!(
         "{} void {KERNEL_NAME}_cell({}, const index_t i3, const index_t i2, const index_t z, \
          const index_t c)\n{{\n    const index_t s3 = 1;\n",
         dialect.cell_function_qualifier(),
-        parameters(dialect, aux),
+        parameters(dialect, element, aux),
     )
 }
 
@@ -342,7 +447,7 @@ fn cell_function(dialect: Dialect, aux: usize) -> String {
 /// it wants). The column's first cell is found once, in 32-bit arithmetic:
 /// `z` and `n1` are bounded by CUDA's grid limits (65535 blocks of at most
 /// 1024 threads), and 64-bit division costs dozens of instructions.
-fn row_run_kernel(dialect: Dialect, aux: usize) -> String {
+fn row_run_kernel(dialect: Dialect, element: &str, aux: usize) -> String {
     let names: Vec<String> = ARGS
         .iter()
         .map(|(name, _)| name.to_string())
@@ -363,7 +468,7 @@ fn row_run_kernel(dialect: Dialect, aux: usize) -> String {
          for (index_t i2 = first; i2 < last; i2++)\n        \
          {KERNEL_NAME}_cell({}, i3, i2, z, column + i2 * s2);\n}}\n",
         dialect.kernel_qualifier(),
-        parameters(dialect, aux),
+        parameters(dialect, element, aux),
         dialect.global_id(0),
         dialect.global_id(2),
         dialect.bounds_guard().unwrap_or(""),
@@ -443,6 +548,35 @@ mod tests {
             .compiler_options()
             .iter()
             .any(|o| o.contains("fast")));
+    }
+
+    #[test]
+    fn array_cells_compile_in_planes_where_the_body_uses_the_accessors() {
+        let body = "    CELL_PUT(dst, c, CELL_AT(src, c + s3));";
+        // SAFETY: a test of the emitted text; the kernel never runs.
+        let k = unsafe { DeviceKernel::new(CellDecl::array::<f32>(3), body) };
+        assert_eq!(k.source_in(Dialect::OpenCl, CellLayout::Planes), None);
+        assert!(k
+            .source(Dialect::OpenCl)
+            .contains("#define CELL_AT(p, i) ((p)[i])\n#define PART_AT(p, i, q) ((p)[i].d[q])"));
+        let k = k.with_planes();
+        for d in Dialect::ALL {
+            let s = k.source_in(d, CellLayout::Planes).unwrap();
+            assert!(
+                s.contains("#define PART_AT(p, i, q) ((p)[(i) + (index_t)(q) * np])"),
+                "{s}"
+            );
+            assert!(s.contains("for (int q = 0; q < 3; q++) p[i + (index_t)q * np] = v.d[q];"));
+            // Buffers of components, the plane stride among the arguments.
+            assert!(s.contains("const float* ") && !s.contains("cell* "), "{s}");
+            assert!(s.contains("const index_t np"), "{s}");
+            assert_eq!(k.source_in(d, CellLayout::Cells), Some(k.source(d)));
+        }
+        // One layout for scalar cells, and fields are laid out as cells.
+        let scalar = exprs::library::<f32>(crate::Library::S2d4).with_planes();
+        assert!(!scalar.runs_in(CellLayout::Planes));
+        assert!(!scalar.source(Dialect::OpenCl).contains("CELL_AT"));
+        assert!(!k.with_aux(1).runs_in(CellLayout::Planes));
     }
 
     #[test]

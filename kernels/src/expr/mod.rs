@@ -717,6 +717,10 @@ fn c<T: Math>(e: &Expr, nd: usize, array: bool) -> String {
     };
     match e {
         Expr::Num(v) => T::literal_of(*v),
+        // Array cells through the accessors, so the body runs in planes.
+        Expr::Cell(o, k) if array => {
+            format!("PART_AT(src, {}, {k})", crate::device::exprs::index_at(o))
+        }
         Expr::Cell(o, k) => crate::device::exprs::neighbour(o) + &part(k),
         Expr::Let(i) => format!("l{i}"),
         // Read before the body writes `dst[c]`: the level before `src`.
@@ -805,7 +809,11 @@ impl<C: ExprCell> Kernel<C> for ExprKernel<C> {
         let c = |e: &Expr| c::<R<C>>(e, nd, array);
         let mut body = String::new();
         if self.spec.reads_previous() {
-            body += "    const cell old2 = dst[c];\n";
+            body += if array {
+                "    const cell old2 = CELL_AT(dst, c);\n"
+            } else {
+                "    const cell old2 = dst[c];\n"
+            };
         }
         for (i, (name, e, cond)) in self.spec.lets.iter().enumerate() {
             let ty = if *cond { "int" } else { R::<C>::C_TYPE };
@@ -823,11 +831,13 @@ impl<C: ExprCell> Kernel<C> for ExprKernel<C> {
                 for (k, e) in self.spec.update.iter().enumerate() {
                     body += &format!("    out.d[{k}] = {};\n", c(e));
                 }
-                body += "    dst[c] = out;\n";
+                body += "    CELL_PUT(dst, c, out);\n";
                 CellDecl::array::<R<C>>(n)
             }
         };
-        Some(DeviceKernel::generated(cell, body, false).with_aux(self.aux.len()))
+        // Array cells go only through the accessors: in planes on GPUs.
+        let kernel = DeviceKernel::generated(cell, body, false).with_aux(self.aux.len());
+        Some(if array { kernel.with_planes() } else { kernel })
     }
 }
 
@@ -1212,7 +1222,7 @@ mod tests {
             "{code}"
         );
         let cuda = dev.source(Dialect::Cuda);
-        assert!(cuda.contains("o3, aux0, aux1, i3, i2, z, "), "{cuda}");
+        assert!(cuda.contains("o3, np, aux0, aux1, i3, i2, z, "), "{cuda}");
         assert!(cuda.contains("const cell* __restrict__ aux1)"), "{cuda}");
         // A program's own values replace a definition.
         let k = ExprKernel::<f64>::new(&e)
@@ -1366,14 +1376,18 @@ mod tests {
         }
         let dev = k.device_kernel().unwrap();
         assert_eq!(dev.cell(), &CellDecl::array::<f32>(2));
+        assert!(
+            dev.runs_in(crate::CellLayout::Planes),
+            "array cells through the accessors"
+        );
         let src = dev.source(Dialect::OpenCl);
         for line in [
             "typedef struct { float d[2]; } cell;",
-            "const cell old2 = dst[c];",
-            "const float l0 = (src[c + (-1L) * s3].d[0] * 0.5f); /* s */",
-            "out.d[0] = ((l0 - src[c + (1L) * s3].d[1]) + old2.d[1]);",
-            "out.d[1] = ((src[c].d[0] < INFINITY) ? (src[c + (-1L) * s2].d[1] + (src[c + (1L) * s2].d[0] * 2.0f)) : l0);",
-            "dst[c] = out;",
+            "const cell old2 = CELL_AT(dst, c);",
+            "const float l0 = (PART_AT(src, c + (-1L) * s3, 0) * 0.5f); /* s */",
+            "out.d[0] = ((l0 - PART_AT(src, c + (1L) * s3, 1)) + old2.d[1]);",
+            "out.d[1] = ((PART_AT(src, c, 0) < INFINITY) ? (PART_AT(src, c + (-1L) * s2, 1) + (PART_AT(src, c + (1L) * s2, 0) * 2.0f)) : l0);",
+            "CELL_PUT(dst, c, out);",
         ] {
             assert!(src.contains(line), "{line}: {src}");
         }
