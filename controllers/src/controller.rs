@@ -166,6 +166,19 @@ pub trait Controller<T>: Send {
             ))),
         }
     }
+    /// As [`Controller::launch_steps`], with the promise of
+    /// [`Controller::launch_overlapped`]: a device with two queues runs the
+    /// fused launch on the second, so the halos written meanwhile need not
+    /// queue behind it.
+    fn launch_steps_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        self.launch_steps(kernel, src, dst, steps)
+    }
     /// Waits for every launch so far.
     fn wait(&mut self) -> Result<(), DeviceError>;
     /// Device-measured seconds of the kernel launches since the last
@@ -374,6 +387,15 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
         steps: &[Shape],
     ) -> Result<(), DeviceError> {
         (**self).launch_steps(kernel, src, dst, steps)
+    }
+    fn launch_steps_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        (**self).launch_steps_overlapped(kernel, src, dst, steps)
     }
     fn wait(&mut self) -> Result<(), DeviceError> {
         (**self).wait()

@@ -69,6 +69,16 @@ impl<T, C: Controller<T>> Controller<T> for FailAt<C> {
         self.check()?;
         self.inner.launch_steps(kernel, src, dst, steps)
     }
+    fn launch_steps_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        self.check()?;
+        self.inner.launch_steps_overlapped(kernel, src, dst, steps)
+    }
     fn take_kernel_seconds(&mut self) -> f64 {
         self.inner.take_kernel_seconds()
     }

@@ -863,9 +863,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     /// The `steps` iterations of the block ending with iteration `it`, each
     /// launch a cone of that many steps (one step: the region itself):
     /// border strips, their halos sent, the inner region launched to
-    /// overlap the halos received (one step on a device's second queue:
-    /// they write only halo cells of `next`, which the inner region neither
-    /// reads nor writes). Returns (kernel seconds, exchange seconds).
+    /// overlap the halos received (on a device's second queue, however
+    /// many steps: they write only halo cells of `next`, which the inner
+    /// region neither reads nor writes). Returns (kernel seconds, exchange
+    /// seconds).
     fn exchange(&mut self, it: u64, steps: usize) -> Result<(f64, f64), RunError> {
         let (k, cur, next) = (self.kernel, self.cur, self.next);
         // A device slowed or failing from an iteration on is so for a
@@ -884,7 +885,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let cones = self.cones(&self.geometry.inner, steps);
         match &cones[..] {
             [inner] => self.device.launch_overlapped(k, cur, next, inner),
-            _ => self.device.launch_steps(k, cur, next, &cones),
+            _ => self.device.launch_steps_overlapped(k, cur, next, &cones),
         }
         .map_err(|e| self.dev_err(e))?;
         let t2 = Instant::now();

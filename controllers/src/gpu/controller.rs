@@ -107,7 +107,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     /// component of neighbouring cells coalesce (gas-sim's 19-float cells
     /// read as whole structs ran at a third of the copy bandwidth on an
     /// H100); on a CPU implementation, whole cells (planes ran gas-sim
-    /// 130x130x34 1.9-2.1x slower on PoCL). What was asked wins; whole
+    /// 130x130x34 2.1x slower on PoCL). What was asked wins; whole
     /// cells for every other kernel.
     fn choose_planes(&self, device: &DeviceKernel) -> Planes {
         let asked =
@@ -239,6 +239,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     /// [`Self::fusable`]) from `src` to `dst`, on the main lane.
     fn launch_fused(
         &mut self,
+        lane: Lane,
         kernel: KernelId,
         src: BufferId,
         dst: BufferId,
@@ -280,7 +281,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         // group its source was generated for.
         let timing = unsafe {
             self.rt.launch_fused(
-                Lane::Main,
+                lane,
                 &fused.kernel,
                 &s.buf,
                 &d.buf,
@@ -290,6 +291,123 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             )?
         };
         self.timings.push(timing);
+        Ok(())
+    }
+
+    /// [`Controller::launch_steps`] with its launches on `lane` (copies
+    /// into scratch buffers stay on the main lane, which side-lane
+    /// launches follow).
+    fn steps_on(
+        &mut self,
+        lane: Lane,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        match steps {
+            [] => return Ok(()),
+            [one] => return self.launch_on(lane, kernel, src, dst, one),
+            _ => {}
+        }
+        if self.fused_steps() < steps.len() {
+            return Err(DeviceError::BadOption(format!(
+                "{} cannot fuse {} iterations into one launch (at most {})",
+                self.describe(),
+                steps.len(),
+                self.fused_steps()
+            )));
+        }
+        if let Some(w) = steps.windows(2).find(|w| !w[0].contains_shape(&w[1])) {
+            return Err(DeviceError::BadOption(format!(
+                "fused steps must be nested: {} is not within {}",
+                w[1], w[0]
+            )));
+        }
+        if let Some(r) = steps.iter().find(|r| !r.is_contiguous()) {
+            return Err(DeviceError::BadOption(format!(
+                "fused steps must be contiguous regions: {r}"
+            )));
+        }
+        let source = self
+            .kernels
+            .get(kernel.0)
+            .ok_or(DeviceError::UnknownKernel(kernel.0))?
+            .source
+            .clone();
+        if !source.aux_fields().is_empty() {
+            // The fused kernel's tiles have their own geometry, which an
+            // auxiliary field's buffer does not have.
+            return Err(DeviceError::BadOption(format!(
+                "kernel '{}' reads auxiliary fields: one iteration per launch",
+                source.name()
+            )));
+        }
+        {
+            let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
+            if src == dst {
+                return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+            }
+            for r in steps {
+                crate::launch::validate(
+                    source.as_ref(),
+                    (&s.alloc, &s.extent),
+                    (&d.alloc, &d.extent),
+                    r,
+                )?;
+            }
+        }
+        if steps.iter().any(Shape::is_empty) {
+            // Nested: the last is empty too, and nothing is stored.
+            return Ok(());
+        }
+        let per = self.fusable(kernel, steps.len())?;
+        if per >= steps.len() {
+            return self.launch_fused(lane, kernel, src, dst, steps);
+        }
+        // Launches of as many steps as fuse, the last of what is left.
+        let mut chunks: Vec<&[Shape]> = vec![&steps[..per]];
+        let mut at = per;
+        while at < steps.len() {
+            let n = self.fusable(kernel, steps.len() - at)?.max(1);
+            chunks.push(&steps[at..at + n]);
+            at += n;
+        }
+        let levels = (chunks.len() - 1).min(2);
+        let fp = source.footprint();
+        let low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
+        let high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
+        let reads = steps[0].expand(&low, &high);
+        let mut scratch = Vec::new();
+        let planes = self.planes();
+        for i in 0..levels {
+            let b = self.scratch(i, src)?;
+            let (from, to) = (self.slots.get(src)?, self.slots.get(b)?);
+            if !copy_within(
+                &mut self.rt,
+                planes,
+                (&from.buf, &from.alloc),
+                (&to.buf, &to.alloc),
+                &reads,
+            )? {
+                let mut cells: Vec<T> = Vec::new();
+                read_region(&mut self.rt, planes, from, &reads, &mut cells)?;
+                write_region(&mut self.rt, planes, to, &reads, &cells)?;
+            }
+            scratch.push(b);
+        }
+        for (c, chunk) in chunks.iter().enumerate() {
+            let from = if c == 0 { src } else { scratch[(c - 1) % 2] };
+            let to = if c + 1 == chunks.len() {
+                dst
+            } else {
+                scratch[c % 2]
+            };
+            match chunk {
+                [one] => self.launch_on(lane, kernel, from, to, one)?,
+                _ => self.launch_fused(lane, kernel, from, to, chunk)?,
+            }
+        }
         Ok(())
     }
 
@@ -818,110 +936,17 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         dst: BufferId,
         steps: &[Shape],
     ) -> Result<(), DeviceError> {
-        match steps {
-            [] => return Ok(()),
-            [one] => return self.launch(kernel, src, dst, one),
-            _ => {}
-        }
-        if self.fused_steps() < steps.len() {
-            return Err(DeviceError::BadOption(format!(
-                "{} cannot fuse {} iterations into one launch (at most {})",
-                self.describe(),
-                steps.len(),
-                self.fused_steps()
-            )));
-        }
-        if let Some(w) = steps.windows(2).find(|w| !w[0].contains_shape(&w[1])) {
-            return Err(DeviceError::BadOption(format!(
-                "fused steps must be nested: {} is not within {}",
-                w[1], w[0]
-            )));
-        }
-        if let Some(r) = steps.iter().find(|r| !r.is_contiguous()) {
-            return Err(DeviceError::BadOption(format!(
-                "fused steps must be contiguous regions: {r}"
-            )));
-        }
-        let source = self
-            .kernels
-            .get(kernel.0)
-            .ok_or(DeviceError::UnknownKernel(kernel.0))?
-            .source
-            .clone();
-        if !source.aux_fields().is_empty() {
-            // The fused kernel's tiles have their own geometry, which an
-            // auxiliary field's buffer does not have.
-            return Err(DeviceError::BadOption(format!(
-                "kernel '{}' reads auxiliary fields: one iteration per launch",
-                source.name()
-            )));
-        }
-        {
-            let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
-            if src == dst {
-                return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
-            }
-            for r in steps {
-                crate::launch::validate(
-                    source.as_ref(),
-                    (&s.alloc, &s.extent),
-                    (&d.alloc, &d.extent),
-                    r,
-                )?;
-            }
-        }
-        if steps.iter().any(Shape::is_empty) {
-            // Nested: the last is empty too, and nothing is stored.
-            return Ok(());
-        }
-        let per = self.fusable(kernel, steps.len())?;
-        if per >= steps.len() {
-            return self.launch_fused(kernel, src, dst, steps);
-        }
-        // Launches of as many steps as fuse, the last of what is left.
-        let mut chunks: Vec<&[Shape]> = vec![&steps[..per]];
-        let mut at = per;
-        while at < steps.len() {
-            let n = self.fusable(kernel, steps.len() - at)?.max(1);
-            chunks.push(&steps[at..at + n]);
-            at += n;
-        }
-        let levels = (chunks.len() - 1).min(2);
-        let fp = source.footprint();
-        let low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
-        let high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
-        let reads = steps[0].expand(&low, &high);
-        let mut scratch = Vec::new();
-        let planes = self.planes();
-        for i in 0..levels {
-            let b = self.scratch(i, src)?;
-            let (from, to) = (self.slots.get(src)?, self.slots.get(b)?);
-            if !copy_within(
-                &mut self.rt,
-                planes,
-                (&from.buf, &from.alloc),
-                (&to.buf, &to.alloc),
-                &reads,
-            )? {
-                let mut cells: Vec<T> = Vec::new();
-                read_region(&mut self.rt, planes, from, &reads, &mut cells)?;
-                write_region(&mut self.rt, planes, to, &reads, &cells)?;
-            }
-            scratch.push(b);
-        }
-        for (c, chunk) in chunks.iter().enumerate() {
-            let from = if c == 0 { src } else { scratch[(c - 1) % 2] };
-            let to = if c + 1 == chunks.len() {
-                dst
-            } else {
-                scratch[c % 2]
-            };
-            match chunk {
-                [one] => self.launch(kernel, from, to, one)?,
-                _ => self.launch_fused(kernel, from, to, chunk)?,
-            }
-        }
-        Ok(())
+        self.steps_on(Lane::Main, kernel, src, dst, steps)
+    }
+
+    fn launch_steps_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        self.steps_on(Lane::Side, kernel, src, dst, steps)
     }
 
     fn wait(&mut self) -> Result<(), DeviceError> {

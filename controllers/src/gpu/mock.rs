@@ -29,6 +29,8 @@ pub struct MockRuntime<T> {
     gpu: bool,
     /// Pieces copied within the device so far.
     pub copies_within: usize,
+    /// The lane of every launch so far, in order.
+    pub lanes: Vec<Lane>,
 }
 
 impl<T: Real> MockRuntime<T> {
@@ -47,6 +49,7 @@ impl<T: Real> MockRuntime<T> {
             known,
             gpu,
             copies_within: 0,
+            lanes: Vec::new(),
         }
     }
 
@@ -311,7 +314,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
 
     unsafe fn launch_fused(
         &mut self,
-        _lane: Lane,
+        lane: Lane,
         kernel: &Self::Kernel,
         src: &Mem<T>,
         dst: &Mem<T>,
@@ -319,6 +322,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         groups: [usize; 3],
         group: usize,
     ) -> Result<f64, DeviceError> {
+        self.lanes.push(lane);
         let started = Instant::now();
         let shape = kernel.fused.as_ref().expect("a fused kernel");
         assert_eq!(group, shape.group_size(), "the group it was generated for");
@@ -336,7 +340,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
 
     unsafe fn launch(
         &mut self,
-        _lane: Lane,
+        lane: Lane,
         kernel: &Self::Kernel,
         src: &Mem<T>,
         dst: &Mem<T>,
@@ -351,6 +355,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
                 "groups {g:?} do not tile the grid {grid:?}"
             );
         }
+        self.lanes.push(lane);
         let started = Instant::now();
         let (s, mut d) = (lock(src), lock(dst));
         let kernel = &kernel.kernel;
@@ -425,6 +430,53 @@ mod tests {
             assert_eq!(c.fused_steps(), kernels::device::MAX_FUSED_STEPS);
             crate::conformance::fused_launches(&mut c);
             crate::conformance::fused_against_single_steps(&mut c);
+        }
+    }
+
+    /// Fused launches of the inner region (`launch_steps_overlapped`) go on
+    /// the side lane, in one launch or split through scratch levels, and
+    /// compute what the same steps on the main lane compute.
+    #[test]
+    fn overlapped_steps_run_on_the_side_lane() {
+        use crate::gpu::Lane;
+        use kernels::{library_kernel, KernelChoice, Library};
+        for bytes in [48 << 10, 600] {
+            let mut c = GpuController::<_, f32>::with_runtime(MockRuntime::<f32>::new(true))
+                .with_fused_limits(bytes, f64::INFINITY);
+            let kernel = c
+                .load(library_kernel(Library::S2d4, KernelChoice::Specialized).into())
+                .unwrap();
+            let ext = Shape::from_sizes(&[40, 36]);
+            let [src, a, b] = [0; 3].map(|_| c.alloc(&ext, &ext).unwrap());
+            c.fill(src, &ext, &crate::conformance::probe_value).unwrap();
+            let steps: Vec<Shape> = (1..=4)
+                .map(|k| Shape::from_ranges(&[(k, 40 - k), (k, 36 - k)]))
+                .collect();
+            let last = steps[3].clone();
+            let mut lanes = Vec::new();
+            for (dst, overlapped) in [(a, false), (b, true)] {
+                c.fill(dst, &ext, &|_| 0.0).unwrap();
+                let before = c.runtime().lanes.len();
+                if overlapped {
+                    c.launch_steps_overlapped(kernel, src, dst, &steps).unwrap();
+                } else {
+                    c.launch_steps(kernel, src, dst, &steps).unwrap();
+                }
+                c.wait().unwrap();
+                lanes.push(c.runtime().lanes[before..].to_vec());
+            }
+            let launches = lanes[0].len();
+            assert!(launches >= 1 && lanes[1].len() == launches, "{lanes:?}");
+            assert!(lanes[0].iter().all(|l| *l == Lane::Main), "{lanes:?}");
+            assert!(lanes[1].iter().all(|l| *l == Lane::Side), "{lanes:?}");
+            if bytes == 600 {
+                assert!(launches > 1, "600 bytes hold the cones of three steps, not four");
+            }
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            c.read(a, &last, &mut x).unwrap();
+            c.read(b, &last, &mut y).unwrap();
+            assert_eq!(x, y);
+            assert!(x.iter().any(|v| *v != 0.0));
         }
     }
 
