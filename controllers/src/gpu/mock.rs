@@ -470,7 +470,10 @@ mod tests {
             assert!(lanes[0].iter().all(|l| *l == Lane::Main), "{lanes:?}");
             assert!(lanes[1].iter().all(|l| *l == Lane::Side), "{lanes:?}");
             if bytes == 600 {
-                assert!(launches > 1, "600 bytes hold the cones of three steps, not four");
+                assert!(
+                    launches > 1,
+                    "600 bytes hold the cones of three steps, not four"
+                );
             }
             let (mut x, mut y) = (Vec::new(), Vec::new());
             c.read(a, &last, &mut x).unwrap();
