@@ -15,6 +15,9 @@ pub struct PeerDomain {
     pub api: &'static str,
     /// The shared context, unique within the process for its API.
     pub id: u64,
+    /// How the devices were asked to lay out cells with components: two
+    /// that would hold one kernel's cells differently do not share.
+    pub cells: kernels::CellLayout,
 }
 
 /// Regions packed into device memory by one controller, for another of

@@ -26,6 +26,8 @@ controller_conformance!(opencl_planes, <T> OpenClController::<T>::new(0, 0)
 /// written with the accessors, whole cells for one that indexes cells and
 /// where asked; on a CPU implementation, whole cells unless asked; a kernel
 /// of whole cells loaded after a planes one is refused with the way out.
+/// In planes nothing fuses, and devices asked for different layouts are
+/// of different peer domains.
 #[test]
 fn cells_lie_in_planes_where_the_first_kernel_reads_them_so() {
     use controllers::{conformance, Controller};
@@ -42,6 +44,18 @@ fn cells_lie_in_planes_where_the_first_kernel_reads_them_so() {
         .with_cell_layout(CellLayout::Planes);
     c.load(conformance::planes_kernel()).unwrap();
     assert_eq!(c.cell_layout(), CellLayout::Planes, "asked for planes");
+    // Fused kernels hold whole cells: one step a launch in planes.
+    assert_eq!(c.fused_steps(), 1);
+    let whole = OpenClController::<[f32; 19]>::new(0, 0).unwrap();
+    assert!(whole.fused_steps() > 1);
+    // Devices asked for different layouts do not share device messages.
+    assert_ne!(c.peer_domain(), whole.peer_domain());
+    assert_eq!(
+        whole.peer_domain(),
+        OpenClController::<[f32; 19]>::new(0, 0)
+            .unwrap()
+            .peer_domain()
+    );
     let open = || {
         GpuController::<_, [f32; 19]>::with_runtime(OclRuntime::new(0, 0).unwrap().gpu_groups(true))
     };

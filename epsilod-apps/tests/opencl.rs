@@ -61,7 +61,8 @@ impl heuristics::Heuristic for EveryThird {
 
 /// gas-sim's cells in planes on OpenCL devices (its device body reads them
 /// through the accessors; GPUs hold them so, and PoCL when asked): halos
-/// between two such devices in device memory, rows moved by rebalances in
+/// between two such devices in device memory, deep halos, halos through
+/// the host to a device holding whole cells, rows moved by rebalances in
 /// slabs of a few rows, to and from a CPU and between the two devices, all
 /// keep the CPU's bits.
 #[test]
@@ -94,6 +95,26 @@ fn gas_sim_in_planes_across_devices_and_rebalances() {
     let s = &two.report.summary;
     assert!(
         s.halo_messages > 0 && s.halo_messages_on_device == s.halo_messages,
+        "{s:?}"
+    );
+    // Deep halos: periods of two steps, one launch a step in planes.
+    let deep = base()
+        .devices(devices(&["opencl:layout=planes", "opencl:layout=planes"]))
+        .partition(Partition::Single(0))
+        .halo_depth(epsilod::HaloDepth::Depth(2))
+        .run()
+        .unwrap();
+    assert!(cells(&deep.grid) == cpu, "depth 2");
+    // One device in planes, one whole: their halos go through the host.
+    let mixed = base()
+        .devices(devices(&["opencl:layout=planes", "opencl:layout=cells"]))
+        .partition(Partition::Single(0))
+        .run()
+        .unwrap();
+    assert!(cells(&mixed.grid) == cpu, "planes beside whole cells");
+    let s = &mixed.report.summary;
+    assert!(
+        s.halo_messages > 0 && s.halo_messages_on_device == 0,
         "{s:?}"
     );
     let plan = vec![

@@ -84,7 +84,11 @@ mod tests {
     use super::*;
 
     fn domain(id: u64) -> Option<PeerDomain> {
-        Some(PeerDomain { api: "test", id })
+        Some(PeerDomain {
+            api: "test",
+            id,
+            cells: kernels::CellLayout::Cells,
+        })
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub struct GpuController<R: DeviceRuntime, T> {
     timings: Vec<R::Timing>,
     /// Intermediate levels of `launch_steps` where a kernel fuses fewer
     /// steps than asked (allocated on first use, like the launches' source).
-    scratch: Vec<BufferId>,
+    scratch: Vec<Option<BufferId>>,
     /// A cap on fused kernels' work-group memory and their overhead bound
     /// ([`GpuController::with_fused_limits`]).
     fused_cap: Option<(usize, f64)>,
@@ -110,20 +110,28 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     /// 130x130x34 2.1x slower on PoCL). What was asked wins; whole
     /// cells for every other kernel.
     fn choose_planes(&self, device: &DeviceKernel) -> Planes {
-        let asked =
-            self.layout
-                .unwrap_or_else(|| match std::env::var(CELL_LAYOUT_VAR).as_deref() {
-                    Ok("cells") => CellLayout::Cells,
-                    Ok("planes") => CellLayout::Planes,
-                    _ if self.rt.is_gpu() => CellLayout::Planes,
-                    _ => CellLayout::Cells,
-                });
         match device.cell().components() {
-            Some(n) if asked == CellLayout::Planes && device.runs_in(CellLayout::Planes) => {
+            Some(n)
+                if self.asked_layout() == CellLayout::Planes
+                    && device.runs_in(CellLayout::Planes) =>
+            {
                 Planes::new(n, device.cell().scalar_bytes())
             }
             _ => Planes::cells(std::mem::size_of::<T>()),
         }
+    }
+
+    /// The layout asked of array cells: by [`Self::with_cell_layout`], else
+    /// by [`CELL_LAYOUT_VAR`] (other values are ignored), else planes on a
+    /// GPU and whole cells on a CPU implementation.
+    fn asked_layout(&self) -> CellLayout {
+        self.layout
+            .unwrap_or_else(|| match std::env::var(CELL_LAYOUT_VAR).as_deref() {
+                Ok("cells") => CellLayout::Cells,
+                Ok("planes") => CellLayout::Planes,
+                _ if self.rt.is_gpu() => CellLayout::Planes,
+                _ => CellLayout::Cells,
+            })
     }
 
     /// How buffers hold cells (whole cells until a kernel or buffer fixes
@@ -236,7 +244,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     }
 
     /// One launch of the fused kernel of `steps.len()` steps (compiled by
-    /// [`Self::fusable`]) from `src` to `dst`, on the main lane.
+    /// [`Self::fusable`]) from `src` to `dst`, on `lane`.
     fn launch_fused(
         &mut self,
         lane: Lane,
@@ -380,8 +388,11 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         let reads = steps[0].expand(&low, &high);
         let mut scratch = Vec::new();
         let planes = self.planes();
+        // Levels of their own for side-lane launches: a main-lane launch
+        // may reuse the main lane's levels while those still run.
+        let first = if lane == Lane::Side { 2 } else { 0 };
         for i in 0..levels {
-            let b = self.scratch(i, src)?;
+            let b = self.scratch(first + i, src)?;
             let (from, to) = (self.slots.get(src)?, self.slots.get(b)?);
             if !copy_within(
                 &mut self.rt,
@@ -417,18 +428,18 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             let s = self.slots.get(like)?;
             (s.alloc.clone(), s.extent.clone())
         };
-        if let Some(&b) = self.scratch.get(i) {
+        if self.scratch.len() <= i {
+            self.scratch.resize(i + 1, None);
+        }
+        if let Some(b) = self.scratch[i] {
             if self.slots.get(b)?.alloc == alloc {
                 self.slots.get_mut(b)?.extent = extent;
                 return Ok(b);
             }
             self.free(b)?;
-            let b = self.alloc(&extent, &alloc)?;
-            self.scratch[i] = b;
-            return Ok(b);
         }
         let b = self.alloc(&extent, &alloc)?;
-        self.scratch.push(b);
+        self.scratch[i] = Some(b);
         Ok(b)
     }
 
@@ -486,7 +497,9 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         // SAFETY: `validate` and `validate_aux` checked that `region` and
         // every cell the kernel reads around it lie inside all the buffers'
         // allocations (the same one), and the geometry describes exactly that
-        // region of that allocation.
+        // region of that allocation. In planes, component q of cell i is
+        // scalar i + q * np, np the allocation's cells: inside a buffer of
+        // np cells' bytes for every i < np and component q.
         let timing = unsafe {
             self.rt.launch(
                 lane,
@@ -557,10 +570,9 @@ fn copy_within<R: DeviceRuntime>(
     (to, to_alloc): (&R::Buffer, &Shape),
     region: &Shape,
 ) -> Result<bool, DeviceError> {
-    let (a, b) = (
-        planes.plan(from_alloc, region),
-        planes.plan(to_alloc, region),
-    );
+    // One plan per allocation, piece for piece alike.
+    let plans = planes.plans(&[from_alloc, to_alloc], region);
+    let (a, b) = (&plans[0], &plans[1]);
     if a.pieces.len() != b.pieces.len() {
         return Ok(false);
     }
@@ -728,9 +740,14 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
     }
 
     fn peer_domain(&self) -> Option<PeerDomain> {
-        self.rt
-            .peer_domain()
-            .map(|id| PeerDomain { api: R::API, id })
+        // Devices asked for different layouts hold one kernel's cells
+        // differently: their messages go through the host. (A run asks
+        // before its kernel fixes the layout.)
+        self.rt.peer_domain().map(|id| PeerDomain {
+            api: R::API,
+            id,
+            cells: self.asked_layout(),
+        })
     }
 
     fn pack_peer(
@@ -851,10 +868,7 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
                 R::API
             ))
         })?;
-        let planes = match self.planes {
-            Some(p) => p,
-            None => *self.planes.insert(self.choose_planes(&device)),
-        };
+        let planes = self.planes.unwrap_or_else(|| self.choose_planes(&device));
         let source = device.source_in(R::DIALECT, planes.layout()).ok_or_else(|| {
             DeviceError::BadOption(format!(
                 "kernel '{}' reads whole cells, but this {} device holds its cells in planes \
@@ -874,6 +888,7 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
                 R::API
             ))
         })?;
+        self.planes = Some(planes);
         self.kernels.push(Loaded {
             kernel: compiled.kernel,
             source: kernel,
@@ -917,7 +932,8 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
     }
 
     fn fused_steps(&self) -> usize {
-        if self.fused_limits().is_some() {
+        // Fused kernels hold whole cells in work-group memory.
+        if self.fused_limits().is_some() && self.cell_layout() == CellLayout::Cells {
             MAX_FUSED_STEPS
         } else {
             1
