@@ -436,6 +436,8 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
                 self.slots.get_mut(b)?.extent = extent;
                 return Ok(b);
             }
+            // Forgotten first: a failed allocation below leaves no freed id.
+            self.scratch[i] = None;
             self.free(b)?;
         }
         let b = self.alloc(&extent, &alloc)?;
@@ -742,7 +744,8 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
     fn peer_domain(&self) -> Option<PeerDomain> {
         // Devices asked for different layouts hold one kernel's cells
         // differently: their messages go through the host. (A run asks
-        // before its kernel fixes the layout.)
+        // before its kernel fixes the layout, so scalar cells, one layout
+        // either way, go through the host too between such devices.)
         self.rt.peer_domain().map(|id| PeerDomain {
             api: R::API,
             id,

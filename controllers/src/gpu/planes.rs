@@ -70,7 +70,17 @@ impl Planes {
             sigs.extend_from_slice(s.sigs());
             Shape::new(sigs)
         };
-        merged(allocs, region)
+        // Merged to one dimension, a plane is a row: CUDA's 2-d copies take
+        // row pitches below 2^31 bytes, so bigger planes go unmerged.
+        let shapes = if allocs.iter().all(|a| a.card() * self.part < 1 << 31) {
+            merged(allocs, region)
+        } else {
+            allocs
+                .iter()
+                .map(|a| ((*a).clone(), region.clone()))
+                .collect()
+        };
+        shapes
             .iter()
             .map(|(a, r)| CopyPlan::new(&with_planes(a), &with_planes(r), self.part))
             .collect()
