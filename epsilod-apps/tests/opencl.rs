@@ -40,25 +40,6 @@ fn gas_sim_on_opencl_matches_the_cpu_bit_for_bit() {
     );
 }
 
-/// Weights that change every three iterations: rows move often, both ways.
-struct EveryThird(Vec<Vec<f64>>);
-
-impl heuristics::Heuristic for EveryThird {
-    fn name(&self) -> &str {
-        "every-third"
-    }
-    fn check(&mut self, s: &heuristics::Snapshot<'_>) -> heuristics::Decision {
-        if s.iter % 3 != 2 {
-            return heuristics::Decision::no();
-        }
-        let w = &self.0[(s.iter / 3) as usize % self.0.len()];
-        heuristics::Decision {
-            weights: Some(w.clone()),
-            ..heuristics::Decision::yes()
-        }
-    }
-}
-
 /// gas-sim's cells in planes on OpenCL devices (its device body reads them
 /// through the accessors; GPUs hold them so, and PoCL when asked): halos
 /// between two such devices in device memory, deep halos, halos through
@@ -69,6 +50,7 @@ impl heuristics::Heuristic for EveryThird {
 fn gas_sim_in_planes_across_devices_and_rebalances() {
     use epsilod::Alb;
     use epsilod_apps::gas;
+    use heuristics::testing::Scripted;
     let user = [46, 30, 10];
     let size = gas::global_size(user);
     let cells = |g: &ndarray::ArrayD<gas::GasCell>| -> Vec<u32> {
@@ -117,12 +99,13 @@ fn gas_sim_in_planes_across_devices_and_rebalances() {
         s.halo_messages > 0 && s.halo_messages_on_device == 0,
         "{s:?}"
     );
-    let plan = vec![
-        vec![1.0, 3.0, 1.0],
-        vec![1.0, 1.0, 4.0],
-        vec![3.0, 1.0, 1.0],
+    let script: [(u64, &[f64]); 4] = [
+        (2, &[1.0, 3.0, 1.0]),
+        (5, &[1.0, 1.0, 4.0]),
+        (8, &[3.0, 1.0, 1.0]),
+        (11, &[1.0, 3.0, 1.0]),
     ];
-    let alb = Alb::custom("every-third", move || Box::new(EveryThird(plan.clone())))
+    let alb = Alb::custom("scripted", move || Box::new(Scripted::new(&script)))
         .window(2)
         .slab_bytes(3 * size[1] * size[2] * std::mem::size_of::<gas::GasCell>());
     let out = base()

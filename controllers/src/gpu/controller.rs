@@ -394,17 +394,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         for i in 0..levels {
             let b = self.scratch(first + i, src)?;
             let (from, to) = (self.slots.get(src)?, self.slots.get(b)?);
-            if !copy_within(
-                &mut self.rt,
-                planes,
-                (&from.buf, &from.alloc),
-                (&to.buf, &to.alloc),
-                &reads,
-            )? {
-                let mut cells: Vec<T> = Vec::new();
-                read_region(&mut self.rt, planes, from, &reads, &mut cells)?;
-                write_region(&mut self.rt, planes, to, &reads, &cells)?;
-            }
+            move_cells::<R, T>(&mut self.rt, planes, from, to, &reads)?;
             scratch.push(b);
         }
         for (c, chunk) in chunks.iter().enumerate() {
@@ -586,6 +576,29 @@ fn copy_within<R: DeviceRuntime>(
     Ok(true)
 }
 
+/// Copies `region` from one buffer to another of other pitches: on the
+/// device where the runtime can, else through the host.
+fn move_cells<R: DeviceRuntime, T: Cell>(
+    rt: &mut R,
+    planes: Planes,
+    from: &Slot<R::Buffer>,
+    to: &Slot<R::Buffer>,
+    region: &Shape,
+) -> Result<(), DeviceError> {
+    if !copy_within(
+        rt,
+        planes,
+        (&from.buf, &from.alloc),
+        (&to.buf, &to.alloc),
+        region,
+    )? {
+        let mut cells: Vec<T> = Vec::new();
+        read_region(rt, planes, from, region, &mut cells)?;
+        write_region(rt, planes, to, region, &cells)?;
+    }
+    Ok(())
+}
+
 /// Why a peer message cannot be used here.
 fn foreign(why: String) -> DeviceError {
     DeviceError::BadOption(format!("device message: {why}"))
@@ -640,17 +653,7 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         };
         let planes = self.planes();
         let old = self.slots.get(buf)?;
-        if !copy_within(
-            &mut self.rt,
-            planes,
-            (&old.buf, &old.alloc),
-            (&next.buf, &next.alloc),
-            &keep,
-        )? {
-            let mut kept: Vec<T> = Vec::new();
-            read_region(&mut self.rt, planes, old, &keep, &mut kept)?;
-            write_region(&mut self.rt, planes, &next, &keep, &kept)?;
-        }
+        move_cells::<R, T>(&mut self.rt, planes, old, &next, &keep)?;
         // The copies must be done before the old buffer is freed.
         self.rt.finish()?;
         *self.slots.get_mut(buf)? = next;
