@@ -67,6 +67,11 @@ pub trait Controller<T>: Send {
     fn peer_domain(&self) -> Option<PeerDomain> {
         None
     }
+    /// How its buffers hold cells with components (whole, the default, or
+    /// in planes: `kernels::CellLayout`).
+    fn cell_layout(&self) -> kernels::CellLayout {
+        kernels::CellLayout::Cells
+    }
     /// Packs `regions` of `buf`, in order, into device memory that a
     /// controller of the same [`Controller::peer_domain`] can copy from,
     /// reusing `reuse`'s buffers where they fit. Complete on return: the
@@ -254,6 +259,9 @@ macro_rules! forward_memory {
         fn peer_domain(&self) -> Option<$crate::PeerDomain> {
             self.$inner.peer_domain()
         }
+        fn cell_layout(&self) -> kernels::CellLayout {
+            self.$inner.cell_layout()
+        }
         fn pack_peer(
             &mut self,
             buf: $crate::BufferId,
@@ -335,6 +343,9 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
     }
     fn peer_domain(&self) -> Option<PeerDomain> {
         (**self).peer_domain()
+    }
+    fn cell_layout(&self) -> kernels::CellLayout {
+        (**self).cell_layout()
     }
     fn pack_peer(
         &mut self,

@@ -15,14 +15,16 @@ fn gas_sim_on_opencl_matches_the_cpu_bit_for_bit() {
     use epsilod_apps::gas;
     let user = [60, 58, 20];
     let run = |devs: &[&str], part| {
-        Skeleton::new(&gas::global_size(user), gas::stencil())
+        let out = Skeleton::new(&gas::global_size(user), gas::stencil())
             .iterations(15)
             .init(gas::init(user))
             .devices(devices(devs))
             .partition(part)
             .run()
-            .unwrap()
-            .grid
+            .unwrap();
+        // PoCL, a CPU implementation, keeps the cells whole.
+        assert_eq!(out.report.summary.devices_in_planes, 0);
+        out.grid
     };
     let cells = |g: &ndarray::ArrayD<gas::GasCell>| -> Vec<u32> {
         g.iter().flat_map(|c| c.map(f32::to_bits)).collect()
@@ -75,6 +77,7 @@ fn gas_sim_in_planes_across_devices_and_rebalances() {
         .unwrap();
     assert!(cells(&two.grid) == cpu, "two opencl devices");
     let s = &two.report.summary;
+    assert_eq!(s.devices_in_planes, 2, "{s:?}");
     assert!(
         s.halo_messages > 0 && s.halo_messages_on_device == s.halo_messages,
         "{s:?}"
@@ -87,6 +90,7 @@ fn gas_sim_in_planes_across_devices_and_rebalances() {
         .run()
         .unwrap();
     assert!(cells(&deep.grid) == cpu, "depth 2");
+    assert_eq!(deep.report.summary.devices_in_planes, 2);
     // One device in planes, one whole: their halos go through the host.
     let mixed = base()
         .devices(devices(&["opencl:layout=planes", "opencl:layout=cells"]))
@@ -96,7 +100,7 @@ fn gas_sim_in_planes_across_devices_and_rebalances() {
     assert!(cells(&mixed.grid) == cpu, "planes beside whole cells");
     let s = &mixed.report.summary;
     assert!(
-        s.halo_messages > 0 && s.halo_messages_on_device == 0,
+        s.devices_in_planes == 1 && s.halo_messages > 0 && s.halo_messages_on_device == 0,
         "{s:?}"
     );
     let script: [(u64, &[f64]); 4] = [
@@ -119,6 +123,7 @@ fn gas_sim_in_planes_across_devices_and_rebalances() {
         .run()
         .unwrap();
     assert!(cells(&out.grid) == cpu, "rebalanced");
+    assert_eq!(out.report.summary.devices_in_planes, 2);
     let r = &out.report.redistributions;
     assert!(r.len() >= 3, "too few rebalances: {r:?}");
     assert!(r.iter().any(|x| x.moves_on_device == 1), "{r:?}");

@@ -156,7 +156,8 @@ fn same_bits_on_opencl_devices_and_through_a_rebalance() {
             "{devs:?} {part}"
         );
     }
-    // Slabs of two rows (28 cells, both levels), to and from the device.
+    // Slabs of two rows of 28 cells (224 bytes a level, both levels in one
+    // message), to and from the device.
     let alb = Alb::custom("scripted", || Box::new(Scripted::new(&[(10, &[1.0, 2.0])])))
         .window(4)
         .slab_bytes(224);

@@ -361,6 +361,7 @@ impl<T> RunPlan<T> {
                 skeleton_overhead_seconds_per_iteration: overhead,
                 halo_messages: results.iter().map(|r| r.messages).sum(),
                 halo_messages_on_device: results.iter().map(|r| r.device_messages).sum(),
+                devices_in_planes: results.iter().filter(|r| r.planes).count() as u64,
             },
             iterations,
             redistributions,

@@ -176,6 +176,10 @@ pub struct Summary {
     /// of one process that share it).
     #[serde(default)]
     pub halo_messages_on_device: u64,
+    /// Devices that held cells with components in planes (GPUs, for
+    /// kernels that can read them so: docs/stencils.md).
+    #[serde(default)]
+    pub devices_in_planes: u64,
 }
 
 /// One iteration.

@@ -52,6 +52,8 @@ pub(crate) struct VpResult<T> {
     pub messages: u64,
     /// Of those, the ones that stayed in device memory.
     pub device_messages: u64,
+    /// Its device held cells with components in planes.
+    pub planes: bool,
     /// The halo depth it ended at.
     pub depth: usize,
     /// `--halo-depth auto`'s measurements (every process has the same).
@@ -75,6 +77,8 @@ pub(crate) struct VpMeta {
     messages: u64,
     #[serde(default)]
     device_messages: u64,
+    #[serde(default)]
+    planes: bool,
     depth: usize,
     depth_trials: Vec<DepthTrial>,
 }
@@ -97,6 +101,7 @@ impl VpMeta {
             checkpoints: r.checkpoints.clone(),
             messages: r.messages,
             device_messages: r.device_messages,
+            planes: r.planes,
             depth: r.depth,
             depth_trials: r.depth_trials.clone(),
         }
@@ -121,6 +126,7 @@ impl VpMeta {
                 checkpoints: self.checkpoints,
                 messages: self.messages,
                 device_messages: self.device_messages,
+                planes: self.planes,
                 depth: self.depth,
                 depth_trials: self.depth_trials,
             },
@@ -455,6 +461,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             checkpoints,
             messages: self.messages,
             device_messages: self.device_messages,
+            planes: self.device.cell_layout() == kernels::CellLayout::Planes,
             depth: self.depth,
             depth_trials,
         })
@@ -891,9 +898,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let t2 = Instant::now();
         self.complete_recvs(next, Tag::Halo(it).encode())?;
         // The exchange ends with the halos written (or, device to device,
-        // their copies queued); what `wait` waits for beyond them is the
-        // inner region's kernel, timed as such (on a GPU it runs on after
-        // the halos, and counted as exchange too).
+        // their copies queued). What `wait` waits for beyond them is the
+        // inner region's kernel, which on a GPU runs on after the halos:
+        // kernel time, not exchange.
         comm += t2.elapsed().as_secs_f64();
         self.device.wait().map_err(|e| self.dev_err(e))?;
         std::mem::swap(&mut self.cur, &mut self.next);

@@ -348,6 +348,14 @@ mod tests {
                 prop_assert!(!s.is_empty());
                 prop_assert!(s.card() <= max.max(row));
             }
+            // As few as the limit allows: all but the last are full, as
+            // many whole rows as fit (at least one).
+            if let Some((_, full)) = slabs.split_last() {
+                let most = (max / row.max(1)).max(1) * row;
+                for s in full {
+                    prop_assert_eq!(s.card(), most);
+                }
+            }
         }
 
         #[test]

@@ -134,12 +134,6 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             })
     }
 
-    /// How buffers hold cells (whole cells until a kernel or buffer fixes
-    /// it).
-    pub fn cell_layout(&self) -> CellLayout {
-        self.planes.map_or(CellLayout::Cells, |p| p.layout())
-    }
-
     /// Fused kernels get at most `local_bytes` of work-group memory (0: no
     /// fused kernels, one step per launch) and may recompute up to
     /// `max_overhead` times a step's cells ([`super::fused::FusedLimits`]):
@@ -742,6 +736,11 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         // Setup, not an iteration's kernel time.
         drop(timing);
         Ok(true)
+    }
+
+    fn cell_layout(&self) -> CellLayout {
+        // Whole cells until a kernel or buffer fixes it.
+        self.planes.map_or(CellLayout::Cells, |p| p.layout())
     }
 
     fn peer_domain(&self) -> Option<PeerDomain> {

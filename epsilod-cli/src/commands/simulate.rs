@@ -452,6 +452,7 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
             skeleton_overhead_seconds_per_iteration: sim.overhead_per_iteration,
             halo_messages: sim.halo_messages,
             halo_messages_on_device: 0,
+            devices_in_planes: 0,
         },
         config,
         iterations,

@@ -218,6 +218,7 @@ mod tests {
             }],
             messages: 9,
             device_messages: 4,
+            planes: true,
             depth: 4,
             depth_trials: vec![DepthTrial {
                 depth: 2,

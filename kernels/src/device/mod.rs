@@ -10,7 +10,7 @@
 //!
 //! Names a body can use: `cell` (the cell type; an array cell's components
 //! are `.d[i]`), `index_t` (a 64-bit signed integer), the arguments of
-//! [`abi::ARGS`] (`src`, `dst`, `base`, `s0..s2`, `n0..n3`, `o0..o3`; `s3` is the constant 1), `c` (the cell's
+//! [`abi::ARGS`] (`src`, `dst`, `base`, `s0..s2`, `n0..n3`, `o0..o3`, `np`; `s3` is the constant 1), `c` (the cell's
 //! element index), `i3`, `i2`, `z` (the thread's grid position) and the
 //! tables. A dimension `d` of a `k`-dimensional kernel is normalised
 //! dimension `4 - k + d`, so a 3-D kernel steps with `s1`, `s2`, `s3`.
