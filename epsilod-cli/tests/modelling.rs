@@ -355,6 +355,73 @@ fn calibrate_writes_a_machine_the_other_commands_read() {
     );
 }
 
+/// A GPU device's halos cross the link between its memory and the host's
+/// (PoCL stands in for a GPU): calibrate measures that link per device,
+/// names it in the device, and groups the devices of one context, whose
+/// halos stay in device memory; predict reads the machine back.
+#[cfg(feature = "opencl")]
+#[test]
+fn calibrate_measures_the_link_between_device_and_host_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("machine.json");
+    let m = m.to_str().unwrap();
+    let out = ok(&[
+        "calibrate",
+        "2d4",
+        "--size",
+        "66x34",
+        "--devices",
+        "opencl",
+        "--devices",
+        "opencl",
+        "--devices",
+        "cpu:threads=1",
+        "--calib-iters",
+        "6",
+        "--reps",
+        "3",
+        "--max-bytes",
+        "4096",
+        "--out",
+        m,
+    ]);
+    let v = json(std::path::Path::new(m));
+    let ds = v["devices"].as_array().unwrap();
+    let links = v["links"].as_array().unwrap();
+    for (d, dev) in ds.iter().enumerate().take(2) {
+        let name = format!("host-device:{d}");
+        assert_eq!(dev["host_link"], name.as_str(), "{dev}");
+        assert_eq!(dev["host_memory"], false);
+        let link = links.iter().find(|l| l["name"] == name.as_str()).unwrap();
+        let sizes: Vec<f64> = link["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["bytes"].as_f64().unwrap())
+            .collect();
+        // 4 .. 4096 doubling (a transfer of nothing is no transfer) and
+        // the halo's 128 B among them.
+        assert_eq!(sizes.first(), Some(&4.0), "{link}");
+        assert_eq!(sizes.last(), Some(&4096.0));
+        assert_eq!(sizes.len(), 11);
+        assert!(link["hockney"]["alpha"].as_f64().unwrap() > 0.0, "{link}");
+        assert!(
+            out.contains(&format!(
+                "reaches host memory over link {name} (peer group 0)"
+            )),
+            "{out}"
+        );
+    }
+    // One OpenCL context: one group, so their halos pay no staging.
+    assert_eq!(ds[0]["peer_group"], 0);
+    assert_eq!(ds[1]["peer_group"], 0);
+    // The CPU device computes in host memory and has neither.
+    assert!(ds[2].get("host_link").is_none(), "{}", ds[2]);
+    assert!(ds[2].get("peer_group").is_none(), "{}", ds[2]);
+    assert_eq!(ds[2]["host_memory"], true);
+    ok(&["predict", "--model", m, "--size", "66x34", "--iters", "10"]);
+}
+
 /// The example inventory: at a large size every device pays off over the
 /// faster network; at a small one the single fastest device wins; the
 /// front's times fall as devices are added; bad inventories are one line.

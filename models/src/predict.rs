@@ -46,6 +46,18 @@ pub struct Device {
     /// shares [`Machine::memory`] with the others that do.
     #[serde(default)]
     pub host_memory: bool,
+    /// The link class between the device's memory and the host's, for a
+    /// device with memory of its own (a GPU): its halos go out through a
+    /// read into host memory and come in through a write, unless the
+    /// neighbour is of its [`Device::peer_group`]. `None`: the device
+    /// computes in host memory, or the machine does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link: Option<String>,
+    /// Devices of one group copy one another's memory (virtual devices on
+    /// one GPU, devices of one OpenCL context): halos between them stay in
+    /// device memory and pay no host staging. `None`: a group of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_group: Option<usize>,
 }
 
 impl Device {
@@ -60,7 +72,21 @@ impl Device {
             cv: 0.0,
             samples: 0,
             host_memory: false,
+            host_link: None,
+            peer_group: None,
         }
+    }
+
+    /// The same device with memory of its own, reached from the host over
+    /// the link class `link` ([`Device::host_link`]).
+    pub fn with_host_link(mut self, link: impl Into<String>) -> Self {
+        self.host_link = Some(link.into());
+        self
+    }
+
+    /// Whether halos between this device and `other` stay in device memory.
+    pub fn shares_memory_with(&self, other: &Device) -> bool {
+        matches!((self.peer_group, other.peer_group), (Some(a), Some(b)) if a == b)
     }
 
     /// The same device computing in host memory ([`Device::host_memory`]).
@@ -307,6 +333,32 @@ impl Machine {
             .collect()
     }
 
+    /// Each device's seconds per iteration moving its halos of `m` bytes
+    /// between its own memory and the host's: for every neighbour outside
+    /// its peer group, a read of its border out and a write of the halo in,
+    /// each timed by its host link's Hockney fit. The neighbour's own read
+    /// runs while this device reads, so it adds nothing here. Zero for
+    /// devices in host memory.
+    fn staging(&self, m: f64) -> Result<Vec<f64>, ModelError> {
+        let p = self.devices.len();
+        self.devices
+            .iter()
+            .enumerate()
+            .map(|(d, dev)| {
+                let Some(name) = &dev.host_link else {
+                    return Ok(0.0);
+                };
+                let once = self.link(name)?.hockney.time(m);
+                let staged = [d.checked_sub(1), (d + 1 < p).then_some(d + 1)]
+                    .into_iter()
+                    .flatten()
+                    .filter(|&e| !dev.shares_memory_with(&self.devices[e]))
+                    .count();
+                Ok(2.0 * once * staged as f64)
+            })
+            .collect()
+    }
+
     fn link(&self, name: &str) -> Result<&LinkClass, ModelError> {
         self.links
             .iter()
@@ -358,10 +410,11 @@ impl Machine {
         );
         let own = |d: usize| kernel[d];
         let (balanced_iteration, _) = balance(&self.costs(), total_cells);
+        let staging = self.staging(m)?;
 
         let mut devices = Vec::with_capacity(p);
         let mut iteration: f64 = 0.0;
-        for d in 0..p {
+        for (d, &staged) in staging.iter().enumerate() {
             let nb = neighbours(d);
             // A learned model times the whole phase, the slowest process's:
             // every device that exchanges at all waits for it.
@@ -372,11 +425,11 @@ impl Machine {
             };
             let (compute, exchange, time) = match method {
                 Method::Hockney => {
-                    let (c, e) = (own(d), phase(nb * link.hockney.time(m)));
+                    let (c, e) = (own(d), phase(nb * link.hockney.time(m)) + staged);
                     (c, e, c + e)
                 }
                 Method::LogGp => {
-                    let (c, e) = (own(d), phase(loggp_exchange(&link.loggp, nb, m)));
+                    let (c, e) = (own(d), phase(loggp_exchange(&link.loggp, nb, m)) + staged);
                     (c, e, c + e)
                 }
                 Method::HcLogP => {
@@ -394,13 +447,13 @@ impl Machine {
                         m,
                         1.0 / l.big_g,
                         l.o_s + l.o_r,
-                    ));
+                    )) + staged;
                     (c, e, c + e)
                 }
                 Method::Rivera => {
                     // Rivera assumes equal work per process (§4.2).
                     let c = self.devices[d].time(total_cells / p as f64);
-                    let e = phase(nb * rivera_p2p(&link.hockney, link.switch_latency, m));
+                    let e = phase(nb * rivera_p2p(&link.hockney, link.switch_latency, m)) + staged;
                     (c, e, c + e)
                 }
                 Method::Overlap => {
@@ -420,7 +473,7 @@ impl Machine {
                         1.0
                     };
                     let (border, inner) = (border * stretch, inner * stretch);
-                    let e = phase(nb * link.hockney.time(m));
+                    let e = phase(nb * link.hockney.time(m)) + staged;
                     (
                         border + inner,
                         e,
@@ -822,6 +875,66 @@ mod tests {
         assert!(
             (hc.iteration - (1e6 / 1.5e9 + hc_ex)).abs() < 1e-15,
             "{hc:?}"
+        );
+    }
+
+    /// A device with memory of its own pays a read out and a write in per
+    /// neighbour outside its peer group, on every method's exchange; one of
+    /// its group pays none. Hand-computed: three devices in a chain, the
+    /// halo 8000 B, the host link 10 µs + 0.1 ns/B (10.8 µs a halo).
+    #[test]
+    fn halos_of_devices_with_their_own_memory_pass_through_the_host() {
+        let mut host = machine(&[1e-9, 1e-10, 1e-10]);
+        host.links.push(LinkClass::from_hockney(
+            "pcie",
+            Hockney {
+                alpha: 1e-5,
+                beta: 1e-10,
+            },
+        ));
+        let run = Run {
+            rows: vec![100, 400, 500],
+            cells_per_row: 1000,
+            halo_rows: 1,
+            halo_bytes_per_row: 8000.0,
+            iterations: 1,
+            link: "net".into(),
+        };
+        let once = 1e-5 + 8000.0 * 1e-10;
+        // Devices 1 and 2 with memory of their own, in no group (each its
+        // own), then in one group.
+        let mut alone = host.clone();
+        for d in [1, 2] {
+            alone.devices[d] = alone.devices[d].clone().with_host_link("pcie");
+        }
+        let mut grouped = alone.clone();
+        grouped.devices[1].peer_group = Some(7);
+        grouped.devices[2].peer_group = Some(7);
+        for method in Method::ALL {
+            let before = host.predict(&run, method).unwrap();
+            let staged = alone.predict(&run, method).unwrap();
+            let shared = grouped.predict(&run, method).unwrap();
+            // Alone: device 1 stages both neighbours' halos, device 2 its
+            // one, device 0 (in host memory) none. In one group: device 1
+            // stages only its host neighbour's, device 2 none.
+            for (p, wants) in [
+                (&staged, [0.0, 4.0 * once, 2.0 * once]),
+                (&shared, [0.0, 2.0 * once, 0.0]),
+            ] {
+                for (d, want) in wants.into_iter().enumerate() {
+                    let got = p.devices[d].exchange - before.devices[d].exchange;
+                    assert!(
+                        (got - want).abs() < 1e-15,
+                        "{method} device {d}: staged {got}, want {want}"
+                    );
+                }
+            }
+        }
+        // A host link that names no link class is the typed error.
+        alone.devices[0] = alone.devices[0].clone().with_host_link("nowhere");
+        assert_eq!(
+            alone.predict(&run, Method::Overlap),
+            Err(ModelError::UnknownLink("nowhere".into()))
         );
     }
 

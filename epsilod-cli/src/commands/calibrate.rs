@@ -1,8 +1,8 @@
 //! `epsilod calibrate`: measures the run's devices (its own kernel at its own
 //! tile sizes, all devices at once as a run has them) and its link classes
 //! (ping-pong between virtual processes: in-process, and across MPI ranks
-//! under mpirun), fits them with `models::calibrate`, and writes the machine
-//! JSON.
+//! under mpirun; between a GPU's memory and the host's, transfers each
+//! way), fits them with `models::calibrate`, and writes the machine JSON.
 
 use super::run::{layout_of, run_config};
 use super::{check_report_path, write_report};
@@ -10,7 +10,7 @@ use crate::args::{CalibrateArgs, RunArgs};
 use crate::error::CliError;
 use epsilod::spmd::run_vps;
 use epsilod::{Cluster, DeviceKind, DeviceSpec};
-use hitmap::{HaloPlan, Partition, Transport, TransportError};
+use hitmap::{HaloPlan, Partition, Shape, Transport, TransportError};
 use models::calibrate::{device_line, link, Pass, PingPong, MIN_CELL_SPREAD};
 use models::link::{Hockney, Overheads, Sample};
 use models::predict::{Device, LinkClass, Machine};
@@ -117,6 +117,19 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
         if cluster.size() > 1 {
             links.push(measure_link("mpi", cluster, 1, &sizes, args.reps)?);
         }
+    }
+    let mut staged = Vec::new();
+    if !args.no_links && cluster.size() == 1 {
+        let sizes: Vec<u64> = sizes(args.max_bytes, &halo_bytes)
+            .into_iter()
+            .filter(|&b| b >= 4)
+            .collect();
+        staged = measure_host_links(&names, &sizes, args.reps)?;
+    }
+    for (d, group, class) in staged {
+        devices[d].host_link = Some(class.name.clone());
+        devices[d].peer_group = group;
+        links.push(class);
     }
     let mut machine = Machine::new(devices, links)?.with_overhead(overhead)?;
     if cluster.size() == 1 {
@@ -363,6 +376,100 @@ fn measure_link(
     Ok(link(name, &pings, overheads)?)
 }
 
+/// The link between each GPU device's memory and the host's, as its halos
+/// cross it when they go through the host: for every size, a write of that
+/// many bytes into a device buffer and a read back, each waited for, half
+/// the pair as the one-way time; the overheads from 4-byte transfers. Each
+/// with its device's index and its peer group (devices whose buffers one
+/// another can copy, numbered in order of appearance), all built at once
+/// so that those of one context find each other.
+fn measure_host_links(
+    names: &[String],
+    sizes: &[u64],
+    reps: u64,
+) -> Result<Vec<(usize, Option<usize>, LinkClass)>, CliError> {
+    let mut gpus = Vec::new();
+    for (d, name) in names.iter().enumerate() {
+        let spec = DeviceSpec::parse(name)?;
+        if matches!(spec.kind, DeviceKind::Cpu { .. }) {
+            continue;
+        }
+        let device = spec
+            .build::<f32>()
+            .map_err(|e| CliError::Calibrate(format!("device {d} ({name}): {e}")))?;
+        gpus.push((d, name, device));
+    }
+    let mut domains = Vec::new();
+    let mut out = Vec::with_capacity(gpus.len());
+    for (d, name, mut device) in gpus {
+        let group = device.peer_domain().map(|dom| {
+            domains.iter().position(|x| *x == dom).unwrap_or_else(|| {
+                domains.push(dom);
+                domains.len() - 1
+            })
+        });
+        let failed =
+            |e: controllers::DeviceError| CliError::Calibrate(format!("device {d} ({name}): {e}"));
+        let most = sizes.iter().copied().max().unwrap_or(4).div_ceil(4) as usize;
+        let buf = device
+            .alloc(&Shape::from_sizes(&[most]), &Shape::from_sizes(&[most]))
+            .map_err(failed)?;
+        let mut back = Vec::with_capacity(most);
+        let mut transfer = |cells: usize| -> Result<(f64, f64), controllers::DeviceError> {
+            let region = Shape::from_sizes(&[cells]);
+            let data = vec![1.0f32; cells];
+            let t0 = Instant::now();
+            device.write(buf, &region, &data)?;
+            device.wait()?;
+            let written = t0.elapsed().as_secs_f64();
+            back.clear();
+            let t0 = Instant::now();
+            device.read(buf, &region, &mut back)?;
+            device.wait()?;
+            Ok((written, t0.elapsed().as_secs_f64()))
+        };
+        let mut pings = Vec::with_capacity(sizes.len());
+        for &bytes in sizes {
+            let cells = (bytes / 4) as usize;
+            transfer(cells).map_err(failed)?; // untimed: first touches
+            let mut seconds = Vec::with_capacity(reps as usize);
+            for _ in 0..reps {
+                let (w, r) = transfer(cells).map_err(failed)?;
+                seconds.push((w + r) / 2.0);
+            }
+            pings.push(PingPong {
+                bytes: bytes as f64,
+                seconds,
+            });
+        }
+        let (mut o_s, mut o_r) = (Vec::new(), Vec::new());
+        for _ in 0..OVERHEAD_REPS {
+            let (w, r) = transfer(1).map_err(failed)?;
+            o_s.push(w);
+            o_r.push(r);
+        }
+        let one = Shape::from_sizes(&[1]);
+        let t0 = Instant::now();
+        for _ in 0..64 {
+            device.write(buf, &one, &[0.0]).map_err(failed)?;
+        }
+        device.wait().map_err(failed)?;
+        let g = t0.elapsed().as_secs_f64() / 64.0;
+        device.free(buf).map_err(failed)?;
+        let overheads = Overheads {
+            o_s: heuristics::median(&o_s),
+            o_r: heuristics::median(&o_r),
+            g,
+        };
+        out.push((
+            d,
+            group,
+            link(&format!("host-device:{d}"), &pings, overheads)?,
+        ));
+    }
+    Ok(out)
+}
+
 fn to_json(m: &Machine) -> String {
     serde_json::to_string_pretty(m).expect("machines serialise")
 }
@@ -374,6 +481,15 @@ fn print_machine(m: &Machine, halos: &[u64]) {
             "  {}  {:.4e}  {:.4e}  {:.3}  {:.3}  {}",
             d.name, d.seconds_per_cell, d.fixed_seconds, d.cv, d.relative_power, d.samples
         );
+    }
+    for d in &m.devices {
+        if let Some(link) = &d.host_link {
+            let group = d.peer_group.map_or(String::from("none"), |g| g.to_string());
+            println!(
+                "  {} reaches host memory over link {link} (peer group {group})",
+                d.name
+            );
+        }
     }
     for l in &m.links {
         let bp = l
