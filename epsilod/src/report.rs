@@ -230,6 +230,12 @@ pub struct Redistribution {
     /// (0) in reports from before it was counted.
     #[serde(default)]
     pub moves_on_device: usize,
+    /// Messages the moved rows travelled in, over all processes: one per
+    /// slab ([`crate::Alb::slab_bytes`]) through the host, one per region
+    /// and level in device memory; absent (0) in reports from before it
+    /// was counted.
+    #[serde(default)]
+    pub messages: usize,
     /// Row shares before.
     pub weights_before: Vec<f64>,
     /// Row shares after.

@@ -1064,6 +1064,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             .map_or(crate::alb::SLAB_BYTES, |a| a.slab_bytes)
             .div_ceil(std::mem::size_of::<T>().max(1));
         let mut moves_on_device = 0;
+        let mut messages = 0;
         for m in plan.sends_of(self.p) {
             if m.region.card() > 0 && dense(&m.region) && self.mail.shared(self.p, m.to) {
                 moves_on_device += 1;
@@ -1075,6 +1076,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                         .pack_peer(b, std::slice::from_ref(&m.region), None)
                         .map_err(|e| self.dev_err(e))?;
                     self.mail.post(self.p, m.to, tag, cells);
+                    messages += 1;
                 }
                 self.transport
                     .send(m.to, tag, Vec::new())
@@ -1091,6 +1093,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 self.transport
                     .send(m.to, tag, msg)
                     .map_err(|e| self.net_err(e))?;
+                messages += 1;
             }
         }
         // 2. Both buffers to the new extent, kept rows in place.
@@ -1195,11 +1198,12 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let mine = t0.elapsed().as_secs_f64();
         let all = self
             .transport
-            .all_gather(&[mine, moves_on_device as f64])
+            .all_gather(&[mine, moves_on_device as f64, messages as f64])
             .map_err(|e| self.net_err(e))?;
         let seconds = all.iter().map(|v| v[0]).fold(0.0, f64::max);
         // Exact in an f64: counts far below 2^53.
         let moves_on_device = all.iter().map(|v| v[1] as usize).sum();
+        let messages = all.iter().map(|v| v[2] as usize).sum();
         a.rebalances += 1;
         let rows_moved = plan.moves().iter().map(|m| m.region.sig(d).card()).sum();
         a.heuristic.on_redistribute(&Rebalanced {
@@ -1218,6 +1222,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             rows_moved,
             bytes_moved: cells * std::mem::size_of::<T>(),
             moves_on_device,
+            messages,
             weights_before: windows.iter().map(|w| w.rows as f64 / total).collect(),
             weights_after: weights,
         }))

@@ -108,9 +108,19 @@ proptest! {
         }
         prop_assert_eq!(decisions.iter().map(|d| d.0).collect::<Vec<_>>(), want);
         prop_assert_eq!(out.report.summary.rebalances, out.report.redistributions.len());
+        // A slab smaller than a row of the interior goes a row at a time:
+        // as many messages as rows moved (one message per move if slabs
+        // were ignored). Larger slabs: at least one, at most a row each.
+        let row_cells: usize = (1..lib.ndims()).map(|d| size - spec.low[d] - spec.high[d]).product();
+        let by_row = slab.div_ceil(4) < row_cells;
         for r in &out.report.redistributions {
             prop_assert!((r.weights_after.iter().sum::<f64>() - 1.0).abs() < 1e-9);
             prop_assert_eq!(r.bytes_moved % 4, 0);
+            if by_row {
+                prop_assert_eq!(r.messages, r.rows_moved, "slab {} B, rows of {} cells", slab, row_cells);
+            } else if r.rows_moved > 0 {
+                prop_assert!(r.messages >= 1 && r.messages <= r.rows_moved, "{} messages", r.messages);
+            }
         }
     }
 }

@@ -204,6 +204,7 @@ mod tests {
                 rows_moved: 3,
                 bytes_moved: 12,
                 moves_on_device: 0,
+                messages: 2,
                 weights_before: vec![0.5, 0.5],
                 weights_after: vec![0.25, 0.75],
             }],
