@@ -952,3 +952,65 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
         "it describes 2 devices, the run has 1",
     );
 }
+
+/// `EPSILOD_CELL_LAYOUT` chooses how a GPU device holds cells with
+/// components where its `layout=` does not (PoCL, a CPU implementation,
+/// keeps them whole by default); the option wins over it, an unknown value
+/// is ignored, and the output is the same bits every way.
+#[cfg(feature = "opencl")]
+#[test]
+fn the_cell_layout_variable_chooses_planes_unless_the_device_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |var: Option<&str>, device: &str, tag: &str| -> (u64, Vec<u8>) {
+        let out = dir.path().join(format!("{tag}.dat"));
+        let report = dir.path().join(format!("{tag}.json"));
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_epsilod"));
+        c.args([
+            "run",
+            "gas-sim",
+            "--size",
+            "12x14x9",
+            "--iters",
+            "3",
+            "--devices",
+            device,
+            "--output",
+            out.to_str().unwrap(),
+            "--report",
+            report.to_str().unwrap(),
+            "--quiet",
+        ])
+        .env_remove("EPSILOD_CELL_LAYOUT");
+        if let Some(v) = var {
+            c.env("EPSILOD_CELL_LAYOUT", v);
+        }
+        let o = c.output().unwrap();
+        assert!(
+            o.status.success(),
+            "{tag}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let planes = v["summary"]["devices_in_planes"].as_u64().unwrap();
+        (planes, std::fs::read(&out).unwrap())
+    };
+    let (default, want) = run(None, "opencl", "default");
+    assert_eq!(default, 0, "PoCL keeps whole cells by default");
+    for (var, device, planes) in [
+        (Some("planes"), "opencl", 1),
+        (Some("cells"), "opencl", 0),
+        (Some("planes"), "opencl:layout=cells", 0),
+        (Some("sideways"), "opencl", 0),
+        (None, "opencl:layout=planes", 1),
+    ] {
+        let tag = format!(
+            "{}-{}",
+            var.unwrap_or("none"),
+            device.replace([':', '='], "_")
+        );
+        let (got, bytes) = run(var, device, &tag);
+        assert_eq!(got, planes, "{tag}");
+        assert!(bytes == want, "{tag}: output differs");
+    }
+}
