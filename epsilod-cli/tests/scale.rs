@@ -461,3 +461,54 @@ fn predict_times_halo_exchanges_by_a_learned_model_of_the_plans_features() {
         "not a model of `epsilod fit-comm --out`",
     );
 }
+
+/// Signatures carry P3S's instruction counts where the host lends a
+/// hardware counter (each device's kernels retire at least one vector
+/// instruction per 8 cells), and say that cells stand in where it does not
+/// (most virtual machines, this project's CI).
+#[test]
+fn signatures_count_instructions_where_the_hardware_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    let text = ok(&[
+        "signature",
+        "2d4",
+        "--size",
+        "130",
+        "--sig-iters",
+        "4",
+        "--devices",
+        "cpu:threads=1",
+        "--devices",
+        "cpu:threads=2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let procs = s["processes"].as_array().unwrap();
+    if controllers::cpu_time::thread_instructions().is_some() {
+        assert!(
+            text.contains("instructions counted on 2 of 2 devices"),
+            "{text}"
+        );
+        for p in procs {
+            let (instructions, cells) = (
+                p["instructions"].as_f64().unwrap(),
+                p["cells"].as_f64().unwrap(),
+            );
+            assert!(instructions >= cells / 8.0, "{p}");
+        }
+    } else {
+        assert!(
+            text.contains(
+                "no hardware instruction counts (none lent to this process): cells stand in"
+            ),
+            "{text}"
+        );
+        assert!(
+            procs.iter().all(|p| p.get("instructions").is_none()),
+            "{procs:?}"
+        );
+    }
+}

@@ -309,6 +309,7 @@ impl<T> RunPlan<T> {
                         compute_seconds: r.stats[i].compute,
                         comm_seconds: r.stats[i].comm,
                         cpu_seconds: r.stats[i].cpu,
+                        instructions: r.stats[i].instructions,
                         rows: r.stats[i].rows,
                     })
                     .collect(),

@@ -210,6 +210,11 @@ pub struct DeviceIteration {
     /// measured (GPUs, reports from before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
+    /// User-space instructions its kernels retired (a share of its period's
+    /// under deep halos), where counted: CPU devices in a run that asked
+    /// (`epsilod signature`) on a host that lends hardware counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<f64>,
     /// Rows it held along the balanced (or first cut) dimension.
     pub rows: usize,
 }

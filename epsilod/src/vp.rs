@@ -32,6 +32,10 @@ pub(crate) struct IterStats {
     pub comm: f64,
     /// Kernel thread CPU seconds, where the device measures them.
     pub cpu: Option<f64>,
+    /// Instructions its kernels retired, where counted
+    /// (`controllers::cpu_time::count_instructions`).
+    #[serde(default)]
+    pub instructions: Option<f64>,
     pub rows: usize,
 }
 
@@ -391,7 +395,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 len = len.min(t.left(it - start));
             }
             let (compute, mut comm) = self.period(it, len)?;
-            let cpu = controllers::cpu_time::take_charged();
+            let charged = controllers::cpu_time::take_charged();
             if let Some(a) = alb.as_mut() {
                 comm += self.balance(a, it, len, compute)?;
             }
@@ -408,7 +412,8 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 elapsed: end - wall * (len - 1 - i) as f64 / n,
                 compute: compute / n,
                 comm: comm / n,
-                cpu: cpu.map(|c| c / n),
+                cpu: charged.map(|c| c.seconds / n),
+                instructions: charged.and_then(|c| c.instructions).map(|i| i as f64 / n),
                 rows,
             }));
             if let Some(t) = trials.as_mut() {

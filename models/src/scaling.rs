@@ -43,6 +43,11 @@ pub struct ProcessSignature {
     /// older signature).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<usize>,
+    /// User-space instructions its kernels retired (P3S's per-process
+    /// count), where the host lends hardware counters; absent elsewhere
+    /// (then `cells` stands in) and in older signatures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<f64>,
     /// Seconds packing, moving, waiting for and unpacking halos.
     pub comm_seconds: f64,
     /// Cells it updates.
@@ -1012,6 +1017,7 @@ mod tests {
                     compute_seconds: per_cell * cells as f64 + overhead,
                     cpu_seconds: None,
                     threads: None,
+                    instructions: None,
                     comm_seconds: 5e-6 * sends.len() as f64 + 1e-9 * bytes as f64,
                     cells,
                     sends,

@@ -18,17 +18,18 @@ use std::time::Instant;
 /// task to another thread and waking it costs more than the cells do.
 const MIN_TASK_CELLS: usize = 16_384;
 
-/// The CPU seconds a launch's tasks took on the pool's threads, each timed
-/// on the thread that ran it, to charge to the launching thread
-/// ([`cpu_time`]); a pool thread's time between tasks is not the kernel's.
+/// The CPU seconds (and instructions) a launch's tasks took on the pool's
+/// threads, each measured on the thread that ran it, to charge to the
+/// launching thread ([`cpu_time`]); a pool thread's time between tasks is
+/// not the kernel's.
 #[derive(Default)]
-struct PoolCpu(Mutex<Option<f64>>);
+struct PoolCpu(Mutex<Option<cpu_time::Charge>>);
 
 impl PoolCpu {
     fn time(&self, task: impl FnOnce()) {
         if let ((), Some(t)) = cpu_time::timed(task) {
             let mut sum = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            *sum = Some(sum.unwrap_or(0.0) + t);
+            *sum = Some(sum.map_or(t, |had| had + t));
         }
     }
 
@@ -598,7 +599,9 @@ mod tests {
                 cpu.launch_steps(k, a, b, &steps).unwrap();
             }
             let wall = cpu.take_kernel_seconds();
-            let spent = cpu_time::take_charged().expect("Linux has thread CPU clocks");
+            let spent = cpu_time::take_charged()
+                .expect("Linux has thread CPU clocks")
+                .seconds;
             assert!(
                 spent > 0.2 * wall && spent <= threads as f64 * wall * 1.05 + 1e-3,
                 "{threads} threads: {spent} CPU s in {wall} wall s"

@@ -24,7 +24,12 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     short.output = None;
     short.report = None;
     // Rebalances would change the layout the messages are named from.
-    let report = run_config(&short, "none", false, cluster)?;
+    // Instructions are counted where the host lends counters (each rank
+    // its own): P3S's per-process count, beside the clock's.
+    controllers::cpu_time::count_instructions(true);
+    let report = run_config(&short, "none", false, cluster);
+    controllers::cpu_time::count_instructions(false);
+    let report = report?;
     if !cluster.is_root() {
         return Ok(());
     }
@@ -60,6 +65,19 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
             args.sig_iters - 1,
             sig.weight
         );
+        let counted = sig
+            .processes
+            .iter()
+            .filter(|p| p.instructions.is_some())
+            .count();
+        if counted == 0 {
+            println!("no hardware instruction counts (none lent to this process): cells stand in");
+        } else {
+            println!(
+                "instructions counted on {counted} of {} devices",
+                sig.count()
+            );
+        }
     }
     Ok(())
 }
@@ -116,10 +134,13 @@ fn from_report(
             let (cells, sends) = layout(d);
             // Medians of what was measured: every steady iteration, or none.
             let cpu: Option<Vec<f64>> = steady.iter().map(|it| it.devices[d].cpu_seconds).collect();
+            let instructions: Option<Vec<f64>> =
+                steady.iter().map(|it| it.devices[d].instructions).collect();
             ProcessSignature {
                 compute_seconds: per_device(&|x| x.compute_seconds, d),
                 cpu_seconds: cpu.filter(|c| !c.is_empty()).map(|c| median(&c)),
                 threads: None,
+                instructions: instructions.filter(|c| !c.is_empty()).map(|c| median(&c)),
                 comm_seconds: per_device(&|x| x.comm_seconds, d),
                 cells,
                 sends,

@@ -412,6 +412,7 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
                     comm_seconds: d.comm,
                     // A simulated device has no threads to measure.
                     cpu_seconds: None,
+                    instructions: None,
                     rows: d.rows,
                 })
                 .collect(),

@@ -193,6 +193,7 @@ mod tests {
                     compute: 0.25,
                     comm: 0.125,
                     cpu: Some(0.1875),
+                    instructions: Some(1e6),
                     rows: 6,
                 };
                 3
