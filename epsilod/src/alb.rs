@@ -63,6 +63,10 @@ pub struct Alb {
     /// no buffer of the whole region is allocated (and faulted in page by
     /// page) at either end.
     pub slab_bytes: usize,
+    /// Processes up to which each posts its kernel time to every other
+    /// every period; more gather them along a tree, one round a period
+    /// (`heuristics::gather`): default [`heuristics::gather::DIRECT_UP_TO`].
+    pub direct_times_up_to: usize,
 }
 
 /// The default [`Alb::slab_bytes`]. Measured on the first rebalance of 2d4
@@ -99,12 +103,20 @@ impl Alb {
             window: heuristics::WINDOW,
             spare: 1.0,
             slab_bytes: SLAB_BYTES,
+            direct_times_up_to: heuristics::gather::DIRECT_UP_TO,
         }
     }
 
     /// Iterations in the moving window (at least 2).
     pub fn window(mut self, w: usize) -> Alb {
         self.window = w.max(2);
+        self
+    }
+
+    /// Processes up to which times go to every process directly
+    /// ([`Alb::direct_times_up_to`]; the simulator assumes the default).
+    pub fn direct_times_up_to(mut self, procs: usize) -> Alb {
+        self.direct_times_up_to = procs.max(1);
         self
     }
 

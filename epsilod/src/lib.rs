@@ -39,6 +39,7 @@ pub mod skeleton;
 pub mod spmd;
 pub mod stencil;
 mod tag;
+mod times;
 mod vp;
 
 pub use alb::Alb;

@@ -12,6 +12,7 @@ use crate::report::{
     CheckpointRecord, DecisionOutcome, DecisionRecord, DepthTrial, Redistribution,
 };
 use crate::tag::Tag;
+use crate::times::{GatherError, TimesGather};
 use controllers::{BufferId, Controller, DeviceError, DeviceMessage, KernelId};
 use heuristics::{relayout, throughput_weights, Cycle, Heuristic, Rebalanced, Snapshot};
 use hitmap::{
@@ -248,6 +249,13 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         self.fail(VpError::Transport(e))
     }
 
+    fn gather_err(&self, e: GatherError) -> RunError {
+        match e {
+            GatherError::Net(e) => self.net_err(e),
+            GatherError::Protocol(why) => self.fail(VpError::Protocol(why)),
+        }
+    }
+
     fn new(
         run: &'a RunPlan<T>,
         progress: &'a AtomicU64,
@@ -367,7 +375,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             .run
             .alb
             .as_ref()
-            .map(|a| AlbState::new(a, self.geometry.layout.procs(), start, iters));
+            .map(|a| AlbState::new(a, self.p, self.geometry.layout.procs(), start, iters));
         if let (Some(a), Some(r)) = (alb.as_mut(), self.run.restart.as_ref()) {
             // The same heuristic goes on where the checkpoint left it.
             if r.manifest.heuristic.as_deref() == Some(a.heuristic.name()) {
@@ -442,10 +450,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         self.finish_checkpoint()?;
         let (redistributions, decisions) = match alb {
             Some(mut a) => {
-                if let Some(last) = a.previous.take() {
-                    // Collect the last times, so no message is left behind.
-                    self.gather_times(last.end - 1, a.last_compute)?;
-                }
+                // Collect the last times, so no message is left behind.
+                a.times
+                    .finish(&mut self.transport)
+                    .map_err(|e| self.gather_err(e))?;
                 a.heuristic.end();
                 (a.redistributions, a.decisions)
             }
@@ -722,19 +730,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let last = period.end - 1;
         let mine = compute / len as f64;
         let peers = self.geometry.layout.procs();
-        for q in (0..peers).filter(|&q| q != self.p) {
-            self.transport
-                .send_values(q, Tag::Times(last).encode(), vec![mine])
-                .map_err(|e| self.net_err(e))?;
-        }
-        let previous = match a.previous.replace(period.clone()) {
-            Some(before) => Some((
-                before.clone(),
-                self.gather_times(before.end - 1, a.last_compute)?,
-            )),
-            None => None,
-        };
-        a.last_compute = mine;
+        let previous = a
+            .times
+            .advance(&mut self.transport, period.clone(), mine)
+            .map_err(|e| self.gather_err(e))?;
         let comm = tg.elapsed().as_secs_f64();
         let previous = previous
             .as_ref()
@@ -783,23 +782,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             values: d.values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         });
         Ok(comm)
-    }
-
-    /// Every process's kernel time of iteration `it` (this one's is `mine`).
-    fn gather_times(&mut self, it: u64, mine: f64) -> Result<Vec<f64>, RunError> {
-        (0..self.geometry.layout.procs())
-            .map(|q| {
-                if q == self.p {
-                    Ok(mine)
-                } else {
-                    let v = self
-                        .transport
-                        .recv_values(q, Tag::Times(it).encode())
-                        .map_err(|e| self.net_err(e))?;
-                    Ok(v.first().copied().unwrap_or(0.0))
-                }
-            })
-            .collect()
     }
 
     /// Rows of process `q` along the balanced (or first cut) dimension.
@@ -1254,25 +1236,22 @@ struct AlbState {
     heuristic: Box<dyn Heuristic>,
     cycle: Cycle,
     rebalances: usize,
-    /// This process's kernel time per iteration of the previous period.
-    last_compute: f64,
-    /// The previous period's iterations, whose times are read next.
-    previous: Option<std::ops::Range<u64>>,
+    /// Every process's kernel times, on their way.
+    times: TimesGather,
     redistributions: Vec<Redistribution>,
     decisions: Vec<DecisionRecord>,
 }
 
 impl AlbState {
     /// For a run of iterations `start..iters`.
-    fn new(alb: &Alb, procs: usize, start: u64, iters: u64) -> AlbState {
+    fn new(alb: &Alb, me: usize, procs: usize, start: u64, iters: u64) -> AlbState {
         let mut heuristic = (alb.factory)();
         heuristic.init(iters);
         AlbState {
             heuristic,
             cycle: Cycle::new(procs, alb.window, start, iters),
             rebalances: 0,
-            last_compute: 0.0,
-            previous: None,
+            times: TimesGather::new(me, procs, alb.direct_times_up_to),
             redistributions: Vec::new(),
             decisions: Vec::new(),
         }

@@ -46,6 +46,7 @@ proptest! {
         devices in 2usize..5,
         events in prop::collection::vec((2u64..45, prop::collection::vec(0.05f64..5.0, 4)), 0..6),
         slab in prop_oneof![Just(epsilod::alb::SLAB_BYTES), 1usize..400],
+        tree in any::<bool>(),
     ) {
         let _one_at_a_time = serial();
         let lib = [Library::S2d4, Library::S2dnc8, Library::S3d27, Library::S2df5, Library::S1dnc4][which];
@@ -56,9 +57,17 @@ proptest! {
         let script: Vec<(u64, Vec<f64>)> = events.iter().map(|(at, w)| (*at, w[..devices].to_vec())).collect();
         let s2 = script.clone();
         // Moved rows in one message, or in slabs of as little as a row.
-        let alb = Alb::custom("scripted", move || Box::new(Scripted(s2.clone())))
+        // Kernel times gathered directly, or along Bruck's tree as runs of
+        // more than 32 devices do: read `lag` iterations late.
+        let mut alb = Alb::custom("scripted", move || Box::new(Scripted(s2.clone())))
             .window(2)
             .slab_bytes(slab);
+        let lag = if tree {
+            alb = alb.direct_times_up_to(1);
+            heuristics::gather::rounds(devices) as u64
+        } else {
+            1
+        };
         let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 2);
         let run = Skeleton::new(&sizes, Stencil::<f32>::library(lib, KernelChoice::Specialized))
             .iterations(iters)
@@ -88,8 +97,9 @@ proptest! {
             prop_assert_eq!(it.devices.iter().map(|d| d.rows).sum::<usize>(), interior);
         }
         // Every scripted event is acted on, except those that come while the
-        // window fills: times arrive one iteration late, so a window of 2 is
-        // first full at iteration 2, and 3 iterations after a rebalance.
+        // window fills: times arrive `lag` iterations late, so a window of 2
+        // is first full at iteration 1 + lag, and 2 + lag iterations after a
+        // rebalance.
         let decisions: Vec<(u64, DecisionOutcome)> = out.report.heuristic.iter()
             .filter(|h| h.decision != DecisionOutcome::Keep)
             .map(|h| (h.iter, h.decision.clone()))
@@ -98,12 +108,12 @@ proptest! {
         planned.sort();
         planned.dedup();
         let mut want = Vec::new();
-        let mut next_check = 2;
+        let mut next_check = 1 + lag;
         for at in planned {
             if at >= next_check {
                 want.push(at);
                 let skipped = decisions.iter().any(|(i, d)| *i == at && *d == DecisionOutcome::SkippedTooThin);
-                next_check = if skipped { at + 1 } else { at + 3 };
+                next_check = if skipped { at + 1 } else { at + 2 + lag };
             }
         }
         prop_assert_eq!(decisions.iter().map(|d| d.0).collect::<Vec<_>>(), want);
@@ -202,4 +212,69 @@ fn alb_needs_a_weighted_partition() {
             epsilod::SetupError::AlbNeedsWeights(_)
         ))
     ));
+}
+
+/// Each check's iteration and every device's window samples.
+type Seen = Vec<(u64, Vec<Vec<f64>>)>;
+
+/// Records every window it is shown, from every process's copy.
+struct Recorder(std::sync::Arc<Mutex<Seen>>);
+
+impl Heuristic for Recorder {
+    fn name(&self) -> &str {
+        "recorder"
+    }
+    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+        let windows = s.devices.iter().map(|d| d.samples.clone()).collect();
+        self.0.lock().unwrap().push((s.iter, windows));
+        Decision::no()
+    }
+}
+
+/// Whether kernel times go to every process directly or along Bruck's tree
+/// (5 processes: 3 rounds, so read 3 iterations late), every process's
+/// heuristic sees the same windows, and each device's window holds that
+/// device's own kernel times from the report, `lag` iterations back: no
+/// time reaches the wrong rank.
+#[test]
+fn every_process_sees_each_devices_own_times_however_they_travel() {
+    let _one_at_a_time = serial();
+    for (direct_up_to, lag) in [(32, 1u64), (1, 3)] {
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let window = 4;
+        let alb = Alb::custom("recorder", move || Box::new(Recorder(s2.clone())))
+            .window(window)
+            .direct_times_up_to(direct_up_to);
+        let devices: Vec<DeviceSpec> = (0..5)
+            .map(|d| DeviceSpec::parse(&format!("cpu:threads=1,slowdown={}", 1 + d)).unwrap())
+            .collect();
+        let out = Skeleton::new(
+            &[42, 42],
+            Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+        )
+        .iterations(24)
+        .devices(devices)
+        .partition(Partition::Weighted(0))
+        .alb(alb)
+        .run()
+        .unwrap();
+        let seen = seen.lock().unwrap();
+        let its = &out.report.iterations;
+        // Asked at every iteration from the first full window on, by each
+        // of the 5 processes.
+        let first = window as u64 - 1 + lag;
+        let asked: Vec<u64> = (first..23).collect();
+        assert_eq!(seen.len(), 5 * asked.len(), "lag {lag}");
+        for &(it, ref windows) in seen.iter() {
+            assert!(asked.contains(&it), "asked at {it}");
+            for (d, w) in windows.iter().enumerate() {
+                let newest = it - lag;
+                let want: Vec<f64> = (newest + 1 - window as u64..=newest)
+                    .map(|i| its[i as usize].devices[d].compute_seconds)
+                    .collect();
+                assert_eq!(w, &want, "lag {lag}: device {d}'s window at {it}");
+            }
+        }
+    }
 }

@@ -47,32 +47,51 @@ fn launch() {
 
 fn rank_main() {
     let cluster = Cluster::join().expect("joining the job");
+    // Two devices, times sent directly; then three, process 0 and 2 on
+    // rank 1, their times along Bruck's tree (as runs of more than 32
+    // devices send them), crossing the ranks in every round.
+    for (devices, placement, direct_up_to) in [(2, vec![1, 0], 32), (3, vec![1, 0, 1], 1)] {
+        run_placed(&cluster, devices, placement, direct_up_to);
+    }
+}
+
+fn run_placed(cluster: &Cluster, devices: usize, placement: Vec<usize>, direct_up_to: usize) {
     let size = [34usize, 20];
     let init = |i: &[i64]| (i[0] * 7 + i[1]) as f32 * 0.25;
+    let (w1, w2) = match devices {
+        2 => (vec![1.0, 3.0], vec![2.0, 1.0]),
+        _ => (vec![1.0, 3.0, 1.0], vec![2.0, 1.0, 2.0]),
+    };
     let out = Skeleton::new(
         &size,
         Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
     )
     .iterations(100)
     .init(init)
-    .devices(vec![DeviceSpec::cpu(1); 2])
+    .devices(vec![DeviceSpec::cpu(1); devices])
     .partition(Partition::Weighted(0))
     .alb(
-        Alb::custom("scripted", || {
-            Box::new(Scripted::new(&[(40, &[1.0, 3.0]), (80, &[2.0, 1.0])]))
+        Alb::custom("scripted", move || {
+            Box::new(Scripted::new(&[(40, &w1[..]), (80, &w2[..])]))
         })
         .window(5)
         // A message a row (80 bytes) between the ranks.
-        .slab_bytes(80),
+        .slab_bytes(80)
+        .direct_times_up_to(direct_up_to),
     )
-    .placement(vec![1, 0])
-    .run_in(&cluster)
+    .placement(placement)
+    .run_in(cluster)
     .expect("the run");
     let r = &out.report;
     assert_eq!(r.summary.rebalances, 2, "rank {}", cluster.rank());
     assert_eq!(r.redistributions.len(), 2);
     let at: Vec<u64> = r.redistributions.iter().map(|x| x.iter).collect();
     assert_eq!(at, [40, 80]);
+    // A message a row moved: a slab of 80 bytes holds one row of the
+    // region and not two.
+    for m in &r.redistributions {
+        assert_eq!(m.messages, m.rows_moved, "{devices} devices");
+    }
     assert!(r
         .heuristic
         .iter()

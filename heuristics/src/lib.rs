@@ -24,6 +24,7 @@
 pub mod cycle;
 pub mod depth;
 mod epsilod;
+pub mod gather;
 mod ours;
 mod registry;
 mod stats;

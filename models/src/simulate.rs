@@ -35,6 +35,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::link::Hockney;
+use heuristics::gather::{Gather, DIRECT_UP_TO};
+use std::collections::VecDeque;
 
 /// Why a simulation cannot run or stopped.
 #[derive(Debug, Error)]
@@ -672,7 +674,11 @@ pub fn simulate(s: &Scenario) -> Result<Simulated, SimError> {
         let (step, slowest) = sim.iterate(it);
         let row = sim.compute[..sim.live.len()].to_vec();
         sim.balance(it)?;
-        sim.previous = Some(row);
+        // Kept for as long as the skeleton's gather takes to deliver it.
+        sim.recent.push_back(row);
+        if sim.recent.len() > sim.lag() {
+            sim.recent.pop_front();
+        }
         sim.record(it, step, slowest);
     }
     Ok(sim.finish())
@@ -689,8 +695,10 @@ struct Sim<'a> {
     noise: Noise,
     /// Each device's virtual clock.
     clock: Vec<f64>,
-    /// Kernel times of the iteration before (ALB reads them one late).
-    previous: Option<Vec<f64>>,
+    /// Kernel times of the last iterations, oldest first: ALB reads them
+    /// as late as the skeleton's gather delivers them
+    /// (`heuristics::gather`: one iteration up to 32 devices).
+    recent: VecDeque<Vec<f64>>,
     out: Simulated,
     /// Sum of wall minus slowest kernel over iterations.
     overhead: f64,
@@ -736,7 +744,7 @@ impl<'a> Sim<'a> {
             cycle: Cycle::new(n, s.window, 0, s.iters),
             noise: Noise::new(&s.devices, seed, &s.noise),
             clock: vec![0.0; n],
-            previous: None,
+            recent: VecDeque::new(),
             out: Simulated {
                 steps: Vec::new(),
                 iteration_seconds: Vec::with_capacity(s.iters as usize),
@@ -801,7 +809,7 @@ impl<'a> Sim<'a> {
         layout.check_width(&self.low, &self.high)?;
         self.geo = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
         self.cycle = Cycle::new(self.live.len(), s.window, it, s.iters);
-        self.previous = None;
+        self.recent.clear();
         for &d in &self.live {
             self.clock[d] = now;
         }
@@ -890,9 +898,10 @@ impl<'a> Sim<'a> {
                 self.out.halo_messages += 1;
             }
         }
-        // With ALB every device posts its kernel time to every other.
+        // With ALB every device posts its kernel time: to every other, or
+        // a round of the tree's gather (`heuristics::gather`).
         let alb_posts = if self.heuristic.is_some() {
-            s.links.post * (m - 1) as f64
+            s.links.post * Gather::of(m, DIRECT_UP_TO).posts(m) as f64
         } else {
             0.0
         };
@@ -923,12 +932,25 @@ impl<'a> Sim<'a> {
     /// ALB after iteration `it`, on the times of the one before: the cycle
     /// says whether to ask, the heuristic decides, `relayout` gives the new
     /// layout.
+    /// Iterations from a kernel time to the ALB decision that first sees
+    /// it, as the skeleton gathers times over this many devices.
+    fn lag(&self) -> usize {
+        let n = self.live.len();
+        Gather::of(n, DIRECT_UP_TO).lag(n)
+    }
+
     fn balance(&mut self, it: u64) -> Result<(), SimError> {
         let s = self.s;
+        let lag = self.lag();
         let Some(h) = self.heuristic.as_mut() else {
             return Ok(());
         };
-        if !self.cycle.after(it, self.previous.as_deref()) {
+        // The times of iteration `it - lag`, once the gather delivers them.
+        let arrived = (self.recent.len() == lag)
+            .then(|| self.recent.front())
+            .flatten()
+            .map(|row| (it - lag as u64..it - lag as u64 + 1, row.as_slice()));
+        if !self.cycle.after_period(it..it + 1, arrived) {
             return Ok(());
         }
         let windows = self.cycle.snapshot(&self.geo.rows);
@@ -1294,6 +1316,34 @@ mod tests {
         assert!((first.weights_after[0] - 0.75).abs() < 1e-9);
         assert_eq!(sim.steps[31].devices[0].rows, 768);
         assert_eq!(sim.steps[31].devices[1].rows, 256);
+    }
+
+    /// Up to 32 devices the times reach the heuristic one iteration late
+    /// (the window of 30 is first full at iteration 30); beyond, as late
+    /// as the skeleton's tree gather delivers them (40 devices: 6 rounds,
+    /// first full at 35), and each device posts 6 times a period instead
+    /// of 39, which the iterations pay.
+    #[test]
+    fn times_reach_the_heuristic_as_late_as_the_gather_delivers_them() {
+        let run = |n: usize| {
+            let mut devices: Vec<SimDevice> = (0..n)
+                .map(|i| SimDevice::new(format!("d{i}"), 1e-9))
+                .collect();
+            devices[0].seconds_per_cell = 3e-9;
+            let mut s = scenario(devices, 8 * n as i64, 60, Some("next-alb"));
+            s.links.post = 1e-6;
+            simulate(&s).unwrap()
+        };
+        let (direct, tree) = (run(32), run(40));
+        assert_eq!(direct.moves[0].iter, 30);
+        assert_eq!(tree.moves[0].iter, 35);
+        assert_eq!(direct.checks.first().map(|c| c.iter), Some(30));
+        assert_eq!(tree.checks.first().map(|c| c.iter), Some(35));
+        // Iteration 0 (no rebalance yet): 31 posts of 1 us against 6.
+        let (d0, t0) = (direct.iteration_seconds[0], tree.iteration_seconds[0]);
+        // The slow device's 8 rows of 1024 cells at 3 ns.
+        let kernel = 3e-9 * 8.0 * 1024.0;
+        assert!(d0 >= kernel + 31e-6 && t0 < kernel + 31e-6, "{d0} {t0}");
     }
 
     /// A run fed back its own kernel times and rebalance costs decides alike
