@@ -747,6 +747,36 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
         text.contains("device 1: rows 250 compute 7.500000e-4"),
         "{text}"
     );
+    // Another partition, by hand: equal rows leave the slow device 500 x
+    // 1000 x 3e-9 s; shares 3:1 are the seeded split.
+    let base = [
+        "predict",
+        "--model",
+        m,
+        "--size",
+        "1000x1000",
+        "--iters",
+        "100",
+    ];
+    let with = |w: &str| common::ok(&[&base[..], &["--weights", w]].concat());
+    let equal = with("1,1");
+    assert!(
+        equal.contains("device 0: rows 500 compute 5.000000e-4"),
+        "{equal}"
+    );
+    assert!(
+        equal.contains("device 1: rows 500 compute 1.500000e-3"),
+        "{equal}"
+    );
+    assert_eq!(with("3,1"), text);
+    fails_with(
+        &[&base[..], &["--weights", "1"]].concat(),
+        "--weights gives 1 shares, the machine describes 2 devices",
+    );
+    fails_with(
+        &[&base[..], &["--weights", "1,-2"]].concat(),
+        "--weights: -2 is not a positive share of the rows",
+    );
 
     let report = dir.path().join("r.json");
     let run = epsilod(&[

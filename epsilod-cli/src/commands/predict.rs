@@ -1,8 +1,9 @@
 //! `epsilod predict`: a thin front over `models::Machine::predict`.
 //!
-//! The partition is the report's first-iteration rows when `--against`
-//! gives one (so the prediction scores the run that happened), else the
-//! model-seeded rows (`Machine::seeded_weights`, as `--weights-from`).
+//! The partition is `--weights` when given, else the report's
+//! first-iteration rows when `--against` gives one (so the prediction
+//! scores the run that happened), else the model-seeded rows
+//! (`Machine::seeded_weights`, as `--weights-from`).
 
 use super::run::parse_size;
 use crate::args::PredictArgs;
@@ -46,9 +47,27 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
             .map(|l| l.name.clone())
             .ok_or_else(|| CliError::Predict("the machine has no link class".into()))?,
     };
-    let weights: Vec<f64> = match report.as_ref().and_then(|r| r.iterations.first()) {
-        Some(it) => it.devices.iter().map(|d| d.rows as f64).collect(),
-        None => machine.seeded_weights(size.iter().map(|&n| n as f64).product()),
+    let weights: Vec<f64> = match (
+        &args.weights,
+        report.as_ref().and_then(|r| r.iterations.first()),
+    ) {
+        (Some(w), _) => {
+            if w.len() != machine.devices.len() {
+                return Err(CliError::Predict(format!(
+                    "--weights gives {} shares, the machine describes {} devices: one share each",
+                    w.len(),
+                    machine.devices.len()
+                )));
+            }
+            if let Some(bad) = w.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
+                return Err(CliError::Predict(format!(
+                    "--weights: {bad} is not a positive share of the rows"
+                )));
+            }
+            w.clone()
+        }
+        (None, Some(it)) => it.devices.iter().map(|d| d.rows as f64).collect(),
+        (None, None) => machine.seeded_weights(size.iter().map(|&n| n as f64).product()),
     };
     if weights.len() != machine.devices.len() {
         return Err(CliError::Predict(format!(
