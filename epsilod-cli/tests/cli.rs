@@ -726,7 +726,7 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
     let model = dir.path().join("machine.json");
     std::fs::write(&model, MACHINE).unwrap();
     let m = model.to_str().unwrap();
-    let out = epsilod(&[
+    let base = [
         "predict",
         "--model",
         m,
@@ -734,9 +734,8 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
         "1000x1000",
         "--iters",
         "100",
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
+    ];
+    let text = common::ok(&base);
     // A 3x slower device gets a third of the rows of the fast one, so both
     // compute for the same time: 750 x 1000 x 1e-9 = 250 x 1000 x 3e-9.
     assert!(
@@ -749,15 +748,6 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
     );
     // Another partition, by hand: equal rows leave the slow device 500 x
     // 1000 x 3e-9 s; shares 3:1 are the seeded split.
-    let base = [
-        "predict",
-        "--model",
-        m,
-        "--size",
-        "1000x1000",
-        "--iters",
-        "100",
-    ];
     let with = |w: &str| common::ok(&[&base[..], &["--weights", w]].concat());
     let equal = with("1,1");
     assert!(
