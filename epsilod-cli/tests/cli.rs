@@ -1016,12 +1016,18 @@ fn the_cell_layout_variable_chooses_planes_unless_the_device_says() {
         (planes, std::fs::read(&out).unwrap())
     };
     let (default, want) = run(None, "opencl", "default");
-    assert_eq!(default, 0, "PoCL keeps whole cells by default");
+    // A CPU implementation (PoCL, as in CI) keeps whole cells by default; a
+    // GPU's driver would hold them in planes.
+    let listed = common::ok(&["list"]);
+    if listed.contains("Portable Computing Language") {
+        assert_eq!(default, 0, "PoCL keeps whole cells by default");
+    }
     for (var, device, planes) in [
         (Some("planes"), "opencl", 1),
         (Some("cells"), "opencl", 0),
         (Some("planes"), "opencl:layout=cells", 0),
-        (Some("sideways"), "opencl", 0),
+        // Ignored: the run goes on with the default.
+        (Some("sideways"), "opencl", default),
         (None, "opencl:layout=planes", 1),
     ] {
         let tag = format!(

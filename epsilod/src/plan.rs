@@ -339,6 +339,11 @@ impl<T> RunPlan<T> {
                 iters: self.iters,
                 devices: self.devices.iter().map(|d| d.to_string()).collect(),
                 alb: self.alb.as_ref().map_or("none".into(), |a| a.name.clone()),
+                alb_window: self.alb.as_ref().map_or(heuristics::WINDOW, |a| a.window),
+                times_direct_up_to: self
+                    .alb
+                    .as_ref()
+                    .map_or(heuristics::gather::DIRECT_UP_TO, |a| a.direct_times_up_to),
                 partition: self.partition.to_string(),
                 kernel: self.stencil.kind.to_string(),
                 resumed_from: self.restart.as_ref().map(|_| self.start),

@@ -126,6 +126,14 @@ pub struct DecisionRecord {
     pub values: BTreeMap<String, f64>,
 }
 
+fn default_window() -> usize {
+    heuristics::WINDOW
+}
+
+fn default_direct_times() -> usize {
+    usize::MAX
+}
+
 /// What ran.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReportConfig {
@@ -139,6 +147,15 @@ pub struct ReportConfig {
     pub devices: Vec<String>,
     /// The ALB heuristic (`none` without).
     pub alb: String,
+    /// ALB's moving window in iterations (`Alb::window`); absent in
+    /// reports from before it was recorded, which ran the default.
+    #[serde(default = "default_window")]
+    pub alb_window: usize,
+    /// Processes up to which ALB's kernel times went to every process
+    /// directly, a tree beyond (`Alb::direct_times_up_to`); absent in
+    /// reports from before the tree, which sent them directly.
+    #[serde(default = "default_direct_times")]
+    pub times_direct_up_to: usize,
     /// The partition.
     pub partition: String,
     /// The kernel kind.

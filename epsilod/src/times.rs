@@ -76,7 +76,9 @@ impl TimesGather {
                             row.push(if q == me {
                                 own[0]
                             } else {
-                                first(t.recv_values(q, tag(&before))?)
+                                let got = t.recv_values(q, tag(&before))?;
+                                check_len(&before, q, &got, 1, 0)?;
+                                got[0]
                             });
                         }
                         Some((before, row))
@@ -131,12 +133,7 @@ impl TimesGather {
             let tag = Tag::Times(p.end - 1).encode();
             let (_, from, count) = gather::round(me, procs, *done);
             let got = t.recv_values(from, tag)?;
-            if got.len() != count {
-                return Err(GatherError::Protocol(format!(
-                    "times of iterations {p:?} from {from}: {} values in round {done}, expected {count}",
-                    got.len()
-                )));
-            }
+            check_len(p, from, &got, count, *done)?;
             held.extend_from_slice(&got);
             *done += 1;
             if *done < rounds {
@@ -157,7 +154,99 @@ impl TimesGather {
     }
 }
 
-/// A time message's value (0 for an empty one, which no sender posts).
-fn first(v: Vec<f64>) -> f64 {
-    v.first().copied().unwrap_or(0.0)
+/// Errors unless a message of round `round` from `from` holds `count`
+/// times: a process that disagrees on the schedule must not steer the
+/// heuristic with made-up numbers.
+fn check_len(
+    period: &Range<u64>,
+    from: usize,
+    got: &[f64],
+    count: usize,
+    round: usize,
+) -> Result<(), GatherError> {
+    if got.len() == count {
+        return Ok(());
+    }
+    Err(GatherError::Protocol(format!(
+        "times of iterations {period:?} from {from}: {} values in round {round}, expected {count}",
+        got.len()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hitmap::in_process;
+
+    /// Process `p`'s time of period `k`, distinct for every pair.
+    fn value(run: usize, p: usize, k: u64) -> f64 {
+        (run * 100_000 + p * 1000) as f64 + k as f64
+    }
+
+    /// `procs` processes on threads run `periods` periods of two
+    /// iterations, gathering directly or along the tree, twice over the
+    /// same endpoints and tags (as a restart on one communicator would):
+    /// every process gets every period's row, in rank order, exactly `lag`
+    /// periods after it ended, and after `finish` no message is left to be
+    /// mistaken for the second run's.
+    fn gathers(procs: usize, direct_up_to: usize) {
+        let periods = 12u64;
+        let how = Gather::of(procs, direct_up_to);
+        let lag = how.lag(procs) as u64;
+        let endpoints = in_process::<f32>(procs);
+        std::thread::scope(|s| {
+            for (me, mut t) in endpoints.into_iter().enumerate() {
+                s.spawn(move || {
+                    for run in 0..2 {
+                        let mut g = TimesGather::new(me, procs, direct_up_to);
+                        for k in 0..periods {
+                            let period = 2 * k..2 * k + 2;
+                            let done = g.advance(&mut t, period, value(run, me, k)).unwrap();
+                            match done {
+                                Some((p, row)) => {
+                                    let j = k - lag;
+                                    assert_eq!(p, 2 * j..2 * j + 2, "{procs} procs, period {k}");
+                                    let want: Vec<f64> =
+                                        (0..procs).map(|q| value(run, q, j)).collect();
+                                    assert_eq!(row, want, "{procs} procs, run {run}, period {j}");
+                                }
+                                None => assert!(k < lag, "{procs} procs: nothing at {k}"),
+                            }
+                        }
+                        g.finish(&mut t).unwrap();
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn every_process_gets_every_row_lag_periods_late_and_nothing_is_left() {
+        for procs in [1, 2, 3, 5, 8, 13] {
+            gathers(procs, 32);
+            gathers(procs, 1);
+        }
+    }
+
+    /// A time message of the wrong length is the protocol error, naming
+    /// the sender, not a time of zero.
+    #[test]
+    fn a_message_of_the_wrong_length_is_an_error() {
+        for direct_up_to in [32, 1] {
+            let mut ends = in_process::<f32>(2);
+            let mut other = ends.pop().unwrap();
+            let mut me = ends.pop().unwrap();
+            let mut g = TimesGather::new(0, 2, direct_up_to);
+            assert!(g.advance(&mut me, 0..1, 1.0).unwrap().is_none());
+            other
+                .send_values(0, Tag::Times(0).encode(), vec![1.0, 2.0])
+                .unwrap();
+            match g.advance(&mut me, 1..2, 1.0) {
+                Err(GatherError::Protocol(why)) => {
+                    assert!(why.contains("from 1: 2 values"), "{why}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 }

@@ -711,7 +711,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
 
     /// ALB after the period of `len` iterations from `first` (kernel
     /// seconds `compute`): share the time, read the others' of the period
-    /// before, and, once the windows are full, ask the heuristic and maybe
+    /// the gather delivers now (`times.rs`), and, once the windows are full, ask the heuristic and maybe
     /// rebalance (so rebalances fall between periods, where every ghost
     /// cell has just been exchanged). Returns the seconds spent exchanging
     /// times.
@@ -722,9 +722,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         len: usize,
         compute: f64,
     ) -> Result<f64, RunError> {
-        // Kernel times travel point to point and are read one period
-        // later, when they have long arrived: no process waits on the
-        // gather, and all decide on the same numbers at the same iteration.
+        // Kernel times travel point to point and are read one period later
+        // (`lag` periods along the tree), when they have long arrived: no
+        // process waits on the gather, and all decide on the same numbers
+        // at the same iteration.
         let tg = Instant::now();
         let period = first..first + len as u64;
         let last = period.end - 1;

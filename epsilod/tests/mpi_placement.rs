@@ -5,8 +5,10 @@
 
 use epsilod::{Alb, Cluster, DeviceSpec, Partition, Skeleton, Stencil};
 use heuristics::testing::Scripted;
+use heuristics::{Decision, Heuristic, Snapshot};
 use kernels::{reference, KernelChoice, Library};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -55,6 +57,24 @@ fn rank_main() {
     }
 }
 
+/// Each check's iteration and every device's window samples.
+type Seen = Vec<(u64, Vec<Vec<f64>>)>;
+
+/// The script's decisions, recording every window this rank's processes
+/// are shown.
+struct Recording(Scripted, Arc<Mutex<Seen>>);
+
+impl Heuristic for Recording {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+        let windows = s.devices.iter().map(|d| d.samples.clone()).collect();
+        self.1.lock().unwrap().push((s.iter, windows));
+        self.0.check(s)
+    }
+}
+
 fn run_placed(cluster: &Cluster, devices: usize, placement: Vec<usize>, direct_up_to: usize) {
     let size = [34usize, 20];
     let init = |i: &[i64]| (i[0] * 7 + i[1]) as f32 * 0.25;
@@ -62,6 +82,10 @@ fn run_placed(cluster: &Cluster, devices: usize, placement: Vec<usize>, direct_u
         2 => (vec![1.0, 3.0], vec![2.0, 1.0]),
         _ => (vec![1.0, 3.0, 1.0], vec![2.0, 1.0, 2.0]),
     };
+    let seen = Arc::new(Mutex::new(Seen::new()));
+    let s2 = seen.clone();
+    let window = 5;
+    let lag = heuristics::gather::Gather::of(devices, direct_up_to).lag(devices) as u64;
     let out = Skeleton::new(
         &size,
         Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
@@ -72,9 +96,12 @@ fn run_placed(cluster: &Cluster, devices: usize, placement: Vec<usize>, direct_u
     .partition(Partition::Weighted(0))
     .alb(
         Alb::custom("scripted", move || {
-            Box::new(Scripted::new(&[(40, &w1[..]), (80, &w2[..])]))
+            Box::new(Recording(
+                Scripted::new(&[(40, &w1[..]), (80, &w2[..])]),
+                s2.clone(),
+            ))
         })
-        .window(5)
+        .window(window)
         // A message a row (80 bytes) between the ranks.
         .slab_bytes(80)
         .direct_times_up_to(direct_up_to),
@@ -91,6 +118,21 @@ fn run_placed(cluster: &Cluster, devices: usize, placement: Vec<usize>, direct_u
     // region and not two.
     for m in &r.redistributions {
         assert_eq!(m.messages, m.rows_moved, "{devices} devices");
+    }
+    // Every window this rank's processes saw holds each device's own
+    // kernel times from the report, `lag` iterations back, whichever rank
+    // the device ran on (a full window holds only times since the last
+    // rebalance).
+    let seen = seen.lock().unwrap();
+    assert!(!seen.is_empty(), "rank {} saw no check", cluster.rank());
+    for (it, windows) in seen.iter() {
+        let newest = it - lag;
+        for (d, w) in windows.iter().enumerate() {
+            let want: Vec<f64> = (newest + 1 - window as u64..=newest)
+                .map(|i| r.iterations[i as usize].devices[d].compute_seconds)
+                .collect();
+            assert_eq!(w, &want, "{devices} devices, lag {lag}: device {d} at {it}");
+        }
     }
     assert!(r
         .heuristic

@@ -62,9 +62,10 @@ impl Windows {
 
 /// When the heuristic is asked, over iterations `start..iters`.
 ///
-/// Kernel times travel between processes and are read one period late (no
+/// Kernel times travel between processes and are read one period late, or
+/// `⌈log2 P⌉` periods late beyond 32 processes ([`crate::gather`]; no
 /// process waits on a gather): after a period, the windows take the times
-/// of the period before, each of its iterations counting the period's time
+/// of the period the gather delivered, each of its iterations counting the period's time
 /// per iteration (with deep halos a period is the iterations between two
 /// exchanges; otherwise one iteration). Times measured before a rebalance
 /// took effect are never pushed, and nothing is asked after the last
@@ -96,10 +97,10 @@ impl Cycle {
         self.after_period(it..it + 1, previous.map(|row| (before, row)))
     }
 
-    /// The iterations `period` have ended; `previous` holds the period
-    /// before and every device's kernel time per iteration over it (`None`
-    /// after the first period run). Returns whether the heuristic is to be
-    /// asked now.
+    /// The iterations `period` have ended; `previous` holds the period the
+    /// gather delivered now (the one before, or `lag` before) and every
+    /// device's kernel time per iteration over it (`None` while none has
+    /// arrived yet). Returns whether the heuristic is to be asked now.
     pub fn after_period(
         &mut self,
         period: std::ops::Range<u64>,

@@ -44,11 +44,15 @@ impl Gather {
         }
     }
 
-    /// Messages each process posts per period.
-    pub fn posts(self, procs: usize) -> usize {
+    /// Messages each process posts at a period's end, with `in_flight`
+    /// earlier periods' gathers not yet complete before it (capped at the
+    /// lag): every other process directly; along the tree, round 0 of the
+    /// new gather and the next round of each in flight but the one that
+    /// completes, so the count grows to `⌈log2 P⌉` over the first periods.
+    pub fn posts(self, procs: usize, in_flight: usize) -> usize {
         match self {
             Gather::Direct => procs.saturating_sub(1),
-            Gather::Tree => rounds(procs),
+            Gather::Tree => (in_flight + 1).min(rounds(procs)),
         }
     }
 }
@@ -113,8 +117,10 @@ mod tests {
         assert_eq!(Gather::of(33, DIRECT_UP_TO), Gather::Tree);
         assert_eq!(Gather::of(1, 0), Gather::Direct);
         assert_eq!(Gather::Direct.lag(32), 1);
-        assert_eq!(Gather::Direct.posts(32), 31);
+        assert_eq!(Gather::Direct.posts(32, 0), 31);
         assert_eq!(Gather::Tree.lag(1024), 10);
-        assert_eq!(Gather::Tree.posts(1024), 10);
+        assert_eq!(Gather::Tree.posts(1024, 0), 1);
+        assert_eq!(Gather::Tree.posts(1024, 4), 5);
+        assert_eq!(Gather::Tree.posts(1024, 10), 10);
     }
 }

@@ -333,30 +333,39 @@ impl Machine {
             .collect()
     }
 
-    /// Each device's seconds per iteration moving its halos of `m` bytes
-    /// between its own memory and the host's: for every neighbour outside
-    /// its peer group, a read of its border out and a write of the halo in,
-    /// each timed by its host link's Hockney fit. The neighbour's own read
-    /// runs while this device reads, so it adds nothing here. Zero for
-    /// devices in host memory.
+    /// Each device's seconds per iteration spent moving halos of `m` bytes
+    /// between device and host memory, per neighbour outside its peer
+    /// group, each transfer timed by a host link's Hockney fit: a device
+    /// with memory of its own reads its border out and writes the halo in
+    /// (the neighbour's read, if it has one, runs meanwhile); a device in
+    /// host memory waits for a neighbour with memory of its own to read its
+    /// border out before the halo can leave.
     fn staging(&self, m: f64) -> Result<Vec<f64>, ModelError> {
         let p = self.devices.len();
-        self.devices
-            .iter()
-            .enumerate()
-            .map(|(d, dev)| {
-                let Some(name) = &dev.host_link else {
-                    return Ok(0.0);
+        let once = |dev: &Device| -> Result<Option<f64>, ModelError> {
+            dev.host_link
+                .as_ref()
+                .map(|name| Ok(self.link(name)?.hockney.time(m)))
+                .transpose()
+        };
+        let mut staging = Vec::with_capacity(p);
+        for (d, dev) in self.devices.iter().enumerate() {
+            let mine = once(dev)?;
+            let mut t = 0.0;
+            for e in [d.checked_sub(1), (d + 1 < p).then_some(d + 1)]
+                .into_iter()
+                .flatten()
+                .filter(|&e| !dev.shares_memory_with(&self.devices[e]))
+            {
+                t += match (mine, once(&self.devices[e])?) {
+                    (Some(own), _) => 2.0 * own,
+                    (None, Some(theirs)) => theirs,
+                    (None, None) => 0.0,
                 };
-                let once = self.link(name)?.hockney.time(m);
-                let staged = [d.checked_sub(1), (d + 1 < p).then_some(d + 1)]
-                    .into_iter()
-                    .flatten()
-                    .filter(|&e| !dev.shares_memory_with(&self.devices[e]))
-                    .count();
-                Ok(2.0 * once * staged as f64)
-            })
-            .collect()
+            }
+            staging.push(t);
+        }
+        Ok(staging)
     }
 
     fn link(&self, name: &str) -> Result<&LinkClass, ModelError> {
@@ -914,12 +923,13 @@ mod tests {
             let before = host.predict(&run, method).unwrap();
             let staged = alone.predict(&run, method).unwrap();
             let shared = grouped.predict(&run, method).unwrap();
-            // Alone: device 1 stages both neighbours' halos, device 2 its
-            // one, device 0 (in host memory) none. In one group: device 1
-            // stages only its host neighbour's, device 2 none.
+            // Alone: device 1 stages both neighbours' halos (a read and a
+            // write each), device 2 its one; device 0, in host memory,
+            // waits for device 1's read. In one group: device 1 stages only
+            // its host neighbour's, device 2 none, device 0 as before.
             for (p, wants) in [
-                (&staged, [0.0, 4.0 * once, 2.0 * once]),
-                (&shared, [0.0, 2.0 * once, 0.0]),
+                (&staged, [once, 4.0 * once, 2.0 * once]),
+                (&shared, [once, 2.0 * once, 0.0]),
             ] {
                 for (d, want) in wants.into_iter().enumerate() {
                     let got = p.devices[d].exchange - before.devices[d].exchange;

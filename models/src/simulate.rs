@@ -10,8 +10,11 @@
 //! share its bandwidth one after another, their latencies overlap) (`max(inner, arrivals)`,
 //! the schedule [`Method::Overlap`](crate::predict::Method::Overlap) models
 //! in closed form). No device waits for another otherwise: kernel times
-//! for ALB travel point to point and are read one iteration late, as in
-//! the skeleton, and only a rebalance lines every clock up (its barrier).
+//! for ALB travel point to point and are read as late as the skeleton
+//! reads them (one iteration, `⌈log2 P⌉` beyond 32 devices:
+//! `heuristics::gather`), each post costing the link's `o_s` (the tree's
+//! growing message sizes and its final drain are not modelled), and only
+//! a rebalance lines every clock up (its barrier).
 //!
 //! Kernel time is `(fixed_seconds + seconds_per_cell · cells) · slowdown ·
 //! drift · ε` (the fixed part paid with the border strips) with `ε`
@@ -35,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::link::Hockney;
-use heuristics::gather::{Gather, DIRECT_UP_TO};
+use heuristics::gather::Gather;
 use std::collections::VecDeque;
 
 /// Why a simulation cannot run or stopped.
@@ -265,6 +268,11 @@ pub struct Scenario {
     pub heuristic: Option<HeuristicSpec>,
     /// ALB window.
     pub window: usize,
+    /// Devices up to which ALB's kernel times go to every device
+    /// directly, along a tree beyond (`heuristics::gather`), as the
+    /// skeleton's `Alb::direct_times_up_to`: when the heuristic sees them
+    /// and what posting them costs.
+    pub direct_times_up_to: usize,
     /// Where modelled kernel times' noise comes from.
     pub noise: NoiseSource,
     /// Kernel times.
@@ -901,7 +909,7 @@ impl<'a> Sim<'a> {
         // With ALB every device posts its kernel time: to every other, or
         // a round of the tree's gather (`heuristics::gather`).
         let alb_posts = if self.heuristic.is_some() {
-            s.links.post * Gather::of(m, DIRECT_UP_TO).posts(m) as f64
+            s.links.post * Gather::of(m, s.direct_times_up_to).posts(m, self.recent.len()) as f64
         } else {
             0.0
         };
@@ -929,16 +937,16 @@ impl<'a> Sim<'a> {
         (step, slowest)
     }
 
-    /// ALB after iteration `it`, on the times of the one before: the cycle
-    /// says whether to ask, the heuristic decides, `relayout` gives the new
-    /// layout.
     /// Iterations from a kernel time to the ALB decision that first sees
     /// it, as the skeleton gathers times over this many devices.
     fn lag(&self) -> usize {
         let n = self.live.len();
-        Gather::of(n, DIRECT_UP_TO).lag(n)
+        Gather::of(n, self.s.direct_times_up_to).lag(n)
     }
 
+    /// ALB after iteration `it`, on the times of iteration `it - lag`: the
+    /// cycle says whether to ask, the heuristic decides, `relayout` gives
+    /// the new layout.
     fn balance(&mut self, it: u64) -> Result<(), SimError> {
         let s = self.s;
         let lag = self.lag();
@@ -1119,6 +1127,7 @@ fn move_seconds(
 mod tests {
     use super::*;
     use crate::predict::{Device, LinkClass, Machine, Method, Run};
+    use heuristics::gather::DIRECT_UP_TO;
     use proptest::prelude::*;
 
     fn cross() -> Footprint {
@@ -1137,6 +1146,7 @@ mod tests {
             links: Links::default(),
             heuristic: alb.map(|a| a.parse().unwrap()),
             window: heuristics::WINDOW,
+            direct_times_up_to: DIRECT_UP_TO,
             kernels: Kernels::Modelled { seed: 1 },
             noise: NoiseSource::Lognormal,
             iteration_overhead: 0.0,
@@ -1321,29 +1331,38 @@ mod tests {
     /// Up to 32 devices the times reach the heuristic one iteration late
     /// (the window of 30 is first full at iteration 30); beyond, as late
     /// as the skeleton's tree gather delivers them (40 devices: 6 rounds,
-    /// first full at 35), and each device posts 6 times a period instead
-    /// of 39, which the iterations pay.
+    /// first full at 35). Each device posts 39 times an iteration directly,
+    /// along the tree one more each iteration up to 6, which the
+    /// iterations pay (posts of 1 µs, noiseless devices, free links).
     #[test]
     fn times_reach_the_heuristic_as_late_as_the_gather_delivers_them() {
-        let run = |n: usize| {
+        let run = |n: usize, direct_up_to: usize| {
             let mut devices: Vec<SimDevice> = (0..n)
                 .map(|i| SimDevice::new(format!("d{i}"), 1e-9))
                 .collect();
             devices[0].seconds_per_cell = 3e-9;
             let mut s = scenario(devices, 8 * n as i64, 60, Some("next-alb"));
             s.links.post = 1e-6;
+            s.direct_times_up_to = direct_up_to;
             simulate(&s).unwrap()
         };
-        let (direct, tree) = (run(32), run(40));
+        let (direct, tree) = (run(32, DIRECT_UP_TO), run(40, DIRECT_UP_TO));
         assert_eq!(direct.moves[0].iter, 30);
         assert_eq!(tree.moves[0].iter, 35);
         assert_eq!(direct.checks.first().map(|c| c.iter), Some(30));
         assert_eq!(tree.checks.first().map(|c| c.iter), Some(35));
-        // Iteration 0 (no rebalance yet): 31 posts of 1 us against 6.
-        let (d0, t0) = (direct.iteration_seconds[0], tree.iteration_seconds[0]);
-        // The slow device's 8 rows of 1024 cells at 3 ns.
-        let kernel = 3e-9 * 8.0 * 1024.0;
-        assert!(d0 >= kernel + 31e-6 && t0 < kernel + 31e-6, "{d0} {t0}");
+        // The same 40 devices with their times sent directly: first full
+        // at 30, and the iterations before any rebalance differ by the
+        // posts alone.
+        let all = run(40, 64);
+        assert_eq!(all.moves[0].iter, 30);
+        for (it, tree_posts) in [(0, 1.0), (3, 4.0), (10, 6.0), (20, 6.0)] {
+            let extra = all.iteration_seconds[it] - tree.iteration_seconds[it];
+            assert!(
+                (extra - (39.0 - tree_posts) * 1e-6).abs() < 1e-12,
+                "iteration {it}: {extra}"
+            );
+        }
     }
 
     /// A run fed back its own kernel times and rebalance costs decides alike

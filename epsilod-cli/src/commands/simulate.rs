@@ -96,6 +96,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         links: links_of(machine.as_ref()),
         heuristic: None,
         window: heuristics::WINDOW,
+        direct_times_up_to: heuristics::gather::DIRECT_UP_TO,
         kernels: Kernels::Modelled { seed: args.seed },
         noise: match &args.noise_from {
             Some(p) => noise_from(p, args.noise_block as usize)?,
@@ -111,6 +112,8 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         iters,
         devices: s.devices.iter().map(|d| d.name.clone()).collect(),
         alb: alb.to_string(),
+        alb_window: s.window,
+        times_direct_up_to: s.direct_times_up_to,
         partition: args.partition.to_string(),
         kernel: "simulated".into(),
         resumed_from: None,
@@ -339,7 +342,9 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
         devices,
         links: links_of(machine.as_ref()),
         heuristic: Some(spec),
-        window: heuristics::WINDOW,
+        // The real run's window and gather.
+        window: real.config.alb_window,
+        direct_times_up_to: real.config.times_direct_up_to,
         kernels: Kernels::Trace {
             compute,
             rows,
