@@ -89,11 +89,34 @@ pub fn thread_cpu_seconds() -> Option<f64> {
 }
 
 /// User-space instructions the calling thread has retired since its
-/// counter opened, or `None` where the OS lends no hardware counter, or
-/// shared it with other events for part of the time (multiplexed: the
-/// count would be an estimate). The first call on a thread opens it (once:
-/// a refusal, of any cause, is remembered for the thread's life).
+/// counter opened, or `None` where the OS lends no hardware counter. The
+/// first call on a thread opens it (once: a refusal, of any cause, is
+/// remembered for the thread's life).
 pub fn thread_instructions() -> Option<u64> {
+    read_counter().map(|r| r.count)
+}
+
+/// A counter's reading: its count, and the nanoseconds it was enabled and
+/// actually counting (less when the kernel multiplexed it with other
+/// events).
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    count: u64,
+    enabled: u64,
+    running: u64,
+}
+
+/// Instructions retired between two readings, where the counter counted
+/// all the time in between (a multiplexed stretch would make the count an
+/// estimate: none then).
+fn retired(before: Reading, after: Reading) -> Option<u64> {
+    let enabled = after.enabled.checked_sub(before.enabled)?;
+    let running = after.running.checked_sub(before.running)?;
+    (enabled == running).then(|| after.count.saturating_sub(before.count))
+}
+
+/// The calling thread's counter, opened on first use.
+fn read_counter() -> Option<Reading> {
     COUNTER.with(|c| {
         let mut c = c.borrow_mut();
         if matches!(*c, Counter::Untried) {
@@ -101,17 +124,20 @@ pub fn thread_instructions() -> Option<u64> {
         }
         match &mut *c {
             #[cfg(target_os = "linux")]
-            Counter::Open(counter) => exact(counter),
+            Counter::Open(counter) => reading(counter),
             _ => None,
         }
     })
 }
 
-/// The counter's count, where it ran all the time it was enabled.
 #[cfg(target_os = "linux")]
-fn exact(counter: &mut perf_event::Counter) -> Option<u64> {
+fn reading(counter: &mut perf_event::Counter) -> Option<Reading> {
     let r = counter.read_count_and_time().ok()?;
-    (r.time_running == r.time_enabled).then_some(r.count)
+    Some(Reading {
+        count: r.count,
+        enabled: r.time_enabled,
+        running: r.time_running,
+    })
 }
 
 #[cfg(target_os = "linux")]
@@ -157,13 +183,7 @@ pub fn take_charged() -> Option<Charge> {
 /// unless asked for.
 pub(crate) fn timed<R>(f: impl FnOnce() -> R) -> (R, Option<Charge>) {
     let counting = COUNTING.load(Ordering::Relaxed);
-    let count = || {
-        if counting {
-            thread_instructions()
-        } else {
-            None
-        }
-    };
+    let count = || if counting { read_counter() } else { None };
     let counted = count();
     let before = (thread_cpu_seconds(), counted);
     let r = f();
@@ -172,7 +192,7 @@ pub(crate) fn timed<R>(f: impl FnOnce() -> R) -> (R, Option<Charge>) {
     let spent = match (before.0, after.0) {
         (Some(a), Some(b)) => Some(Charge {
             seconds: (b - a).max(0.0),
-            instructions: before.1.zip(after.1).map(|(a, b)| b.saturating_sub(a)),
+            instructions: before.1.zip(after.1).and_then(|(a, b)| retired(a, b)),
         }),
         _ => None,
     };
@@ -224,6 +244,22 @@ mod tests {
         assert_eq!(take_charged(), None);
     }
 
+    /// A stretch the counter spent multiplexed gives no count; one it
+    /// counted throughout gives the difference, whatever came before.
+    #[test]
+    fn only_stretches_counted_throughout_give_a_count() {
+        let r = |count, enabled, running| Reading {
+            count,
+            enabled,
+            running,
+        };
+        // Multiplexed before, counting throughout since: counted.
+        assert_eq!(retired(r(100, 50, 40), r(160, 80, 70)), Some(60));
+        // Multiplexed for part of the stretch: none.
+        assert_eq!(retired(r(100, 50, 50), r(160, 80, 70)), None);
+        assert_eq!(retired(r(100, 80, 70), r(160, 50, 50)), None);
+    }
+
     #[test]
     fn instructions_add_up_only_where_every_part_counted_them() {
         let counted = |i| Charge {
@@ -247,9 +283,10 @@ mod tests {
             return;
         };
         // Read as instructions are: only while it ran all the time enabled.
-        let before = exact(&mut c).expect("a software event is never multiplexed");
+        let before = reading(&mut c).unwrap();
         spin(0.05);
-        let ns = (exact(&mut c).unwrap() - before) as f64;
+        let ns = retired(before, reading(&mut c).unwrap())
+            .expect("a software event is never multiplexed") as f64;
         assert!(
             ns > 5e6 && ns < 6e7,
             "{ns} ns of task clock in 50 ms of spinning"

@@ -70,6 +70,33 @@ fn trace_mode_reproduces_real_runs() {
         assert_eq!(moved(&r), moved(&s), "{alb}");
         assert_eq!(s["config"]["kernel"], "simulated (trace)");
     }
+    // A report from before the window and the gather were recorded loads
+    // as those runs ran (window 30, times sent directly) and replays the
+    // same; one that claims another window decides otherwise; one that
+    // claims an impossible window is one line.
+    let edited = |f: &dyn Fn(&mut Value)| {
+        let mut r = json(&dir.path().join("cost-aware.json"));
+        f(&mut r);
+        let p = dir.path().join("edited.json");
+        std::fs::write(&p, r.to_string()).unwrap();
+        p
+    };
+    let older = edited(&|r| {
+        let c = r["config"].as_object_mut().unwrap();
+        assert!(c.remove("alb_window").is_some() && c.remove("times_direct_up_to").is_some());
+    });
+    let out = ok(&["simulate", "--trace-from", older.to_str().unwrap()]);
+    assert!(out.contains("identical to the report"), "{out}");
+    let other = edited(&|r| r["config"]["alb_window"] = Value::from(10));
+    fails_with(
+        &["simulate", "--trace-from", other.to_str().unwrap()],
+        "trace",
+    );
+    let impossible = edited(&|r| r["config"]["alb_window"] = Value::from(1));
+    fails_with(
+        &["simulate", "--trace-from", impossible.to_str().unwrap()],
+        "config.alb_window 1 and config.times_direct_up_to 32 cannot come from a run",
+    );
     // Kernel times that say the slow device is fast: other decisions.
     let mut r = json(&dir.path().join("const-iters.json"));
     for it in r["iterations"].as_array_mut().unwrap() {

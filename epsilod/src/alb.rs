@@ -114,7 +114,8 @@ impl Alb {
     }
 
     /// Processes up to which times go to every process directly
-    /// ([`Alb::direct_times_up_to`]; the simulator assumes the default).
+    /// ([`Alb::direct_times_up_to`]; the report records it, and the
+    /// simulator's trace mode replays it).
     pub fn direct_times_up_to(mut self, procs: usize) -> Alb {
         self.direct_times_up_to = procs.max(1);
         self

@@ -77,7 +77,7 @@ impl TimesGather {
                                 own[0]
                             } else {
                                 let got = t.recv_values(q, tag(&before))?;
-                                check_len(&before, q, &got, 1, 0)?;
+                                check_len(&before, q, &got, 1, "sent directly")?;
                                 got[0]
                             });
                         }
@@ -107,7 +107,8 @@ impl TimesGather {
                 if let Some((before, _, _)) = self.inflight.pop_front() {
                     let tag = Tag::Times(before.end - 1).encode();
                     for q in (0..self.procs).filter(|&q| q != self.me) {
-                        t.recv_values(q, tag)?;
+                        let got = t.recv_values(q, tag)?;
+                        check_len(&before, q, &got, 1, "sent directly")?;
                     }
                 }
             }
@@ -133,7 +134,7 @@ impl TimesGather {
             let tag = Tag::Times(p.end - 1).encode();
             let (_, from, count) = gather::round(me, procs, *done);
             let got = t.recv_values(from, tag)?;
-            check_len(p, from, &got, count, *done)?;
+            check_len(p, from, &got, count, &format!("in round {done}"))?;
             held.extend_from_slice(&got);
             *done += 1;
             if *done < rounds {
@@ -154,21 +155,21 @@ impl TimesGather {
     }
 }
 
-/// Errors unless a message of round `round` from `from` holds `count`
-/// times: a process that disagrees on the schedule must not steer the
+/// Errors unless a message from `from` (`how`: sent directly, or in which
+/// round) holds `count` times: a process that disagrees on the schedule must not steer the
 /// heuristic with made-up numbers.
 fn check_len(
     period: &Range<u64>,
     from: usize,
     got: &[f64],
     count: usize,
-    round: usize,
+    how: &str,
 ) -> Result<(), GatherError> {
     if got.len() == count {
         return Ok(());
     }
     Err(GatherError::Protocol(format!(
-        "times of iterations {period:?} from {from}: {} values in round {round}, expected {count}",
+        "times of iterations {period:?} from {from}: {} values {how}, expected {count}",
         got.len()
     )))
 }

@@ -337,9 +337,10 @@ impl Machine {
     /// between device and host memory, per neighbour outside its peer
     /// group, each transfer timed by a host link's Hockney fit: a device
     /// with memory of its own reads its border out and writes the halo in
-    /// (the neighbour's read, if it has one, runs meanwhile); a device in
-    /// host memory waits for a neighbour with memory of its own to read its
-    /// border out before the halo can leave.
+    /// (the neighbour's read, if it has one, runs meanwhile); a device
+    /// without a host link (in host memory, or a machine that does not say)
+    /// waits for a neighbour with one to read its border out before the
+    /// halo can leave.
     fn staging(&self, m: f64) -> Result<Vec<f64>, ModelError> {
         let p = self.devices.len();
         let once = |dev: &Device| -> Result<Option<f64>, ModelError> {

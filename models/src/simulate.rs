@@ -11,7 +11,8 @@
 //! the schedule [`Method::Overlap`](crate::predict::Method::Overlap) models
 //! in closed form). No device waits for another otherwise: kernel times
 //! for ALB travel point to point and are read as late as the skeleton
-//! reads them (one iteration, `⌈log2 P⌉` beyond 32 devices:
+//! reads them (one iteration, `⌈log2 P⌉` beyond
+//! `Scenario::direct_times_up_to` devices, 32 by default:
 //! `heuristics::gather`), each post costing the link's `o_s` (the tree's
 //! growing message sizes and its final drain are not modelled), and only
 //! a rebalance lines every clock up (its barrier).
@@ -705,7 +706,8 @@ struct Sim<'a> {
     clock: Vec<f64>,
     /// Kernel times of the last iterations, oldest first: ALB reads them
     /// as late as the skeleton's gather delivers them
-    /// (`heuristics::gather`: one iteration up to 32 devices).
+    /// (`heuristics::gather`: one iteration up to
+    /// `Scenario::direct_times_up_to` devices, 32 by default).
     recent: VecDeque<Vec<f64>>,
     out: Simulated,
     /// Sum of wall minus slowest kernel over iterations.

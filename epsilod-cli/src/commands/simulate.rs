@@ -289,6 +289,13 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
             "trace mode replays whole runs without failures or restarts".into(),
         ));
     }
+    if real.config.alb_window < 2 || real.config.times_direct_up_to == 0 {
+        return Err(bad(format!(
+            "config.alb_window {} and config.times_direct_up_to {} cannot come from a run \
+             (a window holds at least 2 iterations, the threshold at least 1 process)",
+            real.config.alb_window, real.config.times_direct_up_to
+        )));
+    }
     if real.halo_depth > 1 {
         // Deep halos time and decide once per period, which the simulator
         // does not model.
