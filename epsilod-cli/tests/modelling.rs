@@ -231,6 +231,22 @@ fn simulate_rejects_bad_input_with_one_line() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         fails_with(&args, want);
     }
+    // A device staged through a host link the machine does not have.
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.json");
+    std::fs::write(
+        &m,
+        r#"{"devices":[{"name":"gpu","seconds_per_cell":1e-10,"host_link":"pcie"}],
+            "links":[{"name":"local","hockney":{"alpha":1e-6,"beta":1e-10},
+                      "loggp":{"l":1e-6,"o_s":0,"o_r":0,"g":0,"big_g":1e-10}}]}"#,
+    )
+    .unwrap();
+    let args = with(&["--devices-count", "2", "--model", m.to_str().unwrap()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    fails_with(
+        &args,
+        "device 0's host link 'pcie' is not among the machine's links",
+    );
     fails_with(
         &[
             "simulate",

@@ -164,6 +164,17 @@ pub struct SimDevice {
     /// The iteration at which the device fails (it is dropped and the run
     /// goes on over the others).
     pub fail_at: Option<u64>,
+    /// The link between the device's own memory and the host's (a GPU's,
+    /// from a calibrated machine's `host_link`): each halo to or from a
+    /// device outside its peer group is read out through it before it
+    /// leaves, or written in through it after it arrives. `None`: the
+    /// device computes in host memory.
+    #[serde(default)]
+    pub host_link: Option<Hockney>,
+    /// Devices of one group exchange halos in device memory, without
+    /// staging (`None`: a group of its own).
+    #[serde(default)]
+    pub peer_group: Option<usize>,
 }
 
 impl SimDevice {
@@ -180,7 +191,15 @@ impl SimDevice {
             slowdowns: Vec::new(),
             drift: None,
             fail_at: None,
+            host_link: None,
+            peer_group: None,
         }
+    }
+
+    /// Whether halos between this device and `other` stay in device
+    /// memory.
+    fn shares_memory_with(&self, other: &SimDevice) -> bool {
+        matches!((self.peer_group, other.peer_group), (Some(a), Some(b)) if a == b)
     }
 
     /// The factor on kernel time at iteration `it`, noise aside.
@@ -891,12 +910,25 @@ impl<'a> Sim<'a> {
         }
         self.arrive[..m].iter_mut().for_each(|x| *x = 0.0);
         for (i, &d) in live.iter().enumerate() {
-            let h = s.devices[d].host;
+            let (dev, h) = (&s.devices[d], s.devices[d].host);
             // A device's messages leave one after another (bytes), while
-            // their latencies overlap.
+            // their latencies overlap. A device with memory of its own reads
+            // each halo out first, one after another; the receiver writes it
+            // in after it arrives.
             let mut queued = 0.0;
+            let mut read_out = 0.0;
             for &(q, bytes) in &geo.sends[i] {
-                let hq = s.devices[live[q]].host;
+                let to = &s.devices[live[q]];
+                let staged = !dev.shares_memory_with(to);
+                if staged {
+                    read_out += dev.host_link.map_or(0.0, |l| l.time(bytes));
+                }
+                let write_in = if staged {
+                    to.host_link.map_or(0.0, |l| l.time(bytes))
+                } else {
+                    0.0
+                };
+                let hq = to.host;
                 let t = link_time(&s.links, h, hq, bytes, self.host_out[h]);
                 let latency = if h == hq {
                     s.links.intra.alpha
@@ -904,7 +936,8 @@ impl<'a> Sim<'a> {
                     s.links.inter.alpha
                 };
                 queued += t - latency;
-                self.arrive[q] = self.arrive[q].max(self.sent_at[i] + queued + latency);
+                self.arrive[q] =
+                    self.arrive[q].max(self.sent_at[i] + read_out + queued + latency + write_in);
                 self.out.halo_messages += 1;
             }
         }
@@ -1164,13 +1197,28 @@ mod tests {
     fn noiseless_identical_devices_match_the_overlap_closed_form() {
         // A fixed cost per iteration is paid with the borders, before the
         // halos leave, in both.
-        for (alpha, beta, fixed) in [(1e-6, 1e-10, 0.0), (1e-3, 1e-8, 0.0), (1e-3, 1e-8, 4e-4)] {
+        // With memory of their own, each halo is read out and written in
+        // over the host link: two transfers more in the exchange, as
+        // `Machine::staging` has it.
+        // (6e-4 s a transfer: the staged exchange outlasts the inner rows.)
+        let pcie = Hockney {
+            alpha: 6e-4,
+            beta: 1e-9,
+        };
+        for (alpha, beta, fixed, staged) in [
+            (1e-6, 1e-10, 0.0, false),
+            (1e-3, 1e-8, 0.0, false),
+            (1e-3, 1e-8, 4e-4, false),
+            (1e-6, 1e-10, 0.0, true),
+            (1e-4, 1e-9, 0.0, true),
+        ] {
             let link = Hockney { alpha, beta };
             let mut s = scenario(
                 (0..2)
                     .map(|i| {
                         let mut d = SimDevice::new(format!("d{i}"), 2e-9);
                         d.fixed_seconds = fixed;
+                        d.host_link = staged.then_some(pcie);
                         d
                     })
                     .collect(),
@@ -1186,9 +1234,19 @@ mod tests {
             let sim = simulate(&s).unwrap();
             let machine = Machine::new(
                 (0..2)
-                    .map(|i| Device::new(format!("d{i}"), 2e-9).with_fixed(fixed))
+                    .map(|i| {
+                        let d = Device::new(format!("d{i}"), 2e-9).with_fixed(fixed);
+                        if staged {
+                            d.with_host_link("pcie")
+                        } else {
+                            d
+                        }
+                    })
                     .collect(),
-                vec![LinkClass::from_hockney("l", link)],
+                vec![
+                    LinkClass::from_hockney("l", link),
+                    LinkClass::from_hockney("pcie", pcie),
+                ],
             )
             .unwrap();
             let run = Run::from_weights(1024, 1024, 1, 4096.0, 50, &[1.0; 2], "l").unwrap();

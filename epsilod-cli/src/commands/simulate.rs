@@ -232,6 +232,21 @@ fn model_devices(
             d
         })
         .collect();
+    // A calibrated GPU's halos are staged through host memory.
+    if let Some(m) = machine {
+        for (i, d) in devices.iter_mut().enumerate() {
+            let c = &m.devices[i.min(m.devices.len() - 1)];
+            d.peer_group = c.peer_group;
+            if let Some(name) = &c.host_link {
+                let link = m.links.iter().find(|l| &l.name == name).ok_or_else(|| {
+                    CliError::Simulate(format!(
+                        "device {i}'s host link '{name}' is not among the machine's links"
+                    ))
+                })?;
+                d.host_link = Some(link.hockney);
+            }
+        }
+    }
     let scenario = |e: models::sim_spec::ScenarioError| CliError::Simulate(e.to_string());
     if let Some(text) = &args.slow_host {
         let s: SlowHost = text.parse().map_err(scenario)?;
