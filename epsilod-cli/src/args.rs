@@ -440,6 +440,9 @@ pub struct SimulateArgs {
     /// Heuristics, comma-separated as for compare; several (or --reps > 1) print compare's table.
     #[arg(long, default_value = "none")]
     pub alb: String,
+    /// As run's --alb-drop-below: devices slower than this fraction of the fastest get no rows.
+    #[arg(long, default_value_t = heuristics::DROP_BELOW, value_parser = parse_drop_below)]
+    pub alb_drop_below: f64,
     /// Runs of each heuristic, seeds --seed, --seed + 1, ...
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub reps: u64,
@@ -508,6 +511,15 @@ fn parse_partition(s: &str) -> Result<Partition, String> {
     s.parse::<Partition>().map_err(|e| e.to_string())
 }
 
+/// A fraction of the fastest device's throughput, 0 to 0.5 (above a half,
+/// two equal devices would drop each other).
+fn parse_drop_below(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if (0.0..=0.5).contains(&f) => Ok(f),
+        _ => Err(format!("'{s}': expected a fraction from 0 to 0.5")),
+    }
+}
+
 fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
     s.parse::<KernelChoice>()
 }
@@ -550,6 +562,11 @@ pub struct RunArgs {
     /// parameters, e.g. welch:alpha=0.01. Needs --partition w0.
     #[arg(long, default_value = "none")]
     pub alb: String,
+    /// At a rebalance, a device whose throughput is below this fraction of the fastest device's
+    /// gets no rows (it costs every iteration more than it adds; it comes back past twice the
+    /// fraction). 0 keeps every device, as EPSILOD does.
+    #[arg(long, default_value_t = heuristics::DROP_BELOW, value_parser = parse_drop_below)]
+    pub alb_drop_below: f64,
     /// specialized (bit-identical to EPSILOD) | generic.
     #[arg(long, default_value = "specialized", value_parser = parse_kernel)]
     pub kernel: KernelChoice,

@@ -83,8 +83,8 @@ fn bad_input_is_one_clear_line() {
             "factor must be a number >= 1",
         ),
         (
-            a!["run", "2d4", "--size", "10", "--devices", "cpu:weight=0"],
-            "expected a number > 0",
+            a!["run", "2d4", "--size", "10", "--devices", "cpu:weight=-1"],
+            "expected a number >= 0",
         ),
         (
             a!["run", "2d4", "--size", "10", "--partition", "x3"],

@@ -10,6 +10,63 @@ fn json(path: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// A run that drops a device (60x slower from iteration 100) replays in
+/// trace mode with the same drop: the simulator shares the rule. The
+/// report loads although next-alb's gap is infinite with one device
+/// holding rows (written as "inf").
+#[test]
+fn trace_mode_reproduces_a_run_that_drops_a_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.json");
+    let sim = dir.path().join("sim.json");
+    ok(&[
+        "run",
+        "2d4",
+        "--size",
+        "258x258",
+        "--iters",
+        "300",
+        "--devices",
+        "cpu:threads=1",
+        "--devices",
+        "cpu:threads=1,slowdown=60@100",
+        "--partition",
+        "w0",
+        "--alb",
+        "next-alb",
+        "--quiet",
+        "--report",
+        real.to_str().unwrap(),
+    ]);
+    let r = json(&real);
+    let dropped = r["redistributions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["weights_after"][1] == 0.0)
+        .expect("the slow device is dropped");
+    assert!(dropped["iter"].as_u64().unwrap() >= 100, "{dropped}");
+    assert_eq!(r["config"]["alb_drop_below"], 0.05);
+    let out = ok(&[
+        "simulate",
+        "--trace-from",
+        real.to_str().unwrap(),
+        "--report",
+        sim.to_str().unwrap(),
+    ]);
+    assert!(out.contains("identical to the report"), "{out}");
+    let s = json(&sim);
+    assert_eq!(r["heuristic"], s["heuristic"]);
+    assert!(
+        r["heuristic"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["gap"] == "inf"),
+        "no infinite gap recorded"
+    );
+}
+
 /// Trace mode fed real runs (a device three times slower from iteration
 /// 100) decides exactly as they did, check by check, and moves to the same
 /// weights; a report whose kernel times were tampered with is caught.
@@ -84,6 +141,7 @@ fn trace_mode_reproduces_real_runs() {
     let older = edited(&|r| {
         let c = r["config"].as_object_mut().unwrap();
         assert!(c.remove("alb_window").is_some() && c.remove("times_direct_up_to").is_some());
+        assert!(c.remove("alb_drop_below").is_some());
     });
     let out = ok(&["simulate", "--trace-from", older.to_str().unwrap()]);
     assert!(out.contains("identical to the report"), "{out}");

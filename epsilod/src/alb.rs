@@ -67,6 +67,11 @@ pub struct Alb {
     /// every period; more gather them along a tree, one round a period
     /// (`heuristics::gather`): default [`heuristics::gather::DIRECT_UP_TO`].
     pub direct_times_up_to: usize,
+    /// A device whose throughput is below this fraction of the fastest's
+    /// gets no rows at a rebalance, and comes back past twice it
+    /// (`heuristics::roster`): default [`heuristics::DROP_BELOW`]; 0 keeps
+    /// every device, as EPSILOD does.
+    pub drop_below: f64,
 }
 
 /// The default [`Alb::slab_bytes`]. Measured on the first rebalance of 2d4
@@ -104,6 +109,7 @@ impl Alb {
             spare: 1.0,
             slab_bytes: SLAB_BYTES,
             direct_times_up_to: heuristics::gather::DIRECT_UP_TO,
+            drop_below: heuristics::DROP_BELOW,
         }
     }
 
@@ -118,6 +124,13 @@ impl Alb {
     /// simulator's trace mode replays it).
     pub fn direct_times_up_to(mut self, procs: usize) -> Alb {
         self.direct_times_up_to = procs.max(1);
+        self
+    }
+
+    /// The throughput, as a fraction of the fastest device's, below which
+    /// a device is dropped ([`Alb::drop_below`]; clamped to 0..0.5).
+    pub fn drop_below(mut self, fraction: f64) -> Alb {
+        self.drop_below = heuristics::Roster::new(0, fraction).drop_below();
         self
     }
 

@@ -175,6 +175,11 @@ pub struct Manifest {
     /// with the same heuristic.
     #[serde(default)]
     pub heuristic_state: Vec<f64>,
+    /// Each device's last measured throughput (`heuristics::Roster::state`),
+    /// which decides when a dropped device comes back; absent in older
+    /// checkpoints (nothing measured).
+    #[serde(default)]
+    pub roster_state: Vec<f64>,
     /// Every block.
     pub blocks: Vec<BlockEntry>,
 }

@@ -335,10 +335,12 @@ fn parse_weight(v: &str) -> Result<f64, String> {
 }
 
 fn check_weight(w: f64, text: &str) -> Result<f64, String> {
-    if w.is_finite() && w > 0.0 {
+    if w.is_finite() && w >= 0.0 {
         Ok(w)
     } else {
-        Err(format!("weight={text}: expected a number > 0"))
+        Err(format!(
+            "weight={text}: expected a number >= 0 (0 starts the device with no rows)"
+        ))
     }
 }
 
@@ -702,6 +704,10 @@ mod tests {
             })
         );
         assert_eq!(s.to_string(), "cpu:threads=1,weight=3,slowdown=2.5@100");
+        // A device that starts with no rows (ALB may give it some).
+        let z = DeviceSpec::parse("cpu:threads=1,weight=0").unwrap();
+        assert_eq!(z.weight, 0.0);
+        assert_eq!(z.to_string(), "cpu:threads=1,weight=0");
         let f = DeviceSpec::parse("cpu:threads=1,fail@40").unwrap();
         assert_eq!(f.fail, Some(40));
         assert_eq!(f.to_string(), "cpu:threads=1,fail@40");
@@ -740,7 +746,7 @@ mod tests {
             ("cpu:threads=0", "at least one thread"),
             ("cpu:threads=-1", "whole number"),
             ("cpu:threads=x", "whole number"),
-            ("cpu:weight=0", "weight=0"),
+            ("cpu:weight=inf", "weight=inf: expected a number >= 0"),
             ("cpu:weight=-2", "weight=-2"),
             ("cpu:slowdown=-2", "factor must be a number >= 1"),
             ("cpu:slowdown=0.5", "factor must be a number >= 1"),
@@ -794,7 +800,7 @@ mod tests {
             ("[[device]]\nkind = \"cpu\"\ncolour = 1\n", "unknown field"),
             (
                 "[[device]]\nkind = \"cpu\"\nweight = -1\n",
-                "expected a number > 0",
+                "expected a number >= 0",
             ),
             (
                 "[[device]]\nkind = \"cpu\"\nslowdown = 0.5\n",

@@ -344,6 +344,7 @@ impl<T> RunPlan<T> {
                     .alb
                     .as_ref()
                     .map_or(heuristics::gather::DIRECT_UP_TO, |a| a.direct_times_up_to),
+                alb_drop_below: self.alb.as_ref().map_or(0.0, |a| a.drop_below),
                 partition: self.partition.to_string(),
                 kernel: self.stencil.kind.to_string(),
                 resumed_from: self.restart.as_ref().map(|_| self.start),

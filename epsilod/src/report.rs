@@ -121,9 +121,64 @@ pub struct DecisionRecord {
     pub iter: u64,
     /// What was decided.
     pub decision: DecisionOutcome,
-    /// The values behind the decision, by name.
-    #[serde(flatten)]
+    /// The values behind the decision, by name. JSON has no infinity or
+    /// NaN (next-alb's `gap` is infinite while no device is slower than
+    /// the average, as with one device holding rows): those go as the
+    /// strings `"inf"`, `"-inf"` and `"nan"`, and a `null` from an older
+    /// report loads as NaN.
+    #[serde(flatten, with = "values")]
     pub values: BTreeMap<String, f64>,
+}
+
+mod values {
+    use serde::de::Error;
+    use serde::ser::SerializeMap;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<S: Serializer>(v: &BTreeMap<String, f64>, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(v.len()))?;
+        for (k, &x) in v {
+            match x {
+                x if x.is_finite() => m.serialize_entry(k, &x)?,
+                x if x.is_nan() => m.serialize_entry(k, "nan")?,
+                x if x > 0.0 => m.serialize_entry(k, "inf")?,
+                _ => m.serialize_entry(k, "-inf")?,
+            }
+        }
+        m.end()
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Number {
+        Finite(f64),
+        Text(String),
+        Null(()),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+        BTreeMap::<String, Number>::deserialize(d)?
+            .into_iter()
+            .map(|(k, n)| {
+                let x = match n {
+                    Number::Finite(x) => x,
+                    Number::Text(t) => match t.as_str() {
+                        "inf" => f64::INFINITY,
+                        "-inf" => f64::NEG_INFINITY,
+                        "nan" => f64::NAN,
+                        _ => {
+                            return Err(D::Error::custom(format!(
+                                "heuristic value {k} is '{t}': expected a number, \"inf\", \"-inf\" or \"nan\""
+                            )))
+                        }
+                    },
+                    Number::Null(()) => f64::NAN,
+                };
+                Ok((k, x))
+            })
+            .collect()
+    }
 }
 
 fn default_window() -> usize {
@@ -156,6 +211,11 @@ pub struct ReportConfig {
     /// reports from before the tree, which sent them directly.
     #[serde(default = "default_direct_times")]
     pub times_direct_up_to: usize,
+    /// ALB's threshold for dropping a slow device (`Alb::drop_below`);
+    /// absent in reports from before devices were dropped, which kept
+    /// every device (0).
+    #[serde(default)]
+    pub alb_drop_below: f64,
     /// The partition.
     pub partition: String,
     /// The kernel kind.
@@ -286,6 +346,38 @@ mod tests {
         assert!(
             serde_json::from_str::<DecisionRecord>(r#"{"iter":1,"decision":"maybe"}"#).is_err()
         );
+    }
+
+    /// Infinite and NaN values survive the JSON (which has neither), and
+    /// an older report's `null` loads.
+    #[test]
+    fn values_beyond_json_round_trip() {
+        let d = DecisionRecord {
+            iter: 61,
+            decision: DecisionOutcome::Keep,
+            values: BTreeMap::from([
+                ("gap".to_string(), f64::INFINITY),
+                ("low".to_string(), f64::NEG_INFINITY),
+                ("odd".to_string(), f64::NAN),
+                ("avg".to_string(), 1.5e-4),
+            ]),
+        };
+        let text = serde_json::to_string(&d).unwrap();
+        assert!(text.contains(r#""gap":"inf""#), "{text}");
+        let back: DecisionRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.values["gap"], f64::INFINITY);
+        assert_eq!(back.values["low"], f64::NEG_INFINITY);
+        assert!(back.values["odd"].is_nan());
+        assert_eq!(back.values["avg"], 1.5e-4);
+        let old: DecisionRecord =
+            serde_json::from_str(r#"{"iter":1,"decision":"keep","gap":null}"#).unwrap();
+        assert!(old.values["gap"].is_nan());
+        let bad =
+            serde_json::from_str::<DecisionRecord>(r#"{"iter":1,"decision":"keep","gap":"big"}"#);
+        assert!(bad
+            .unwrap_err()
+            .to_string()
+            .contains("heuristic value gap is 'big'"));
     }
 
     #[test]

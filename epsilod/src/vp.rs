@@ -14,7 +14,7 @@ use crate::report::{
 use crate::tag::Tag;
 use crate::times::{GatherError, TimesGather};
 use controllers::{BufferId, Controller, DeviceError, DeviceMessage, KernelId};
-use heuristics::{relayout, throughput_weights, Cycle, Heuristic, Rebalanced, Snapshot};
+use heuristics::{relayout, Cycle, Heuristic, Rebalanced, Roster, Snapshot};
 use hitmap::{
     split_border, HaloPlan, Layout, Partition, RedistributionPlan, Shape, Transport, TransportError,
 };
@@ -382,6 +382,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 a.heuristic.restore(&r.manifest.heuristic_state);
                 a.rebalances = r.manifest.rebalances;
             }
+            a.roster.restore(&r.manifest.roster_state);
         }
         // Start together: a peer still creating its device context or
         // compiling its kernel (seconds on a GPU) is setup, not the first
@@ -698,6 +699,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 heuristic: alb.map(|a| a.heuristic.name().to_string()),
                 rebalances: alb.map_or(0, |a| a.rebalances),
                 heuristic_state: alb.map_or_else(Vec::new, |a| a.heuristic.state()),
+                roster_state: alb.map_or_else(Vec::new, |a| a.roster.state()),
                 blocks,
             };
             self.committing =
@@ -745,11 +747,13 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let it = last;
         let rows: Vec<usize> = (0..peers).map(|q| self.rows_of(q)).collect();
         let windows = a.cycle.snapshot(&rows);
+        // Heuristics see the devices that hold rows (a dropped one has none).
+        let (_, holding) = Roster::holding(&windows);
         let snap = Snapshot {
             iter: it,
             rebalances: a.rebalances,
             remaining: self.run.iters - 1 - it,
-            devices: &windows,
+            devices: &holding,
         };
         let d = a.heuristic.check(&snap);
         let mut outcome = if d.rebalance {
@@ -761,7 +765,11 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             tracing::trace!(iter = it, decision = %outcome, values = ?d.values, "heuristic check");
         }
         if d.rebalance {
-            match self.rebalance(it, a, &windows, d.weights.clone())? {
+            let proposed = a
+                .roster
+                .weights(&windows, d.weights.as_deref())
+                .map_err(|e| self.fail(VpError::Protocol(e.to_string())))?;
+            match self.rebalance(it, a, &windows, &holding, proposed)? {
                 Some(r) => {
                     if self.p == 0 {
                         tracing::info!(
@@ -999,16 +1007,18 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         Ok(())
     }
 
-    /// Moves to weights proportional to measured throughput: only the rows
-    /// that change owner travel, into buffers that keep the rest in place;
-    /// then boundary cells new to the extent are set and halos refreshed.
+    /// Moves to the `proposed` weights (one per device; `windows` every
+    /// device's, `holding` those the heuristic saw): only the rows that
+    /// change owner travel, into buffers that keep the rest in place; then
+    /// boundary cells new to the extent are set and halos refreshed.
     /// `None` when the new blocks would be too thin (nothing changes).
     fn rebalance(
         &mut self,
         it: u64,
         a: &mut AlbState,
         windows: &[heuristics::DeviceWindow],
-        chosen: Option<Vec<f64>>,
+        holding: &[heuristics::DeviceWindow],
+        proposed: Vec<f64>,
     ) -> Result<Option<Redistribution>, RunError> {
         // Start together, so the time measured is the redistribution's, not
         // the slow device finishing its last unbalanced iteration.
@@ -1021,12 +1031,6 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             )));
         };
         let fp = self.run.stencil.kernel.footprint();
-        let proposed = chosen.unwrap_or_else(|| throughput_weights(windows));
-        if proposed.len() != old.procs() || proposed.iter().any(|w| !w.is_finite() || *w < 0.0) {
-            return Err(self.fail(VpError::Protocol(format!(
-                "the heuristic proposed invalid weights {proposed:?}"
-            ))));
-        }
         let Some((weights, new)) =
             relayout(&old, &proposed, &fp.low(), &fp.high()).map_err(|e| self.fail(e.into()))?
         else {
@@ -1197,7 +1201,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         a.heuristic.on_redistribute(&Rebalanced {
             iter: it,
             rebalances: a.rebalances,
-            devices: windows,
+            devices: holding,
             seconds,
             rows_moved,
         });
@@ -1236,6 +1240,8 @@ impl<T, X> Drop for Vp<'_, T, X> {
 struct AlbState {
     heuristic: Box<dyn Heuristic>,
     cycle: Cycle,
+    /// Which devices hold rows (`heuristics::roster`).
+    roster: Roster,
     rebalances: usize,
     /// Every process's kernel times, on their way.
     times: TimesGather,
@@ -1251,6 +1257,7 @@ impl AlbState {
         AlbState {
             heuristic,
             cycle: Cycle::new(procs, alb.window, start, iters),
+            roster: Roster::new(procs, alb.drop_below),
             rebalances: 0,
             times: TimesGather::new(me, procs, alb.direct_times_up_to),
             redistributions: Vec::new(),

@@ -44,9 +44,10 @@ proptest! {
         which in 0usize..5,
         size in 16usize..40,
         devices in 2usize..5,
-        events in prop::collection::vec((2u64..45, prop::collection::vec(0.05f64..5.0, 4)), 0..6),
+        events in prop::collection::vec((2u64..45, prop::collection::vec(prop_oneof![1 => Just(0.0), 4 => 0.05f64..5.0], 4)), 0..6),
         slab in prop_oneof![Just(epsilod::alb::SLAB_BYTES), 1usize..400],
         tree in any::<bool>(),
+        drop_below in prop_oneof![Just(0.0), Just(heuristics::DROP_BELOW), Just(0.5)],
     ) {
         let _one_at_a_time = serial();
         let lib = [Library::S2d4, Library::S2dnc8, Library::S3d27, Library::S2df5, Library::S1dnc4][which];
@@ -54,14 +55,26 @@ proptest! {
         let size = if lib.ndims() == 3 { size / 2 + 4 } else { size };
         let sizes = vec![size; lib.ndims()];
         let iters = 50u64;
-        let script: Vec<(u64, Vec<f64>)> = events.iter().map(|(at, w)| (*at, w[..devices].to_vec())).collect();
+        // Scripted zeros take devices out (and bring them back), as
+        // dropping a slow device does; at least one device keeps rows.
+        let script: Vec<(u64, Vec<f64>)> = events
+            .iter()
+            .map(|(at, w)| {
+                let mut w = w[..devices].to_vec();
+                if w.iter().all(|&x| x == 0.0) {
+                    w[0] = 1.0;
+                }
+                (*at, w)
+            })
+            .collect();
         let s2 = script.clone();
         // Moved rows in one message, or in slabs of as little as a row.
         // Kernel times gathered directly, or along Bruck's tree as runs of
         // more than 32 devices do: read `lag` iterations late.
         let mut alb = Alb::custom("scripted", move || Box::new(Scripted(s2.clone())))
             .window(2)
-            .slab_bytes(slab);
+            .slab_bytes(slab)
+            .drop_below(drop_below);
         let lag = if tree {
             alb = alb.direct_times_up_to(1);
             heuristics::gather::rounds(devices) as u64
@@ -125,6 +138,15 @@ proptest! {
         let by_row = slab.div_ceil(4) < row_cells;
         for r in &out.report.redistributions {
             prop_assert!((r.weights_after.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+            // Scripted weights decide, whatever the timings: a device
+            // gets nothing where its weight is 0 or under the threshold of
+            // the largest, rows otherwise.
+            let asked = &script.iter().find(|(at, _)| *at == r.iter).unwrap().1;
+            let top = asked.iter().copied().fold(0.0, f64::max);
+            for (a, w) in asked.iter().zip(&r.weights_after) {
+                let out = *a == 0.0 || *a < drop_below * top;
+                prop_assert_eq!(*w == 0.0, out, "asked {:?} at {}, got {:?}", asked, drop_below, r.weights_after);
+            }
             prop_assert_eq!(r.bytes_moved % 4, 0);
             if by_row {
                 prop_assert_eq!(r.messages, r.rows_moved, "slab {} B, rows of {} cells", slab, row_cells);
@@ -177,6 +199,64 @@ fn rows_move_off_a_slow_device() {
             "{r:?}"
         );
     }
+}
+
+/// A device 60x slower than the other adds under 2% of the throughput:
+/// the first rebalance takes all its rows, whatever the heuristic, and
+/// the result is the one device's bit for bit. The heuristics then see the
+/// one device holding rows, so an idle device's near-zero kernel times do
+/// not read as an imbalance (welch rebalanced at every check when they
+/// did). With the threshold at 0 the slow device keeps rows.
+#[test]
+fn a_device_far_slower_than_the_fastest_is_dropped() {
+    let _one_at_a_time = serial();
+    let alone = Skeleton::new(
+        &[514, 514],
+        Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+    )
+    .iterations(160)
+    .devices(vec![DeviceSpec::cpu(1)])
+    .run()
+    .unwrap();
+    for alb in ["next-alb", "welch", "cost-aware"] {
+        let out = slow_run(alb, "60", 160);
+        assert_eq!(bits(&out.grid), bits(&alone.grid), "{alb}");
+        let r = &out.report.redistributions[0];
+        assert_eq!(r.weights_after, vec![1.0, 0.0], "{alb}: {r:?}");
+        assert_eq!(r.rows_moved, 256, "{alb}");
+        let last = out.report.iterations.last().unwrap();
+        assert_eq!(last.devices[1].rows, 0, "{alb}");
+        // Nothing left to balance between one device and an idle one.
+        let moved_later: usize = out.report.redistributions[1..]
+            .iter()
+            .map(|r| r.rows_moved)
+            .sum();
+        assert_eq!(moved_later, 0, "{alb}: {:?}", out.report.redistributions);
+        if alb != "next-alb" {
+            assert_eq!(out.report.summary.rebalances, 1, "{alb}");
+        }
+        assert_eq!(out.report.config.alb_drop_below, heuristics::DROP_BELOW);
+    }
+    let kept = Skeleton::new(
+        &[514, 514],
+        Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+    )
+    .iterations(160)
+    .devices(vec![
+        DeviceSpec::parse("cpu:threads=1").unwrap(),
+        DeviceSpec::parse("cpu:threads=1,slowdown=60").unwrap(),
+    ])
+    .partition(Partition::Weighted(0))
+    .alb(Alb::parse("next-alb").unwrap().unwrap().drop_below(0.0))
+    .run()
+    .unwrap();
+    assert_eq!(bits(&kept.grid), bits(&alone.grid));
+    let last = kept.report.iterations.last().unwrap();
+    assert!(
+        last.devices[1].rows >= 1 && last.devices[1].rows < 20,
+        "{:?}",
+        last.devices
+    );
 }
 
 #[test]

@@ -129,19 +129,21 @@ impl Cycle {
     }
 }
 
-/// Raises tiny weights so that every device keeps at least `min_rows` of the
-/// `rows`, renormalising; `None` when that cannot be done.
+/// Raises tiny weights so that every device with a weight keeps at least
+/// `min_rows` of the `rows`, renormalising; a zero weight (a device dropped,
+/// `crate::roster`) stays zero. `None` when that cannot be done.
 pub fn floor_weights(weights: &[f64], rows: usize, min_rows: usize) -> Option<Vec<f64>> {
-    let n = weights.len();
-    if n * (min_rows + 1) > rows {
+    let n = weights.iter().filter(|&&x| x > 0.0).count();
+    if n == 0 || n * (min_rows + 1) > rows {
         return None;
     }
     let total: f64 = weights.iter().sum();
     // One row above the minimum absorbs cumulative rounding (at most one row).
     let floor = (min_rows + 1) as f64 / rows as f64;
     let mut w: Vec<f64> = weights.iter().map(|x| x / total).collect();
+    let floored = |x: f64| x > 0.0 && x <= floor;
     for _ in 0..n {
-        let low: f64 = w.iter().filter(|&&x| x <= floor).count() as f64 * floor;
+        let low: f64 = w.iter().filter(|&&x| floored(x)).count() as f64 * floor;
         let high: f64 = w.iter().filter(|&&x| x > floor).sum();
         if high <= 0.0 {
             return None;
@@ -149,9 +151,17 @@ pub fn floor_weights(weights: &[f64], rows: usize, min_rows: usize) -> Option<Ve
         let scale = (1.0 - low) / high;
         let next: Vec<f64> = w
             .iter()
-            .map(|&x| if x <= floor { floor } else { x * scale })
+            .map(|&x| {
+                if x == 0.0 {
+                    0.0
+                } else if x <= floor {
+                    floor
+                } else {
+                    x * scale
+                }
+            })
             .collect();
-        if next.iter().all(|&x| x >= floor - 1e-15) {
+        if next.iter().all(|&x| x == 0.0 || x >= floor - 1e-15) {
             return Some(next);
         }
         w = next;
@@ -258,5 +268,14 @@ mod tests {
         assert!((f.iter().sum::<f64>() - 1.0).abs() < 1e-12);
         assert!((f[0] - 0.03).abs() < 1e-12);
         assert_eq!(floor_weights(&[1.0; 4], 11, 2), None);
+        // A dropped device keeps nothing, and only the others need room.
+        let g = floor_weights(&[0.0, 1e-6, 1.0], 100, 2).unwrap();
+        assert_eq!(g[0], 0.0);
+        assert!(
+            (g[1] - 0.03).abs() < 1e-12 && (g[2] - 0.97).abs() < 1e-12,
+            "{g:?}"
+        );
+        assert!(floor_weights(&[0.0, 1.0, 1.0, 1.0], 12, 2).is_some());
+        assert_eq!(floor_weights(&[0.0, 0.0], 9, 2), None);
     }
 }

@@ -27,6 +27,7 @@ mod epsilod;
 pub mod gather;
 mod ours;
 mod registry;
+pub mod roster;
 mod stats;
 pub mod testing;
 
@@ -37,6 +38,7 @@ pub use registry::{
     builtin, by_name, Args, Builtin, HeuristicSpec, Param, ParamKind, SpecError, UnknownHeuristic,
     Value, BUILTIN, NAMES,
 };
+pub use roster::{Roster, WeightsError, DROP_BELOW};
 pub use stats::{
     balanced_time, mean, median, throughput_weights, variance, welch_t_test, WelchResult,
 };
@@ -94,7 +96,8 @@ pub struct Snapshot<'a> {
     pub rebalances: usize,
     /// Iterations still to run after this one.
     pub remaining: u64,
-    /// Every device's window, in device order.
+    /// The windows of the devices holding rows, in device order (a device
+    /// dropped for being too slow, [`roster`], holds none and is not here).
     pub devices: &'a [DeviceWindow],
 }
 
@@ -119,8 +122,10 @@ pub struct Decision {
     pub rebalance: bool,
     /// Named internal values behind the answer, for the report.
     pub values: Vec<(&'static str, f64)>,
-    /// New weights, one per device; `None` (the usual) means proportional to
-    /// each device's measured throughput.
+    /// New weights, one per device of the snapshot (or one per device of
+    /// the run, which may give a dropped device rows again); `None` (the
+    /// usual) means proportional to each device's measured throughput.
+    /// Either way a weight far below the largest becomes 0 ([`roster`]).
     pub weights: Option<Vec<f64>>,
 }
 
@@ -162,7 +167,7 @@ pub struct Rebalanced<'a> {
     pub iter: u64,
     /// Rebalances so far, this one included.
     pub rebalances: usize,
-    /// Windows just before the rebalance.
+    /// Windows just before the rebalance, as the heuristic saw them.
     pub devices: &'a [DeviceWindow],
     /// Wall seconds of the redistribution on the slowest process.
     pub seconds: f64,

@@ -26,9 +26,7 @@
 //! decides alike and moves to the same weights: trace mode checks that the
 //! rows it computes are the rows the real run had, every iteration.
 
-use heuristics::{
-    relayout, throughput_weights, Cycle, Heuristic, HeuristicSpec, Rebalanced, Snapshot,
-};
+use heuristics::{relayout, Cycle, Heuristic, HeuristicSpec, Rebalanced, Roster, Snapshot};
 use hitmap::{
     split_border, Footprint, HaloPlan, HitmapError, Layout, Partition, RedistributionPlan, Shape,
 };
@@ -99,9 +97,9 @@ pub enum SimError {
     #[error("trace mode replays runs without device failures")]
     TraceWithFailure,
     /// The heuristic proposed weights that are not one finite non-negative
-    /// number per device.
-    #[error("the heuristic proposed invalid weights {0:?}")]
-    BadWeights(Vec<f64>),
+    /// number per device holding rows, or that leave none any.
+    #[error(transparent)]
+    BadWeights(#[from] heuristics::WeightsError),
 }
 
 /// A change of speed from an iteration on: kernels take `factor` times as
@@ -293,6 +291,9 @@ pub struct Scenario {
     /// skeleton's `Alb::direct_times_up_to`: when the heuristic sees them
     /// and what posting them costs.
     pub direct_times_up_to: usize,
+    /// The skeleton's `Alb::drop_below`: devices slower than this fraction
+    /// of the fastest get no rows at a rebalance (`heuristics::roster`).
+    pub drop_below: f64,
     /// Where modelled kernel times' noise comes from.
     pub noise: NoiseSource,
     /// Kernel times.
@@ -720,6 +721,8 @@ struct Sim<'a> {
     geo: Geometry,
     heuristic: Option<Box<dyn Heuristic>>,
     cycle: Cycle,
+    /// Which devices hold rows, by live index.
+    roster: Roster,
     noise: Noise,
     /// Each device's virtual clock.
     clock: Vec<f64>,
@@ -771,6 +774,7 @@ impl<'a> Sim<'a> {
             geo: Geometry::new(layout, &s.footprint, s.cell_bytes)?,
             heuristic,
             cycle: Cycle::new(n, s.window, 0, s.iters),
+            roster: Roster::new(n, s.drop_below),
             noise: Noise::new(&s.devices, seed, &s.noise),
             clock: vec![0.0; n],
             recent: VecDeque::new(),
@@ -820,8 +824,14 @@ impl<'a> Sim<'a> {
             .iter()
             .zip(&self.geo.rows)
             .filter(|(d, _)| !failing.contains(d))
-            .map(|(_, &r)| r.max(1) as f64)
+            .map(|(_, &r)| r as f64)
             .collect();
+        // Dropped devices (no rows) stay out, unless no other is left.
+        let share = if share.iter().all(|&r| r == 0.0) {
+            vec![1.0; share.len()]
+        } else {
+            share
+        };
         self.live.retain(|d| !failing.contains(d));
         if self.live.is_empty() {
             return Err(SimError::NoDevices);
@@ -838,6 +848,7 @@ impl<'a> Sim<'a> {
         layout.check_width(&self.low, &self.high)?;
         self.geo = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
         self.cycle = Cycle::new(self.live.len(), s.window, it, s.iters);
+        self.roster = Roster::new(self.live.len(), s.drop_below);
         self.recent.clear();
         for &d in &self.live {
             self.clock[d] = now;
@@ -997,11 +1008,12 @@ impl<'a> Sim<'a> {
             return Ok(());
         }
         let windows = self.cycle.snapshot(&self.geo.rows);
+        let (_, holding) = Roster::holding(&windows);
         let dec = h.check(&Snapshot {
             iter: it,
             rebalances: self.out.moves.len(),
             remaining: s.iters - 1 - it,
-            devices: &windows,
+            devices: &holding,
         });
         let mut outcome = if dec.rebalance {
             Outcome::Rebalance
@@ -1009,18 +1021,10 @@ impl<'a> Sim<'a> {
             Outcome::Keep
         };
         if dec.rebalance {
-            let proposed = dec
-                .weights
-                .clone()
-                .unwrap_or_else(|| throughput_weights(&windows));
-            if proposed.len() != self.live.len()
-                || proposed.iter().any(|w| !w.is_finite() || *w < 0.0)
-            {
-                return Err(SimError::BadWeights(proposed));
-            }
+            let proposed = self.roster.weights(&windows, dec.weights.as_deref())?;
             match relayout(&self.geo.layout, &proposed, &self.low, &self.high)? {
                 None => outcome = Outcome::SkippedTooThin,
-                Some((weights, layout)) => self.rebalance(it, &windows, weights, layout)?,
+                Some((weights, layout)) => self.rebalance(it, &holding, weights, layout)?,
             }
         }
         self.out.checks.push(Check {
@@ -1182,6 +1186,7 @@ mod tests {
             heuristic: alb.map(|a| a.parse().unwrap()),
             window: heuristics::WINDOW,
             direct_times_up_to: DIRECT_UP_TO,
+            drop_below: heuristics::DROP_BELOW,
             kernels: Kernels::Modelled { seed: 1 },
             noise: NoiseSource::Lognormal,
             iteration_overhead: 0.0,
@@ -1372,6 +1377,45 @@ mod tests {
     }
 
     /// With no noise and speeds 1 : 1/3, the first rebalance moves to 3 : 1.
+    /// The skeleton's drop rule, shared: a device 60x slower loses all
+    /// its rows at the first rebalance (kept at threshold 0), and comes
+    /// back when the fast one becomes 100x slower (its last throughput is
+    /// then above the fast one's, far past twice the threshold).
+    #[test]
+    fn a_far_slower_device_is_dropped_and_comes_back() {
+        let mut s = scenario(
+            vec![SimDevice::new("fast", 1e-9), SimDevice::new("slow", 60e-9)],
+            1024,
+            300,
+            Some("const-iters"),
+        );
+        s.devices[0].slowdowns.push(Slowdown {
+            factor: 100.0,
+            from: 100,
+        });
+        let sim = simulate(&s).unwrap();
+        assert_eq!(sim.moves[0].iter, 30);
+        assert_eq!(sim.moves[0].weights_after, vec![1.0, 0.0]);
+        assert_eq!(sim.steps[31].devices[1].rows, 0);
+        assert_eq!(sim.steps[99].devices[1].rows, 0);
+        let back = sim
+            .moves
+            .iter()
+            .find(|m| m.weights_after[1] > 0.0)
+            .expect("the slow device comes back");
+        assert!(back.iter > 100, "{back:?}");
+        assert_eq!(back.iter, 123);
+        // The window 93..=122 saw the fast device at 1x for 7 iterations
+        // and 100x for 23 (76.9 on average) against the slow one's last
+        // 60: (1/60) / (1/60 + 1/76.9) = 0.562.
+        assert!((back.weights_after[1] - 0.562).abs() < 0.02, "{back:?}");
+        s.drop_below = 0.0;
+        s.devices[0].slowdowns.clear();
+        let kept = simulate(&s).unwrap();
+        let rows = kept.steps[31].devices[1].rows;
+        assert!((1..40).contains(&rows), "{rows}");
+    }
+
     #[test]
     fn weights_converge_to_the_speed_ratio() {
         let s = scenario(
@@ -1541,8 +1585,9 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
         /// Whatever the speeds, noise and slowdowns: rows are conserved
-        /// every iteration, no block is ever thinner than the stencil, the
-        /// clock only moves forward, and a seed gives the same run twice.
+        /// every iteration, no block is ever thinner than the stencil
+        /// (without dropping: empty), the clock only moves forward, and a
+        /// seed gives the same run twice.
         #[test]
         fn rows_are_conserved_and_blocks_stay_wide(
             speeds in prop::collection::vec((1e-10f64..1e-8, 0.0f64..0.5, 1.0f64..10.0, 0u64..150), 2..9),
@@ -1562,15 +1607,22 @@ mod tests {
                 .collect();
             let mut s = scenario(devices, rows, 200, Some(alb));
             s.kernels = Kernels::Modelled { seed };
-            let sim = simulate(&s).unwrap();
-            let mut last = 0.0;
-            for st in &sim.steps {
-                prop_assert_eq!(st.devices.iter().map(|d| d.rows).sum::<usize>(), rows as usize);
-                prop_assert!(st.devices.iter().all(|d| d.rows >= 1));
-                prop_assert!(st.elapsed >= last);
-                last = st.elapsed;
+            // Every device keeps rows at threshold 0; at the default, up
+            // to all but one may be dropped (speeds here differ up to 1000x).
+            for drop_below in [0.0, heuristics::DROP_BELOW] {
+                s.drop_below = drop_below;
+                let sim = simulate(&s).unwrap();
+                let mut last = 0.0;
+                for st in &sim.steps {
+                    prop_assert_eq!(st.devices.iter().map(|d| d.rows).sum::<usize>(), rows as usize);
+                    if drop_below == 0.0 {
+                        prop_assert!(st.devices.iter().all(|d| d.rows >= 1));
+                    }
+                    prop_assert!(st.elapsed >= last);
+                    last = st.elapsed;
+                }
+                prop_assert_eq!(simulate(&s).unwrap(), sim);
             }
-            prop_assert_eq!(simulate(&s).unwrap(), sim);
         }
     }
 }

@@ -333,7 +333,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             path,
         )?;
     }
-    let alb = Alb::parse(alb)?;
+    let alb = Alb::parse(alb)?.map(|a| a.drop_below(args.alb_drop_below));
     let params = match &target {
         Target::App(app) => {
             app.check_size(&size).map_err(|why| CliError::Size {

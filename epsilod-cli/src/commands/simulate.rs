@@ -97,6 +97,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         heuristic: None,
         window: heuristics::WINDOW,
         direct_times_up_to: heuristics::gather::DIRECT_UP_TO,
+        drop_below: args.alb_drop_below,
         kernels: Kernels::Modelled { seed: args.seed },
         noise: match &args.noise_from {
             Some(p) => noise_from(p, args.noise_block as usize)?,
@@ -114,6 +115,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         alb: alb.to_string(),
         alb_window: s.window,
         times_direct_up_to: s.direct_times_up_to,
+        alb_drop_below: s.drop_below,
         partition: args.partition.to_string(),
         kernel: "simulated".into(),
         resumed_from: None,
@@ -367,6 +369,7 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
         // The real run's window and gather.
         window: real.config.alb_window,
         direct_times_up_to: real.config.times_direct_up_to,
+        drop_below: real.config.alb_drop_below,
         kernels: Kernels::Trace {
             compute,
             rows,
