@@ -171,6 +171,12 @@ pub trait Controller<T>: Send {
             ))),
         }
     }
+    /// Readies whatever [`Controller::launch_steps`] of `steps` iterations
+    /// of `kernel` needs, so that the first such launch does not pay for
+    /// it (a GPU compiles its fused kernels). Nothing by default.
+    fn prepare_steps(&mut self, _kernel: KernelId, _steps: usize) -> Result<(), DeviceError> {
+        Ok(())
+    }
     /// As [`Controller::launch_steps`], with the promise of
     /// [`Controller::launch_overlapped`]: a device with two queues runs the
     /// fused launch on the second, so the halos written meanwhile need not

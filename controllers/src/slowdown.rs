@@ -97,6 +97,9 @@ impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
     fn fused_steps(&self) -> usize {
         self.inner.fused_steps()
     }
+    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
+        self.inner.prepare_steps(kernel, steps)
+    }
 
     fn launch_steps(
         &mut self,

@@ -512,7 +512,8 @@ fn parse_partition(s: &str) -> Result<Partition, String> {
 }
 
 /// A fraction of the fastest device's throughput, 0 to 0.5 (above a half,
-/// two equal devices would drop each other).
+/// a dropped device could never come back: it would need over the
+/// fastest's throughput).
 fn parse_drop_below(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(f) if (0.0..=0.5).contains(&f) => Ok(f),

@@ -376,7 +376,9 @@ impl<T: Cell> Skeleton<T> {
             let same = m.partition == self.partition.to_string()
                 && m.devices.len() == devices.len()
                 && m.weights.len() == devices.len()
-                && m.weights.iter().all(|w| w.is_finite() && *w > 0.0);
+                && m.weights.iter().all(|w| w.is_finite() && *w >= 0.0)
+                // A device ALB dropped resumes dropped.
+                && m.weights.iter().any(|w| *w > 0.0);
             if same && matches!(self.partition, Partition::Weighted(_)) {
                 for (d, w) in devices.iter_mut().zip(&m.weights) {
                     d.weight = *w;
@@ -490,6 +492,11 @@ impl<T: Cell> Skeleton<T> {
                     cause: VpError::Device(e),
                 }) if self.on_failure == OnFailure::Recover && devices.len() > 1 => {
                     devices.remove(vp);
+                    // Devices started without rows (weight=0) take over
+                    // when no other is left.
+                    if devices.iter().all(|d| d.weight == 0.0) {
+                        devices.iter_mut().for_each(|d| d.weight = 1.0);
+                    }
                     let ckpt = self.checkpoint.as_ref().map(|c| c.dir.clone());
                     if let Some(dir) = ckpt.filter(|d| checkpoint::any_complete(d)) {
                         restart = Some(dir);

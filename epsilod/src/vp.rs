@@ -384,12 +384,13 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             }
             a.roster.restore(&r.manifest.roster_state);
         }
+        let mut trials =
+            (self.run.auto_depth && iters - start >= Trials::MIN_ITERS).then(Trials::new);
+        self.prepare_periods(start, trials.is_some())?;
         // Start together: a peer still creating its device context or
         // compiling its kernel (seconds on a GPU) is setup, not the first
         // iteration's exchange.
         self.transport.barrier().map_err(|e| self.net_err(e))?;
-        let mut trials =
-            (self.run.auto_depth && iters - start >= Trials::MIN_ITERS).then(Trials::new);
         let mut depth_trials = Vec::new();
         let started = Instant::now();
         let mut it = start;
@@ -755,7 +756,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             remaining: self.run.iters - 1 - it,
             devices: &holding,
         };
-        let d = a.heuristic.check(&snap);
+        // A dropped device that would now come back asks for a rebalance
+        // the heuristic, seeing only the devices holding rows, cannot.
+        let d = a.roster.decide(&windows, a.heuristic.check(&snap));
         let mut outcome = if d.rebalance {
             DecisionOutcome::Rebalance
         } else {
@@ -803,6 +806,37 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             .copied()
             .unwrap_or(0);
         self.geometry.layout.block(q).sig(d).card()
+    }
+
+    /// Has the device prepare the fused launches of the periods ahead
+    /// (a GPU compiles a fused kernel at its first launch: about 0.25 s
+    /// with NVRTC on an H200, which fell inside the timed loop): every
+    /// period length of a run from `start` at the halo depth, or each
+    /// depth `--halo-depth auto` tries (the lengths after its choice,
+    /// short ones at the end of the run, compile at their first launch).
+    fn prepare_periods(&mut self, start: u64, trials: bool) -> Result<(), RunError> {
+        if !self.aux.is_empty() {
+            // Such kernels go step by step (`Vp::period`).
+            return Ok(());
+        }
+        let mut lengths = std::collections::BTreeSet::new();
+        if trials {
+            lengths.extend(crate::depth_trials::CANDIDATES);
+        } else if self.depth > 1 {
+            let mut it = start;
+            while it < self.run.iters {
+                let len = self.period_len(it);
+                lengths.insert(len);
+                it += len as u64;
+            }
+        }
+        let most = self.device.fused_steps();
+        for len in lengths.into_iter().filter(|&l| l > 1 && l <= most) {
+            self.device
+                .prepare_steps(self.kernel, len)
+                .map_err(|e| self.dev_err(e))?;
+        }
+        Ok(())
     }
 
     /// Iterations in the period starting at `it`: the halo depth, cut

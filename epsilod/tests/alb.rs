@@ -117,7 +117,15 @@ proptest! {
             .filter(|h| h.decision != DecisionOutcome::Keep)
             .map(|h| (h.iter, h.decision.clone()))
             .collect();
+        // Besides, a device the threshold dropped asks to come back (the
+        // value `readmit`) at a check where the script does not fire.
+        let readmits: Vec<u64> = out.report.heuristic.iter()
+            .filter(|h| h.values.contains_key("readmit"))
+            .map(|h| h.iter)
+            .collect();
+        prop_assert!(drop_below > 0.0 || readmits.is_empty());
         let mut planned: Vec<u64> = script.iter().map(|(at, _)| *at).filter(|at| at + 1 < iters).collect();
+        planned.extend(&readmits);
         planned.sort();
         planned.dedup();
         let mut want = Vec::new();
@@ -141,11 +149,14 @@ proptest! {
             // Scripted weights decide, whatever the timings: a device
             // gets nothing where its weight is 0 or under the threshold of
             // the largest, rows otherwise.
-            let asked = &script.iter().find(|(at, _)| *at == r.iter).unwrap().1;
-            let top = asked.iter().copied().fold(0.0, f64::max);
-            for (a, w) in asked.iter().zip(&r.weights_after) {
-                let out = *a == 0.0 || *a < drop_below * top;
-                prop_assert_eq!(*w == 0.0, out, "asked {:?} at {}, got {:?}", asked, drop_below, r.weights_after);
+            if let Some((_, asked)) = script.iter().find(|(at, _)| *at == r.iter && !readmits.contains(at)) {
+                let top = asked.iter().copied().fold(0.0, f64::max);
+                for (a, w) in asked.iter().zip(&r.weights_after) {
+                    let out = *a == 0.0 || *a < drop_below * top;
+                    prop_assert_eq!(*w == 0.0, out, "asked {:?} at {}, got {:?}", asked, drop_below, r.weights_after);
+                }
+            } else {
+                prop_assert!(readmits.contains(&r.iter), "a rebalance at {} neither scripted nor asked back", r.iter);
             }
             prop_assert_eq!(r.bytes_moved % 4, 0);
             if by_row {

@@ -147,6 +147,47 @@ fn the_heuristic_goes_on_from_its_checkpointed_state() {
     assert_eq!(bits(&resumed.grid), reference_of(lib, &sizes, 40));
 }
 
+/// A device ALB dropped (60x slower than the other) resumes dropped: a
+/// restart on the same devices starts from the checkpoint's rows, zero
+/// included, not from the devices' equal weights.
+#[test]
+fn a_dropped_device_resumes_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes) = (Library::S2d4, [514usize, 258]);
+    let run = |iters: u64, restart: bool| {
+        let s = skeleton(lib, &sizes, iters)
+            .devices(vec![
+                spec("cpu:threads=1"),
+                spec("cpu:threads=1,slowdown=60"),
+            ])
+            .partition(Partition::Weighted(0))
+            .alb(Alb::parse("next-alb").unwrap().unwrap());
+        if restart {
+            s.restart(dir.path())
+        } else {
+            s.checkpoint(50, dir.path())
+        }
+        .run()
+        .unwrap()
+    };
+    let first = run(60, false);
+    assert_eq!(first.report.redistributions[0].weights_after, [1.0, 0.0]);
+    let resumed = run(80, true);
+    assert_eq!(resumed.report.config.resumed_from, Some(50));
+    let rows: Vec<usize> = resumed.report.iterations[0]
+        .devices
+        .iter()
+        .map(|d| d.rows)
+        .collect();
+    assert_eq!(rows, [512, 0]);
+    assert!(resumed
+        .report
+        .redistributions
+        .iter()
+        .all(|r| r.rows_moved == 0));
+    assert_eq!(bits(&resumed.grid), reference_of(lib, &sizes, 80));
+}
+
 #[test]
 fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
     let dir = tempfile::tempdir().unwrap();

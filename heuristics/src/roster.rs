@@ -13,7 +13,7 @@
 //! Shared by the skeleton and the simulator, so both drop the same devices
 //! at the same rebalances.
 
-use crate::DeviceWindow;
+use crate::{Decision, DeviceWindow};
 
 /// The default [`Roster::drop_below`]: a device under a twentieth of the
 /// fastest's throughput adds under 5% to the whole and costs every
@@ -38,17 +38,20 @@ pub enum WeightsError {
     NoRows(Vec<f64>),
 }
 
-/// The devices holding rows, and what each measured while it did.
+/// The devices holding rows, and the throughput of each the rule dropped.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Roster {
     drop_below: f64,
-    /// Rows per second each device last measured while it held rows.
-    rates: Vec<Option<f64>>,
+    /// Rows per second each device measured when the rule dropped it;
+    /// `None` for devices holding rows or out by the heuristic's own zero
+    /// weight or their spec's (never brought back by the rule).
+    dropped: Vec<Option<f64>>,
 }
 
 impl Roster {
     /// `devices` devices, dropping those below `drop_below` (clamped to
-    /// `0..0.5`) of the fastest's throughput.
+    /// `0..0.5`: above, a dropped device would need more than the
+    /// fastest's throughput to come back) of the fastest's throughput.
     pub fn new(devices: usize, drop_below: f64) -> Roster {
         let drop_below = if drop_below.is_finite() {
             drop_below.clamp(0.0, 0.5)
@@ -57,7 +60,7 @@ impl Roster {
         };
         Roster {
             drop_below,
-            rates: vec![None; devices],
+            dropped: vec![None; devices],
         }
     }
 
@@ -95,12 +98,6 @@ impl Roster {
         let held: Vec<usize> = (0..windows.len())
             .filter(|&i| windows[i].rows > 0)
             .collect();
-        for &i in &held {
-            let t = windows[i].seconds_per_row();
-            if t.is_finite() && t > 0.0 {
-                self.rates[i] = Some(1.0 / t);
-            }
-        }
         let mut weights = vec![0.0; windows.len()];
         match chosen {
             Some(c) => {
@@ -133,14 +130,23 @@ impl Roster {
             // Weights are throughputs, measured or the heuristic's view of
             // them: the rule reads them alike.
             let top = weights.iter().copied().fold(0.0, f64::max);
-            for w in weights.iter_mut() {
-                if *w < self.drop_below * top {
+            for (i, w) in weights.iter_mut().enumerate() {
+                if *w > 0.0 && *w < self.drop_below * top {
                     *w = 0.0;
+                    if windows[i].rows > 0 {
+                        self.dropped[i] = rate(&windows[i]);
+                    }
                 }
             }
             // Weights for every device decided the dropped ones too.
             if chosen.is_none_or(|c| c.len() != windows.len()) {
                 self.readmit(windows, &mut weights);
+            }
+        }
+        // A device given rows is no longer the rule's to bring back.
+        for (d, &w) in self.dropped.iter_mut().zip(&weights) {
+            if w > 0.0 {
+                *d = None;
             }
         }
         let total: f64 = weights.iter().sum();
@@ -150,21 +156,52 @@ impl Roster {
         Ok(weights.iter().map(|w| w / total).collect())
     }
 
-    /// Gives a device without rows whose last throughput clears twice the
-    /// threshold of the fastest's now a weight on the scale of the others'.
+    /// Whether a dropped device would come back now: its last throughput
+    /// clears twice the threshold of the fastest device holding rows over
+    /// `windows`. The skeleton and the simulator then rebalance whatever
+    /// the heuristic says: a heuristic sees only the devices holding rows,
+    /// and with one left (or all slowed alike) it has no imbalance to see.
+    pub fn wants_back(&self, windows: &[DeviceWindow]) -> bool {
+        if self.drop_below <= 0.0 {
+            return false;
+        }
+        let fastest = fastest(windows);
+        fastest > 0.0
+            && windows.iter().zip(&self.dropped).any(|(w, r)| {
+                w.rows == 0 && r.is_some_and(|r| r >= 2.0 * self.drop_below * fastest)
+            })
+    }
+
+    /// The decision of a check: the heuristic's, or a rebalance to
+    /// throughput weights where a dropped device [wants back](Self::wants_back)
+    /// (the value `readmit` says so in the report).
+    pub fn decide(&self, windows: &[DeviceWindow], heuristic: Decision) -> Decision {
+        if heuristic.rebalance || !self.wants_back(windows) {
+            return heuristic;
+        }
+        Decision {
+            rebalance: true,
+            weights: None,
+            ..heuristic
+        }
+        .with("readmit", 1.0)
+    }
+
+    /// Gives a device the rule dropped whose throughput then clears twice
+    /// the threshold of the fastest's now a weight on the scale of the
+    /// others'.
     fn readmit(&self, windows: &[DeviceWindow], weights: &mut [f64]) {
-        let held = || (0..windows.len()).filter(|&i| windows[i].rows > 0);
-        let fastest = held().filter_map(|i| self.rates[i]).fold(0.0, f64::max);
+        let fastest = fastest(windows);
         // Weight per unit of throughput of the devices kept.
-        let (w, r) = held()
-            .filter(|&i| weights[i] > 0.0)
-            .filter_map(|i| self.rates[i].map(|r| (weights[i], r)))
+        let (w, r) = (0..windows.len())
+            .filter(|&i| windows[i].rows > 0 && weights[i] > 0.0)
+            .filter_map(|i| rate(&windows[i]).map(|r| (weights[i], r)))
             .fold((0.0, 0.0), |(sw, sr), (w, r)| (sw + w, sr + r));
         if fastest <= 0.0 || r <= 0.0 {
             return;
         }
-        for (i, rate) in self.rates.iter().enumerate() {
-            if let (0, Some(rate)) = (windows[i].rows, rate) {
+        for (i, dropped) in self.dropped.iter().enumerate() {
+            if let (0, Some(rate)) = (windows[i].rows, dropped) {
                 if weights[i] == 0.0 && *rate >= 2.0 * self.drop_below * fastest {
                     weights[i] = rate * w / r;
                 }
@@ -172,17 +209,25 @@ impl Roster {
         }
     }
 
-    /// What a checkpoint keeps: each device's last throughput (negative
-    /// for none).
+    /// Forgets the devices whose `keep` is false (failed ones): the others
+    /// keep what they measured, in order.
+    pub fn retain(&mut self, keep: &[bool]) {
+        let mut k = keep.iter();
+        self.dropped.retain(|_| k.next().copied().unwrap_or(true));
+    }
+
+    /// What a checkpoint keeps: the throughput of each device the rule
+    /// dropped (negative for the others).
     pub fn state(&self) -> Vec<f64> {
-        self.rates.iter().map(|r| r.unwrap_or(-1.0)).collect()
+        self.dropped.iter().map(|r| r.unwrap_or(-1.0)).collect()
     }
 
     /// Takes back what [`Roster::state`] gave; a state for another number
-    /// of devices is ignored (a restart on other devices learns anew).
+    /// of devices is ignored (a restart on other devices starts with every
+    /// device its spec's weight).
     pub fn restore(&mut self, state: &[f64]) {
-        if state.len() == self.rates.len() {
-            self.rates = state
+        if state.len() == self.dropped.len() {
+            self.dropped = state
                 .iter()
                 .map(|&r| (r.is_finite() && r > 0.0).then_some(r))
                 .collect();
@@ -190,6 +235,21 @@ impl Roster {
     }
 }
 
+/// Rows per second over a window (`None` without rows or time).
+fn rate(w: &DeviceWindow) -> Option<f64> {
+    let t = w.seconds_per_row();
+    (t.is_finite() && t > 0.0).then(|| 1.0 / t)
+}
+
+/// The fastest throughput among the devices holding rows (0 if none is
+/// known).
+fn fastest(windows: &[DeviceWindow]) -> f64 {
+    windows
+        .iter()
+        .filter(|w| w.rows > 0)
+        .filter_map(rate)
+        .fold(0.0, f64::max)
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,6 +349,25 @@ mod tests {
         assert_eq!(r.weights(&ws, Some(&[1.0, 0.04])).unwrap(), vec![1.0, 0.0]);
     }
 
+    /// With one device left holding rows no heuristic sees an imbalance;
+    /// the roster asks for the rebalance that brings a dropped device back
+    /// once the one left slows past it, and only then.
+    #[test]
+    fn a_dropped_device_is_asked_back_whatever_the_heuristic() {
+        let mut r = Roster::new(2, 0.1);
+        r.weights(&[w(900, 1.0), w(100, 2.0)], None).unwrap(); // 50 < 90: out
+        let no = Decision::no().with("gap", f64::INFINITY);
+        let kept = r.decide(&[w(1000, 1000.0 / 600.0), w(0, 0.0)], no.clone());
+        assert_eq!(kept, no);
+        let back = r.decide(&[w(1000, 5.0), w(0, 0.0)], no);
+        assert!(back.rebalance && back.weights.is_none());
+        assert_eq!(back.values, vec![("gap", f64::INFINITY), ("readmit", 1.0)]);
+        // At threshold 0 nothing is dropped, and nothing asked back.
+        let mut zero = Roster::new(2, 0.0);
+        zero.restore(&[1e9, 1e9]);
+        assert!(!zero.wants_back(&[w(1000, 5.0), w(0, 0.0)]));
+    }
+
     #[test]
     fn state_round_trips() {
         let mut r = Roster::new(2, DROP_BELOW);
@@ -298,5 +377,7 @@ mod tests {
         assert_eq!(r, s);
         s.restore(&[1.0]);
         assert_eq!(r, s);
+        s.retain(&[false, true]);
+        assert_eq!(s.state(), vec![-1.0]);
     }
 }

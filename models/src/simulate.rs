@@ -832,6 +832,7 @@ impl<'a> Sim<'a> {
         } else {
             share
         };
+        let kept: Vec<bool> = self.live.iter().map(|d| !failing.contains(d)).collect();
         self.live.retain(|d| !failing.contains(d));
         if self.live.is_empty() {
             return Err(SimError::NoDevices);
@@ -848,7 +849,7 @@ impl<'a> Sim<'a> {
         layout.check_width(&self.low, &self.high)?;
         self.geo = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
         self.cycle = Cycle::new(self.live.len(), s.window, it, s.iters);
-        self.roster = Roster::new(self.live.len(), s.drop_below);
+        self.roster.retain(&kept);
         self.recent.clear();
         for &d in &self.live {
             self.clock[d] = now;
@@ -1009,12 +1010,15 @@ impl<'a> Sim<'a> {
         }
         let windows = self.cycle.snapshot(&self.geo.rows);
         let (_, holding) = Roster::holding(&windows);
-        let dec = h.check(&Snapshot {
-            iter: it,
-            rebalances: self.out.moves.len(),
-            remaining: s.iters - 1 - it,
-            devices: &holding,
-        });
+        let dec = self.roster.decide(
+            &windows,
+            h.check(&Snapshot {
+                iter: it,
+                rebalances: self.out.moves.len(),
+                remaining: s.iters - 1 - it,
+                devices: &holding,
+            }),
+        );
         let mut outcome = if dec.rebalance {
             Outcome::Rebalance
         } else {
@@ -1379,38 +1383,62 @@ mod tests {
     /// With no noise and speeds 1 : 1/3, the first rebalance moves to 3 : 1.
     /// The skeleton's drop rule, shared: a device 60x slower loses all
     /// its rows at the first rebalance (kept at threshold 0), and comes
-    /// back when the fast one becomes 100x slower (its last throughput is
-    /// then above the fast one's, far past twice the threshold).
+    /// back when the fast one becomes 100x slower, as soon as the window
+    /// shows it, under const-iters and under next-alb (which, watching one
+    /// device, would never ask).
     #[test]
     fn a_far_slower_device_is_dropped_and_comes_back() {
+        for alb in ["const-iters", "next-alb"] {
+            let mut s = scenario(
+                vec![SimDevice::new("fast", 1e-9), SimDevice::new("slow", 60e-9)],
+                1024,
+                300,
+                Some(alb),
+            );
+            s.devices[0].slowdowns.push(Slowdown {
+                factor: 100.0,
+                from: 100,
+            });
+            let sim = simulate(&s).unwrap();
+            assert_eq!(sim.moves[0].iter, 30, "{alb}");
+            assert_eq!(sim.moves[0].weights_after, vec![1.0, 0.0], "{alb}");
+            assert_eq!(sim.steps[31].devices[1].rows, 0, "{alb}");
+            assert_eq!(sim.steps[99].devices[1].rows, 0, "{alb}");
+            let back = sim
+                .moves
+                .iter()
+                .find(|m| m.weights_after[1] > 0.0)
+                .expect("the slow device comes back");
+            // const-iters rebalances every 31 iterations, its window full
+            // only then: 93..=122 saw the fast device at 1x for 7
+            // iterations and 100x for 23 (76.9 on average) against the
+            // slow one's last 60: (1/60) / (1/60 + 1/76.9) = 0.562. next-alb
+            // checks every iteration: at 102 its window 72..=101 holds two
+            // slowed iterations (7.6 on average), the first past the
+            // threshold: 0.112, and next-alb itself said no.
+            let (at, share, asked_back) = match alb {
+                "const-iters" => (123, 0.562, false),
+                _ => (102, 0.1124, true),
+            };
+            assert_eq!(back.iter, at, "{alb}");
+            assert!(
+                (back.weights_after[1] - share).abs() < 1e-3,
+                "{alb}: {back:?}"
+            );
+            let check = sim.checks.iter().find(|c| c.iter == at).unwrap();
+            let readmit = check
+                .values
+                .iter()
+                .any(|(k, v)| k == "readmit" && *v == 1.0);
+            assert_eq!(readmit, asked_back, "{alb}: {check:?}");
+        }
         let mut s = scenario(
             vec![SimDevice::new("fast", 1e-9), SimDevice::new("slow", 60e-9)],
             1024,
             300,
             Some("const-iters"),
         );
-        s.devices[0].slowdowns.push(Slowdown {
-            factor: 100.0,
-            from: 100,
-        });
-        let sim = simulate(&s).unwrap();
-        assert_eq!(sim.moves[0].iter, 30);
-        assert_eq!(sim.moves[0].weights_after, vec![1.0, 0.0]);
-        assert_eq!(sim.steps[31].devices[1].rows, 0);
-        assert_eq!(sim.steps[99].devices[1].rows, 0);
-        let back = sim
-            .moves
-            .iter()
-            .find(|m| m.weights_after[1] > 0.0)
-            .expect("the slow device comes back");
-        assert!(back.iter > 100, "{back:?}");
-        assert_eq!(back.iter, 123);
-        // The window 93..=122 saw the fast device at 1x for 7 iterations
-        // and 100x for 23 (76.9 on average) against the slow one's last
-        // 60: (1/60) / (1/60 + 1/76.9) = 0.562.
-        assert!((back.weights_after[1] - 0.562).abs() < 0.02, "{back:?}");
         s.drop_below = 0.0;
-        s.devices[0].slowdowns.clear();
         let kept = simulate(&s).unwrap();
         let rows = kept.steps[31].devices[1].rows;
         assert!((1..40).contains(&rows), "{rows}");

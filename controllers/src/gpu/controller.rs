@@ -945,6 +945,20 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         }
     }
 
+    /// Compiles the fused kernels a launch of `steps` steps takes: the one
+    /// of as many steps as fuse, then those of what is left, as
+    /// [`Self::steps_on`] cuts them.
+    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
+        if steps < 2 || self.fused_steps() < steps {
+            return Ok(());
+        }
+        let mut at = 0;
+        while steps - at >= 2 {
+            at += self.fusable(kernel, steps - at)?.max(1);
+        }
+        Ok(())
+    }
+
     /// Steps fuse in launches of as many as the kernel's fused kernel takes
     /// ([`Self::fusable`]); where that is fewer than asked, each launch but
     /// the last writes a scratch level the next reads, both scratch levels

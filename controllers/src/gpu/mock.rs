@@ -31,6 +31,8 @@ pub struct MockRuntime<T> {
     pub copies_within: usize,
     /// The lane of every launch so far, in order.
     pub lanes: Vec<Lane>,
+    /// Fused kernels compiled so far.
+    pub fused_compiles: usize,
 }
 
 impl<T: Real> MockRuntime<T> {
@@ -50,6 +52,7 @@ impl<T: Real> MockRuntime<T> {
             gpu,
             copies_within: 0,
             lanes: Vec::new(),
+            fused_compiles: 0,
         }
     }
 
@@ -287,6 +290,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         source: &str,
         longs: usize,
     ) -> Result<Compiled<Self::Kernel>, DeviceError> {
+        self.fused_compiles += 1;
         let shape = FusedShape::from_source(source)
             .ok_or_else(|| DeviceError::Backend("not a fused kernel".into()))?;
         let kernel = self
@@ -480,6 +484,36 @@ mod tests {
             c.read(b, &last, &mut y).unwrap();
             assert_eq!(x, y);
             assert!(x.iter().any(|v| *v != 0.0));
+        }
+    }
+
+    /// `prepare_steps` compiles every fused kernel a launch of that many
+    /// steps takes (one, or several where the cones do not fit), so the
+    /// launch compiles nothing; one step needs none.
+    #[test]
+    fn prepared_steps_launch_without_compiling() {
+        use kernels::{library_kernel, KernelChoice, Library};
+        for bytes in [48 << 10, 600] {
+            let mut c = GpuController::<_, f32>::with_runtime(MockRuntime::<f32>::new(true))
+                .with_fused_limits(bytes, f64::INFINITY);
+            let kernel = c
+                .load(library_kernel(Library::S2d4, KernelChoice::Specialized).into())
+                .unwrap();
+            c.prepare_steps(kernel, 1).unwrap();
+            assert_eq!(c.runtime().fused_compiles, 0);
+            c.prepare_steps(kernel, 4).unwrap();
+            let compiled = c.runtime().fused_compiles;
+            assert!(compiled >= 1, "{bytes} bytes");
+            let ext = Shape::from_sizes(&[40, 36]);
+            let [src, dst] = [0; 2].map(|_| c.alloc(&ext, &ext).unwrap());
+            c.fill(src, &ext, &crate::conformance::probe_value).unwrap();
+            let steps: Vec<Shape> = (1..=4)
+                .map(|k| Shape::from_ranges(&[(k, 40 - k), (k, 36 - k)]))
+                .collect();
+            c.launch_steps(kernel, src, dst, &steps).unwrap();
+            c.launch_steps_overlapped(kernel, src, dst, &steps).unwrap();
+            c.wait().unwrap();
+            assert_eq!(c.runtime().fused_compiles, compiled, "{bytes} bytes");
         }
     }
 

@@ -115,7 +115,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         alb: alb.to_string(),
         alb_window: s.window,
         times_direct_up_to: s.direct_times_up_to,
-        alb_drop_below: s.drop_below,
+        alb_drop_below: if alb == "none" { 0.0 } else { s.drop_below },
         partition: args.partition.to_string(),
         kernel: "simulated".into(),
         resumed_from: None,
