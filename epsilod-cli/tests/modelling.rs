@@ -10,15 +10,18 @@ fn json(path: &std::path::Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// A run that drops a device (60x slower from iteration 100) replays in
-/// trace mode with the same drop: the simulator shares the rule. The
-/// report loads although next-alb's gap is infinite with one device
-/// holding rows (written as "inf").
-#[test]
-fn trace_mode_reproduces_a_run_that_drops_a_device() {
-    let dir = tempfile::tempdir().unwrap();
-    let real = dir.path().join("real.json");
-    let sim = dir.path().join("sim.json");
+/// A real run of 2d4 258² over 300 iterations on two one-thread devices,
+/// the second `slowdown=SLOW`, under `alb`, then its trace replayed:
+/// the real report, the simulated one, and what simulate printed. Both
+/// reports are written to `dir` as NAME.json and NAME-sim.json.
+fn run_and_trace(
+    dir: &std::path::Path,
+    name: &str,
+    slow: &str,
+    alb: &str,
+) -> (Value, Value, String) {
+    let real = dir.join(format!("{name}.json"));
+    let sim = dir.join(format!("{name}-sim.json"));
     ok(&[
         "run",
         "2d4",
@@ -29,16 +32,33 @@ fn trace_mode_reproduces_a_run_that_drops_a_device() {
         "--devices",
         "cpu:threads=1",
         "--devices",
-        "cpu:threads=1,slowdown=60@100",
+        &format!("cpu:threads=1,slowdown={slow}"),
         "--partition",
         "w0",
         "--alb",
-        "next-alb",
+        alb,
         "--quiet",
         "--report",
         real.to_str().unwrap(),
     ]);
-    let r = json(&real);
+    let out = ok(&[
+        "simulate",
+        "--trace-from",
+        real.to_str().unwrap(),
+        "--report",
+        sim.to_str().unwrap(),
+    ]);
+    (json(&real), json(&sim), out)
+}
+
+/// A run that drops a device (60x slower from iteration 100) replays in
+/// trace mode with the same drop: the simulator shares the rule. The
+/// report loads although next-alb's gap is infinite with one device
+/// holding rows (written as "inf").
+#[test]
+fn trace_mode_reproduces_a_run_that_drops_a_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, s, out) = run_and_trace(dir.path(), "real", "60@100", "next-alb");
     let dropped = r["redistributions"]
         .as_array()
         .unwrap()
@@ -47,15 +67,7 @@ fn trace_mode_reproduces_a_run_that_drops_a_device() {
         .expect("the slow device is dropped");
     assert!(dropped["iter"].as_u64().unwrap() >= 100, "{dropped}");
     assert_eq!(r["config"]["alb_drop_below"], 0.05);
-    let out = ok(&[
-        "simulate",
-        "--trace-from",
-        real.to_str().unwrap(),
-        "--report",
-        sim.to_str().unwrap(),
-    ]);
     assert!(out.contains("identical to the report"), "{out}");
-    let s = json(&sim);
     assert_eq!(r["heuristic"], s["heuristic"]);
     assert!(
         r["heuristic"]
@@ -74,36 +86,8 @@ fn trace_mode_reproduces_a_run_that_drops_a_device() {
 fn trace_mode_reproduces_real_runs() {
     let dir = tempfile::tempdir().unwrap();
     for alb in ["const-iters", "cost-aware", "welch"] {
-        let real = dir.path().join(format!("{alb}.json"));
-        let sim = dir.path().join(format!("{alb}-sim.json"));
-        ok(&[
-            "run",
-            "2d4",
-            "--size",
-            "258x258",
-            "--iters",
-            "300",
-            "--devices",
-            "cpu:threads=1",
-            "--devices",
-            "cpu:threads=1,slowdown=3@100",
-            "--partition",
-            "w0",
-            "--alb",
-            alb,
-            "--quiet",
-            "--report",
-            real.to_str().unwrap(),
-        ]);
-        let out = ok(&[
-            "simulate",
-            "--trace-from",
-            real.to_str().unwrap(),
-            "--report",
-            sim.to_str().unwrap(),
-        ]);
+        let (r, s, out) = run_and_trace(dir.path(), alb, "3@100", alb);
         assert!(out.contains("identical to the report"), "{alb}: {out}");
-        let (r, s) = (json(&real), json(&sim));
         assert!(!r["heuristic"].as_array().unwrap().is_empty(), "{alb}");
         assert_eq!(r["heuristic"], s["heuristic"], "{alb}");
         let after = |v: &Value| -> Vec<Value> {

@@ -437,25 +437,36 @@ mod tests {
         }
     }
 
+    /// A mock GPU with `bytes` of work-group memory and 2d4 loaded.
+    fn mock_2d4(bytes: usize) -> (GpuController<MockRuntime<f32>, f32>, crate::KernelId) {
+        use kernels::{library_kernel, KernelChoice, Library};
+        let mut c = GpuController::<_, f32>::with_runtime(MockRuntime::<f32>::new(true))
+            .with_fused_limits(bytes, f64::INFINITY);
+        let kernel = c
+            .load(library_kernel(Library::S2d4, KernelChoice::Specialized).into())
+            .unwrap();
+        (c, kernel)
+    }
+
+    /// Four nested steps over a 40 x 36 tile.
+    fn four_steps() -> Vec<Shape> {
+        (1..=4)
+            .map(|k| Shape::from_ranges(&[(k, 40 - k), (k, 36 - k)]))
+            .collect()
+    }
+
     /// Fused launches of the inner region (`launch_steps_overlapped`) go on
     /// the side lane, in one launch or split through scratch levels, and
     /// compute what the same steps on the main lane compute.
     #[test]
     fn overlapped_steps_run_on_the_side_lane() {
         use crate::gpu::Lane;
-        use kernels::{library_kernel, KernelChoice, Library};
         for bytes in [48 << 10, 600] {
-            let mut c = GpuController::<_, f32>::with_runtime(MockRuntime::<f32>::new(true))
-                .with_fused_limits(bytes, f64::INFINITY);
-            let kernel = c
-                .load(library_kernel(Library::S2d4, KernelChoice::Specialized).into())
-                .unwrap();
+            let (mut c, kernel) = mock_2d4(bytes);
             let ext = Shape::from_sizes(&[40, 36]);
             let [src, a, b] = [0; 3].map(|_| c.alloc(&ext, &ext).unwrap());
             c.fill(src, &ext, &crate::conformance::probe_value).unwrap();
-            let steps: Vec<Shape> = (1..=4)
-                .map(|k| Shape::from_ranges(&[(k, 40 - k), (k, 36 - k)]))
-                .collect();
+            let steps = four_steps();
             let last = steps[3].clone();
             let mut lanes = Vec::new();
             for (dst, overlapped) in [(a, false), (b, true)] {
@@ -492,13 +503,8 @@ mod tests {
     /// launch compiles nothing; one step needs none.
     #[test]
     fn prepared_steps_launch_without_compiling() {
-        use kernels::{library_kernel, KernelChoice, Library};
         for bytes in [48 << 10, 600] {
-            let mut c = GpuController::<_, f32>::with_runtime(MockRuntime::<f32>::new(true))
-                .with_fused_limits(bytes, f64::INFINITY);
-            let kernel = c
-                .load(library_kernel(Library::S2d4, KernelChoice::Specialized).into())
-                .unwrap();
+            let (mut c, kernel) = mock_2d4(bytes);
             c.prepare_steps(kernel, 1).unwrap();
             assert_eq!(c.runtime().fused_compiles, 0);
             c.prepare_steps(kernel, 4).unwrap();
@@ -507,9 +513,7 @@ mod tests {
             let ext = Shape::from_sizes(&[40, 36]);
             let [src, dst] = [0; 2].map(|_| c.alloc(&ext, &ext).unwrap());
             c.fill(src, &ext, &crate::conformance::probe_value).unwrap();
-            let steps: Vec<Shape> = (1..=4)
-                .map(|k| Shape::from_ranges(&[(k, 40 - k), (k, 36 - k)]))
-                .collect();
+            let steps = four_steps();
             c.launch_steps(kernel, src, dst, &steps).unwrap();
             c.launch_steps_overlapped(kernel, src, dst, &steps).unwrap();
             c.wait().unwrap();
