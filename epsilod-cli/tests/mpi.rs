@@ -406,6 +406,65 @@ fn alb_moves_rows_off_a_slow_rank() {
     assert!(std::fs::read(&out).unwrap() == std::fs::read(&one).unwrap());
 }
 
+/// A rank whose only device ALB drops (60x slower, between two others,
+/// with deep halos) idles while its neighbours exchange directly; a rank
+/// whose device starts with `weight=0` runs idle from the start (not
+/// refused as one the size left without rows). Results as in one process.
+#[test]
+fn a_rank_without_rows_idles_and_the_result_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rep, one) = (
+        path(dir.path(), "drop.dat"),
+        path(dir.path(), "drop.json"),
+        path(dir.path(), "one.dat"),
+    );
+    let base = [
+        "run", "2d4", "--size", "514", "--iters", "200", "--init", "random", "--quiet",
+    ];
+    let mut args = base.to_vec();
+    args.extend([
+        "--partition",
+        "w0",
+        "--devices",
+        CPU1,
+        "--devices",
+        "cpu:threads=1,slowdown=60",
+        "--devices",
+        CPU1,
+        "--alb",
+        "next-alb",
+        "--halo-depth",
+        "2",
+        "--output",
+        &out,
+        "--report",
+        &rep,
+    ]);
+    ok(&mpirun(3, &args), "a device dropped on 3 ranks");
+    let r = report(&rep);
+    let last = &r["iterations"].as_array().unwrap().last().unwrap()["devices"];
+    assert_eq!(last[1]["rows"], 0, "{last}");
+    let mut args = base.to_vec();
+    args.extend(["--output", &one]);
+    ok(&alone(&args), "one process");
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&one).unwrap());
+    let args = [
+        "run",
+        "2d4",
+        "--size",
+        "514",
+        "--iters",
+        "200",
+        "--partition",
+        "w0",
+        "--devices",
+        CPU1,
+        "--devices",
+        "cpu:threads=1,weight=0",
+    ];
+    same_as_one_process(2, &args, dir.path(), "weight-0");
+}
+
 #[test]
 fn a_rank_that_fails_ends_the_job_with_its_message() {
     let dir = tempfile::tempdir().unwrap();

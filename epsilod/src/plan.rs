@@ -182,7 +182,8 @@ impl<T> RunPlan<T> {
     }
 
     /// The rank of each virtual process in `job`, checked: every rank hosts
-    /// at least one device with rows, and a rank hosting several can.
+    /// at least one device with rows (or only devices given `weight=0`),
+    /// and a rank hosting several can.
     pub(crate) fn owners(&self, job: &JobInfo) -> Result<Vec<usize>, SetupError> {
         let (n, ranks) = (self.devices.len(), job.size);
         let owners = match &self.placement {
@@ -218,10 +219,15 @@ impl<T> RunPlan<T> {
             }
         }
         if ranks > 1 {
-            // A rank whose blocks are all empty would only wait on the others.
-            if let Some(r) = (0..ranks)
-                .find(|&r| (0..n).all(|p| owners[p] != r || self.layout.block(p).is_empty()))
-            {
+            // A rank whose blocks are all empty would only wait on the
+            // others: refused where the size left it nothing, run where
+            // its devices were given `weight=0` (ALB may give them rows,
+            // as it may take every row of a rank).
+            let idle = |p: usize| self.layout.block(p).is_empty() && self.devices[p].weight > 0.0;
+            if let Some(r) = (0..ranks).find(|&r| {
+                (0..n).all(|p| owners[p] != r || self.layout.block(p).is_empty())
+                    && (0..n).any(|p| owners[p] == r && idle(p))
+            }) {
                 return Err(SetupError::IdleRank {
                     rank: r,
                     cells: self.layout.domain().card(),
