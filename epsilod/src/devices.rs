@@ -247,9 +247,16 @@ impl DeviceSpec {
                 }
             }
             _ => {
+                // `opencl,weight=2`: options after a comma instead of a colon.
+                let hint = match kind.split_once(',') {
+                    Some((k, rest)) if ["cpu", "opencl", "cuda"].contains(&k) => {
+                        format!("; options follow a colon: {k}:{rest}")
+                    }
+                    _ => String::new(),
+                };
                 return Err(format!(
-                    "unknown device kind '{kind}' (use cpu, opencl or cuda)"
-                ))
+                    "unknown device kind '{kind}' (use cpu, opencl or cuda{hint})"
+                ));
             }
         };
         if let Some(w) = o.weight {
@@ -743,6 +750,10 @@ mod tests {
     fn rejects_bad_specs_with_reasons() {
         for (spec, want) in [
             ("gpu", "unknown device kind 'gpu'"),
+            (
+                "opencl,weight=0",
+                "unknown device kind 'opencl,weight=0' (use cpu, opencl or cuda; options follow a colon: opencl:weight=0)",
+            ),
             ("cpu:threads=0", "at least one thread"),
             ("cpu:threads=-1", "whole number"),
             ("cpu:threads=x", "whole number"),
