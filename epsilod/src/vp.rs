@@ -749,7 +749,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let rows: Vec<usize> = (0..peers).map(|q| self.rows_of(q)).collect();
         let windows = a.cycle.snapshot(&rows);
         // Heuristics see the devices that hold rows (a dropped one has none).
-        let (_, holding) = Roster::holding(&windows);
+        let holding = Roster::holding(&windows);
         let snap = Snapshot {
             iter: it,
             rebalances: a.rebalances,

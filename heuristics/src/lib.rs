@@ -77,6 +77,12 @@ impl DeviceWindow {
         stats::variance(&self.samples)
     }
 
+    /// Rows per second over the window (`None` without rows or time).
+    pub fn throughput(&self) -> Option<f64> {
+        let t = self.seconds_per_row();
+        (t.is_finite() && t > 0.0).then(|| 1.0 / t)
+    }
+
     /// Mean seconds per row (infinite for a device with no rows).
     pub fn seconds_per_row(&self) -> f64 {
         if self.rows == 0 {

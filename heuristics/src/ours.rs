@@ -244,10 +244,7 @@ mod tests {
     use super::*;
 
     fn window(rows: usize, t: f64) -> DeviceWindow {
-        DeviceWindow {
-            rows,
-            samples: vec![t; 30],
-        }
+        crate::testing::steady(rows, t, 30)
     }
 
     #[test]

@@ -69,15 +69,10 @@ impl Roster {
         self.drop_below
     }
 
-    /// The device numbers and windows of the devices holding rows, in
-    /// device order: what heuristics see.
-    pub fn holding(windows: &[DeviceWindow]) -> (Vec<usize>, Vec<DeviceWindow>) {
-        windows
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| w.rows > 0)
-            .map(|(i, w)| (i, w.clone()))
-            .unzip()
+    /// The windows of the devices holding rows, in device order: what
+    /// heuristics see.
+    pub fn holding(windows: &[DeviceWindow]) -> Vec<DeviceWindow> {
+        windows.iter().filter(|w| w.rows > 0).cloned().collect()
     }
 
     /// One weight per device for a rebalance, normalised to sum 1, from
@@ -134,7 +129,7 @@ impl Roster {
                 if *w > 0.0 && *w < self.drop_below * top {
                     *w = 0.0;
                     if windows[i].rows > 0 {
-                        self.dropped[i] = rate(&windows[i]);
+                        self.dropped[i] = windows[i].throughput();
                     }
                 }
             }
@@ -195,7 +190,7 @@ impl Roster {
         // Weight per unit of throughput of the devices kept.
         let (w, r) = (0..windows.len())
             .filter(|&i| windows[i].rows > 0 && weights[i] > 0.0)
-            .filter_map(|i| rate(&windows[i]).map(|r| (weights[i], r)))
+            .filter_map(|i| windows[i].throughput().map(|r| (weights[i], r)))
             .fold((0.0, 0.0), |(sw, sr), (w, r)| (sw + w, sr + r));
         if fastest <= 0.0 || r <= 0.0 {
             return;
@@ -235,30 +230,22 @@ impl Roster {
     }
 }
 
-/// Rows per second over a window (`None` without rows or time).
-fn rate(w: &DeviceWindow) -> Option<f64> {
-    let t = w.seconds_per_row();
-    (t.is_finite() && t > 0.0).then(|| 1.0 / t)
-}
-
 /// The fastest throughput among the devices holding rows (0 if none is
 /// known).
 fn fastest(windows: &[DeviceWindow]) -> f64 {
     windows
         .iter()
         .filter(|w| w.rows > 0)
-        .filter_map(rate)
+        .filter_map(DeviceWindow::throughput)
         .fold(0.0, f64::max)
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn w(rows: usize, t: f64) -> DeviceWindow {
-        DeviceWindow {
-            rows,
-            samples: vec![t; 3],
-        }
+        crate::testing::steady(rows, t, 3)
     }
 
     /// A device 43x slower than the fastest (the H200's CPU device) is
@@ -338,7 +325,7 @@ mod tests {
             r.weights(&ws, Some(&[0.0, 0.0])),
             Err(WeightsError::NoRows(_))
         ));
-        assert_eq!(Roster::holding(&ws).0, vec![1, 2]);
+        assert_eq!(Roster::holding(&ws), ws[1..].to_vec());
         // A heuristic's own weights decide, whatever the timings: the
         // device measured 100x slower keeps its rows, a weight under a
         // twentieth of the largest does not.

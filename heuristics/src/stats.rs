@@ -40,13 +40,7 @@ pub fn median(v: &[f64]) -> f64 {
 /// second): EPSILOD's `w_k = S / t_k` with `t_k` the time per row. A device
 /// with no rows or no time keeps the mean weight of the others.
 pub fn throughput_weights(devices: &[DeviceWindow]) -> Vec<f64> {
-    let raw: Vec<Option<f64>> = devices
-        .iter()
-        .map(|d| {
-            let t = d.seconds_per_row();
-            (t.is_finite() && t > 0.0).then(|| 1.0 / t)
-        })
-        .collect();
+    let raw: Vec<Option<f64>> = devices.iter().map(DeviceWindow::throughput).collect();
     let known: Vec<f64> = raw.iter().flatten().copied().collect();
     let fill = if known.is_empty() {
         1.0
@@ -62,12 +56,7 @@ pub fn throughput_weights(devices: &[DeviceWindow]) -> Vec<f64> {
 /// all rows over the summed throughput.
 pub fn balanced_time(devices: &[DeviceWindow]) -> f64 {
     let rows: usize = devices.iter().map(|d| d.rows).sum();
-    let rate: f64 = devices
-        .iter()
-        .map(|d| d.seconds_per_row())
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .map(|t| 1.0 / t)
-        .sum();
+    let rate: f64 = devices.iter().filter_map(DeviceWindow::throughput).sum();
     if rate > 0.0 {
         rows as f64 / rate
     } else {
@@ -133,10 +122,7 @@ mod tests {
     use super::*;
 
     fn w(rows: usize, t: f64) -> DeviceWindow {
-        DeviceWindow {
-            rows,
-            samples: vec![t; 30],
-        }
+        crate::testing::steady(rows, t, 30)
     }
 
     #[test]

@@ -130,6 +130,15 @@ where
     }
 }
 
+/// A window of `samples` equal kernel times `seconds` over `rows` rows: a
+/// device running steadily, for tests.
+pub fn steady(rows: usize, seconds: f64, samples: usize) -> DeviceWindow {
+    DeviceWindow {
+        rows,
+        samples: vec![seconds; samples],
+    }
+}
+
 /// Equal bit for bit (so NaN values compare equal to themselves).
 fn same(a: &Decision, b: &Decision) -> bool {
     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();

@@ -1009,7 +1009,7 @@ impl<'a> Sim<'a> {
             return Ok(());
         }
         let windows = self.cycle.snapshot(&self.geo.rows);
-        let (_, holding) = Roster::holding(&windows);
+        let holding = Roster::holding(&windows);
         let dec = self.roster.decide(
             &windows,
             h.check(&Snapshot {
