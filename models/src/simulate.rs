@@ -452,7 +452,8 @@ impl Geometry {
             layout: layout.clone(),
         };
         for (p, b) in layout.blocks().iter().enumerate() {
-            let (strips, _) = split_border(b, &wl, &wh, &cut);
+            let (lo, hi) = plan.vp(p).send_widths(b, &wl, &wh);
+            let (strips, _) = split_border(b, &lo, &hi, &cut);
             g.rows.push(b.sig(along).card());
             g.cells.push(b.card() as f64);
             g.border

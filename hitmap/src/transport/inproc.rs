@@ -230,6 +230,14 @@ impl<T: Send> Transport<T> for InProcess<T> {
             })
             .collect()
     }
+
+    fn spin(&self) -> Duration {
+        InProcess::spin(self)
+    }
+
+    fn set_spin(&mut self, spin: Duration) {
+        InProcess::set_spin(self, spin);
+    }
 }
 
 impl<T> Drop for InProcess<T> {
@@ -281,6 +289,18 @@ mod tests {
     mod u32_cells_crowded {
         use super::*;
         crate::transport_conformance!(u32, InProcess<u32>, |c| run_in_process(8, c));
+    }
+
+    /// Code generic over transports (a virtual process whose device holds
+    /// no rows) sets the endpoint's poll through the trait.
+    #[test]
+    fn the_trait_sets_the_poll() {
+        let mut ep = in_process::<u32>(1).remove(0);
+        assert_eq!(Transport::<u32>::spin(&ep), SPIN);
+        Transport::<u32>::set_spin(&mut ep, Duration::ZERO);
+        assert_eq!(ep.spin(), Duration::ZERO);
+        Transport::<u32>::set_spin(&mut ep, SPIN * 2);
+        assert_eq!(Transport::<u32>::spin(&ep), SPIN * 2);
     }
 
     /// Messages that arrive during each part of a wait (the hot spin, the

@@ -97,4 +97,12 @@ pub trait Transport<T> {
     fn barrier(&mut self) -> Result<(), TransportError> {
         self.all_gather(&[]).map(|_| ())
     }
+    /// How long a receive polls for its message before the thread blocks
+    /// (zero where the transport does not poll).
+    fn spin(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+    /// Sets how long a receive polls before it blocks, where the transport
+    /// polls; what arrives, and in which order, does not depend on it.
+    fn set_spin(&mut self, _spin: std::time::Duration) {}
 }
