@@ -356,8 +356,9 @@ impl CudaRuntime {
         // stream, synchronised before it is handed over, then on this one,
         // whose holder waits before it reuses or drops it.
         unsafe { ctx.disable_event_tracking() };
-        // Border strips and halo copies go on `stream`, inner regions on
-        // `side`. At the highest priority a strip's blocks start before the
+        // Border strips, halo copies and every other command but the inner
+        // regions go on `stream`, inner regions on `side`. At the highest
+        // priority a strip's blocks start before the
         // blocks still waiting of an inner kernel launched earlier (another
         // virtual device's on this GPU), so its halos leave sooner.
         ctx.bind_to_thread().map_err(backend)?;

@@ -240,11 +240,13 @@ pub(crate) fn run<T: Cell, X: Transport<T>>(
 
 impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     /// Receives poll while this device holds no rows, whatever the
-    /// process's policy: its pool is idle, so the polling thread takes no
-    /// core a computing thread needs, and the neighbour whose times it waits
-    /// for every period then never pays the wake-up of a blocked thread
-    /// (measured on an H200 beside a dropped 15-thread CPU device, blocking
-    /// as 17 threads on 16 cores: 5 us of a GPU's 0.17 ms iteration).
+    /// process's policy, so the process whose times it waits for every
+    /// period never pays the wake-up of a blocked thread (measured on an
+    /// H200 beside a dropped 15-thread CPU device, blocking as 17 threads on
+    /// 16 cores: 5 us of a GPU's 0.17 ms iteration). Where that device's
+    /// own pool made the threads outnumber the cores, the pool is idle now
+    /// and the poll takes no core from anyone; elsewhere it yields the core
+    /// at every poll after the first 50 us.
     fn wait_by_rows(&mut self) {
         let idle = self.geometry.block.is_empty();
         self.transport.set_spin(idle_spin(self.spin, idle));
@@ -1339,9 +1341,6 @@ impl AlbState {
     }
 }
 
-/// A footprint reaching `depth` times as far as `fp` in every direction,
-/// corners included (what `depth` steps of `fp` can read): the halo a
-/// process needs to compute `depth` iterations between exchanges.
 /// How long receives poll before blocking: the process's `spin`, or at
 /// least the transport's default for a process whose device is idle.
 fn idle_spin(spin: std::time::Duration, idle: bool) -> std::time::Duration {
@@ -1352,6 +1351,9 @@ fn idle_spin(spin: std::time::Duration, idle: bool) -> std::time::Duration {
     }
 }
 
+/// A footprint reaching `depth` times as far as `fp` in every direction,
+/// corners included (what `depth` steps of `fp` can read): the halo a
+/// process needs to compute `depth` iterations between exchanges.
 fn deep_footprint(fp: &hitmap::Footprint, depth: usize) -> hitmap::Footprint {
     if depth <= 1 {
         return fp.clone();

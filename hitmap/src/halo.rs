@@ -385,10 +385,13 @@ mod tests {
         /// none), also beside devices without rows.
         #[test]
         fn sent_cells_lie_in_the_strips(fp in footprint_strategy(),
+                                        depth in 1i64..4,
                                         sizes in prop::collection::vec(1usize..9, 3),
                                         procs in 1usize..7, which in 0usize..3,
                                         weights in prop::collection::vec(0.0f64..4.0, 6)) {
+            // Deep halos: every offset `depth` times as far.
             let nd = fp.ndims();
+            let fp = Footprint::new(nd, fp.offsets().iter().map(|o| o.iter().map(|x| x * depth).collect()).collect());
             let dom = Shape::from_ranges(&sizes[..nd].iter().map(|&n| (2, 2 + n as i64)).collect::<Vec<_>>());
             // Weights under 1 become 0: devices dropped from the layout.
             let mut w: Vec<f64> = weights[..procs].iter().map(|&x| if x < 1.0 { 0.0 } else { x }).collect();
@@ -403,7 +406,13 @@ mod tests {
             for p in 0..procs {
                 let bp = l.block(p);
                 let (lo, hi) = plan.vp(p).send_widths(bp, &wl, &wh);
-                let (strips, inner) = split_border(bp, &lo, &hi, &vec![true; nd]);
+                // Cut where the topology has more than one block, as the
+                // skeleton cuts.
+                let topo = l.topology().dims();
+                let cut: Vec<bool> = (0..nd)
+                    .map(|d| l.cut_dims().iter().position(|&c| c == d).is_some_and(|a| topo[a] > 1))
+                    .collect();
+                let (strips, inner) = split_border(bp, &lo, &hi, &cut);
                 for r in plan.vp(p).sends.iter().flat_map(|e| &e.regions) {
                     prop_assert!(!r.overlaps(&inner), "{r:?} sent from the inner region {inner:?}");
                     prop_assert!(r.iter().all(|c| strips.iter().any(|s| s.contains(&c))));

@@ -238,8 +238,14 @@ impl<T: Copy> Tile<T> {
             return Ok(false);
         }
         let alloc = extent.expand(spare, spare);
+        let keep = self.extent.intersect(&extent);
+        if keep.is_empty() {
+            // Nothing kept: the old memory goes first, so a tile given rows
+            // again after it was emptied never holds both.
+            let nd = self.ndims();
+            *self = Tile::with_capacity(Shape::empty(nd), Shape::empty(nd), fill)?;
+        }
         let mut next = Tile::with_capacity(extent, alloc, fill)?;
-        let keep = self.extent.intersect(next.shape());
         if !keep.is_empty() {
             next.select_mut(&keep)?.assign(&self.select(&keep)?);
         }

@@ -640,6 +640,18 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         };
         // The old buffer goes: no overlapped launch may still use it.
         self.rt.finish()?;
+        if keep.is_empty() {
+            // Nothing kept: the old memory goes first, so a device given
+            // rows again after it was emptied never holds both.
+            drop(self.slots.remove(buf)?);
+            let next = Slot {
+                buf: self.rt.alloc(alloc.card() * std::mem::size_of::<T>())?,
+                alloc,
+                extent: extent.clone(),
+            };
+            self.slots.restore(buf, next);
+            return Ok(true);
+        }
         let next = Slot {
             buf: self.rt.alloc(alloc.card() * std::mem::size_of::<T>())?,
             alloc,

@@ -115,6 +115,13 @@ impl<B> Slots<B> {
         self.get(b)?;
         Ok(self.slots[b.0].take().expect("checked"))
     }
+
+    /// Puts `slot` back under `b`, an id [`Slots::remove`] gave up.
+    pub fn restore(&mut self, b: BufferId, slot: Slot<B>) {
+        if let Some(s) = self.slots.get_mut(b.0) {
+            *s = Some(slot);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -281,11 +281,15 @@ impl Link {
         tag: u64,
     ) -> Result<Vec<U>, TransportError> {
         self.check_peer(from)?;
-        if let Some(v) = stash
-            .get_mut(&(from, kind, tag))
-            .and_then(VecDeque::pop_front)
-        {
-            return Ok(v);
+        if let Some(queue) = stash.get_mut(&(from, kind, tag)) {
+            let v = queue.pop_front();
+            if queue.is_empty() {
+                // Tags name iterations: a key kept would never be used again.
+                stash.remove(&(from, kind, tag));
+            }
+            if let Some(v) = v {
+                return Ok(v);
+            }
         }
         loop {
             let (got, v) = self.next_message::<U>(from, kind)?;
