@@ -63,7 +63,8 @@ pub const MIN_CELL_SPREAD: f64 = 0.1;
 
 /// A device from passes at several tile sizes: its kernel time per
 /// iteration as the line `a + b · cells` through each pass's median (least
-/// squares), `fixed_seconds = a` and `seconds_per_cell = b`. Medians, not
+/// squares weighted by `1/t²`: relative errors), `fixed_seconds = a` and
+/// `seconds_per_cell = b`. Medians, not
 /// every sample, so that a stall does not tilt the line. When the line
 /// cannot be trusted (tiles within [`MIN_CELL_SPREAD`] of each other, a
 /// negative intercept or a slope that is not positive: cache effects or
@@ -111,20 +112,40 @@ pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
         .fold((f64::INFINITY, 0.0f64), |(lo, hi), &(c, _)| {
             (lo.min(c), hi.max(c))
         });
-    let n = points.len() as f64;
     let line = if hi > lo * (1.0 + MIN_CELL_SPREAD) {
-        let mc = points.iter().map(|p| p.0).sum::<f64>() / n;
-        let mt = points.iter().map(|p| p.1).sum::<f64>() / n;
-        let sxy: f64 = points.iter().map(|p| (p.0 - mc) * (p.1 - mt)).sum();
-        let sxx: f64 = points.iter().map(|p| (p.0 - mc).powi(2)).sum();
+        // Weighted by 1/t²: a machine's drift scales its kernel times, so
+        // a large tile's absolute error is larger and should not swamp the
+        // small tile that shows the fixed cost. Unweighted, a 15-thread CPU
+        // device beside an H200 (speed moving by 25% between passes) lost
+        // a 0.3 ms fixed cost it showed at 430 rows of 8194, and the
+        // prediction took 0.16 ms where it measured 0.46 ms.
+        let w: Vec<f64> = points.iter().map(|p| 1.0 / (p.1 * p.1)).collect();
+        let sw: f64 = w.iter().sum();
+        let mc = points.iter().zip(&w).map(|(p, w)| w * p.0).sum::<f64>() / sw;
+        let mt = points.iter().zip(&w).map(|(p, w)| w * p.1).sum::<f64>() / sw;
+        let sxy: f64 = points
+            .iter()
+            .zip(&w)
+            .map(|(p, w)| w * (p.0 - mc) * (p.1 - mt))
+            .sum();
+        let sxx: f64 = points
+            .iter()
+            .zip(&w)
+            .map(|(p, w)| w * (p.0 - mc).powi(2))
+            .sum();
         let b = sxy / sxx;
         let a = mt - b * mc;
         // The intercept's standard error, from the residuals when there
         // are degrees of freedom left (none with two points: the line is
         // exact, and believed).
         let se = if points.len() > 2 {
-            let ssr: f64 = points.iter().map(|p| (p.1 - a - b * p.0).powi(2)).sum();
-            (ssr / (n - 2.0) * (1.0 / n + mc * mc / sxx)).sqrt()
+            let ssr: f64 = points
+                .iter()
+                .zip(&w)
+                .map(|(p, w)| w * (p.1 - a - b * p.0).powi(2))
+                .sum();
+            let n = points.len() as f64;
+            (ssr / (n - 2.0) * (1.0 / sw + mc * mc / sxx)).sqrt()
         } else {
             0.0
         };
@@ -372,6 +393,31 @@ mod tests {
         // The 15-thread CPU beside the GPU: 0.3 ms fixed, a 2% drift.
         let d = aba(0.02, 3e-4);
         assert!((d.fixed_seconds / 3e-4 - 1.0).abs() < 0.3, "{d:?}");
+        // The same beside an H200, whose host moved the device's speed by
+        // 25% between passes (A 1.55 ms, A' 1.94 ms over 33.5 M cells, B
+        // 0.46 ms over 3.5 M): the fixed cost stands.
+        let h200 = device_line(
+            "cpu",
+            &[
+                Pass {
+                    cells: 33.5e6,
+                    seconds: vec![1.55e-3],
+                },
+                Pass {
+                    cells: 33.5e6,
+                    seconds: vec![1.94e-3],
+                },
+                Pass {
+                    cells: 3.5e6,
+                    seconds: vec![0.46e-3],
+                },
+            ],
+        )
+        .unwrap();
+        assert!(
+            (h200.fixed_seconds / 3.15e-4 - 1.0).abs() < 0.05,
+            "{h200:?}"
+        );
         // Load drift on a shared VM: 20 µs "fixed" beside a 200 µs tile
         // measured 30% slower the second time, which alone would put the
         // intercept at 15 µs.
