@@ -476,11 +476,13 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                     .finish(&mut self.transport)
                     .map_err(|e| self.gather_err(e))?;
                 a.heuristic.end();
-                (a.redistributions, a.decisions)
+                (a.redistributions, a.checks)
             }
             None => (Vec::new(), Vec::new()),
         };
         let loop_seconds = started.elapsed().as_secs_f64();
+        // The report's form, named values, built once the loop is timed.
+        let decisions = decisions.into_iter().map(Check::into_record).collect();
         let mut data = Vec::with_capacity(self.geometry.block.card());
         self.device
             .read(self.cur, &self.geometry.block, &mut data)
@@ -808,10 +810,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 None => outcome = DecisionOutcome::SkippedTooThin,
             }
         }
-        a.decisions.push(DecisionRecord {
+        a.checks.push(Check {
             iter: it,
             decision: outcome,
-            values: d.values.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            values: d.values,
         });
         Ok(comm)
     }
@@ -1321,7 +1323,33 @@ struct AlbState {
     /// Every process's kernel times, on their way.
     times: TimesGather,
     redistributions: Vec<Redistribution>,
-    decisions: Vec<DecisionRecord>,
+    checks: Vec<Check>,
+}
+
+/// A heuristic check as the loop records it: the values keep their static
+/// names, so a check allocates no strings and no map;
+/// [`Check::into_record`] gives the report's form after the loop. (ALB's
+/// cost an iteration, one device beside an idle one on 130², 50000
+/// iterations: 1.0-1.1 us against 1.4-3.2 us with the report's form built
+/// at every check.)
+struct Check {
+    iter: u64,
+    decision: DecisionOutcome,
+    values: Vec<(&'static str, f64)>,
+}
+
+impl Check {
+    fn into_record(self) -> DecisionRecord {
+        DecisionRecord {
+            iter: self.iter,
+            decision: self.decision,
+            values: self
+                .values
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        }
+    }
 }
 
 impl AlbState {
@@ -1336,7 +1364,7 @@ impl AlbState {
             rebalances: 0,
             times: TimesGather::new(me, procs, alb.direct_times_up_to),
             redistributions: Vec::new(),
-            decisions: Vec::new(),
+            checks: Vec::new(),
         }
     }
 }

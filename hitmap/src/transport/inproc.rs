@@ -119,13 +119,17 @@ impl<T: Send> InProcess<T> {
         self.post(to, Msg::Floats { from, key, data })
     }
 
-    /// Waits for the first message that `take` finds in the pending ones,
-    /// stashing whatever else arrives; `PeerGone` once `from` has gone and
-    /// nothing it sent is left to read.
+    /// Waits for the first message that `take` finds in the pending ones
+    /// or `accept` takes as it arrives, stashing whatever else arrives;
+    /// `PeerGone` once `from` has gone and nothing it sent is left to read.
+    /// A message accepted on arrival is the oldest of its sender and key
+    /// (none was pending), and skips the pending map's insert and removal:
+    /// most messages are the one awaited.
     fn wait<R>(
         &mut self,
         from: usize,
         take: impl Fn(&mut Self) -> Option<R>,
+        accept: impl Fn(Msg<T>) -> Result<R, Msg<T>>,
     ) -> Result<R, TransportError> {
         self.check_peer(from)?;
         let mut spun = Instant::now();
@@ -145,7 +149,10 @@ impl<T: Send> InProcess<T> {
             if waited < self.spin {
                 match self.rx.try_recv() {
                     Ok(m) => {
-                        self.stash(m);
+                        match accept(m) {
+                            Ok(r) => return Ok(r),
+                            Err(m) => self.stash(m),
+                        }
                         spun = Instant::now();
                     }
                     Err(_) if waited < HOT_SPIN => std::hint::spin_loop(),
@@ -157,7 +164,10 @@ impl<T: Send> InProcess<T> {
             // went is then already in the channel.
             let peer_gone = self.gone[from].load(Ordering::Acquire);
             match self.rx.recv_timeout(POLL) {
-                Ok(m) => self.stash(m),
+                Ok(m) => match accept(m) {
+                    Ok(r) => return Ok(r),
+                    Err(m) => self.stash(m),
+                },
                 Err(RecvTimeoutError::Timeout) if peer_gone => {
                     return Err(TransportError::PeerGone(from))
                 }
@@ -168,7 +178,18 @@ impl<T: Send> InProcess<T> {
     }
 
     fn wait_floats(&mut self, from: usize, key: Floats) -> Result<Vec<f64>, TransportError> {
-        self.wait(from, |s| pop(&mut s.floats, from, key))
+        self.wait(
+            from,
+            |s| pop(&mut s.floats, from, key),
+            |m| match m {
+                Msg::Floats {
+                    from: f,
+                    key: k,
+                    data,
+                } if f == from && k == key => Ok(data),
+                m => Err(m),
+            },
+        )
     }
 
     fn stash(&mut self, m: Msg<T>) {
@@ -210,7 +231,18 @@ impl<T: Send> Transport<T> for InProcess<T> {
     }
 
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<T>, TransportError> {
-        self.wait(from, |s| pop(&mut s.cells, from, tag))
+        self.wait(
+            from,
+            |s| pop(&mut s.cells, from, tag),
+            |m| match m {
+                Msg::Cells {
+                    from: f,
+                    tag: t,
+                    data,
+                } if f == from && t == tag => Ok(data),
+                m => Err(m),
+            },
+        )
     }
 
     fn send_values(&mut self, to: usize, tag: u64, values: Vec<f64>) -> Result<(), TransportError> {
