@@ -305,6 +305,15 @@ pub fn resizing<T: Probe>(c: &mut dyn Controller<T>) {
     );
     c.fill(b, &kept, &T::probe).unwrap();
     assert!(read_all(c, b, &kept) == probes::<T>(&kept));
+    // Emptied again, then given rows beyond its allocation: a new one,
+    // nothing to keep (the old memory goes first), and it holds what it is
+    // given.
+    assert!(!c.resize(b, &Shape::empty(2), &[4, 0]).unwrap());
+    let far = Shape::from_ranges(&[(60, 75), (0, 6)]);
+    assert!(c.resize(b, &far, &[4, 0]).unwrap(), "must reallocate");
+    assert_eq!(c.extent(b).unwrap(), far);
+    c.fill(b, &far, &T::probe).unwrap();
+    assert!(read_all(c, b, &far) == probes::<T>(&far));
 }
 
 /// Every library stencil as the specialised kernel (whose evaluation order

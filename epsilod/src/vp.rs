@@ -234,7 +234,6 @@ pub(crate) fn run<T: Cell, X: Transport<T>>(
     let device = spec.build_pinned::<T>(cores).map_err(|e| fail(e.into()))?;
     mail.register(p, device.peer_domain());
     let mut vp = Vp::new(run, progress, mail, p, spec.to_string(), device, transport)?;
-    vp.wait_by_rows();
     vp.run()
 }
 
@@ -357,7 +356,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             }
             _ => Vec::new(),
         };
-        Ok(Vp {
+        let mut vp = Vp {
             run,
             progress,
             p,
@@ -383,7 +382,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             recycled_dev: Vec::new(),
             depth: run.halo_depth.max(1),
             spin: transport_spin,
-        })
+        };
+        vp.wait_by_rows();
+        Ok(vp)
     }
 
     fn run(&mut self) -> Result<VpResult<T>, RunError> {

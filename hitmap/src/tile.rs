@@ -306,6 +306,13 @@ mod tests {
         assert_eq!(t.alloc_shape(), &Shape::from_ranges(&[(5, 33), (0, 3)]));
         assert!(!t.resize(grown.clone(), &[3, 0], -1).unwrap());
         assert_eq!(t.shape(), &grown);
+        // Emptied, then given rows beyond it: a new allocation, every
+        // element the fill.
+        assert!(!t.resize(Shape::empty(2), &[3, 0], -1).unwrap());
+        let beyond = Shape::from_ranges(&[(40, 44), (0, 3)]);
+        assert!(t.resize(beyond.clone(), &[1, 0], -1).unwrap());
+        assert_eq!(t.alloc_shape(), &Shape::from_ranges(&[(39, 45), (0, 3)]));
+        assert!(t.pack(&beyond).unwrap().iter().all(|&v| v == -1));
     }
 
     proptest! {

@@ -644,25 +644,20 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
             // Nothing kept: the old memory goes first, so a device given
             // rows again after it was emptied never holds both.
             drop(self.slots.remove(buf)?);
-            let next = Slot {
-                buf: self.rt.alloc(alloc.card() * std::mem::size_of::<T>())?,
-                alloc,
-                extent: extent.clone(),
-            };
-            self.slots.restore(buf, next);
-            return Ok(true);
         }
         let next = Slot {
             buf: self.rt.alloc(alloc.card() * std::mem::size_of::<T>())?,
             alloc,
             extent: extent.clone(),
         };
-        let planes = self.planes();
-        let old = self.slots.get(buf)?;
-        move_cells::<R, T>(&mut self.rt, planes, old, &next, &keep)?;
-        // The copies must be done before the old buffer is freed.
-        self.rt.finish()?;
-        *self.slots.get_mut(buf)? = next;
+        if !keep.is_empty() {
+            let planes = self.planes();
+            let old = self.slots.get(buf)?;
+            move_cells::<R, T>(&mut self.rt, planes, old, &next, &keep)?;
+            // The copies must be done before the old buffer is freed.
+            self.rt.finish()?;
+        }
+        self.slots.restore(buf, next);
         Ok(true)
     }
 

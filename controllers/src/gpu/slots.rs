@@ -116,7 +116,8 @@ impl<B> Slots<B> {
         Ok(self.slots[b.0].take().expect("checked"))
     }
 
-    /// Puts `slot` back under `b`, an id [`Slots::remove`] gave up.
+    /// Puts `slot` under `b`, dropping the one there if any (an id
+    /// [`Slots::remove`] gave up, or one being replaced).
     pub fn restore(&mut self, b: BufferId, slot: Slot<B>) {
         if let Some(s) = self.slots.get_mut(b.0) {
             *s = Some(slot);
