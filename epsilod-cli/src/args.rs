@@ -632,4 +632,8 @@ pub struct RunArgs {
     /// from the last checkpoint, or the start).
     #[arg(long, default_value = "stop", value_parser = clap::value_parser!(OnFailure))]
     pub on_failure: OnFailure,
+    /// Measure each CPU device's kernel thread CPU time into the report's cpu_seconds (off by
+    /// default: two system calls per launch, a noticeable share of a small grid's iteration).
+    #[arg(long)]
+    pub cpu_time: bool,
 }

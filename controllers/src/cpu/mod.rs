@@ -573,6 +573,7 @@ mod tests {
     #[test]
     fn launches_charge_their_cpu_time_to_the_launching_thread() {
         use kernels::{library_kernel, KernelChoice, Library};
+        let _on = cpu_time::measure();
         for threads in [1, 2] {
             let mut cpu = CpuController::<f32>::new(threads).unwrap();
             let all = Shape::from_sizes(&[1026, 1026]);

@@ -385,6 +385,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             restart: args.restart.clone(),
             on_failure: args.on_failure,
             halo_depth: args.halo_depth,
+            cpu_time: args.cpu_time,
             snapshots: args
                 .snapshot_every
                 .zip(args.snapshot.clone())

@@ -23,6 +23,8 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     short.iters = args.sig_iters;
     short.output = None;
     short.report = None;
+    // The scaling model's `--compute cpu` fits on kernels' CPU time.
+    short.cpu_time = true;
     // Rebalances would change the layout the messages are named from.
     // Instructions are counted where the host lends counters (each rank
     // its own): P3S's per-process count, beside the clock's.
