@@ -1,28 +1,34 @@
 //! Buffer geometry as kernels see it: local indices, row-major, and the walk
 //! over the contiguous rows of a region.
 
+use smallvec::SmallVec;
 use std::ops::Range;
+
+/// Per-dimension values, inline up to four dimensions: a frame is built
+/// for every launch, and three heap allocations each showed in the
+/// profile of small grids.
+type Dims<T> = SmallVec<[T; 4]>;
 
 /// A row-major buffer's sizes and strides (in elements).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
-    dims: Vec<usize>,
-    strides: Vec<usize>,
+    dims: Dims<usize>,
+    strides: Dims<usize>,
     /// Global index of the buffer's first element (zeros unless a
     /// controller says where the buffer sits).
-    origin: Vec<i64>,
+    origin: Dims<i64>,
 }
 
 impl Frame {
     pub fn row_major(dims: &[usize]) -> Frame {
-        let mut strides = vec![1; dims.len()];
+        let mut strides: Dims<usize> = smallvec::smallvec![1; dims.len()];
         for d in (0..dims.len().saturating_sub(1)).rev() {
             strides[d] = strides[d + 1] * dims[d + 1];
         }
         Frame {
-            dims: dims.to_vec(),
+            dims: Dims::from_slice(dims),
             strides,
-            origin: vec![0; dims.len()],
+            origin: smallvec::smallvec![0; dims.len()],
         }
     }
 
@@ -30,7 +36,7 @@ impl Frame {
     /// `origin` (kernels that read the global index use it).
     pub fn with_origin(mut self, origin: &[i64]) -> Frame {
         assert_eq!(origin.len(), self.dims.len(), "one origin per dimension");
-        self.origin = origin.to_vec();
+        self.origin = Dims::from_slice(origin);
         self
     }
 
