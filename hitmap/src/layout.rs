@@ -213,6 +213,20 @@ impl Layout {
         &self.cut_dims
     }
 
+    /// Per dimension of the domain, whether blocks have neighbours along
+    /// it: a cut dimension with more than one block across it.
+    pub fn split_along(&self) -> Vec<bool> {
+        let topo = self.topology.dims();
+        (0..self.domain.ndims())
+            .map(|d| {
+                self.cut_dims
+                    .iter()
+                    .position(|&c| c == d)
+                    .is_some_and(|axis| topo[axis] > 1)
+            })
+            .collect()
+    }
+
     /// Errors when a non-empty block is thinner, in a dimension cut among
     /// several processes, than the stencil border there (`max(low, high)`),
     /// since its neighbours' halos would then need more than one block.

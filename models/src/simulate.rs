@@ -432,17 +432,7 @@ impl Geometry {
             high.iter().map(|&x| x as i64).collect(),
             low.iter().map(|&x| x as i64).collect(),
         );
-        let topo = layout.topology().dims().to_vec();
-        let nd = layout.domain().ndims();
-        let cut: Vec<bool> = (0..nd)
-            .map(|d| {
-                layout
-                    .cut_dims()
-                    .iter()
-                    .position(|&c| c == d)
-                    .is_some_and(|axis| topo[axis] > 1)
-            })
-            .collect();
+        let cut = layout.split_along();
         let along = layout.cut_dims().first().copied().unwrap_or(0);
         let mut g = Geometry {
             rows: Vec::with_capacity(layout.procs()),
