@@ -14,8 +14,8 @@
 //! Measuring is off unless asked for ([`measure`]): each read of a
 //! thread's CPU clock is a system call, two per launch (and per pool
 //! task), and measured 0.6 µs each on this project's 2-core VM. With them,
-//! 2d4 130², two one-thread devices, took 7.0 µs an iteration; without,
-//! 4.4 µs.
+//! 2d4 130², two one-thread devices, took 7-10 µs an iteration; without,
+//! 4.3-4.4 µs.
 //!
 //! The CPU backend charges each launch's CPU time to the thread that
 //! launched it (the virtual process's): its own for a one-thread device,
@@ -347,6 +347,7 @@ mod tests {
         let (_, off) = timed(|| work(1000));
         assert_eq!(off.and_then(|c| c.instructions), None);
         let counted = std::thread::spawn(move || {
+            let _on = measure();
             count_instructions(true);
             let small = timed(|| work(1_000_000)).1.and_then(|c| c.instructions);
             let large = timed(|| work(2_000_000)).1.and_then(|c| c.instructions);

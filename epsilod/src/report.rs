@@ -284,7 +284,8 @@ pub struct DeviceIteration {
     pub comm_seconds: f64,
     /// Thread CPU seconds of its kernels (CPU devices: the launching
     /// thread's for one thread, the pool's for more); absent where not
-    /// measured (GPUs, reports from before it was).
+    /// measured (GPUs, runs that did not ask: `--cpu-time`,
+    /// `Skeleton::cpu_time`; signatures always do).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
     /// User-space instructions its kernels retired (a share of its period's

@@ -18,10 +18,10 @@ use std::time::Instant;
 impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
     /// ALB after the period of `len` iterations from `first` (kernel
     /// seconds `compute`): share the time, read the others' of the period
-    /// the gather delivers now (`times.rs`), and, once the windows are full, ask the heuristic and maybe
-    /// rebalance (so rebalances fall between periods, where every ghost
-    /// cell has just been exchanged). Returns the seconds spent exchanging
-    /// times.
+    /// the gather delivers now (`crate::times`), and, once the windows are
+    /// full, ask the heuristic and maybe rebalance (so rebalances fall
+    /// between periods, where every ghost cell has just been exchanged).
+    /// Returns the seconds spent exchanging times.
     pub(super) fn balance(
         &mut self,
         a: &mut AlbState,

@@ -18,7 +18,7 @@ pub(super) struct Geometry {
 /// A footprint reaching `depth` times as far as `fp` in every direction,
 /// corners included (what `depth` steps of `fp` can read): the halo a
 /// process needs to compute `depth` iterations between exchanges.
-pub(super) fn deep_footprint(fp: &hitmap::Footprint, depth: usize) -> hitmap::Footprint {
+fn deep_footprint(fp: &hitmap::Footprint, depth: usize) -> hitmap::Footprint {
     if depth <= 1 {
         return fp.clone();
     }

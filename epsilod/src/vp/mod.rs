@@ -128,12 +128,12 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     /// own pool made the threads outnumber the cores, the pool is idle now
     /// and the poll takes no core from anyone; elsewhere it yields the core
     /// at every poll after the first 50 us.
-    pub(super) fn wait_by_rows(&mut self) {
+    fn wait_by_rows(&mut self) {
         let idle = self.geometry.block.is_empty();
         self.transport.set_spin(idle_spin(self.spin, idle));
     }
 
-    pub(super) fn fail(&self, cause: VpError) -> RunError {
+    fn fail(&self, cause: VpError) -> RunError {
         RunError::Vp {
             vp: self.p,
             device: self.device_name.clone(),
@@ -141,15 +141,15 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         }
     }
 
-    pub(super) fn dev_err(&self, e: DeviceError) -> RunError {
+    fn dev_err(&self, e: DeviceError) -> RunError {
         self.fail(VpError::Device(e))
     }
 
-    pub(super) fn net_err(&self, e: TransportError) -> RunError {
+    fn net_err(&self, e: TransportError) -> RunError {
         self.fail(VpError::Transport(e))
     }
 
-    pub(super) fn gather_err(&self, e: GatherError) -> RunError {
+    fn gather_err(&self, e: GatherError) -> RunError {
         match e {
             GatherError::Net(e) => self.net_err(e),
             GatherError::Protocol(why) => self.fail(VpError::Protocol(why)),
@@ -416,7 +416,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     }
 
     /// Rows of process `q` along the balanced (or first cut) dimension.
-    pub(super) fn rows_of(&self, q: usize) -> usize {
+    fn rows_of(&self, q: usize) -> usize {
         let d = self
             .geometry
             .layout

@@ -13,7 +13,8 @@ pub(crate) struct IterStats {
     pub elapsed: f64,
     pub compute: f64,
     pub comm: f64,
-    /// Kernel thread CPU seconds, where the device measures them.
+    /// Kernel thread CPU seconds, where the device measures them and the
+    /// run asks (`Skeleton::cpu_time`).
     pub cpu: Option<f64>,
     /// Instructions its kernels retired, where counted
     /// (`controllers::cpu_time::count_instructions`).
