@@ -3,6 +3,7 @@
 use crate::error::DeviceError;
 use hitmap::{HitmapError, Shape};
 use kernels::{check_launch, Frame, Kernel};
+use smallvec::SmallVec;
 use std::ops::Range;
 
 /// Validates a launch of `kernel` over `region` (global indices) from a
@@ -30,9 +31,7 @@ pub(crate) fn validate<T>(
         }));
     }
     let fp = kernel.footprint();
-    let low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
-    let high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
-    if region.ndims() != fp.ndims() || !src_extent.contains_shape(&region.expand(&low, &high)) {
+    if region.ndims() != fp.ndims() || !fp.reads_within(region, src_extent) {
         return Err(DeviceError::ReadsOutside {
             region: region.to_string(),
             extent: src_extent.to_string(),
@@ -44,7 +43,8 @@ pub(crate) fn validate<T>(
         .zip(src_alloc.sigs())
         .map(|(r, a)| (r.begin() - a.begin()) as usize..(r.end() - a.begin()) as usize)
         .collect();
-    check_launch(kernel, &Frame::row_major(&src_alloc.extents()), &local)?;
+    let dims: SmallVec<[usize; 4]> = src_alloc.sigs().iter().map(|s| s.card()).collect();
+    check_launch(kernel, &Frame::row_major(&dims), &local)?;
     Ok(local)
 }
 
@@ -70,15 +70,13 @@ pub(crate) fn validate_aux<T>(
         return Ok(());
     }
     let fp = kernel.footprint();
-    let low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
-    let high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
     for &(alloc, extent) in aux {
         if alloc != src_alloc {
             return Err(DeviceError::BufferMismatch(format!(
                 "an aux field over {alloc}, the source over {src_alloc}"
             )));
         }
-        if !extent.contains_shape(&region.expand(&low, &high)) {
+        if !fp.reads_within(region, extent) {
             return Err(DeviceError::ReadsOutside {
                 region: region.to_string(),
                 extent: extent.to_string(),

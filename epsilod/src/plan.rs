@@ -137,7 +137,7 @@ impl<T> RunPlan<T> {
         let weights: Vec<f64> = devices.iter().map(|d| d.weight).collect();
         let layout = Layout::new(&domain, partition, devices.len(), Some(&weights))?;
         let fp = stencil.kernel.footprint();
-        layout.check_width(&fp.low(), &fp.high())?;
+        layout.check_width(fp.low(), fp.high())?;
         Ok(RunPlan {
             size,
             stencil,

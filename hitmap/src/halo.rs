@@ -12,6 +12,10 @@ use crate::sig::Sig;
 pub struct Footprint {
     ndims: usize,
     offsets: Vec<Vec<i64>>,
+    /// Largest reach below and above, per dimension: asked at every launch,
+    /// so computed once.
+    low: Vec<usize>,
+    high: Vec<usize>,
 }
 
 impl Footprint {
@@ -21,7 +25,24 @@ impl Footprint {
             offsets.iter().all(|o| o.len() == ndims),
             "offset rank mismatch"
         );
-        Footprint { ndims, offsets }
+        let reach = |side: i64| -> Vec<usize> {
+            (0..ndims)
+                .map(|d| {
+                    offsets
+                        .iter()
+                        .map(|o| (side * o[d]).max(0) as usize)
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect()
+        };
+        let (low, high) = (reach(-1), reach(1));
+        Footprint {
+            ndims,
+            offsets,
+            low,
+            high,
+        }
     }
 
     /// Dimensions of every offset.
@@ -34,29 +55,30 @@ impl Footprint {
     }
 
     /// Largest reach below, per dimension.
-    pub fn low(&self) -> Vec<usize> {
-        (0..self.ndims)
-            .map(|d| {
-                self.offsets
-                    .iter()
-                    .map(|o| (-o[d]).max(0) as usize)
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect()
+    pub fn low(&self) -> &[usize] {
+        &self.low
     }
 
     /// Largest reach above, per dimension.
-    pub fn high(&self) -> Vec<usize> {
-        (0..self.ndims)
-            .map(|d| {
-                self.offsets
+    pub fn high(&self) -> &[usize] {
+        &self.high
+    }
+
+    /// Whether `extent` holds every cell a launch over `region` reads: the
+    /// region widened by the reach, without building the wider shape (the
+    /// launch checks ask at every launch). True for an empty region.
+    pub fn reads_within(&self, region: &Shape, extent: &Shape) -> bool {
+        region.is_empty()
+            || (region.ndims() == self.ndims
+                && extent.ndims() == self.ndims
+                && region
+                    .sigs()
                     .iter()
-                    .map(|o| o[d].max(0) as usize)
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect()
+                    .zip(extent.sigs())
+                    .enumerate()
+                    .all(|(d, (r, e))| {
+                        e.contains_sig(&r.expand(self.low[d] as i64, self.high[d] as i64))
+                    }))
     }
 
     /// The active directions (sign vectors among the 3^d, centre excluded) with,
@@ -296,6 +318,39 @@ mod tests {
     fn boxed(ndims: usize) -> Footprint {
         let all = Shape::from_ranges(&vec![(-1, 2); ndims]);
         Footprint::new(ndims, all.iter().collect())
+    }
+
+    /// Ranges of a few cells near 0..10, strided now and then: widened by
+    /// a reach of up to 2 they land on either side of an extent's edge.
+    fn sig_strategy() -> impl Strategy<Value = Sig> {
+        (
+            -1i64..10,
+            0i64..6,
+            prop_oneof![4 => Just(1i64), 1 => 2i64..4],
+        )
+            .prop_map(|(b, n, s)| Sig::new(b, b + n * s, s))
+    }
+
+    proptest! {
+        /// The allocation-free check says what building the wider region
+        /// and asking the extent for it says, strides and empty regions
+        /// included.
+        #[test]
+        fn reads_within_is_the_widened_region_inside_the_extent(
+            region in prop::collection::vec(sig_strategy(), 2),
+            extent in prop::collection::vec((-1i64..3, 7i64..12), 2),
+            offsets in prop::collection::vec(prop::collection::vec(-2i64..3, 2), 1..4),
+        ) {
+            let fp = Footprint::new(2, offsets);
+            let extent = extent.into_iter().map(|(b, e)| Sig::new(b, e, 1)).collect();
+            let (region, extent) = (Shape::new(region), Shape::new(extent));
+            let low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
+            let high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
+            prop_assert_eq!(
+                fp.reads_within(&region, &extent),
+                extent.contains_shape(&region.expand(&low, &high))
+            );
+        }
     }
 
     #[test]

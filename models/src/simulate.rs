@@ -745,7 +745,7 @@ impl<'a> Sim<'a> {
         let hosts = s.devices.iter().map(|d| d.host).max().unwrap_or(0) + 1;
         let weights: Vec<f64> = s.devices.iter().map(|d| d.weight).collect();
         let layout = Layout::new(&s.domain, s.partition, n, Some(&weights))?;
-        let (low, high) = (s.footprint.low(), s.footprint.high());
+        let (low, high) = (s.footprint.low().to_vec(), s.footprint.high().to_vec());
         layout.check_width(&low, &high)?;
         let mut heuristic: Option<Box<dyn Heuristic>> = s
             .heuristic

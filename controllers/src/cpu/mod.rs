@@ -11,6 +11,7 @@ use crate::error::DeviceError;
 use hitmap::{Shape, Tile};
 use kernels::{Cell, Frame, Kernel};
 use rayon::prelude::*;
+use smallvec::SmallVec;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -337,7 +338,7 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         }
         let aux: Vec<&[T]> = aux.iter().map(|t| t.as_slice()).collect();
         let aux = &aux[..];
-        let origin: Vec<i64> = s.alloc_shape().sigs().iter().map(|g| g.begin()).collect();
+        let origin: SmallVec<[i64; 4]> = s.alloc_shape().sigs().iter().map(|g| g.begin()).collect();
         let frame = Frame::row_major(s.alloc_dims()).with_origin(&origin);
         let started = Instant::now();
         let plane = frame.plane();

@@ -127,7 +127,7 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
         };
         let fp = self.run.stencil.kernel.footprint();
         let Some((weights, new)) =
-            relayout(&old, &proposed, &fp.low(), &fp.high()).map_err(|e| self.fail(e.into()))?
+            relayout(&old, &proposed, fp.low(), fp.high()).map_err(|e| self.fail(e.into()))?
         else {
             return Ok(None);
         };
