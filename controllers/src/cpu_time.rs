@@ -342,10 +342,14 @@ mod tests {
             }
             x
         };
-        // Off: never counted (the switch is process-wide, so this test
-        // alone turns it on, in a thread of its own, and off again).
+        // Off: never counted, though CPU time is measured (the switch is
+        // process-wide, so this test alone turns it on, in a thread of its
+        // own, and off again).
+        let on = measure();
         let (_, off) = timed(|| work(1000));
+        assert!(off.is_some(), "CPU time is measured while the guard lives");
         assert_eq!(off.and_then(|c| c.instructions), None);
+        drop(on);
         let counted = std::thread::spawn(move || {
             let _on = measure();
             count_instructions(true);

@@ -31,7 +31,7 @@ pub(crate) fn validate<T>(
         }));
     }
     let fp = kernel.footprint();
-    if region.ndims() != fp.ndims() || !fp.reads_within(region, src_extent) {
+    if !fp.reads_within(region, src_extent) {
         return Err(DeviceError::ReadsOutside {
             region: region.to_string(),
             extent: src_extent.to_string(),

@@ -203,8 +203,8 @@ impl<T: Cell> Skeleton<T> {
     /// into the report (`cpu_seconds`), beside the wall time: what a
     /// scaling model fits compute on where devices outnumber cores. Off by
     /// default, since it costs two system calls per launch (and per pool
-    /// task): 0.6 µs each on a virtual machine, a third of a small grid's
-    /// iteration.
+    /// task): 0.6 µs each on a virtual machine, where 2d4 130² over two
+    /// devices took 7-10 µs an iteration with them and 4.3 µs without.
     pub fn cpu_time(mut self, on: bool) -> Self {
         self.cpu_time = on;
         self

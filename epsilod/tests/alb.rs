@@ -168,10 +168,6 @@ proptest! {
     }
 }
 
-fn slow_run(alb: &str, slowdown: &str, iters: u64) -> epsilod::Outcome<f32> {
-    slow_run_on(514, alb, slowdown, iters)
-}
-
 /// Kernels long enough that a scheduler's time slice taken from the fast
 /// device (milliseconds, when other work shares the cores) does not turn
 /// a window's mean around: at 514² the fast device's 26 µs kernels lost
@@ -240,7 +236,7 @@ fn a_device_far_slower_than_the_fastest_is_dropped() {
     .run()
     .unwrap();
     for alb in ["next-alb", "welch", "cost-aware"] {
-        let out = slow_run(alb, "60", 160);
+        let out = slow_run_on(514, alb, "60", 160);
         assert_eq!(bits(&out.grid), bits(&alone.grid), "{alb}");
         let r = &out.report.redistributions[0];
         assert_eq!(r.weights_after, vec![1.0, 0.0], "{alb}: {r:?}");

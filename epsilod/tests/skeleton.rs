@@ -257,3 +257,45 @@ fn report_has_every_iteration_and_device() {
         assert!(json.get(key).is_some(), "{key}");
     }
 }
+
+/// Kernels' CPU time reaches the report only when the run asks (each
+/// reading is two system calls a launch), and then for every device and
+/// iteration, with the same result bits either way. No other test in this
+/// binary asks, so nothing else can turn the process-wide measuring on.
+#[test]
+fn cpu_time_is_reported_only_when_asked() {
+    let run = |on: bool| {
+        Skeleton::new(
+            &[66, 66],
+            Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+        )
+        .iterations(20)
+        .devices(vec![DeviceSpec::cpu(1), DeviceSpec::cpu(2)])
+        .partition(Partition::Single(0))
+        .cpu_time(on)
+        .run()
+        .unwrap()
+    };
+    let off = run(false);
+    let on = run(true);
+    assert_eq!(bits(&off.grid), bits(&on.grid));
+    let devices = |o: &epsilod::Outcome<f32>| -> Vec<Option<f64>> {
+        o.report
+            .iterations
+            .iter()
+            .flat_map(|it| it.devices.iter().map(|d| d.cpu_seconds))
+            .collect()
+    };
+    assert!(
+        devices(&off).iter().all(Option::is_none),
+        "{:?}",
+        devices(&off)
+    );
+    assert_eq!(devices(&on).len(), 40);
+    #[cfg(target_os = "linux")]
+    assert!(
+        devices(&on).iter().all(Option::is_some),
+        "{:?}",
+        devices(&on)
+    );
+}

@@ -463,10 +463,7 @@ mod tests {
                 let (lo, hi) = plan.vp(p).send_widths(bp, &wl, &wh);
                 // Cut where the topology has more than one block, as the
                 // skeleton cuts.
-                let topo = l.topology().dims();
-                let cut: Vec<bool> = (0..nd)
-                    .map(|d| l.cut_dims().iter().position(|&c| c == d).is_some_and(|a| topo[a] > 1))
-                    .collect();
+                let cut = l.split_along();
                 let (strips, inner) = split_border(bp, &lo, &hi, &cut);
                 for r in plan.vp(p).sends.iter().flat_map(|e| &e.regions) {
                     prop_assert!(!r.overlaps(&inner), "{r:?} sent from the inner region {inner:?}");
