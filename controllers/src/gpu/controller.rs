@@ -642,8 +642,14 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         self.rt.finish()?;
         if keep.is_empty() {
             // Nothing kept: the old memory goes first, so a device given
-            // rows again after it was emptied never holds both.
-            drop(self.slots.remove(buf)?);
+            // rows again after it was emptied never holds both. An empty
+            // buffer takes its place: should the new allocation fail, the
+            // id still names a buffer, an empty one.
+            let empty = self.rt.alloc(0)?;
+            let slot = self.slots.get_mut(buf)?;
+            drop(std::mem::replace(&mut slot.buf, empty));
+            slot.alloc = keep.clone();
+            slot.extent = keep.clone();
         }
         let next = Slot {
             buf: self.rt.alloc(alloc.card() * std::mem::size_of::<T>())?,
@@ -657,7 +663,7 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
             // The copies must be done before the old buffer is freed.
             self.rt.finish()?;
         }
-        self.slots.restore(buf, next);
+        *self.slots.get_mut(buf)? = next;
         Ok(true)
     }
 

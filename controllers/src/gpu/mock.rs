@@ -16,7 +16,7 @@ use kernels::device::{FusedArgs, FusedShape};
 use kernels::{library_kernel, Cell, Dialect, Frame, Kernel, KernelChoice, Library, Real};
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 type Mem<T> = Arc<Mutex<Vec<T>>>;
@@ -33,6 +33,13 @@ pub struct MockRuntime<T> {
     pub lanes: Vec<Lane>,
     /// Fused kernels compiled so far.
     pub fused_compiles: usize,
+    /// Device memory: an allocation that would take the buffers alive
+    /// beyond it fails, as on a full GPU (`None`: no limit).
+    pub memory: Option<usize>,
+    /// The most bytes alive at once so far.
+    pub peak_bytes: usize,
+    /// Every buffer allocated, to count those still alive.
+    buffers: Vec<Weak<Mutex<Vec<T>>>>,
 }
 
 impl<T: Real> MockRuntime<T> {
@@ -53,6 +60,9 @@ impl<T: Real> MockRuntime<T> {
             copies_within: 0,
             lanes: Vec::new(),
             fused_compiles: 0,
+            memory: None,
+            peak_bytes: 0,
+            buffers: Vec::new(),
         }
     }
 
@@ -62,6 +72,17 @@ impl<T: Real> MockRuntime<T> {
             self.known.insert(device.source(Self::DIALECT), kernel);
         }
         self
+    }
+}
+
+impl<T: Cell> MockRuntime<T> {
+    /// The bytes of the buffers alive now.
+    pub fn live_bytes(&self) -> usize {
+        self.buffers
+            .iter()
+            .filter_map(Weak::upgrade)
+            .map(|b| lock(&b).len() * std::mem::size_of::<T>())
+            .sum()
     }
 }
 
@@ -205,7 +226,19 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
 
     fn alloc(&mut self, bytes: usize) -> Result<Mem<T>, DeviceError> {
         let cells = bytes / std::mem::size_of::<T>();
-        Ok(Arc::new(Mutex::new(vec![T::zeroed(); cells])))
+        // Memory is only ever taken here, so the peak is reached at an
+        // allocation.
+        self.buffers.retain(|b| b.strong_count() > 0);
+        let live = self.live_bytes() + cells * std::mem::size_of::<T>();
+        if self.memory.is_some_and(|m| live > m) {
+            return Err(DeviceError::Backend(format!(
+                "out of memory: {bytes} bytes more would make {live}"
+            )));
+        }
+        self.peak_bytes = self.peak_bytes.max(live);
+        let buf = Arc::new(Mutex::new(vec![T::zeroed(); cells]));
+        self.buffers.push(Arc::downgrade(&buf));
+        Ok(buf)
     }
 
     fn write(&mut self, buf: &Mem<T>, piece: &CopyPiece, host: &[u8]) -> Result<(), DeviceError> {
@@ -410,6 +443,68 @@ mod tests {
             assert_eq!(got, want);
             assert_eq!(c.runtime().copies_within > 0, gpu);
         }
+    }
+
+    type MockGpu = GpuController<MockRuntime<f32>, f32>;
+
+    fn cell(i: &[i64]) -> f32 {
+        (i[0] * 100 + i[1]) as f32
+    }
+
+    /// Errors unless `b` holds `cell` over `r`.
+    fn holds_cells(c: &mut MockGpu, b: crate::BufferId, r: &Shape) {
+        let mut got = Vec::new();
+        c.read(b, r, &mut got).unwrap();
+        assert!(got.into_iter().eq(r.iter().map(|i| cell(&i))), "{r}");
+    }
+
+    /// A mock GPU of `memory` bytes holding a 40 x 8 f32 tile (1280 bytes)
+    /// of known cells.
+    fn full_gpu(memory: usize) -> (MockGpu, crate::BufferId) {
+        let mut rt = MockRuntime::<f32>::new(true);
+        rt.memory = Some(memory);
+        let mut c = GpuController::<_, f32>::with_runtime(rt);
+        let ext = Shape::from_ranges(&[(0, 40), (0, 8)]);
+        let b = c.alloc(&ext, &ext).unwrap();
+        c.fill(b, &ext, &cell).unwrap();
+        holds_cells(&mut c, b, &ext);
+        (c, b)
+    }
+
+    /// A tile load balancing emptied, then given rows beyond its
+    /// allocation, frees its memory before taking the new: on a GPU with
+    /// room for one of the two buffers only, the move succeeds.
+    #[test]
+    fn an_emptied_tile_frees_its_memory_before_growing_again() {
+        let (mut c, b) = full_gpu(2000);
+        assert!(!c.resize(b, &Shape::empty(2), &[0, 0]).unwrap());
+        let far = Shape::from_ranges(&[(100, 150), (0, 8)]);
+        assert!(c.resize(b, &far, &[0, 0]).unwrap(), "a new allocation");
+        assert_eq!(c.runtime().peak_bytes, 1600, "never both buffers");
+        c.fill(b, &far, &cell).unwrap();
+        holds_cells(&mut c, b, &far);
+    }
+
+    /// An allocation that fails leaves the buffer known: whole where it
+    /// kept cells, empty where its memory had already gone, and usable.
+    #[test]
+    fn a_failed_allocation_leaves_the_buffer_usable() {
+        let (mut c, b) = full_gpu(2000);
+        let grown = Shape::from_ranges(&[(20, 80), (0, 8)]);
+        let err = c.resize(b, &grown, &[0, 0]).unwrap_err();
+        assert!(err.to_string().contains("out of memory"), "{err}");
+        let ext = Shape::from_ranges(&[(0, 40), (0, 8)]);
+        assert_eq!(c.extent(b).unwrap(), ext, "the old tile stays");
+        holds_cells(&mut c, b, &ext);
+
+        assert!(!c.resize(b, &Shape::empty(2), &[0, 0]).unwrap());
+        let too_far = Shape::from_ranges(&[(100, 170), (0, 8)]);
+        assert!(c.resize(b, &too_far, &[0, 0]).is_err(), "2240 bytes");
+        assert_eq!(c.extent(b).unwrap().card(), 0, "emptied, still known");
+        let far = Shape::from_ranges(&[(100, 150), (0, 8)]);
+        assert!(c.resize(b, &far, &[0, 0]).unwrap());
+        c.fill(b, &far, &cell).unwrap();
+        holds_cells(&mut c, b, &far);
     }
 
     #[test]

@@ -115,14 +115,6 @@ impl<B> Slots<B> {
         self.get(b)?;
         Ok(self.slots[b.0].take().expect("checked"))
     }
-
-    /// Puts `slot` under `b`, dropping the one there if any (an id
-    /// [`Slots::remove`] gave up, or one being replaced).
-    pub fn restore(&mut self, b: BufferId, slot: Slot<B>) {
-        if let Some(s) = self.slots.get_mut(b.0) {
-            *s = Some(slot);
-        }
-    }
 }
 
 #[cfg(test)]

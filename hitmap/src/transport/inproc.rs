@@ -1,6 +1,4 @@
-use super::{Transport, TransportError};
-use std::collections::{HashMap, VecDeque};
-use std::hash::Hash;
+use super::{pop_oldest, Transport, TransportError};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -30,7 +28,7 @@ enum Msg<T> {
 }
 
 /// Messages that arrived before they were asked for, by sender and key.
-type Pending<K, V> = HashMap<(usize, K), VecDeque<Vec<V>>>;
+type Pending<K, V> = super::Pending<(usize, K), Vec<V>>;
 
 /// One virtual process's endpoint of the in-process transport (threads and
 /// channels; messages move by handing over the vector, no copy).
@@ -58,8 +56,8 @@ pub fn in_process<T: Send>(n: usize) -> Vec<InProcess<T>> {
             rank,
             txs: txs.clone(),
             rx,
-            cells: HashMap::new(),
-            floats: HashMap::new(),
+            cells: Pending::new(),
+            floats: Pending::new(),
             gone: gone.clone(),
             collectives: 0,
             spin: SPIN,
@@ -180,7 +178,7 @@ impl<T: Send> InProcess<T> {
     fn wait_floats(&mut self, from: usize, key: Floats) -> Result<Vec<f64>, TransportError> {
         self.wait(
             from,
-            |s| pop(&mut s.floats, from, key),
+            |s| pop_oldest(&mut s.floats, &(from, key)),
             |m| match m {
                 Msg::Floats {
                     from: f,
@@ -204,18 +202,6 @@ impl<T: Send> InProcess<T> {
     }
 }
 
-/// The oldest pending message from `from` under `key`.
-fn pop<K: Hash + Eq + Copy, V>(pending: &mut Pending<K, V>, from: usize, key: K) -> Option<Vec<V>> {
-    let queue = pending.get_mut(&(from, key))?;
-    let msg = queue.pop_front();
-    if queue.is_empty() {
-        // Tags name iterations: an emptied key never comes back, and a map
-        // that kept it would grow by every iteration's keys for the whole run.
-        pending.remove(&(from, key));
-    }
-    msg
-}
-
 impl<T: Send> Transport<T> for InProcess<T> {
     fn rank(&self) -> usize {
         self.rank
@@ -233,7 +219,7 @@ impl<T: Send> Transport<T> for InProcess<T> {
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<T>, TransportError> {
         self.wait(
             from,
-            |s| pop(&mut s.cells, from, tag),
+            |s| pop_oldest(&mut s.cells, &(from, tag)),
             |m| match m {
                 Msg::Cells {
                     from: f,

@@ -9,6 +9,8 @@ mod mpi;
 pub use inproc::{in_process, InProcess, SPIN};
 #[cfg(feature = "mpi")]
 pub use mpi::{MpiTransport, Placement, MAX_TAG};
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
 use thiserror::Error;
 
 #[cfg(any(test, feature = "conformance"))]
@@ -105,4 +107,38 @@ pub trait Transport<T> {
     /// Sets how long a receive polls before it blocks, where the transport
     /// polls; what arrives, and in which order, does not depend on it.
     fn set_spin(&mut self, _spin: std::time::Duration) {}
+}
+
+/// Messages that arrived before they were asked for, oldest first per key.
+type Pending<K, V> = HashMap<K, VecDeque<V>>;
+
+/// The oldest pending message under `key`. Tags name iterations, so a key
+/// whose queue empties never comes back: it leaves the map, which would
+/// otherwise grow by every iteration's keys for the whole run.
+fn pop_oldest<K: Hash + Eq, V>(pending: &mut Pending<K, V>, key: &K) -> Option<V> {
+    let queue = pending.get_mut(key)?;
+    let msg = queue.pop_front();
+    if queue.is_empty() {
+        pending.remove(key);
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pending_messages_leave_oldest_first_and_take_their_key_with_the_last() {
+        let mut p: Pending<(usize, u64), &str> = HashMap::new();
+        p.entry((1, 7)).or_default().extend(["a", "b"]);
+        p.entry((2, 7)).or_default().push_back("c");
+        assert_eq!(pop_oldest(&mut p, &(1, 7)), Some("a"));
+        assert!(p.contains_key(&(1, 7)), "one left");
+        assert_eq!(pop_oldest(&mut p, &(1, 7)), Some("b"));
+        assert!(!p.contains_key(&(1, 7)), "the emptied key goes");
+        assert_eq!(pop_oldest(&mut p, &(1, 7)), None);
+        assert_eq!(pop_oldest(&mut p, &(2, 8)), None);
+        assert_eq!(p.len(), 1);
+    }
 }

@@ -11,13 +11,13 @@
 //! payload; a receiver that meets another tag first keeps that message for
 //! later, as the in-process transport does.
 
-use super::{Transport, TransportError};
+use super::{pop_oldest, Transport, TransportError};
 use bytemuck::Pod;
 use mpi::datatype::Equivalence;
 use mpi::point_to_point::{Destination, Source};
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, Process, SimpleCommunicator};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The MPI standard guarantees tags up to 32767; the top of that range is
@@ -240,7 +240,7 @@ struct Link {
 }
 
 /// Messages that arrived before they were asked for, by sender, kind and tag.
-type Stash<U> = HashMap<(usize, Kind, u64), VecDeque<Vec<U>>>;
+type Stash<U> = super::Pending<(usize, Kind, u64), Vec<U>>;
 
 impl Link {
     fn check_peer(&self, q: usize) -> Result<(), TransportError> {
@@ -281,15 +281,8 @@ impl Link {
         tag: u64,
     ) -> Result<Vec<U>, TransportError> {
         self.check_peer(from)?;
-        if let Some(queue) = stash.get_mut(&(from, kind, tag)) {
-            let v = queue.pop_front();
-            if queue.is_empty() {
-                // Tags name iterations: a key kept would never be used again.
-                stash.remove(&(from, kind, tag));
-            }
-            if let Some(v) = v {
-                return Ok(v);
-            }
+        if let Some(v) = pop_oldest(stash, &(from, kind, tag)) {
+            return Ok(v);
         }
         loop {
             let (got, v) = self.next_message::<U>(from, kind)?;
