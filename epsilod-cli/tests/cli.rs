@@ -79,6 +79,18 @@ fn bad_input_is_one_clear_line() {
             "at least one thread",
         ),
         (
+            a!["run", "2d4", "--size", "10", "--devices", "cpu:threads=99999"],
+            "threads=99999: a device may have at most 1024 threads",
+        ),
+        (
+            a!["run", "2d4", "--size", "3000000x3000000"],
+            "the tiles of rank 0's CPU devices need 72000.0 GB of memory",
+        ),
+        (
+            a!["run", "3d27", "--size", "10000000x10000000x10000000"],
+            "bad size '10000000x10000000x10000000': a grid of 4-byte cells this large has more bytes than memory can address",
+        ),
+        (
             a!["run", "2d4", "--size", "10", "--devices", "cpu:slowdown=-2"],
             "factor must be a number >= 1",
         ),

@@ -329,9 +329,18 @@ impl DeviceSpec {
     }
 }
 
+/// The most threads one CPU device may have: beyond the largest nodes'
+/// cores, threads only take turns, and spawning tens of thousands took
+/// minutes before the run began.
+pub const MAX_THREADS: usize = 1024;
+
 fn check_threads(t: usize) -> Result<usize, String> {
     if t == 0 {
         Err("threads=0: a device needs at least one thread".into())
+    } else if t > MAX_THREADS {
+        Err(format!(
+            "threads={t}: a device may have at most {MAX_THREADS} threads (give as many as it has cores)"
+        ))
     } else {
         Ok(t)
     }
@@ -755,6 +764,7 @@ mod tests {
                 "unknown device kind 'opencl,weight=0' (use cpu, opencl or cuda; options follow a colon: opencl:weight=0)",
             ),
             ("cpu:threads=0", "at least one thread"),
+            ("cpu:threads=1025", "at most 1024 threads"),
             ("cpu:threads=-1", "whole number"),
             ("cpu:threads=x", "whole number"),
             ("cpu:weight=inf", "weight=inf: expected a number >= 0"),

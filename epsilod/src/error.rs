@@ -82,6 +82,16 @@ pub enum SetupError {
         /// Why.
         why: String,
     },
+    /// More memory than the host has for the tiles of its CPU devices.
+    #[error("the tiles of rank {rank}'s CPU devices need {:.1} GB of memory and its host has {:.1} GB available: run a smaller size, or spread the run over more hosts (mpirun)", *need as f64 / 1e9, *available as f64 / 1e9)]
+    Memory {
+        /// The rank.
+        rank: usize,
+        /// Bytes its tiles need at least.
+        need: u64,
+        /// Bytes its host has available.
+        available: u64,
+    },
     /// No checkpoint to restart from, or one that may not be used.
     #[error(transparent)]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),

@@ -30,6 +30,7 @@ mod depth_trials;
 pub mod devices;
 pub mod error;
 mod executor;
+mod memory;
 pub mod output;
 mod peer_mail;
 pub mod pgm;

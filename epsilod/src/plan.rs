@@ -5,7 +5,7 @@
 use crate::alb::Alb;
 use crate::checkpoint::{Checkpointing, Restart};
 use crate::cluster::JobInfo;
-use crate::devices::DeviceSpec;
+use crate::devices::{DeviceKind, DeviceSpec};
 use crate::error::SetupError;
 use crate::report::{
     median, CheckpointRecord, DeviceIteration, IterationRecord, Report, ReportConfig, Summary,
@@ -103,11 +103,57 @@ pub fn interior<T>(size: &[usize], stencil: &Stencil<T>) -> Result<Shape, SetupE
             )));
         }
     }
+    let cell_bytes = std::mem::size_of::<T>();
+    let bytes = size
+        .iter()
+        .try_fold(cell_bytes, |b, &w| b.checked_mul(w))
+        .filter(|&b| b <= isize::MAX as usize);
+    if bytes.is_none() {
+        return Err(bad(format!(
+            "a grid of {cell_bytes}-byte cells this large has more bytes than memory can address"
+        )));
+    }
     Ok(Shape::from_ranges(
         &(0..nd)
             .map(|d| (stencil.low[d] as i64, (size[d] - stencil.high[d]) as i64))
             .collect::<Vec<_>>(),
     ))
+}
+
+/// The cells of a grid of `size` outside `inner` (a box inside it), as
+/// disjoint boxes: for each dimension `d`, the slabs below and above
+/// `inner` there, within `inner` along the dimensions before `d`.
+fn boundary_slabs(size: &[usize], inner: &Shape) -> Vec<Shape> {
+    let nd = size.len();
+    let mut slabs = Vec::new();
+    for d in 0..nd {
+        let (lo, hi) = (inner.sig(d).begin(), inner.sig(d).end());
+        for (from, to) in [(0, lo), (hi, size[d] as i64)] {
+            if from >= to {
+                continue;
+            }
+            let ranges: Vec<(i64, i64)> = (0..nd)
+                .map(|e| match e.cmp(&d) {
+                    std::cmp::Ordering::Less => (inner.sig(e).begin(), inner.sig(e).end()),
+                    std::cmp::Ordering::Equal => (from, to),
+                    std::cmp::Ordering::Greater => (0, size[e] as i64),
+                })
+                .collect();
+            slabs.push(Shape::from_ranges(&ranges));
+        }
+    }
+    slabs
+}
+
+/// Copies `cells` (row-major over `region`) into `grid` at `region`.
+fn place<T: Clone>(grid: &mut ArrayD<T>, region: &Shape, cells: &[T]) {
+    let view = ArrayViewD::from_shape(IxDyn(&region.extents()), cells)
+        .expect("a region's cells match its shape");
+    grid.slice_each_axis_mut(|ax| {
+        let s = region.sig(ax.axis.index());
+        ndarray::Slice::from(s.begin() as isize..s.end() as isize)
+    })
+    .assign(&view);
 }
 
 impl<T> RunPlan<T> {
@@ -184,6 +230,45 @@ impl<T> RunPlan<T> {
     /// The rank of each virtual process in `job`, checked: every rank hosts
     /// at least one device with rows (or only devices given `weight=0`),
     /// and a rank hosting several can.
+    /// Errors if what `rank` holds in host memory needs more than the
+    /// `available` bytes: while it runs, two buffers of each CPU device's
+    /// block; at its end, a copy of every local block and, on rank 0, the
+    /// whole grid (by then one buffer each is freed). A lower bound: halos
+    /// and spare rows come on top. Checked before any tile is allocated: on
+    /// a host that overcommits memory, an allocation far beyond it may
+    /// succeed and the process be killed later, as it writes.
+    pub(crate) fn check_memory(
+        &self,
+        owners: &[usize],
+        rank: usize,
+        available: Option<u64>,
+    ) -> Result<(), SetupError> {
+        let Some(available) = available else {
+            return Ok(());
+        };
+        let local = || (0..owners.len()).filter(|&p| owners[p] == rank);
+        let cpu = |p: &usize| matches!(self.devices[*p].kind, DeviceKind::Cpu { .. });
+        let cells = |p: usize| self.layout.block(p).card() as u64;
+        let running = 2 * local().filter(cpu).map(cells).sum::<u64>();
+        let grid = if rank == 0 {
+            self.size.iter().map(|&w| w as u64).product()
+        } else {
+            0
+        };
+        let ending = local().map(cells).sum::<u64>() + grid;
+        let need = running
+            .max(ending)
+            .saturating_mul(std::mem::size_of::<T>() as u64);
+        if need > available {
+            return Err(SetupError::Memory {
+                rank,
+                need,
+                available,
+            });
+        }
+        Ok(())
+    }
+
     pub(crate) fn owners(&self, job: &JobInfo) -> Result<Vec<usize>, SetupError> {
         let (n, ranks) = (self.devices.len(), job.size);
         let owners = match &self.placement {
@@ -278,20 +363,36 @@ impl<T> RunPlan<T> {
     where
         T: Clone + 'a,
     {
-        // Index by index through one buffer: a Vec per cell cost more than
-        // the init function on large grids.
-        let mut cells = Vec::with_capacity(self.size.iter().product());
-        Shape::from_sizes(&self.size).for_each_index(|g| cells.push((self.init)(g)));
-        let mut grid = ArrayD::from_shape_vec(IxDyn(&self.size), cells)
-            .expect("one value per cell of the global size");
-        for (block, data) in blocks.filter(|(b, _)| !b.is_empty()) {
-            let view = ArrayViewD::from_shape(IxDyn(&block.extents()), data)
-                .expect("a block's data matches its shape");
-            grid.slice_each_axis_mut(|ax| {
-                let s = block.sig(ax.axis.index());
-                ndarray::Slice::from(s.begin() as isize..s.end() as isize)
-            })
-            .assign(&view);
+        let blocks: Vec<_> = blocks.filter(|(b, _)| !b.is_empty()).collect();
+        let covered: usize = blocks.iter().map(|(b, _)| b.card()).sum();
+        let inner = interior(&self.size, &self.stencil)
+            .ok()
+            .filter(|i| i.card() == covered && !i.is_empty());
+        let mut grid = match inner {
+            // The blocks of a layout partition the interior: the init
+            // function is needed on the boundary only (on one thread, it
+            // was most of a large run's setup).
+            Some(inner) => {
+                let origin = vec![0; self.size.len()];
+                let mut grid = ArrayD::from_elem(IxDyn(&self.size), (self.init)(&origin));
+                for slab in boundary_slabs(&self.size, &inner) {
+                    let mut cells = Vec::with_capacity(slab.card());
+                    slab.for_each_index(|g| cells.push((self.init)(g)));
+                    place(&mut grid, &slab, &cells);
+                }
+                grid
+            }
+            None => {
+                // Index by index through one buffer: a Vec per cell cost
+                // more than the init function on large grids.
+                let mut cells = Vec::with_capacity(self.size.iter().product());
+                Shape::from_sizes(&self.size).for_each_index(|g| cells.push((self.init)(g)));
+                ArrayD::from_shape_vec(IxDyn(&self.size), cells)
+                    .expect("one value per cell of the global size")
+            }
+        };
+        for (block, data) in blocks {
+            place(&mut grid, block, data);
         }
         grid
     }
@@ -383,6 +484,35 @@ impl<T> RunPlan<T> {
             halo_depth: first.map_or(self.halo_depth, |r| r.depth),
             depth_trials: first.map_or_else(Vec::new, |r| r.depth_trials.clone()),
             failures: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The boundary slabs and the interior cover the grid, each cell
+        /// once.
+        #[test]
+        fn boundary_slabs_and_the_interior_tile_the_grid(
+            dims in prop::collection::vec((1usize..7, 0usize..4, 0usize..4), 1..4)
+        ) {
+            let size: Vec<usize> = dims.iter().map(|&(w, a, b)| w + a + b).collect();
+            let inner = Shape::from_ranges(
+                &dims.iter().map(|&(w, a, _)| (a as i64, (a + w) as i64)).collect::<Vec<_>>(),
+            );
+            let slabs = boundary_slabs(&size, &inner);
+            let global = Shape::from_sizes(&size);
+            let mut seen = vec![0u8; global.card()];
+            for (k, g) in global.iter().enumerate() {
+                let holders = slabs.iter().filter(|s| s.contains(&g)).count()
+                    + usize::from(inner.contains(&g));
+                seen[k] = holders as u8;
+            }
+            prop_assert!(seen.iter().all(|&n| n == 1), "{:?} {} {:?}", size, inner, slabs);
         }
     }
 }

@@ -75,4 +75,14 @@ pub enum HitmapError {
     #[error("layouts of different domains cannot be redistributed into each other")]
     /// Two layouts of different domains.
     DomainMismatch,
+    #[error("not enough memory for tile {tile}: {cells} cells of {cell_bytes} bytes")]
+    /// The allocator refused a tile's memory (or its size overflows).
+    OutOfMemory {
+        /// The tile's allocation.
+        tile: String,
+        /// Its cells.
+        cells: usize,
+        /// Bytes a cell.
+        cell_bytes: usize,
+    },
 }

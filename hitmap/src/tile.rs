@@ -35,11 +35,25 @@ impl<T: Copy> Tile<T> {
                 tile: alloc.to_string(),
             });
         }
-        let mut data = ArrayD::from_elem(IxDyn(&alloc.extents()), fill);
-        // A zero fill comes from the allocator as untouched pages; write them
-        // now, so rows later moved into the spare capacity do not pay the page
-        // faults inside a rebalance (measured: up to 2x its cost at 2050^2).
-        data.fill(fill);
+        let cells = alloc.card();
+        let out_of_memory = || HitmapError::OutOfMemory {
+            tile: alloc.to_string(),
+            cells,
+            cell_bytes: std::mem::size_of::<T>(),
+        };
+        // Asked for, not assumed: a size beyond the machine is an error to
+        // report, not an abort.
+        let mut cells_vec = Vec::new();
+        cells_vec
+            .try_reserve_exact(cells)
+            .map_err(|_| out_of_memory())?;
+        // Every cell written now, zeros included (the allocator hands those
+        // out as untouched pages), so rows later moved into the spare
+        // capacity do not pay the page faults inside a rebalance (measured:
+        // up to 2x its cost at 2050^2).
+        cells_vec.resize(cells, fill);
+        let data = ArrayD::from_shape_vec(IxDyn(&alloc.extents()), cells_vec)
+            .map_err(|_| out_of_memory())?;
         Ok(Tile {
             alloc,
             extent,
@@ -265,6 +279,18 @@ mod tests {
         t.fill_with(extent, |i| i.iter().fold(0, |a, &x| a * 1000 + x))
             .unwrap();
         t
+    }
+
+    #[test]
+    fn a_tile_beyond_memory_is_an_error() {
+        // 2^62 f32 cells: more bytes than an address space holds.
+        let huge = Shape::from_ranges(&[(0, 1 << 40), (0, 1 << 22)]);
+        match Tile::<f32>::new(huge, 0.0) {
+            Err(HitmapError::OutOfMemory {
+                cells, cell_bytes, ..
+            }) => assert_eq!((cells, cell_bytes), (1 << 62, 4)),
+            other => panic!("{:?}", other.map(|t| t.shape().clone())),
+        }
     }
 
     #[test]

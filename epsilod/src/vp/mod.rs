@@ -368,6 +368,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         let loop_seconds = started.elapsed().as_secs_f64();
         // The report's form, named values, built once the loop is timed.
         let decisions = decisions.into_iter().map(Check::into_record).collect();
+        // The other buffer is done with: freed before the block is copied
+        // out, so the run's peak is one tile and its copy, not two tiles and
+        // a copy (`RunPlan::check_memory` counts on it).
+        self.device.free(self.next).map_err(|e| self.dev_err(e))?;
         let mut data = Vec::with_capacity(self.geometry.block.card());
         self.device
             .read(self.cur, &self.geometry.block, &mut data)
