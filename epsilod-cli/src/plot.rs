@@ -145,7 +145,7 @@ where
     let ymax = p99s.iter().cloned().fold(0.0, f64::max).max(1e-6) * 1.2;
     let xmax = runs
         .iter()
-        .map(|(_, r)| r.iterations.len())
+        .filter_map(|(_, r)| r.iterations.last().map(|i| i.iter + 1))
         .max()
         .unwrap_or(1) as f64;
     let mut chart = panel(
@@ -192,7 +192,7 @@ where
         .flat_map(|i| i.devices.iter().map(|d| ms(d.compute_seconds)))
         .fold(0.0, f64::max)
         .max(1e-6);
-    let xmax = r.iterations.len().max(1) as f64;
+    let xmax = r.iterations.last().map_or(1, |i| i.iter + 1) as f64;
     let mut chart = panel(
         &panels[1],
         format!("Kernel time per device ({label})"),

@@ -11,7 +11,7 @@ use crate::report::{
     median, CheckpointRecord, DeviceIteration, IterationRecord, Report, ReportConfig, Summary,
 };
 use crate::stencil::{InitFn, SnapshotFn, Stencil};
-use crate::vp::VpResult;
+use crate::vp::{record_every, VpResult};
 use hitmap::{Layout, Partition, Shape};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use std::sync::Arc;
@@ -55,6 +55,8 @@ pub struct RunPlan<T> {
     /// `--halo-depth auto`: measure a few depths first, then run at the
     /// one the cost model chooses.
     pub(crate) auto_depth: bool,
+    /// The most iterations recorded one by one (`Skeleton::iteration_records`).
+    pub(crate) iteration_records: u64,
 }
 
 /// Each checkpoint with the slowest process's time over it.
@@ -204,6 +206,7 @@ impl<T> RunPlan<T> {
             snapshot: None,
             halo_depth: 1,
             auto_depth: false,
+            iteration_records: crate::vp::RECORDED_ITERATIONS,
         })
     }
 
@@ -402,9 +405,11 @@ impl<T> RunPlan<T> {
     /// taken from whichever came first, wherever it ran.
     pub(crate) fn report(&self, results: &[VpResult<T>], total: f64) -> Report {
         let ran = self.iters.saturating_sub(self.start);
-        let iterations: Vec<IterationRecord> = (0..ran as usize)
+        let every = record_every(ran, self.iteration_records);
+        let recorded = results.iter().map(|r| r.stats.len()).min().unwrap_or(0);
+        let iterations: Vec<IterationRecord> = (0..recorded)
             .map(|i| IterationRecord {
-                iter: self.start + i as u64,
+                iter: self.start + i as u64 * every,
                 seconds: results.iter().map(|r| r.stats[i].wall).fold(0.0, f64::max),
                 elapsed_seconds: results
                     .iter()
@@ -476,6 +481,7 @@ impl<T> RunPlan<T> {
                 halo_messages: results.iter().map(|r| r.messages).sum(),
                 halo_messages_on_device: results.iter().map(|r| r.device_messages).sum(),
                 devices_in_planes: results.iter().filter(|r| r.planes).count() as u64,
+                iterations_recorded_every: every,
             },
             iterations,
             redistributions,

@@ -257,6 +257,15 @@ pub struct Summary {
     /// kernels that can read them so: docs/stencils.md).
     #[serde(default)]
     pub devices_in_planes: u64,
+    /// `iterations` holds every this many iterations: 1 unless the run was
+    /// longer than a million iterations (then its records are a sample,
+    /// each still one iteration; means, medians and overhead are over them).
+    #[serde(default = "every_iteration")]
+    pub iterations_recorded_every: u64,
+}
+
+fn every_iteration() -> u64 {
+    1
 }
 
 /// One iteration.

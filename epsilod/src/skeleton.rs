@@ -153,6 +153,7 @@ pub struct Skeleton<T> {
     snapshot: Option<(u64, SnapshotFn<T>)>,
     halo_depth: HaloDepth,
     cpu_time: bool,
+    iteration_records: u64,
 }
 
 impl<T: Cell> Skeleton<T> {
@@ -179,6 +180,7 @@ impl<T: Cell> Skeleton<T> {
             snapshot: None,
             halo_depth: HaloDepth::Depth(1),
             cpu_time: false,
+            iteration_records: crate::vp::RECORDED_ITERATIONS,
         }
     }
 
@@ -207,6 +209,18 @@ impl<T: Cell> Skeleton<T> {
     /// devices took 7-10 µs an iteration with them and 4.3 µs without.
     pub fn cpu_time(mut self, on: bool) -> Self {
         self.cpu_time = on;
+        self
+    }
+
+    /// Records at most `max` iterations one by one in the report (default
+    /// a million: a one-device run of a million iterations holds 210 MB,
+    /// 350 MB when it writes its report): a longer run records every k-th
+    /// iteration, the smallest k that keeps within `max`
+    /// (`summary.iterations_recorded_every`), so a run of any length fits
+    /// in memory. Totals and throughput stay exact; means, medians and the
+    /// overhead are then over the sample.
+    pub fn iteration_records(mut self, max: u64) -> Self {
+        self.iteration_records = max.max(1);
         self
     }
 
@@ -423,6 +437,7 @@ impl<T: Cell> Skeleton<T> {
             plan.snapshot = self.snapshot.clone();
             plan.halo_depth = halo_depth;
             plan.auto_depth = auto_depth;
+            plan.iteration_records = self.iteration_records;
             plan.restart = restart;
             plan
         })

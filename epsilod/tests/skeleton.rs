@@ -299,3 +299,41 @@ fn cpu_time_is_reported_only_when_asked() {
         devices(&on)
     );
 }
+
+/// A run longer than its record limit reports every k-th iteration, each
+/// still one iteration, with the same bits and exact totals.
+#[test]
+fn long_runs_report_a_sample_of_their_iterations() {
+    let run = |records: Option<u64>| {
+        let s = Skeleton::new(
+            &[34, 34],
+            Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+        )
+        .iterations(95)
+        .devices(vec![DeviceSpec::cpu(1), DeviceSpec::cpu(1)])
+        .halo_depth(epsilod::HaloDepth::Depth(4));
+        match records {
+            Some(max) => s.iteration_records(max),
+            None => s,
+        }
+        .run()
+        .unwrap()
+    };
+    let all = run(None);
+    let sampled = run(Some(10));
+    assert_eq!(bits(&all.grid), bits(&sampled.grid));
+    let iters = |o: &epsilod::Outcome<f32>| -> Vec<u64> {
+        o.report.iterations.iter().map(|i| i.iter).collect()
+    };
+    assert_eq!(iters(&all), (0..95).collect::<Vec<_>>());
+    assert_eq!(all.report.summary.iterations_recorded_every, 1);
+    assert_eq!(iters(&sampled), (0..95).step_by(10).collect::<Vec<_>>());
+    assert_eq!(sampled.report.summary.iterations_recorded_every, 10);
+    for it in &sampled.report.iterations {
+        assert_eq!(it.devices.len(), 2);
+        assert!(it.seconds > 0.0 && it.elapsed_seconds <= sampled.report.summary.loop_seconds);
+    }
+    let cells = 32.0 * 32.0 * 95.0;
+    let s = &sampled.report.summary;
+    assert!((s.cell_updates_per_second * s.loop_seconds - cells).abs() < 1e-6 * cells);
+}

@@ -771,7 +771,7 @@ impl<'a> Sim<'a> {
             recent: VecDeque::new(),
             out: Simulated {
                 steps: Vec::new(),
-                iteration_seconds: Vec::with_capacity(s.iters as usize),
+                iteration_seconds: Vec::with_capacity(s.iters.min(1 << 20) as usize),
                 overhead_per_iteration: 0.0,
                 loop_seconds: 0.0,
                 moves: Vec::new(),

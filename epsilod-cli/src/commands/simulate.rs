@@ -331,8 +331,13 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
     let iters = real.config.iters;
     if real.iterations.len() as u64 != iters {
         return Err(bad(format!(
-            "it records {} iterations of {iters}",
-            real.iterations.len()
+            "it records {} iterations of {iters}{}",
+            real.iterations.len(),
+            match real.summary.iterations_recorded_every {
+                1 => String::new(),
+                k =>
+                    format!(" (every {k}th: trace mode replays runs of up to a million iterations)"),
+            }
         )));
     }
     let (compute, rows) = kernel_times_and_rows(&real);
@@ -487,6 +492,7 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
             halo_messages: sim.halo_messages,
             halo_messages_on_device: 0,
             devices_in_planes: 0,
+            iterations_recorded_every: 1,
         },
         config,
         iterations,

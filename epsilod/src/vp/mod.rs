@@ -29,7 +29,7 @@ mod result;
 
 #[cfg(any(feature = "mpi", test))]
 pub(crate) use result::VpMeta;
-pub(crate) use result::{IterStats, VpResult};
+pub(crate) use result::{record_every, IterStats, VpResult, RECORDED_ITERATIONS};
 
 /// Sets `region` of `buf` from the run's init: on the device where it
 /// launches the init's device kernel, else from the host.
@@ -273,7 +273,8 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
 
     fn run(&mut self) -> Result<VpResult<T>, RunError> {
         let (start, iters) = (self.run.start, self.run.iters);
-        let mut stats = Vec::with_capacity(iters.saturating_sub(start) as usize);
+        let every = record_every(iters.saturating_sub(start), self.run.iteration_records);
+        let mut stats = Vec::with_capacity(iters.saturating_sub(start).div_ceil(every) as usize);
         let mut checkpoints = Vec::new();
         let mut alb = self
             .run
@@ -321,7 +322,8 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 started.elapsed().as_secs_f64(),
                 len as f64,
             );
-            stats.extend((0..len).map(|i| IterStats {
+            let recorded = (0..len).filter(|&i| (it - start + i as u64).is_multiple_of(every));
+            stats.extend(recorded.map(|i| IterStats {
                 wall: wall / n,
                 elapsed: end - wall * (len - 1 - i) as f64 / n,
                 compute: compute / n,
