@@ -84,7 +84,7 @@ fn bad_input_is_one_clear_line() {
         ),
         (
             a!["run", "2d4", "--size", "3000000x3000000"],
-            "the tiles of rank 0's CPU devices need 72000.0 GB of memory",
+            "(1 rank(s)) need 72000.0 GB of memory",
         ),
         (
             a!["run", "3d27", "--size", "10000000x10000000x10000000"],

@@ -83,13 +83,15 @@ pub enum SetupError {
         why: String,
     },
     /// More memory than the host has for the tiles of its CPU devices.
-    #[error("the tiles of rank {rank}'s CPU devices need {:.1} GB of memory and its host has {:.1} GB available: run a smaller size, or spread the run over more hosts (mpirun)", *need as f64 / 1e9, *available as f64 / 1e9)]
+    #[error("the tiles of the CPU devices on host {host} ({ranks} rank(s)) need {:.1} GB of memory and it has {:.1} GB available: run a smaller size, or spread the run over more hosts (mpirun)", *need as f64 / 1e9, *available as f64 / 1e9)]
     Memory {
-        /// The rank.
-        rank: usize,
-        /// Bytes its tiles need at least.
+        /// The host.
+        host: String,
+        /// Ranks on it.
+        ranks: usize,
+        /// Bytes their tiles need at least.
         need: u64,
-        /// Bytes its host has available.
+        /// Bytes the host has available.
         available: u64,
     },
     /// No checkpoint to restart from, or one that may not be used.

@@ -86,7 +86,7 @@ pub(crate) fn execute<T: Cell, J: Job<T>>(
     // starts: a rank that bailed out early would leave the others waiting.
     let prepared = plan.and_then(|p| {
         let owners = p.owners(job.info())?;
-        p.check_memory(&owners, job.info().rank, crate::memory::available())?;
+        p.check_memory(&owners, job.info(), crate::memory::available())?;
         Ok((p, owners))
     });
     let verdict = job.agree(

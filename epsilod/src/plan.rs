@@ -233,38 +233,48 @@ impl<T> RunPlan<T> {
     /// The rank of each virtual process in `job`, checked: every rank hosts
     /// at least one device with rows (or only devices given `weight=0`),
     /// and a rank hosting several can.
-    /// Errors if what `rank` holds in host memory needs more than the
-    /// `available` bytes: while it runs, two buffers of each CPU device's
-    /// block; at its end, a copy of every local block and, on rank 0, the
-    /// whole grid (by then one buffer each is freed). A lower bound: halos
-    /// and spare rows come on top. Checked before any tile is allocated: on
-    /// a host that overcommits memory, an allocation far beyond it may
-    /// succeed and the process be killed later, as it writes.
+    /// Errors if what the ranks on this rank's host hold in memory needs
+    /// more than the `available` bytes there: while they run, two buffers
+    /// of each CPU device's block; at the end, a copy of every block and,
+    /// on rank 0, the whole grid (by then one buffer each is freed). A
+    /// lower bound: halos and spare rows come on top. Checked before any
+    /// tile is allocated: on a host that overcommits memory, an allocation
+    /// far beyond it may succeed and the process be killed later, as it
+    /// writes.
     pub(crate) fn check_memory(
         &self,
         owners: &[usize],
-        rank: usize,
+        job: &JobInfo,
         available: Option<u64>,
     ) -> Result<(), SetupError> {
         let Some(available) = available else {
             return Ok(());
         };
-        let local = || (0..owners.len()).filter(|&p| owners[p] == rank);
-        let cpu = |p: &usize| matches!(self.devices[*p].kind, DeviceKind::Cpu { .. });
         let cells = |p: usize| self.layout.block(p).card() as u64;
-        let running = 2 * local().filter(cpu).map(cells).sum::<u64>();
-        let grid = if rank == 0 {
-            self.size.iter().map(|&w| w as u64).product()
-        } else {
-            0
+        let cpu = |p: &usize| matches!(self.devices[*p].kind, DeviceKind::Cpu { .. });
+        let rank_needs = |rank: usize| {
+            let local = || (0..owners.len()).filter(move |&p| owners[p] == rank);
+            let running = 2 * local().filter(cpu).map(cells).sum::<u64>();
+            let grid: u64 = if rank == 0 {
+                self.size.iter().map(|&w| w as u64).product()
+            } else {
+                0
+            };
+            running.max(local().map(cells).sum::<u64>() + grid)
         };
-        let ending = local().map(cells).sum::<u64>() + grid;
-        let need = running
-            .max(ending)
+        let host = job.hosts.get(job.rank).cloned().unwrap_or_default();
+        let ranks: Vec<usize> = (0..job.size)
+            .filter(|&r| job.hosts.get(r).is_none_or(|h| *h == host) || r == job.rank)
+            .collect();
+        let need = ranks
+            .iter()
+            .map(|&r| rank_needs(r))
+            .sum::<u64>()
             .saturating_mul(std::mem::size_of::<T>() as u64);
         if need > available {
             return Err(SetupError::Memory {
-                rank,
+                host,
+                ranks: ranks.len(),
                 need,
                 available,
             });
@@ -498,6 +508,66 @@ impl<T> RunPlan<T> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// What the ranks on a host need is summed over them: two ranks of one
+    /// host need what each needs on a host of its own, together.
+    #[test]
+    fn memory_needs_add_up_over_the_ranks_of_a_host() {
+        use crate::{DeviceSpec, Skeleton, Stencil};
+        use kernels::{KernelChoice, Library};
+        let plan = Skeleton::new(
+            &[34, 20],
+            Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+        )
+        .devices(vec![DeviceSpec::cpu(1); 2])
+        .placement(vec![0, 1])
+        .plan()
+        .unwrap();
+        let need = |rank: usize, hosts: [&str; 2], available: u64| {
+            let job = JobInfo {
+                rank,
+                size: 2,
+                hosts: hosts.iter().map(|h| h.to_string()).collect(),
+                cores: vec![1, 1],
+                threads_multiple: false,
+            };
+            match plan.check_memory(&[0, 1], &job, Some(available)) {
+                Ok(()) => None,
+                Err(SetupError::Memory { need, .. }) => Some(need),
+                Err(e) => panic!("{e}"),
+            }
+        };
+        let alone = [
+            need(0, ["a", "b"], 0).unwrap(),
+            need(1, ["a", "b"], 0).unwrap(),
+        ];
+        let block = |p: usize| plan.layout.block(p).card() as u64 * 4;
+        assert!(
+            alone[0] >= 34 * 20 * 4 + block(0),
+            "rank 0 assembles the grid"
+        );
+        assert_eq!(alone[1], 2 * block(1), "two buffers of its block");
+        for rank in 0..2 {
+            assert_eq!(need(rank, ["a", "a"], 0), Some(alone[0] + alone[1]));
+            assert_eq!(need(rank, ["a", "a"], alone[0] + alone[1]), None);
+            assert_eq!(need(rank, ["a", "b"], alone[rank]), None);
+        }
+        assert_eq!(
+            plan.check_memory(
+                &[0, 1],
+                &JobInfo {
+                    rank: 0,
+                    size: 2,
+                    hosts: vec!["a".into(); 2],
+                    cores: vec![1, 1],
+                    threads_multiple: false
+                },
+                None
+            )
+            .ok(),
+            Some(())
+        );
+    }
 
     proptest! {
         /// The boundary slabs and the interior cover the grid, each cell
