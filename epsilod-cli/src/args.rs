@@ -401,8 +401,9 @@ pub struct SimulateArgs {
     /// are modelled; the kind only names it).
     #[arg(long = "devices")]
     pub devices: Vec<String>,
-    /// N identical modelled CPU devices instead of --devices.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// N identical modelled CPU devices instead of --devices, at most 1048576 (each costs
+    /// about 1.4 KB of memory and its share of every iteration's time).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub devices_count: Option<u64>,
     /// A machine JSON (epsilod calibrate): seconds per cell and spread per device (one entry for
     /// all, or one per device), links by name (in-process, mpi; else the first).

@@ -82,14 +82,14 @@ pub enum SetupError {
         /// Why.
         why: String,
     },
-    /// More memory than the host has for the tiles of its CPU devices.
-    #[error("the tiles of the CPU devices on host {host} ({ranks} rank(s)) need {:.1} GB of memory and it has {:.1} GB available: run a smaller size, or spread the run over more hosts (mpirun)", *need as f64 / 1e9, *available as f64 / 1e9)]
+    /// More memory than a host has for the run's tiles and results.
+    #[error("the run needs {:.1} GB of memory on host {host} ({ranks} rank(s): CPU devices' tiles, results) and it has {:.1} GB available: run a smaller size, or spread the run over more hosts (mpirun)", *need as f64 / 1e9, *available as f64 / 1e9)]
     Memory {
         /// The host.
         host: String,
         /// Ranks on it.
         ranks: usize,
-        /// Bytes their tiles need at least.
+        /// Bytes they need at least.
         need: u64,
         /// Bytes the host has available.
         available: u64,

@@ -11,7 +11,7 @@ use crate::report::{
     median, CheckpointRecord, DeviceIteration, IterationRecord, Report, ReportConfig, Summary,
 };
 use crate::stencil::{InitFn, SnapshotFn, Stencil};
-use crate::vp::{record_every, VpResult};
+use crate::vp::{default_records, record_every, recorded_in_block, VpResult};
 use hitmap::{Layout, Partition, Shape};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use std::sync::Arc;
@@ -55,8 +55,9 @@ pub struct RunPlan<T> {
     /// `--halo-depth auto`: measure a few depths first, then run at the
     /// one the cost model chooses.
     pub(crate) auto_depth: bool,
-    /// The most iterations recorded one by one (`Skeleton::iteration_records`).
-    pub(crate) iteration_records: u64,
+    /// The most iterations recorded one by one (`Skeleton::iteration_records`;
+    /// `None`: as many as the default budget gives each device).
+    pub(crate) iteration_records: Option<u64>,
 }
 
 /// Each checkpoint with the slowest process's time over it.
@@ -206,7 +207,7 @@ impl<T> RunPlan<T> {
             snapshot: None,
             halo_depth: 1,
             auto_depth: false,
-            iteration_records: crate::vp::RECORDED_ITERATIONS,
+            iteration_records: None,
         })
     }
 
@@ -230,17 +231,17 @@ impl<T> RunPlan<T> {
         &self.layout
     }
 
-    /// The rank of each virtual process in `job`, checked: every rank hosts
-    /// at least one device with rows (or only devices given `weight=0`),
-    /// and a rank hosting several can.
     /// Errors if what the ranks on this rank's host hold in memory needs
-    /// more than the `available` bytes there: while they run, two buffers
-    /// of each CPU device's block; at the end, a copy of every block and,
-    /// on rank 0, the whole grid (by then one buffer each is freed). A
-    /// lower bound: halos and spare rows come on top. Checked before any
-    /// tile is allocated: on a host that overcommits memory, an allocation
-    /// far beyond it may succeed and the process be killed later, as it
-    /// writes.
+    /// more than the `available` bytes there (Linux's `MemAvailable`: swap
+    /// and a cgroup's limit are not counted). All ranks run at once and end
+    /// at once, so the host needs the larger of: while running, two
+    /// buffers of each CPU device's block, on every rank of the host; at
+    /// the end, a copy of each of their blocks and, where rank 0 is, the
+    /// other hosts' blocks gathered and the whole grid (one buffer each is
+    /// freed by then). A lower bound: halos and spare rows come on top.
+    /// Checked before any tile is allocated: on a host that overcommits
+    /// memory, an allocation far beyond it may succeed and the process be
+    /// killed later, as it writes.
     pub(crate) fn check_memory(
         &self,
         owners: &[usize],
@@ -250,31 +251,35 @@ impl<T> RunPlan<T> {
         let Some(available) = available else {
             return Ok(());
         };
-        let cells = |p: usize| self.layout.block(p).card() as u64;
-        let cpu = |p: &usize| matches!(self.devices[*p].kind, DeviceKind::Cpu { .. });
-        let rank_needs = |rank: usize| {
-            let local = || (0..owners.len()).filter(move |&p| owners[p] == rank);
-            let running = 2 * local().filter(cpu).map(cells).sum::<u64>();
-            let grid: u64 = if rank == 0 {
-                self.size.iter().map(|&w| w as u64).product()
-            } else {
-                0
-            };
-            running.max(local().map(cells).sum::<u64>() + grid)
-        };
         let host = job.hosts.get(job.rank).cloned().unwrap_or_default();
-        let ranks: Vec<usize> = (0..job.size)
-            .filter(|&r| job.hosts.get(r).is_none_or(|h| *h == host) || r == job.rank)
-            .collect();
-        let need = ranks
-            .iter()
-            .map(|&r| rank_needs(r))
-            .sum::<u64>()
+        // Host-mates as `cores::my_cores` counts them.
+        let here = |r: usize| r == job.rank || job.hosts.get(r) == Some(&host);
+        let cells = |p: &usize| self.layout.block(*p).card() as u64;
+        let cpu = |p: &usize| matches!(self.devices[*p].kind, DeviceKind::Cpu { .. });
+        let procs = || 0..owners.len();
+        let running: u64 = 2 * procs()
+            .filter(|&p| here(owners[p]) && cpu(&p))
+            .map(|p| cells(&p))
+            .sum::<u64>();
+        let mut ending: u64 = procs()
+            .filter(|&p| here(owners[p]))
+            .map(|p| cells(&p))
+            .sum();
+        if here(0) {
+            let elsewhere: u64 = procs()
+                .filter(|&p| !here(owners[p]))
+                .map(|p| cells(&p))
+                .sum();
+            ending += elsewhere + self.size.iter().map(|&w| w as u64).product::<u64>();
+        }
+        let need = running
+            .max(ending)
             .saturating_mul(std::mem::size_of::<T>() as u64);
         if need > available {
+            let ranks = (0..job.size.max(1)).filter(|&r| here(r)).count();
             return Err(SetupError::Memory {
                 host,
-                ranks: ranks.len(),
+                ranks,
                 need,
                 available,
             });
@@ -282,6 +287,15 @@ impl<T> RunPlan<T> {
         Ok(())
     }
 
+    /// The most iterations the run records one by one.
+    pub(crate) fn records(&self) -> u64 {
+        self.iteration_records
+            .unwrap_or_else(|| default_records(self.devices.len()))
+    }
+
+    /// The rank of each virtual process in `job`, checked: every rank hosts
+    /// at least one device with rows (or only devices given `weight=0`),
+    /// and a rank hosting several can.
     pub(crate) fn owners(&self, job: &JobInfo) -> Result<Vec<usize>, SetupError> {
         let (n, ranks) = (self.devices.len(), job.size);
         let owners = match &self.placement {
@@ -415,11 +429,11 @@ impl<T> RunPlan<T> {
     /// taken from whichever came first, wherever it ran.
     pub(crate) fn report(&self, results: &[VpResult<T>], total: f64) -> Report {
         let ran = self.iters.saturating_sub(self.start);
-        let every = record_every(ran, self.iteration_records);
+        let every = record_every(ran, self.records());
         let recorded = results.iter().map(|r| r.stats.len()).min().unwrap_or(0);
         let iterations: Vec<IterationRecord> = (0..recorded)
             .map(|i| IterationRecord {
-                iter: self.start + i as u64 * every,
+                iter: self.start + recorded_in_block(i as u64, every),
                 seconds: results.iter().map(|r| r.stats[i].wall).fold(0.0, f64::max),
                 elapsed_seconds: results
                     .iter()
@@ -509,21 +523,24 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// What the ranks on a host need is summed over them: two ranks of one
-    /// host need what each needs on a host of its own, together.
+    /// What a host needs: its ranks' buffers while they run, or at the
+    /// end their blocks plus, beside rank 0, the gathered blocks and the
+    /// grid, whichever is more; GPU devices' blocks count at the end only.
     #[test]
-    fn memory_needs_add_up_over_the_ranks_of_a_host() {
+    fn memory_needs_are_a_hosts_running_or_ending_peak() {
         use crate::{DeviceSpec, Skeleton, Stencil};
         use kernels::{KernelChoice, Library};
-        let plan = Skeleton::new(
-            &[34, 20],
-            Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
-        )
-        .devices(vec![DeviceSpec::cpu(1); 2])
-        .placement(vec![0, 1])
-        .plan()
-        .unwrap();
-        let need = |rank: usize, hosts: [&str; 2], available: u64| {
+        let plan = |second: DeviceSpec| {
+            Skeleton::new(
+                &[34, 20],
+                Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+            )
+            .devices(vec![DeviceSpec::cpu(1), second])
+            .placement(vec![0, 1])
+            .plan()
+            .unwrap()
+        };
+        let need = |plan: &RunPlan<f32>, rank: usize, hosts: [&str; 2]| {
             let job = JobInfo {
                 rank,
                 size: 2,
@@ -531,42 +548,35 @@ mod tests {
                 cores: vec![1, 1],
                 threads_multiple: false,
             };
-            match plan.check_memory(&[0, 1], &job, Some(available)) {
-                Ok(()) => None,
-                Err(SetupError::Memory { need, .. }) => Some(need),
-                Err(e) => panic!("{e}"),
+            assert!(
+                plan.check_memory(&[0, 1], &job, None).is_ok(),
+                "unknown memory"
+            );
+            match plan.check_memory(&[0, 1], &job, Some(0)) {
+                Err(SetupError::Memory { need, .. }) => {
+                    assert!(plan.check_memory(&[0, 1], &job, Some(need)).is_ok());
+                    need
+                }
+                other => panic!("{:?}", other.err().map(|e| e.to_string())),
             }
         };
-        let alone = [
-            need(0, ["a", "b"], 0).unwrap(),
-            need(1, ["a", "b"], 0).unwrap(),
-        ];
-        let block = |p: usize| plan.layout.block(p).card() as u64 * 4;
-        assert!(
-            alone[0] >= 34 * 20 * 4 + block(0),
-            "rank 0 assembles the grid"
-        );
-        assert_eq!(alone[1], 2 * block(1), "two buffers of its block");
+        let cpus = plan(DeviceSpec::cpu(1));
+        let bytes = |plan: &RunPlan<f32>, p: usize| plan.layout.block(p).card() as u64 * 4;
+        let (b0, b1, grid) = (bytes(&cpus, 0), bytes(&cpus, 1), 34 * 20 * 4);
+        // Rank 0 alone on its host: its block's two buffers, or at the end
+        // every block and the grid.
+        assert_eq!(need(&cpus, 0, ["a", "b"]), (2 * b0).max(b0 + b1 + grid));
+        assert_eq!(need(&cpus, 1, ["a", "b"]), 2 * b1);
+        // Together: not the sum of the two.
         for rank in 0..2 {
-            assert_eq!(need(rank, ["a", "a"], 0), Some(alone[0] + alone[1]));
-            assert_eq!(need(rank, ["a", "a"], alone[0] + alone[1]), None);
-            assert_eq!(need(rank, ["a", "b"], alone[rank]), None);
+            assert_eq!(
+                need(&cpus, rank, ["a", "a"]),
+                (2 * (b0 + b1)).max(b0 + b1 + grid)
+            );
         }
-        assert_eq!(
-            plan.check_memory(
-                &[0, 1],
-                &JobInfo {
-                    rank: 0,
-                    size: 2,
-                    hosts: vec!["a".into(); 2],
-                    cores: vec![1, 1],
-                    threads_multiple: false
-                },
-                None
-            )
-            .ok(),
-            Some(())
-        );
+        // A GPU device's block is in host memory at the end only.
+        let mixed = plan(DeviceSpec::parse("opencl").unwrap());
+        assert_eq!(need(&mixed, 1, ["a", "b"]), bytes(&mixed, 1));
     }
 
     proptest! {

@@ -257,9 +257,10 @@ pub struct Summary {
     /// kernels that can read them so: docs/stencils.md).
     #[serde(default)]
     pub devices_in_planes: u64,
-    /// `iterations` holds every this many iterations: 1 unless the run was
-    /// longer than a million iterations (then its records are a sample,
-    /// each still one iteration; means, medians and overhead are over them).
+    /// `iterations` holds one iteration in each block of this many: 1
+    /// unless the run was longer than its record limit
+    /// (`Skeleton::iteration_records`; then its records are a sample, each
+    /// still one iteration; means, medians and overhead are the sample's).
     #[serde(default = "every_iteration")]
     pub iterations_recorded_every: u64,
 }

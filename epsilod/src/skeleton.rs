@@ -153,7 +153,7 @@ pub struct Skeleton<T> {
     snapshot: Option<(u64, SnapshotFn<T>)>,
     halo_depth: HaloDepth,
     cpu_time: bool,
-    iteration_records: u64,
+    iteration_records: Option<u64>,
 }
 
 impl<T: Cell> Skeleton<T> {
@@ -180,7 +180,7 @@ impl<T: Cell> Skeleton<T> {
             snapshot: None,
             halo_depth: HaloDepth::Depth(1),
             cpu_time: false,
-            iteration_records: crate::vp::RECORDED_ITERATIONS,
+            iteration_records: None,
         }
     }
 
@@ -212,15 +212,18 @@ impl<T: Cell> Skeleton<T> {
         self
     }
 
-    /// Records at most `max` iterations one by one in the report (default
-    /// a million: a one-device run of a million iterations holds 210 MB,
-    /// 350 MB when it writes its report): a longer run records every k-th
-    /// iteration, the smallest k that keeps within `max`
-    /// (`summary.iterations_recorded_every`), so a run of any length fits
-    /// in memory. Totals and throughput stay exact; means, medians and the
-    /// overhead are then over the sample.
+    /// Records at most `max` iterations one by one in the report (by
+    /// default 2^20, fewer beyond four devices: 2^22 device-iterations in
+    /// all; a one-device run of 2^20 iterations holds 210 MB, 350 MB when
+    /// it writes its report). A longer run records one iteration in each
+    /// block of k, the smallest k that keeps within `max`
+    /// (`summary.iterations_recorded_every`), at a place that varies from
+    /// block to block so the sample never lines up with ALB windows or
+    /// checkpoints; a run of any length then fits in memory. Totals and
+    /// throughput stay exact; means, medians and the overhead are the
+    /// sample's.
     pub fn iteration_records(mut self, max: u64) -> Self {
-        self.iteration_records = max.max(1);
+        self.iteration_records = Some(max.max(1));
         self
     }
 

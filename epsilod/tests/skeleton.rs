@@ -300,40 +300,58 @@ fn cpu_time_is_reported_only_when_asked() {
     );
 }
 
-/// A run longer than its record limit reports every k-th iteration, each
-/// still one iteration, with the same bits and exact totals.
+/// A run longer than its record limit reports one iteration in each block
+/// of k, at places that vary, with the same bits and exact totals; a
+/// resumed run counts its blocks from where it resumed.
 #[test]
 fn long_runs_report_a_sample_of_their_iterations() {
-    let run = |records: Option<u64>| {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |iters: u64, records: Option<u64>, step: &str| {
         let s = Skeleton::new(
             &[34, 34],
             Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
         )
-        .iterations(95)
+        .iterations(iters)
         .devices(vec![DeviceSpec::cpu(1), DeviceSpec::cpu(1)])
         .halo_depth(epsilod::HaloDepth::Depth(4));
-        match records {
+        let s = match records {
             Some(max) => s.iteration_records(max),
             None => s,
+        };
+        match step {
+            "checkpoint" => s.checkpoint(40, dir.path()),
+            "restart" => s.restart(dir.path()),
+            _ => s,
         }
         .run()
         .unwrap()
     };
-    let all = run(None);
-    let sampled = run(Some(10));
-    assert_eq!(bits(&all.grid), bits(&sampled.grid));
     let iters = |o: &epsilod::Outcome<f32>| -> Vec<u64> {
         o.report.iterations.iter().map(|i| i.iter).collect()
     };
-    assert_eq!(iters(&all), (0..95).collect::<Vec<_>>());
+    let all = run(100, None, "");
+    assert_eq!(iters(&all), (0..100).collect::<Vec<_>>());
     assert_eq!(all.report.summary.iterations_recorded_every, 1);
-    assert_eq!(iters(&sampled), (0..95).step_by(10).collect::<Vec<_>>());
+    let sampled = run(100, Some(10), "checkpoint");
+    assert_eq!(bits(&all.grid), bits(&sampled.grid));
     assert_eq!(sampled.report.summary.iterations_recorded_every, 10);
+    let got = iters(&sampled);
+    let blocks: Vec<u64> = got.iter().map(|i| i / 10).collect();
+    assert_eq!(blocks, (0..10).collect::<Vec<_>>(), "one a block: {got:?}");
+    let places: std::collections::BTreeSet<u64> = got.iter().map(|i| i % 10).collect();
+    assert!(places.len() > 1, "the place varies: {got:?}");
     for it in &sampled.report.iterations {
         assert_eq!(it.devices.len(), 2);
         assert!(it.seconds > 0.0 && it.elapsed_seconds <= sampled.report.summary.loop_seconds);
     }
-    let cells = 32.0 * 32.0 * 95.0;
     let s = &sampled.report.summary;
+    let cells = 32.0 * 32.0 * 100.0;
     assert!((s.cell_updates_per_second * s.loop_seconds - cells).abs() < 1e-6 * cells);
+    // Resumed at 80 for 60 more iterations, 6 blocks of 10 from 80.
+    let resumed = run(140, Some(6), "restart");
+    assert_eq!(resumed.report.config.resumed_from, Some(80));
+    let got = iters(&resumed);
+    let blocks: Vec<u64> = got.iter().map(|i| (i - 80) / 10).collect();
+    assert_eq!(blocks, (0..6).collect::<Vec<_>>(), "{got:?}");
+    assert_eq!(bits(&resumed.grid), bits(&run(140, None, "").grid));
 }

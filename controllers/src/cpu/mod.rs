@@ -20,8 +20,7 @@ use std::time::Instant;
 const MIN_TASK_CELLS: usize = 16_384;
 
 /// Cells of init values computed at once when filling a tile (64 MiB of
-/// f64): enough for every thread to have many rows, a bounded fraction of
-/// a large tile.
+/// f64): a bounded fraction of a large tile, and many 2-d rows a thread.
 const FILL_SLAB_CELLS: usize = 8 << 20;
 
 /// The CPU seconds (and instructions) a launch's tasks took on the pool's
@@ -303,9 +302,11 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         }
         // In slabs of a bounded size: the values of a whole large tile
         // would be a third buffer of its size beside the two tiles (measured
-        // at 40000^2: 18.7 GB where the tiles hold 12.8).
+        // at 40000^2: 18.7 GB where the tiles hold 12.8). A slab has a few
+        // rows a thread at least, which for 3-d tiles (a row is a plane)
+        // may be more than the bound.
         let row = (region.card() / region.sig(0).card()).max(1);
-        let rows = FILL_SLAB_CELLS.div_ceil(row);
+        let rows = FILL_SLAB_CELLS.div_ceil(row).max(self.threads * 4);
         for slab in crate::fill::slabs(region, rows) {
             let vals = match &self.pool {
                 Some(pool) => pool.install(|| crate::fill::values(&slab, f)),

@@ -335,8 +335,7 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
             real.iterations.len(),
             match real.summary.iterations_recorded_every {
                 1 => String::new(),
-                k =>
-                    format!(" (every {k}th: trace mode replays runs of up to a million iterations)"),
+                k => format!(" (one in {k}: trace mode needs a report of every iteration)"),
             }
         )));
     }

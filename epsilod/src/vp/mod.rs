@@ -29,7 +29,7 @@ mod result;
 
 #[cfg(any(feature = "mpi", test))]
 pub(crate) use result::VpMeta;
-pub(crate) use result::{record_every, IterStats, VpResult, RECORDED_ITERATIONS};
+pub(crate) use result::{default_records, record_every, recorded_in_block, IterStats, VpResult};
 
 /// Sets `region` of `buf` from the run's init: on the device where it
 /// launches the init's device kernel, else from the host.
@@ -273,8 +273,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
 
     fn run(&mut self) -> Result<VpResult<T>, RunError> {
         let (start, iters) = (self.run.start, self.run.iters);
-        let every = record_every(iters.saturating_sub(start), self.run.iteration_records);
-        let mut stats = Vec::with_capacity(iters.saturating_sub(start).div_ceil(every) as usize);
+        let every = record_every(iters.saturating_sub(start), self.run.records());
+        let mut stats =
+            Vec::with_capacity(iters.saturating_sub(start).div_ceil(every).min(1 << 20) as usize);
         let mut checkpoints = Vec::new();
         let mut alb = self
             .run
@@ -322,7 +323,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 started.elapsed().as_secs_f64(),
                 len as f64,
             );
-            let recorded = (0..len).filter(|&i| (it - start + i as u64).is_multiple_of(every));
+            let recorded = (0..len).filter(|&i| result::is_recorded(it - start + i as u64, every));
             stats.extend(recorded.map(|i| IterStats {
                 wall: wall / n,
                 elapsed: end - wall * (len - 1 - i) as f64 / n,
