@@ -91,6 +91,28 @@ pub fn transfers<T: Probe>(c: &mut dyn Controller<T>) {
     let outside = Shape::from_ranges(&[(0, 2), (0, 1)]);
     assert!(c.write(b, &outside, &[T::numbered(0); 2]).is_err());
     assert!(c.write(b, &sub, &data[1..]).is_err(), "short data accepted");
+    // A region copied into another buffer (another allocation) lands at the
+    // same indices, and only there.
+    let other = c.alloc(&ext, &ext).expect("alloc");
+    let numbered: Vec<T> = (0..ext.card()).map(T::numbered).collect();
+    c.write(other, &ext, &numbered).expect("write");
+    c.copy_region(b, other, &untouched).expect("copy");
+    assert!(
+        read_all(c, other, &untouched) == probes::<T>(&untouched),
+        "copied"
+    );
+    let after = read_all(c, other, &ext);
+    for (k, i) in ext.iter().enumerate() {
+        if !untouched.contains(&i) {
+            assert!(after[k] == numbered[k], "the copy touched {i:?}");
+        }
+    }
+    assert!(
+        c.copy_region(b, b, &untouched).is_err(),
+        "a copy into itself"
+    );
+    assert!(c.copy_region(b, other, &outside).is_err(), "a copy outside");
+    c.free(other).unwrap();
     c.free(b).unwrap();
     assert_eq!(c.extent(b), Err(DeviceError::UnknownBuffer(b.0)));
 }

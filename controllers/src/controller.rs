@@ -39,6 +39,25 @@ pub trait Controller<T>: Send {
     fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError>;
     /// Device to host: appends `region`'s elements, row-major, to `out`.
     fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError>;
+    /// Copies `region` of `from` into the same cells of `to` (distinct
+    /// buffers). The default goes through the host; a device that can copy
+    /// in its own memory does.
+    fn copy_region(
+        &mut self,
+        from: BufferId,
+        to: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        if from == to {
+            return Err(DeviceError::BufferMismatch(format!(
+                "a copy of {region} from buffer {} into itself",
+                from.0
+            )));
+        }
+        let mut cells = Vec::with_capacity(region.card());
+        self.read(from, region, &mut cells)?;
+        self.write(to, region, &cells)
+    }
     /// Sets `region` from each element's global index (host-side init).
     fn fill(
         &mut self,
@@ -246,6 +265,14 @@ macro_rules! forward_memory {
         ) -> Result<(), $crate::DeviceError> {
             self.$inner.read(buf, region, out)
         }
+        fn copy_region(
+            &mut self,
+            from: $crate::BufferId,
+            to: $crate::BufferId,
+            region: &hitmap::Shape,
+        ) -> Result<(), $crate::DeviceError> {
+            self.$inner.copy_region(from, to, region)
+        }
         fn fill(
             &mut self,
             buf: $crate::BufferId,
@@ -330,6 +357,14 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
     }
     fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
         (**self).read(buf, region, out)
+    }
+    fn copy_region(
+        &mut self,
+        from: BufferId,
+        to: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        (**self).copy_region(from, to, region)
     }
     fn fill(
         &mut self,

@@ -290,6 +290,33 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         Ok(self.tile(buf)?.pack_into(region, out)?)
     }
 
+    fn copy_region(
+        &mut self,
+        from: BufferId,
+        to: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.tile(from)?;
+        self.tile(to)?;
+        if from == to {
+            return Err(DeviceError::BufferMismatch(format!(
+                "a copy of {region} from buffer {} into itself",
+                from.0
+            )));
+        }
+        // Out for the copy, so both tiles can be borrowed; back whatever
+        // the copy gives.
+        let src = self.bufs[from.0].take().expect("checked above");
+        let mut copy = || -> Result<(), DeviceError> {
+            let cells = src.select(region)?;
+            self.tile_mut(to)?.select_mut(region)?.assign(&cells);
+            Ok(())
+        };
+        let copied = copy();
+        self.bufs[from.0] = Some(src);
+        copied
+    }
+
     fn fill(
         &mut self,
         buf: BufferId,

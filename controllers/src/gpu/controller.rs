@@ -667,6 +667,25 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         Ok(true)
     }
 
+    fn copy_region(
+        &mut self,
+        from: BufferId,
+        to: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        if from == to {
+            return Err(DeviceError::BufferMismatch(format!(
+                "a copy of {region} from buffer {} into itself",
+                from.0
+            )));
+        }
+        let planes = self.planes();
+        let (a, b) = (self.slots.get(from)?, self.slots.get(to)?);
+        a.check_region(region)?;
+        b.check_region(region)?;
+        move_cells::<R, T>(&mut self.rt, planes, a, b, region)
+    }
+
     fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
         let planes = self.planes();
         let slot = self.slots.get(buf)?;

@@ -337,10 +337,13 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
         let held = self.geometry.extent.clone();
         for part in geo.extent.difference(&self.interior) {
             for fresh in part.difference(&held) {
-                for b in [self.cur, self.next] {
-                    fill_init(self.device.as_mut(), self.run, b, &fresh)
-                        .map_err(|e| self.dev_err(e))?;
-                }
+                fill_init(
+                    self.device.as_mut(),
+                    self.run,
+                    [self.cur, self.next],
+                    &fresh,
+                )
+                .map_err(|e| self.dev_err(e))?;
             }
         }
         self.fit_aux(&geo.extent, spare)?;

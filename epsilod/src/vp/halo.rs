@@ -260,10 +260,9 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
             return Ok(());
         }
         let (geo, spare) = self.resize_to(self.geometry.layout.clone(), depth)?;
-        for b in [self.cur, self.next] {
-            for part in geo.extent.difference(&self.interior) {
-                fill_init(self.device.as_mut(), self.run, b, &part).map_err(|e| self.dev_err(e))?;
-            }
+        for part in geo.extent.difference(&self.interior) {
+            fill_init(self.device.as_mut(), self.run, [self.cur, self.next], &part)
+                .map_err(|e| self.dev_err(e))?;
         }
         self.fit_aux(&geo.extent, &spare)?;
         self.geometry = geo;
