@@ -590,6 +590,10 @@ pub struct RunArgs {
     /// No progress bar and no summary.
     #[arg(long)]
     pub quiet: bool,
+    /// Where stderr is not a terminal (a batch job's log), a progress line every this many
+    /// seconds instead of the bar; 0: none.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub progress_every: u64,
     /// Pin each device's threads to cores of its own, in device order (under MPI, among the
     /// rank's share of its host's cores).
     #[arg(long)]

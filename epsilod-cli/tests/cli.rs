@@ -1064,3 +1064,41 @@ fn the_cell_layout_variable_chooses_planes_unless_the_device_says() {
         assert!(bytes == want, "{tag}: output differs");
     }
 }
+
+/// A run whose stderr is not a terminal (a batch job's log) says how far
+/// it is every so often, in plain lines.
+#[test]
+fn a_batch_run_logs_its_progress() {
+    let out = epsilod(&[
+        "run",
+        "2d4",
+        "--size",
+        "10",
+        "--iters",
+        "3000000",
+        "--progress-every",
+        "1",
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().count() >= 1, "no progress line: {err:?}");
+    for l in err.lines() {
+        assert!(
+            l.starts_with("progress: iteration ")
+                && l.contains(" of 3000000 (")
+                && l.contains("left"),
+            "{l}"
+        );
+    }
+    let quiet = epsilod(&[
+        "run",
+        "2d4",
+        "--size",
+        "10",
+        "--iters",
+        "3000000",
+        "--progress-every",
+        "0",
+    ]);
+    assert!(quiet.status.success() && quiet.stderr.is_empty());
+}

@@ -18,6 +18,7 @@ use kernels::{AnySpec, Library};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub fn run(args: &RunArgs, cluster: &Cluster) -> Result<(), CliError> {
     let r = run_config(args, &args.alb, true, cluster)?;
@@ -419,9 +420,13 @@ pub fn run_config(
         params,
         aux,
     } = checked?;
+    let terminal = std::io::stderr().is_terminal();
     let shows_progress =
-        write && cluster.is_root() && !args.quiet && std::io::stderr().is_terminal();
-    let bar = shows_progress.then(|| Bar::new(args.iters));
+        write && cluster.is_root() && !args.quiet && (terminal || args.progress_every > 0);
+    let bar = shows_progress.then(|| match terminal {
+        true => Bar::new(args.iters),
+        false => Bar::lines(args.iters, Duration::from_secs(args.progress_every)),
+    });
     options.observer = bar.as_ref().map(Bar::observer);
     let stencil = match target {
         Target::Library(lib) => Stencil::<f32>::library(lib, args.kernel),
