@@ -2,10 +2,19 @@
 //! refused with a clear error before it allocates (or, where the kernel
 //! overcommits memory, before it is killed for writing its tiles).
 
-/// Bytes of memory available for new allocations on this host without
-/// swapping (Linux's `MemAvailable`); `None` where the host does not say.
+/// Bytes of memory available to this process for new allocations: the
+/// host's `MemAvailable` (Linux), no more than its cgroup's memory limit
+/// where one is set (a batch system's job limit); `None` where neither is
+/// known. The limit, not the limit less the cgroup's usage: that usage
+/// counts page cache the kernel would reclaim.
 pub(crate) fn available() -> Option<u64> {
-    mem_available(&std::fs::read_to_string("/proc/meminfo").ok()?)
+    let read = |path: &str| std::fs::read_to_string(path).ok();
+    let host = read("/proc/meminfo").and_then(|m| mem_available(&m));
+    let limit = read("/proc/self/cgroup").and_then(|c| cgroup_limit(&c, read));
+    match (host, limit) {
+        (Some(h), Some(l)) => Some(h.min(l)),
+        (h, l) => h.or(l),
+    }
 }
 
 /// `MemAvailable` of a `/proc/meminfo` text, in bytes.
@@ -16,9 +25,43 @@ fn mem_available(meminfo: &str) -> Option<u64> {
     (words.next() == Some("kB")).then_some(kib * 1024)
 }
 
+/// The memory limit of the cgroup a `/proc/self/cgroup` text names, read
+/// through `read`: cgroup v2's `memory.max`, v1's `memory.limit_in_bytes`,
+/// under the group's path or, in a container that sees its own group as
+/// the root, at the root. `None` where no limit is set.
+fn cgroup_limit(cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
+    for line in cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let path = path.trim_end_matches('/');
+        let (dir, file) = if controllers.is_empty() {
+            ("/sys/fs/cgroup", "memory.max")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        let found = read(&format!("{dir}{path}/{file}")).or_else(|| read(&format!("{dir}/{file}")));
+        if let Some(text) = found {
+            return parse_limit(&text);
+        }
+    }
+    None
+}
+
+/// A limit file's bytes; `None` for no limit (`max`, or v1's near-2^63).
+fn parse_limit(text: &str) -> Option<u64> {
+    let n: u64 = text.trim().parse().ok()?;
+    (n < 1 << 60).then_some(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     #[test]
     fn available_memory_is_read_from_meminfo() {
@@ -30,5 +73,33 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert!(available().is_some_and(|b| b > 0));
         }
+    }
+
+    #[test]
+    fn a_cgroups_memory_limit_is_found_in_v1_and_v2() {
+        let files = HashMap::from([
+            ("/sys/fs/cgroup/slurm/job_7/memory.max", "8589934592\n"),
+            (
+                "/sys/fs/cgroup/memory/slurm/job_8/memory.limit_in_bytes",
+                "4294967296\n",
+            ),
+            ("/sys/fs/cgroup/memory.max", "max\n"),
+            (
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                "9223372036854771712\n",
+            ),
+        ]);
+        let read = |p: &str| files.get(p).map(|s| s.to_string());
+        assert_eq!(cgroup_limit("0::/slurm/job_7\n", read), Some(8 << 30));
+        assert_eq!(
+            cgroup_limit("5:cpu:/x\n4:memory:/slurm/job_8\n0::/\n", read),
+            Some(4 << 30)
+        );
+        // Unlimited at the root (v2 "max", v1 near 2^63), or a group not
+        // seen under its path (a container): no limit.
+        assert_eq!(cgroup_limit("0::/elsewhere\n", read), None);
+        assert_eq!(cgroup_limit("4:memory:/elsewhere\n", read), None);
+        assert_eq!(cgroup_limit("garbage\n1:cpu:/\n", read), None);
+        assert_eq!(cgroup_limit("0::/slurm/job_7\n", |_| None), None);
     }
 }

@@ -232,8 +232,9 @@ impl<T> RunPlan<T> {
     }
 
     /// Errors if what the ranks on this rank's host hold in memory needs
-    /// more than the `available` bytes there (Linux's `MemAvailable`: swap
-    /// and a cgroup's limit are not counted). All ranks run at once and end
+    /// more than the `available` bytes there (Linux's `MemAvailable`, no
+    /// more than the process's cgroup limit; swap is not counted). All
+    /// ranks run at once and end
     /// at once, so the host needs the larger of: while running, two
     /// buffers of each CPU device's block, on every rank of the host; at
     /// the end, a copy of each of their blocks and, where rank 0 is, the
