@@ -91,19 +91,25 @@ pub fn transfers<T: Probe>(c: &mut dyn Controller<T>) {
     let outside = Shape::from_ranges(&[(0, 2), (0, 1)]);
     assert!(c.write(b, &outside, &[T::numbered(0); 2]).is_err());
     assert!(c.write(b, &sub, &data[1..]).is_err(), "short data accepted");
-    // A region copied into another buffer (another allocation) lands at the
-    // same indices, and only there.
-    let other = c.alloc(&ext, &ext).expect("alloc");
-    let numbered: Vec<T> = (0..ext.card()).map(T::numbered).collect();
-    c.write(other, &ext, &numbered).expect("write");
-    c.copy_region(b, other, &untouched).expect("copy");
-    assert!(
-        read_all(c, other, &untouched) == probes::<T>(&untouched),
-        "copied"
-    );
-    let after = read_all(c, other, &ext);
-    for (k, i) in ext.iter().enumerate() {
-        if !untouched.contains(&i) {
+    // A region copied into another buffer (another allocation, of other
+    // pitches) lands at the same indices, and only there: whole rows of
+    // the source (part of each row of the wider destination), and a
+    // strided region.
+    let wide = Shape::from_ranges(&[(2, 12), (-4, 9)]);
+    let other = c.alloc(&wide, &wide).expect("alloc");
+    let numbered: Vec<T> = (0..wide.card()).map(T::numbered).collect();
+    c.write(other, &wide, &numbered).expect("write");
+    let strided = Shape::new(vec![Sig::new(7, 11, 3), Sig::new(-2, 7, 2)]);
+    for region in [&untouched, &strided] {
+        c.copy_region(b, other, region).expect("copy");
+        assert!(
+            read_all(c, other, region) == read_all(c, b, region),
+            "copied {region}"
+        );
+    }
+    let after = read_all(c, other, &wide);
+    for (k, i) in wide.iter().enumerate() {
+        if !untouched.contains(&i) && !strided.contains(&i) {
             assert!(after[k] == numbered[k], "the copy touched {i:?}");
         }
     }

@@ -499,6 +499,15 @@ fn parse_init(s: &str) -> Result<InitKind, String> {
     }
 }
 
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.0..=1e9).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "bad interval '{s}': expected seconds from 0 to 1e9"
+        )),
+    }
+}
+
 fn parse_iters(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
@@ -587,13 +596,13 @@ pub struct RunArgs {
     /// Seed for anything random.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// No progress bar and no summary.
+    /// No progress bar or progress lines, and no summary.
     #[arg(long)]
     pub quiet: bool,
     /// Where stderr is not a terminal (a batch job's log), a progress line every this many
-    /// seconds instead of the bar; 0: none.
-    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
-    pub progress_every: u64,
+    /// seconds instead of the bar (fractions allowed); 0: no lines.
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub progress_every: f64,
     /// Pin each device's threads to cores of its own, in device order (under MPI, among the
     /// rank's share of its host's cores).
     #[arg(long)]

@@ -39,12 +39,18 @@ impl Bar {
         let (slot, iters) = (self.bar.clone(), self.iters);
         let started = Instant::now();
         if let Some(every) = self.lines {
-            let last = Mutex::new(started);
+            // The rate from the first count seen: a resumed run starts
+            // counting at its checkpoint, and setup is not iterating.
+            let state = Mutex::new((started, None::<(u64, Instant)>));
             return Arc::new(move |done| {
-                let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+                let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+                let (last, first) = &mut *st;
+                let (from, since) = *first.get_or_insert((done, Instant::now()));
                 if last.elapsed() >= every {
                     *last = Instant::now();
-                    eprintln!("{}", line(done, iters, started.elapsed()));
+                    let rate = (done - from) as f64 / since.elapsed().as_secs_f64();
+                    let left = (rate > 0.0).then(|| (iters - done.min(iters)) as f64 / rate);
+                    eprintln!("{}", line(done, iters, started.elapsed(), left));
                 }
             });
         }
@@ -58,18 +64,16 @@ impl Bar {
     }
 }
 
-/// `iteration 1200 of 10000 (12.0%), 33 s, about 4 min left`.
-fn line(done: u64, iters: u64, elapsed: Duration) -> String {
-    let share = done as f64 / iters.max(1) as f64;
-    let left = if done == 0 {
-        "time left unknown".to_string()
-    } else {
-        let s = elapsed.as_secs_f64() * (1.0 - share) / share;
-        format!("about {} left", duration(s))
+/// `progress: iteration 1200 of 10000 (12.0%), 33 s elapsed, about 4 min
+/// left`, `left` in seconds where known.
+fn line(done: u64, iters: u64, elapsed: Duration, left: Option<f64>) -> String {
+    let left = match left {
+        Some(s) => format!("about {} left", duration(s)),
+        None => "time left unknown".to_string(),
     };
     format!(
         "progress: iteration {done} of {iters} ({:.1}%), {} elapsed, {left}",
-        share * 100.0,
+        done as f64 / iters.max(1) as f64 * 100.0,
         duration(elapsed.as_secs_f64())
     )
 }
@@ -115,15 +119,15 @@ mod tests {
     #[test]
     fn lines_say_where_the_run_is_and_what_is_left() {
         assert_eq!(
-            line(1200, 10000, Duration::from_secs(33)),
+            line(1200, 10000, Duration::from_secs(33), Some(242.0)),
             "progress: iteration 1200 of 10000 (12.0%), 33 s elapsed, about 4 min left"
         );
         assert_eq!(
-            line(0, 10, Duration::from_secs(61)),
+            line(0, 10, Duration::from_secs(61), None),
             "progress: iteration 0 of 10 (0.0%), 61 s elapsed, time left unknown"
         );
         assert_eq!(
-            line(1, 4, Duration::from_secs(3600)),
+            line(1, 4, Duration::from_secs(3600), Some(10800.0)),
             "progress: iteration 1 of 4 (25.0%), 60 min elapsed, about 3.0 h left"
         );
     }

@@ -1075,9 +1075,9 @@ fn a_batch_run_logs_its_progress() {
         "--size",
         "10",
         "--iters",
-        "3000000",
+        "1000000",
         "--progress-every",
-        "1",
+        "0.05",
     ]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -1085,7 +1085,7 @@ fn a_batch_run_logs_its_progress() {
     for l in err.lines() {
         assert!(
             l.starts_with("progress: iteration ")
-                && l.contains(" of 3000000 (")
+                && l.contains(" of 1000000 (")
                 && l.contains("left"),
             "{l}"
         );
@@ -1096,9 +1096,21 @@ fn a_batch_run_logs_its_progress() {
         "--size",
         "10",
         "--iters",
-        "3000000",
+        "1000000",
         "--progress-every",
         "0",
     ]);
     assert!(quiet.status.success() && quiet.stderr.is_empty());
+    let quiet = epsilod(&[
+        "run",
+        "2d4",
+        "--size",
+        "10",
+        "--iters",
+        "1000000",
+        "--progress-every",
+        "0.05",
+        "--quiet",
+    ]);
+    assert!(quiet.status.success() && quiet.stderr.is_empty() && quiet.stdout.is_empty());
 }

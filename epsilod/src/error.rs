@@ -83,7 +83,7 @@ pub enum SetupError {
         why: String,
     },
     /// More memory than a host has for the run's tiles and results.
-    #[error("the run needs {:.1} GB of memory on host {host} ({ranks} rank(s): CPU devices' tiles, results) and it has {:.1} GB available: run a smaller size, or spread the run over more hosts (mpirun)", *need as f64 / 1e9, *available as f64 / 1e9)]
+    #[error("the run needs {:.1} GB of memory on host {host} ({ranks} rank(s): CPU devices' tiles, results) and {:.1} GB is available to it (the host's free memory, or its cgroup's limit where lower): run a smaller size, spread the run over more hosts (mpirun), or ask the batch system for more memory", *need as f64 / 1e9, *available as f64 / 1e9)]
     Memory {
         /// The host.
         host: String,

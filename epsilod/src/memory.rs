@@ -26,17 +26,19 @@ fn mem_available(meminfo: &str) -> Option<u64> {
 }
 
 /// The memory limit of the cgroup a `/proc/self/cgroup` text names, read
-/// through `read`: cgroup v2's `memory.max`, v1's `memory.limit_in_bytes`,
-/// under the group's path or, in a container that sees its own group as
-/// the root, at the root. `None` where no limit is set.
+/// through `read`: the smallest of cgroup v2's `memory.max` or v1's
+/// `memory.limit_in_bytes` over the group and each group above it (a batch
+/// system sets the limit on the job's group, above the task's), or at the
+/// root where a container sees its own group as the root. `None` where no
+/// limit is set.
 fn cgroup_limit(cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
+    let mut limit: Option<u64> = None;
     for line in cgroup.lines() {
         let mut parts = line.splitn(3, ':');
         let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
         else {
             continue;
         };
-        let path = path.trim_end_matches('/');
         let (dir, file) = if controllers.is_empty() {
             ("/sys/fs/cgroup", "memory.max")
         } else if controllers.split(',').any(|c| c == "memory") {
@@ -44,12 +46,19 @@ fn cgroup_limit(cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<u
         } else {
             continue;
         };
-        let found = read(&format!("{dir}{path}/{file}")).or_else(|| read(&format!("{dir}/{file}")));
-        if let Some(text) = found {
-            return parse_limit(&text);
+        // The group, each group above it, and the root.
+        let mut group = path.trim_end_matches('/');
+        loop {
+            if let Some(n) = read(&format!("{dir}{group}/{file}")).and_then(|t| parse_limit(&t)) {
+                limit = Some(limit.map_or(n, |l| l.min(n)));
+            }
+            match group.rfind('/') {
+                Some(i) => group = &group[..i],
+                None => break,
+            }
         }
     }
-    None
+    limit
 }
 
 /// A limit file's bytes; `None` for no limit (`max`, or v1's near-2^63).
@@ -76,12 +85,28 @@ mod tests {
     }
 
     #[test]
-    fn a_cgroups_memory_limit_is_found_in_v1_and_v2() {
+    fn a_cgroups_memory_limit_is_the_smallest_on_its_path() {
         let files = HashMap::from([
-            ("/sys/fs/cgroup/slurm/job_7/memory.max", "8589934592\n"),
+            // Slurm on v2: the limit on the job and the step, not the task.
             (
-                "/sys/fs/cgroup/memory/slurm/job_8/memory.limit_in_bytes",
+                "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7/memory.max",
+                "8589934592\n",
+            ),
+            (
+                "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7/step_0/memory.max",
+                "9000000000\n",
+            ),
+            (
+                "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7/step_0/user/task_0/memory.max",
+                "max\n",
+            ),
+            (
+                "/sys/fs/cgroup/memory/slurm/uid_0/job_8/memory.limit_in_bytes",
                 "4294967296\n",
+            ),
+            (
+                "/sys/fs/cgroup/memory/slurm/uid_0/job_8/step_0/memory.limit_in_bytes",
+                "9223372036854771712\n",
             ),
             ("/sys/fs/cgroup/memory.max", "max\n"),
             (
@@ -90,12 +115,18 @@ mod tests {
             ),
         ]);
         let read = |p: &str| files.get(p).map(|s| s.to_string());
-        assert_eq!(cgroup_limit("0::/slurm/job_7\n", read), Some(8 << 30));
         assert_eq!(
-            cgroup_limit("5:cpu:/x\n4:memory:/slurm/job_8\n0::/\n", read),
+            cgroup_limit(
+                "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0\n",
+                read
+            ),
+            Some(8 << 30)
+        );
+        assert_eq!(
+            cgroup_limit("5:cpu:/x\n4:memory:/slurm/uid_0/job_8/step_0\n0::/\n", read),
             Some(4 << 30)
         );
-        // Unlimited at the root (v2 "max", v1 near 2^63), or a group not
+        // Unlimited all the way up (v2 "max", v1 near 2^63), or a group not
         // seen under its path (a container): no limit.
         assert_eq!(cgroup_limit("0::/elsewhere\n", read), None);
         assert_eq!(cgroup_limit("4:memory:/elsewhere\n", read), None);

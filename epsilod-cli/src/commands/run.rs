@@ -422,10 +422,10 @@ pub fn run_config(
     } = checked?;
     let terminal = std::io::stderr().is_terminal();
     let shows_progress =
-        write && cluster.is_root() && !args.quiet && (terminal || args.progress_every > 0);
+        write && cluster.is_root() && !args.quiet && (terminal || args.progress_every > 0.0);
     let bar = shows_progress.then(|| match terminal {
         true => Bar::new(args.iters),
-        false => Bar::lines(args.iters, Duration::from_secs(args.progress_every)),
+        false => Bar::lines(args.iters, Duration::from_secs_f64(args.progress_every)),
     });
     options.observer = bar.as_ref().map(Bar::observer);
     let stencil = match target {

@@ -33,8 +33,8 @@ pub(crate) use result::{default_records, record_every, recorded_in_block, IterSt
 
 /// Sets `region` of both buffers from the run's init: on the device where
 /// it launches the init's device kernel, else the first from the host and
-/// the second a copy of it (the init function ran twice per cell before:
-/// a third of a CPU run's setup).
+/// the second a copy of it, in device memory (the init function is the
+/// costly part of a CPU run's setup).
 fn fill_init<T: Cell>(
     device: &mut dyn Controller<T>,
     run: &RunPlan<T>,
