@@ -48,12 +48,7 @@ pub trait Controller<T>: Send {
         to: BufferId,
         region: &Shape,
     ) -> Result<(), DeviceError> {
-        if from == to {
-            return Err(DeviceError::BufferMismatch(format!(
-                "a copy of {region} from buffer {} into itself",
-                from.0
-            )));
-        }
+        check_copy(from, to, region)?;
         let mut cells = Vec::with_capacity(region.card());
         self.read(from, region, &mut cells)?;
         self.write(to, region, &cells)
@@ -221,6 +216,18 @@ pub trait Controller<T>: Send {
 
 fn no_peers(device: &str) -> DeviceError {
     DeviceError::BadOption(format!("{device} exchanges no halos in device memory"))
+}
+
+/// Errors unless a copy of `region` goes between two distinct buffers
+/// (what [`Controller::copy_region`] promises every implementation checks).
+pub(crate) fn check_copy(from: BufferId, to: BufferId, region: &Shape) -> Result<(), DeviceError> {
+    if from == to {
+        return Err(DeviceError::BufferMismatch(format!(
+            "a copy of {region} from buffer {} into itself",
+            from.0
+        )));
+    }
+    Ok(())
 }
 
 /// The memory, transfer and kernel-loading methods of [`Controller`],

@@ -12,6 +12,8 @@ controller_conformance!(cpu_three_threads, <T> CpuController::<T>::new(3).unwrap
 controller_conformance!(slowed_cpu, <T> Slowdown::new(CpuController::<T>::new(2).unwrap(), 1.5, 1).unwrap());
 // Windows of one plane: many short waves, every window slid and grown.
 controller_conformance!(cpu_tiny_windows, <T> CpuController::<T>::new(3).unwrap().window_bytes(1));
+// Tiles filled four rows at a time: every fill in several slabs.
+controller_conformance!(cpu_small_fills, <T> CpuController::<T>::new(1).unwrap().fill_slab_cells(1));
 
 #[test]
 fn zero_threads_is_an_error() {

@@ -1066,20 +1066,17 @@ fn the_cell_layout_variable_chooses_planes_unless_the_device_says() {
 }
 
 /// A run whose stderr is not a terminal (a batch job's log) says how far
-/// it is every so often, in plain lines.
+/// it is every so often, in plain lines; none with 0 or `--quiet`.
 #[test]
 fn a_batch_run_logs_its_progress() {
-    let out = epsilod(&[
-        "run",
-        "2d4",
-        "--size",
-        "10",
-        "--iters",
-        "1000000",
-        "--progress-every",
-        "0.05",
-    ]);
-    assert!(out.status.success());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "2d4", "--size", "10", "--iters", "1000000"];
+        args.extend_from_slice(extra);
+        let out = epsilod(&args);
+        assert!(out.status.success(), "{args:?}");
+        out
+    };
+    let out = run(&["--progress-every", "0.05"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.lines().count() >= 1, "no progress line: {err:?}");
     for l in err.lines() {
@@ -1090,27 +1087,7 @@ fn a_batch_run_logs_its_progress() {
             "{l}"
         );
     }
-    let quiet = epsilod(&[
-        "run",
-        "2d4",
-        "--size",
-        "10",
-        "--iters",
-        "1000000",
-        "--progress-every",
-        "0",
-    ]);
-    assert!(quiet.status.success() && quiet.stderr.is_empty());
-    let quiet = epsilod(&[
-        "run",
-        "2d4",
-        "--size",
-        "10",
-        "--iters",
-        "1000000",
-        "--progress-every",
-        "0.05",
-        "--quiet",
-    ]);
-    assert!(quiet.status.success() && quiet.stderr.is_empty() && quiet.stdout.is_empty());
+    assert!(run(&["--progress-every", "0"]).stderr.is_empty());
+    let quiet = run(&["--progress-every", "0.05", "--quiet"]);
+    assert!(quiet.stderr.is_empty() && quiet.stdout.is_empty());
 }

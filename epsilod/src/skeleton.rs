@@ -214,7 +214,7 @@ impl<T: Cell> Skeleton<T> {
 
     /// Records at most `max` iterations one by one in the report (by
     /// default 2^20, fewer beyond four devices: 2^22 device-iterations in
-    /// all; a one-device run of 2^20 iterations holds 210 MB, 350 MB when
+    /// all; a one-device run of a million iterations holds 210 MB, 350 MB when
     /// it writes its report). A longer run records one iteration in each
     /// block of k, the smallest k that keeps within `max`
     /// (`summary.iterations_recorded_every`), at a place that varies from

@@ -174,6 +174,8 @@ pub struct CpuController<T> {
     kernel_seconds: f64,
     /// Bytes each task of a fused launch keeps its windows in.
     window_bytes: usize,
+    /// Init values computed at once by `fill` (see [`FILL_SLAB_CELLS`]).
+    fill_slab_cells: usize,
     /// The windows of each task of a fused launch, kept between launches.
     scratch: Vec<Vec<Vec<T>>>,
 }
@@ -219,6 +221,7 @@ impl<T: Cell> CpuController<T> {
             kernels: Vec::new(),
             kernel_seconds: 0.0,
             window_bytes: window_budget(),
+            fill_slab_cells: FILL_SLAB_CELLS,
             scratch: Vec::new(),
         })
     }
@@ -228,6 +231,14 @@ impl<T: Cell> CpuController<T> {
     /// many short waves: tests use them to exercise every path.
     pub fn window_bytes(mut self, bytes: usize) -> CpuController<T> {
         self.window_bytes = bytes;
+        self
+    }
+
+    /// The same device filling tiles `cells` init values at a time (at
+    /// least a few rows a thread; default 8 Mi): tests use tiny slabs to
+    /// fill small tiles in several.
+    pub fn fill_slab_cells(mut self, cells: usize) -> CpuController<T> {
+        self.fill_slab_cells = cells.max(1);
         self
     }
 
@@ -298,12 +309,7 @@ impl<T: Cell> Controller<T> for CpuController<T> {
     ) -> Result<(), DeviceError> {
         self.tile(from)?;
         self.tile(to)?;
-        if from == to {
-            return Err(DeviceError::BufferMismatch(format!(
-                "a copy of {region} from buffer {} into itself",
-                from.0
-            )));
-        }
+        crate::controller::check_copy(from, to, region)?;
         // Out for the copy, so both tiles can be borrowed; back whatever
         // the copy gives.
         let src = self.bufs[from.0].take().expect("checked above");
@@ -333,7 +339,7 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         // rows a thread at least, which for 3-d tiles (a row is a plane)
         // may be more than the bound.
         let row = (region.card() / region.sig(0).card()).max(1);
-        let rows = FILL_SLAB_CELLS.div_ceil(row).max(self.threads * 4);
+        let rows = self.fill_slab_cells.div_ceil(row).max(self.threads * 4);
         for slab in crate::fill::slabs(region, rows) {
             let vals = match &self.pool {
                 Some(pool) => pool.install(|| crate::fill::values(&slab, f)),

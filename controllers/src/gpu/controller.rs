@@ -673,12 +673,7 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         to: BufferId,
         region: &Shape,
     ) -> Result<(), DeviceError> {
-        if from == to {
-            return Err(DeviceError::BufferMismatch(format!(
-                "a copy of {region} from buffer {} into itself",
-                from.0
-            )));
-        }
+        crate::controller::check_copy(from, to, region)?;
         let planes = self.planes();
         let (a, b) = (self.slots.get(from)?, self.slots.get(to)?);
         a.check_region(region)?;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// The most iterations a run records one by one by default, with at most
 /// [`RECORD_BUDGET`] records of devices in all (measured: a one-device run
-/// of 2^20 iterations held 210 MB, 350 MB writing its 234 MB report;
+/// of a million iterations held 210 MB, 350 MB writing its 234 MB report;
 /// `Skeleton::iteration_records` sets another limit).
 pub(crate) const RECORDED_ITERATIONS: u64 = 1 << 20;
 
