@@ -329,8 +329,9 @@ pub struct PredictArgs {
 pub struct CalibrateArgs {
     #[command(flatten)]
     pub run: RunArgs,
-    /// Iterations timed per pass (the first two are not kept); --iters is ignored.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(4..))]
+    /// Iterations run per pass, of which the second half is timed (a fresh tile warms up);
+    /// --iters is ignored.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(4..))]
     pub calib_iters: u64,
     /// Passes over the devices; each after the first (weighted partitions only) runs at the tile
     /// sizes the weights calibrated so far give, the ones a --weights-from run computes (skewed
@@ -575,7 +576,8 @@ pub struct RunArgs {
     pub alb: String,
     /// At a rebalance, a device whose throughput is below this fraction of the fastest device's
     /// gets no rows (it costs every iteration more than it adds; it comes back past twice the
-    /// fraction). 0 keeps every device, as EPSILOD does.
+    /// fraction); with --weights-from, a device whose modelled share is below it starts with none
+    /// (and stays out). 0 keeps every device, as EPSILOD does.
     #[arg(long, default_value_t = heuristics::DROP_BELOW, value_parser = parse_drop_below)]
     pub alb_drop_below: f64,
     /// specialized (bit-identical to EPSILOD) | generic.

@@ -974,6 +974,29 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
     std::fs::write(&model, fixed).unwrap();
     let rows = first_rows();
     assert_eq!(rows, [16, 4]);
+
+    // A device modelled 30x slower is under ALB's drop threshold (a
+    // twentieth): it starts without rows, unless the threshold is 0.
+    let slow = MACHINE.replace(r#""seconds_per_cell":3e-9"#, r#""seconds_per_cell":3e-8"#);
+    assert_ne!(slow, MACHINE);
+    std::fs::write(&model, slow).unwrap();
+    assert_eq!(first_rows(), [20, 0]);
+    let out = epsilod(
+        &[
+            &base[..],
+            &[
+                "--alb-drop-below",
+                "0",
+                "--report",
+                report.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(r["iterations"][0]["devices"][1]["rows"], 1);
     std::fs::write(&model, MACHINE).unwrap();
 
     fails_with(

@@ -69,6 +69,17 @@ impl Roster {
         self.drop_below
     }
 
+    /// The devices whose positive weight is under the threshold of the
+    /// largest: those the rule drops, whether the weights are measured
+    /// throughputs or a model's balanced shares (a run seeded from a
+    /// machine file starts without them).
+    pub fn too_slow(&self, weights: &[f64]) -> Vec<usize> {
+        let top = weights.iter().copied().fold(0.0, f64::max);
+        (0..weights.len())
+            .filter(|&i| weights[i] > 0.0 && weights[i] < self.drop_below * top)
+            .collect()
+    }
+
     /// The windows of the devices holding rows, in device order: what
     /// heuristics see.
     pub fn holding(windows: &[DeviceWindow]) -> Vec<DeviceWindow> {
@@ -124,13 +135,10 @@ impl Roster {
         if self.drop_below > 0.0 {
             // Weights are throughputs, measured or the heuristic's view of
             // them: the rule reads them alike.
-            let top = weights.iter().copied().fold(0.0, f64::max);
-            for (i, w) in weights.iter_mut().enumerate() {
-                if *w > 0.0 && *w < self.drop_below * top {
-                    *w = 0.0;
-                    if windows[i].rows > 0 {
-                        self.dropped[i] = windows[i].throughput();
-                    }
+            for i in self.too_slow(&weights) {
+                weights[i] = 0.0;
+                if windows[i].rows > 0 {
+                    self.dropped[i] = windows[i].throughput();
                 }
             }
             // Weights for every device decided the dropped ones too.
@@ -261,6 +269,25 @@ mod tests {
         // At 0 nothing is dropped.
         let mut keep = Roster::new(3, 0.0);
         assert!(keep.weights(&ws, None).unwrap().iter().all(|&x| x > 0.0));
+    }
+
+    /// Shares a model balanced (cells at the balanced time, so
+    /// throughputs) meet the same threshold: under it out, at it kept, a
+    /// zero is not "dropped" again, and the threshold is clamped as the
+    /// roster's.
+    #[test]
+    fn too_slow_reads_any_weights_as_throughputs() {
+        let r = Roster::new(4, DROP_BELOW);
+        assert_eq!(r.too_slow(&[7742.0, 387.0, 387.1, 0.0]), vec![1]);
+        assert_eq!(
+            Roster::new(2, 0.0).too_slow(&[1e6, 1.0]),
+            Vec::<usize>::new()
+        );
+        assert_eq!(Roster::new(2, 0.9).too_slow(&[1.0, 0.49]), vec![1]);
+        assert_eq!(
+            Roster::new(2, 0.9).too_slow(&[1.0, 0.5]),
+            Vec::<usize>::new()
+        );
     }
 
     /// A dropped device stays out while the fastest keeps its speed, and

@@ -344,7 +344,7 @@ impl Machine {
     /// without a host link (in host memory, or a machine that does not say)
     /// waits for a neighbour with one to read its border out before the
     /// halo can leave.
-    fn staging(&self, m: f64) -> Result<Vec<f64>, ModelError> {
+    fn staging(&self, m: f64, chain: &[Vec<usize>]) -> Result<Vec<f64>, ModelError> {
         let p = self.devices.len();
         let once = |dev: &Device| -> Result<Option<f64>, ModelError> {
             dev.host_link
@@ -356,10 +356,9 @@ impl Machine {
         for (d, dev) in self.devices.iter().enumerate() {
             let mine = once(dev)?;
             let mut t = 0.0;
-            for e in [d.checked_sub(1), (d + 1 < p).then_some(d + 1)]
-                .into_iter()
-                .flatten()
-                .filter(|&e| !dev.shares_memory_with(&self.devices[e]))
+            for &e in chain[d]
+                .iter()
+                .filter(|&&e| !dev.shares_memory_with(&self.devices[e]))
             {
                 t += match (mine, once(&self.devices[e])?) {
                     (Some(own), _) => 2.0 * own,
@@ -406,14 +405,8 @@ impl Machine {
         let cells = run.cells_per_row as f64;
         let total_cells = run.rows.iter().sum::<u64>() as f64 * cells;
         let m = run.halo_rows as f64 * run.halo_bytes_per_row;
-        let neighbours = |d: usize| -> f64 {
-            match (p, d) {
-                (1, _) => 0.0,
-                (_, 0) => 1.0,
-                (_, d) if d == p - 1 => 1.0,
-                _ => 2.0,
-            }
-        };
+        let chain = chain(&run.rows);
+        let neighbours = |d: usize| chain[d].len() as f64;
         let kernel = self.kernel_times(
             &run.rows
                 .iter()
@@ -423,7 +416,7 @@ impl Machine {
         );
         let own = |d: usize| kernel[d];
         let (balanced_iteration, _) = balance(&self.costs(), total_cells);
-        let staging = self.staging(m)?;
+        let staging = self.staging(m, &chain)?;
 
         let mut devices = Vec::with_capacity(p);
         let mut iteration: f64 = 0.0;
@@ -510,6 +503,22 @@ impl Machine {
             balanced_loop: balanced_iteration * iters,
         })
     }
+}
+
+/// Each device's neighbours along the partitioned axis: the nearest
+/// devices on either side that hold rows. A device without rows has none
+/// and is no one's: the skeleton exchanges no halos with it.
+fn chain(rows: &[u64]) -> Vec<Vec<usize>> {
+    let holding: Vec<usize> = (0..rows.len()).filter(|&d| rows[d] > 0).collect();
+    let mut chain = vec![Vec::new(); rows.len()];
+    for (k, &d) in holding.iter().enumerate() {
+        chain[d] = [k.checked_sub(1), holding.get(k + 1).map(|_| k + 1)]
+            .into_iter()
+            .flatten()
+            .map(|j| holding[j])
+            .collect();
+    }
+    chain
 }
 
 /// Where a prediction's halo-exchange time comes from.
@@ -891,6 +900,34 @@ mod tests {
             (hc.iteration - (1e6 / 1.5e9 + hc_ex)).abs() < 1e-15,
             "{hc:?}"
         );
+    }
+
+    /// A device without rows (dropped by ALB, or seeded out) exchanges
+    /// nothing and is no one's neighbour: the devices either side of it
+    /// exchange with each other, one halo each, as the skeleton's plan has.
+    #[test]
+    fn a_device_without_rows_leaves_the_chain() {
+        let m = machine(&[1e-9, 5e-9, 2e-9]);
+        let run = |rows: Vec<u64>| Run {
+            rows,
+            cells_per_row: 1000,
+            halo_rows: 1,
+            halo_bytes_per_row: 8000.0,
+            iterations: 10,
+            link: "net".into(),
+        };
+        let ex = 2e-5 + 8000.0 * 1e-9;
+        let h = m.predict(&run(vec![600, 0, 400]), Method::Hockney).unwrap();
+        assert!((h.devices[0].exchange - ex).abs() < 1e-15, "{h:?}");
+        assert_eq!(h.devices[1].compute, 0.0);
+        assert_eq!(h.devices[1].exchange, 0.0);
+        assert!((h.devices[2].exchange - ex).abs() < 1e-15, "{h:?}");
+        assert!((h.iteration - (8e-4 + ex)).abs() < 1e-15);
+        // Alone with rows, a device waits for no halo: the run is its
+        // kernel.
+        let o = m.predict(&run(vec![0, 0, 1000]), Method::Overlap).unwrap();
+        assert!(o.devices.iter().all(|d| d.exchange == 0.0), "{o:?}");
+        assert!((o.iteration - 2e-3).abs() < 1e-15, "{o:?}");
     }
 
     /// A device with memory of its own pays a read out and a write in per

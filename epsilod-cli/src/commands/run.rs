@@ -210,6 +210,7 @@ fn seed_weights(
     devices: &mut [DeviceSpec],
     machine: &models::predict::Machine,
     total_cells: f64,
+    drop_below: f64,
     path: &std::path::Path,
 ) -> Result<(), CliError> {
     if machine.devices.len() != devices.len() {
@@ -222,7 +223,14 @@ fn seed_weights(
             ),
         });
     }
-    for (d, w) in devices.iter_mut().zip(machine.seeded_weights(total_cells)) {
+    let mut weights = machine.seeded_weights(total_cells);
+    // The model's shares are throughputs at the balanced tiles: a device the
+    // ALB rule would drop at its first rebalance starts without rows, so
+    // the run does not pay its iterations (or the move) until then.
+    for d in heuristics::Roster::new(weights.len(), drop_below).too_slow(&weights) {
+        weights[d] = 0.0;
+    }
+    for (d, w) in devices.iter_mut().zip(weights) {
         d.weight = w;
     }
     Ok(())
@@ -331,6 +339,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             &mut devices,
             &super::predict::load_machine(path)?,
             total,
+            args.alb_drop_below,
             path,
         )?;
     }
