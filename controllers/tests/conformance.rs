@@ -14,6 +14,72 @@ controller_conformance!(slowed_cpu, <T> Slowdown::new(CpuController::<T>::new(2)
 controller_conformance!(cpu_tiny_windows, <T> CpuController::<T>::new(3).unwrap().window_bytes(1));
 // Tiles filled four rows at a time: every fill in several slabs.
 controller_conformance!(cpu_small_fills, <T> CpuController::<T>::new(1).unwrap().fill_slab_cells(1));
+// The trait's own copy between buffers (through the host), and its other
+// defaults, as a controller written outside this crate has them.
+controller_conformance!(trait_defaults, <T> Defaults(CpuController::<T>::new(2).unwrap()));
+
+/// A controller implementing only what the trait requires (and auxiliary
+/// fields, which the suite checks), by its inner one: every other method
+/// is the trait's default.
+struct Defaults<C>(C);
+
+impl<T, C: Controller<T>> Controller<T> for Defaults<C> {
+    fn describe(&self) -> String {
+        format!("{} (trait defaults)", self.0.describe())
+    }
+    fn alloc(&mut self, extent: &Shape, capacity: &Shape) -> Result<BufferId, DeviceError> {
+        self.0.alloc(extent, capacity)
+    }
+    fn free(&mut self, buf: BufferId) -> Result<(), DeviceError> {
+        self.0.free(buf)
+    }
+    fn extent(&self, buf: BufferId) -> Result<Shape, DeviceError> {
+        self.0.extent(buf)
+    }
+    fn resize(
+        &mut self,
+        buf: BufferId,
+        extent: &Shape,
+        spare: &[i64],
+    ) -> Result<bool, DeviceError> {
+        self.0.resize(buf, extent, spare)
+    }
+    fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
+        self.0.write(buf, region, data)
+    }
+    fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
+        self.0.read(buf, region, out)
+    }
+    fn fill(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        f: &(dyn Fn(&[i64]) -> T + Sync),
+    ) -> Result<(), DeviceError> {
+        self.0.fill(buf, region, f)
+    }
+    fn load(&mut self, kernel: Arc<dyn kernels::Kernel<T>>) -> Result<KernelId, DeviceError> {
+        self.0.load(kernel)
+    }
+    fn bind_aux(&mut self, kernel: KernelId, aux: &[BufferId]) -> Result<(), DeviceError> {
+        self.0.bind_aux(kernel, aux)
+    }
+    fn launch(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.0.launch(kernel, src, dst, region)
+    }
+    fn wait(&mut self) -> Result<(), DeviceError> {
+        self.0.wait()
+    }
+    fn take_kernel_seconds(&mut self) -> f64 {
+        self.0.take_kernel_seconds()
+    }
+}
 
 #[test]
 fn zero_threads_is_an_error() {

@@ -153,6 +153,9 @@ pub enum VpError {
         /// What went wrong.
         why: String,
     },
+    /// Its thread could not be started.
+    #[error("its thread could not start: {0} (fewer devices, or a higher limit on threads)")]
+    Thread(String),
     /// Its thread panicked.
     #[error("it panicked (a bug: please report it)")]
     Panicked,

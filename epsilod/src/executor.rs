@@ -185,11 +185,11 @@ fn run_local<T: Cell, J: Job<T>>(
     std::thread::scope(|s| {
         let progress = &progress;
         let mail = &mail;
-        let mut handles: Vec<_> = local
+        let spawned: Vec<_> = local
             .iter()
             .zip(specs.iter().zip(&pins))
             .map(|(&p, (spec, cores))| {
-                let h = std::thread::Builder::new()
+                std::thread::Builder::new()
                     .name(format!("epsilod-vp{p}"))
                     .spawn_scoped(s, move || {
                         let endpoint = job.endpoint(p, wait).map_err(|cause| RunError::Vp {
@@ -208,12 +208,35 @@ fn run_local<T: Cell, J: Job<T>>(
                         }
                         vp::run(plan, progress, mail, spec, cores, p, endpoint)
                     })
-                    .expect("spawning a virtual process thread");
-                Some(h)
+                    .map_err(|e| {
+                        // Its endpoint goes now, so that peers waiting for
+                        // it fail instead of waiting for ever.
+                        drop(job.endpoint(p, wait));
+                        let error = RunError::Vp {
+                            vp: p,
+                            device: spec.to_string(),
+                            cause: VpError::Thread(e.to_string()),
+                        };
+                        job.on_failure(&error);
+                        error
+                    })
             })
             .collect();
+        let mut handles = Vec::with_capacity(spawned.len());
         let mut results: Vec<Option<Result<VpResult<T>, RunError>>> =
-            local.iter().map(|_| None).collect();
+            Vec::with_capacity(spawned.len());
+        for h in spawned {
+            match h {
+                Ok(h) => {
+                    handles.push(Some(h));
+                    results.push(None);
+                }
+                Err(e) => {
+                    handles.push(None);
+                    results.push(Some(Err(e)));
+                }
+            }
+        }
         if plan.observer.is_some() || job.fails_fast() {
             let mut told = 0;
             while handles.iter().any(Option::is_some) {

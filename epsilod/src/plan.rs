@@ -255,22 +255,16 @@ impl<T> RunPlan<T> {
         let host = job.hosts.get(job.rank).cloned().unwrap_or_default();
         // Host-mates as `cores::my_cores` counts them.
         let here = |r: usize| r == job.rank || job.hosts.get(r) == Some(&host);
-        let cells = |p: &usize| self.layout.block(*p).card() as u64;
-        let cpu = |p: &usize| matches!(self.devices[*p].kind, DeviceKind::Cpu { .. });
+        let cells = |p: usize| self.layout.block(p).card() as u64;
+        let cpu = |p: usize| matches!(self.devices[p].kind, DeviceKind::Cpu { .. });
         let procs = || 0..owners.len();
         let running: u64 = 2 * procs()
-            .filter(|&p| here(owners[p]) && cpu(&p))
-            .map(|p| cells(&p))
+            .filter(|&p| here(owners[p]) && cpu(p))
+            .map(cells)
             .sum::<u64>();
-        let mut ending: u64 = procs()
-            .filter(|&p| here(owners[p]))
-            .map(|p| cells(&p))
-            .sum();
+        let mut ending: u64 = procs().filter(|&p| here(owners[p])).map(cells).sum();
         if here(0) {
-            let elsewhere: u64 = procs()
-                .filter(|&p| !here(owners[p]))
-                .map(|p| cells(&p))
-                .sum();
+            let elsewhere: u64 = procs().filter(|&p| !here(owners[p])).map(cells).sum();
             ending += elsewhere + self.size.iter().map(|&w| w as u64).product::<u64>();
         }
         let need = running

@@ -58,21 +58,29 @@ fn on_job<J: Job<f32>>(job: &J, owners: &[usize], body: &Body) -> Result<Vec<Vec
         let handles: Vec<_> = local
             .iter()
             .map(|&p| {
-                s.spawn(move || {
-                    let mut ep = job.endpoint(p, wait).map_err(|e| failed(p, e))?;
-                    let mine = body(&mut ep).map_err(|e| failed(p, e.into()))?;
-                    // Every process learns every result through the
-                    // transport itself: no rank-0 gather to special-case.
-                    ep.all_gather(&mine).map_err(|e| failed(p, e.into()))
-                })
+                std::thread::Builder::new()
+                    .spawn_scoped(s, move || {
+                        let mut ep = job.endpoint(p, wait).map_err(|e| failed(p, e))?;
+                        let mine = body(&mut ep).map_err(|e| failed(p, e.into()))?;
+                        // Every process learns every result through the
+                        // transport itself: no rank-0 gather to special-case.
+                        ep.all_gather(&mine).map_err(|e| failed(p, e.into()))
+                    })
+                    .map_err(|e| {
+                        // Its endpoint goes, so the others fail, not hang.
+                        drop(job.endpoint(p, wait));
+                        failed(p, VpError::Thread(e.to_string()))
+                    })
             })
             .collect();
         handles
             .into_iter()
             .zip(&local)
             .map(|(h, &p)| {
-                h.join()
-                    .unwrap_or_else(|_| Err(failed(p, VpError::Panicked)))
+                h.and_then(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(failed(p, VpError::Panicked)))
+                })
             })
             .collect()
     });
