@@ -16,25 +16,47 @@ controller_conformance!(cpu_tiny_windows, <T> CpuController::<T>::new(3).unwrap(
 controller_conformance!(cpu_small_fills, <T> CpuController::<T>::new(1).unwrap().fill_slab_cells(1));
 // The trait's own copy between buffers (through the host), and its other
 // defaults, as a controller written outside this crate has them.
-controller_conformance!(trait_defaults, <T> Defaults(CpuController::<T>::new(2).unwrap()));
+controller_conformance!(trait_defaults, <T> Defaults::of(CpuController::<T>::new(2).unwrap()));
 
 /// A controller implementing only what the trait requires (and auxiliary
 /// fields, which the suite checks), by its inner one: every other method
-/// is the trait's default.
-struct Defaults<C>(C);
+/// is the trait's default. Made by `ten_ms`, its kernels take exactly 10 ms
+/// by its own clock.
+struct Defaults<C> {
+    inner: C,
+    ten_ms: bool,
+    seconds: f64,
+}
+
+impl<C> Defaults<C> {
+    fn of(inner: C) -> Self {
+        Defaults {
+            inner,
+            ten_ms: false,
+            seconds: 0.0,
+        }
+    }
+
+    fn ten_ms(inner: C) -> Self {
+        Defaults {
+            ten_ms: true,
+            ..Defaults::of(inner)
+        }
+    }
+}
 
 impl<T, C: Controller<T>> Controller<T> for Defaults<C> {
     fn describe(&self) -> String {
-        format!("{} (trait defaults)", self.0.describe())
+        format!("{} (trait defaults)", self.inner.describe())
     }
     fn alloc(&mut self, extent: &Shape, capacity: &Shape) -> Result<BufferId, DeviceError> {
-        self.0.alloc(extent, capacity)
+        self.inner.alloc(extent, capacity)
     }
     fn free(&mut self, buf: BufferId) -> Result<(), DeviceError> {
-        self.0.free(buf)
+        self.inner.free(buf)
     }
     fn extent(&self, buf: BufferId) -> Result<Shape, DeviceError> {
-        self.0.extent(buf)
+        self.inner.extent(buf)
     }
     fn resize(
         &mut self,
@@ -42,13 +64,13 @@ impl<T, C: Controller<T>> Controller<T> for Defaults<C> {
         extent: &Shape,
         spare: &[i64],
     ) -> Result<bool, DeviceError> {
-        self.0.resize(buf, extent, spare)
+        self.inner.resize(buf, extent, spare)
     }
     fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
-        self.0.write(buf, region, data)
+        self.inner.write(buf, region, data)
     }
     fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
-        self.0.read(buf, region, out)
+        self.inner.read(buf, region, out)
     }
     fn fill(
         &mut self,
@@ -56,13 +78,13 @@ impl<T, C: Controller<T>> Controller<T> for Defaults<C> {
         region: &Shape,
         f: &(dyn Fn(&[i64]) -> T + Sync),
     ) -> Result<(), DeviceError> {
-        self.0.fill(buf, region, f)
+        self.inner.fill(buf, region, f)
     }
     fn load(&mut self, kernel: Arc<dyn kernels::Kernel<T>>) -> Result<KernelId, DeviceError> {
-        self.0.load(kernel)
+        self.inner.load(kernel)
     }
     fn bind_aux(&mut self, kernel: KernelId, aux: &[BufferId]) -> Result<(), DeviceError> {
-        self.0.bind_aux(kernel, aux)
+        self.inner.bind_aux(kernel, aux)
     }
     fn launch(
         &mut self,
@@ -71,13 +93,21 @@ impl<T, C: Controller<T>> Controller<T> for Defaults<C> {
         dst: BufferId,
         region: &Shape,
     ) -> Result<(), DeviceError> {
-        self.0.launch(kernel, src, dst, region)
+        self.inner.launch(kernel, src, dst, region)?;
+        if self.ten_ms {
+            self.seconds += 0.010;
+        }
+        Ok(())
     }
     fn wait(&mut self) -> Result<(), DeviceError> {
-        self.0.wait()
+        self.inner.wait()
     }
     fn take_kernel_seconds(&mut self) -> f64 {
-        self.0.take_kernel_seconds()
+        if self.ten_ms {
+            std::mem::take(&mut self.seconds)
+        } else {
+            self.inner.take_kernel_seconds()
+        }
     }
 }
 
@@ -129,66 +159,11 @@ fn parallel_split_covers_large_regions() {
     }
 }
 
-/// A device whose kernels always take exactly 10 ms by its own clock.
-struct TenMs(CpuController<f32>, f64);
-
-impl Controller<f32> for TenMs {
-    fn describe(&self) -> String {
-        "ten-ms".into()
-    }
-    fn alloc(&mut self, e: &Shape, c: &Shape) -> Result<BufferId, DeviceError> {
-        self.0.alloc(e, c)
-    }
-    fn free(&mut self, b: BufferId) -> Result<(), DeviceError> {
-        self.0.free(b)
-    }
-    fn extent(&self, b: BufferId) -> Result<Shape, DeviceError> {
-        self.0.extent(b)
-    }
-    fn resize(&mut self, b: BufferId, e: &Shape, s: &[i64]) -> Result<bool, DeviceError> {
-        self.0.resize(b, e, s)
-    }
-    fn write(&mut self, b: BufferId, r: &Shape, d: &[f32]) -> Result<(), DeviceError> {
-        self.0.write(b, r, d)
-    }
-    fn read(&mut self, b: BufferId, r: &Shape, o: &mut Vec<f32>) -> Result<(), DeviceError> {
-        self.0.read(b, r, o)
-    }
-    fn fill(
-        &mut self,
-        b: BufferId,
-        r: &Shape,
-        f: &(dyn Fn(&[i64]) -> f32 + Sync),
-    ) -> Result<(), DeviceError> {
-        self.0.fill(b, r, f)
-    }
-    fn load(&mut self, k: Arc<dyn kernels::Kernel<f32>>) -> Result<KernelId, DeviceError> {
-        self.0.load(k)
-    }
-    fn launch(
-        &mut self,
-        k: KernelId,
-        s: BufferId,
-        d: BufferId,
-        r: &Shape,
-    ) -> Result<(), DeviceError> {
-        self.0.launch(k, s, d, r)?;
-        self.1 += 0.010;
-        Ok(())
-    }
-    fn wait(&mut self) -> Result<(), DeviceError> {
-        Ok(())
-    }
-    fn take_kernel_seconds(&mut self) -> f64 {
-        std::mem::take(&mut self.1)
-    }
-}
-
 #[test]
 fn slowdown_stretches_kernel_time_from_its_iteration() {
     let all = Shape::from_sizes(&[8, 8]);
     let inner = Shape::from_ranges(&[(1, 7), (1, 7)]);
-    let mut c = Slowdown::new(TenMs(CpuController::new(1).unwrap(), 0.0), 4.0, 2).unwrap();
+    let mut c = Slowdown::new(Defaults::ten_ms(CpuController::new(1).unwrap()), 4.0, 2).unwrap();
     let kid = c
         .load(Arc::from(library_kernel::<f32>(
             Library::S2d4,
