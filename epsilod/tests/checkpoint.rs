@@ -149,7 +149,10 @@ fn the_heuristic_goes_on_from_its_checkpointed_state() {
 
 /// A device ALB dropped (60x slower than the other) resumes dropped: a
 /// restart on the same devices starts from the checkpoint's rows, zero
-/// included, not from the devices' equal weights.
+/// included, not from the devices' equal weights. The threshold is a
+/// quarter, not the default twentieth: on a loaded 2-core machine, with the
+/// binary's other tests beside it, the 60x device once measured only 13x
+/// slower and stayed.
 #[test]
 fn a_dropped_device_resumes_dropped() {
     let dir = tempfile::tempdir().unwrap();
@@ -161,7 +164,7 @@ fn a_dropped_device_resumes_dropped() {
                 spec("cpu:threads=1,slowdown=60"),
             ])
             .partition(Partition::Weighted(0))
-            .alb(Alb::parse("next-alb").unwrap().unwrap());
+            .alb(Alb::parse("next-alb").unwrap().unwrap().drop_below(0.25));
         if restart {
             s.restart(dir.path())
         } else {
