@@ -264,7 +264,7 @@ fn box_loop(shape: &FusedShape, body: &str) -> String {
     let _ = writeln!(s, "        const int f_rows = {rows};");
     let row_loop = format!("for (int f_r = f_ly; f_r < f_rows; f_r += {gy}) {{");
     let col_loop = format!("for (int f_i = f_lx; f_i < f_n{last}; f_i += {gx}) {{");
-    let col = [
+    let col = vec![
         format!("const index_t f_x{last} = f_b{last} + f_i;"),
         format!("const int f_col = (int)(f_x{last} - f_la{last});"),
     ];
@@ -288,9 +288,9 @@ fn box_loop(shape: &FusedShape, body: &str) -> String {
     }
     row.push(format!("const int f_row = {};", terms.join(" + ")));
     let (outer, outer_lines, inner, inner_lines) = if ext[last] <= gx {
-        (col_loop, col.to_vec(), row_loop, row)
+        (col_loop, col, row_loop, row)
     } else {
-        (row_loop, row, col_loop, col.to_vec())
+        (row_loop, row, col_loop, col)
     };
     let _ = writeln!(s, "        {outer}");
     for l in outer_lines {
