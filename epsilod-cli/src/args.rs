@@ -425,6 +425,12 @@ pub struct SimulateArgs {
     /// random start (stalls come in spells); 1 draws each independently.
     #[arg(long, default_value_t = 1, requires = "noise_from", value_parser = clap::value_parser!(u64).range(1..))]
     pub noise_block: u64,
+    /// With --noise-from: each measured kernel time's baseline is the median of this many
+    /// iterations either side. The default, half the ALB window, keeps only the noise within a
+    /// window; a wider one (e.g. 250, with --noise-block as long) keeps the slow spells of a shared
+    /// machine too, which move the windows' means and so the heuristics' decisions.
+    #[arg(long, default_value_t = models::simulate::RATIO_HALF_WINDOW as u64, requires = "noise_from", value_parser = clap::value_parser!(u64).range(1..))]
+    pub noise_window: u64,
     /// Devices per host (node): messages between hosts take the mpi link and share their host's
     /// interface. Default: all on one host.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]

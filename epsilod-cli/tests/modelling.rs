@@ -687,16 +687,19 @@ fn simulate_resamples_noise_from_a_real_report() {
         )
     );
     assert_ne!(a, blocks);
-    fails_with(
-        &[
-            &["simulate"][..],
-            &base,
-            &devs,
-            &["--iters", "6", "--noise-block", "4"],
-        ]
-        .concat(),
-        "--noise-from",
+    // A baseline over the whole run instead of 31 iterations: other ratios.
+    let wide = sim(
+        "1",
+        &["--noise-from", real, "--noise-window", "40"],
+        "g.json",
     );
+    assert_ne!(a, wide);
+    for lone in [["--noise-block", "4"], ["--noise-window", "100"]] {
+        fails_with(
+            &[&["simulate"][..], &base, &devs, &["--iters", "6"], &lone].concat(),
+            "--noise-from",
+        );
+    }
     fails_with(
         &[
             &["simulate"][..],

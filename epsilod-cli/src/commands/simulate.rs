@@ -32,9 +32,14 @@ const DEFAULT_CV: f64 = 0.02;
 /// start-up (as calibration drops them).
 const NOISE_WARM_UP: usize = 2;
 
-/// `--noise-from`: a real report's kernel times as ratios to resample, in
-/// blocks of `block` consecutive ones.
-fn noise_from(path: &std::path::Path, block: usize) -> Result<NoiseSource, CliError> {
+/// `--noise-from`: a real report's kernel times as ratios over the median of
+/// `half_window` iterations either side, to resample in blocks of `block`
+/// consecutive ones.
+fn noise_from(
+    path: &std::path::Path,
+    block: usize,
+    half_window: usize,
+) -> Result<NoiseSource, CliError> {
     let bad = |why: String| {
         CliError::Simulate(format!(
             "cannot take the noise of {}: {why}",
@@ -46,7 +51,8 @@ fn noise_from(path: &std::path::Path, block: usize) -> Result<NoiseSource, CliEr
         other => other,
     })?;
     let (compute, rows) = kernel_times_and_rows(&real);
-    let ratios = noise_ratios(&compute, &rows, NOISE_WARM_UP).map_err(|e| bad(e.to_string()))?;
+    let ratios = noise_ratios(&compute, &rows, NOISE_WARM_UP, half_window)
+        .map_err(|e| bad(e.to_string()))?;
     Ok(NoiseSource::Resampled { ratios, block })
 }
 
@@ -100,7 +106,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         drop_below: args.alb_drop_below,
         kernels: Kernels::Modelled { seed: args.seed },
         noise: match &args.noise_from {
-            Some(p) => noise_from(p, args.noise_block as usize)?,
+            Some(p) => noise_from(p, args.noise_block as usize, args.noise_window as usize)?,
             None => NoiseSource::Lognormal,
         },
         iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),

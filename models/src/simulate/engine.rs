@@ -212,7 +212,7 @@ impl<'a> Sim<'a> {
                 Kernels::Modelled { .. } => {
                     // Drawn for an empty block too: a seed's stream of
                     // draws does not depend on the partition.
-                    let eps = self.noise.draw(d);
+                    let eps = self.noise.draw(d, it);
                     let dev = &s.devices[d];
                     if cells > 0.0 {
                         let base = dev.fixed_seconds + dev.seconds_per_cell * cells;

@@ -415,7 +415,10 @@ fn check(s: &Scenario) -> Result<(), SimError> {
         return Err(SimError::NoDevices);
     }
     if let NoiseSource::Resampled { ratios, .. } = &s.noise {
-        if ratios.is_empty() || ratios.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
+        let width = ratios.first().map_or(0, Vec::len);
+        let usable =
+            |r: &Vec<f64>| r.len() == width && r.iter().all(|x| x.is_finite() && *x >= 0.0);
+        if width == 0 || !ratios.iter().all(usable) {
             return Err(SimError::NoNoise);
         }
     }

@@ -12,40 +12,52 @@ pub enum NoiseSource {
     /// Lognormal of mean 1 and each device's `cv` (none when it is 0).
     #[default]
     Lognormal,
-    /// Drawn with replacement from measured ratios (every device alike,
-    /// whatever its `cv`): a real run's kernel times over their local
-    /// median ([`noise_ratios`]), stalls and all. A shared machine's kernel
-    /// times have tails a lognormal of the robust spread never produces,
-    /// and the t-test of `welch` reacts to exactly those.
+    /// Resampled from a real run's kernel times over their median nearby
+    /// ([`noise_ratios`]), stalls and all, whatever the devices' `cv`. A
+    /// shared machine's kernel times have tails a lognormal of the robust
+    /// spread never produces, and the t-test of `welch` reacts to exactly
+    /// those. Every device takes the same measured iteration at once
+    /// (modelled device `d` its source device `d mod width`'s ratio), so
+    /// what slowed every core together stays a slowdown of all of them,
+    /// which no heuristic should answer.
     Resampled {
-        /// The ratios, each source device's in iteration order.
-        ratios: Vec<f64>,
-        /// Consecutive ratios a device takes from one random start before
-        /// it draws a new start (1: independent draws). Stalls come in
-        /// spells; blocks keep them. A block may run from one source
-        /// device's ratios into the next's.
+        /// One row per measured iteration: the ratio of each source
+        /// device.
+        ratios: Vec<Vec<f64>>,
+        /// Consecutive measured iterations taken from one random start
+        /// before a new start is drawn (1: independent draws). Stalls and
+        /// slow spells come in runs; blocks keep them.
         block: usize,
     },
 }
 
-/// Iterations either side of a kernel time whose median is its baseline in
-/// [`noise_ratios`]: an odd window of 31, the ALB window's length.
+/// The default iterations either side of a kernel time whose median is its
+/// baseline in [`noise_ratios`]: an odd window of 31, the ALB window's
+/// length, so only the noise within one window is kept.
 pub const RATIO_HALF_WINDOW: usize = 15;
 
 /// A real run's kernel-time noise as ratios: each device's seconds per row
 /// in each iteration (from `skip` on, rows > 0) over the median of its
-/// seconds per row in the [`RATIO_HALF_WINDOW`] iterations either side.
+/// seconds per row in the `half_window` iterations either side
+/// ([`RATIO_HALF_WINDOW`] by default).
 /// The local median follows rebalances and slowdowns: a step in speed
 /// distorts no ratio, since a centred window always holds a majority from
 /// the iteration's own side of the step. What is left is the noise itself,
 /// stalls included, relative to the median, as calibration's seconds per
 /// cell is a median too. `compute[i][d]` and `rows[i][d]` are the report's
 /// kernel seconds and rows.
+///
+/// A wider window keeps slow spells too: on a shared machine a device runs
+/// 20-30% slower for a few hundred iterations at a time, which moves the
+/// windows' means apart, and that is what makes the heuristics rebalance
+/// again and again (measured: 6-16 rebalances in real runs where ratios
+/// over the default window gave 2). Resample those in blocks as long.
 pub fn noise_ratios(
     compute: &[Vec<f64>],
     rows: &[Vec<usize>],
     skip: usize,
-) -> Result<Vec<f64>, SimError> {
+    half_window: usize,
+) -> Result<Vec<Vec<f64>>, SimError> {
     if rows.len() != compute.len() {
         return Err(SimError::TraceShape {
             what: "iterations of rows",
@@ -54,26 +66,46 @@ pub fn noise_ratios(
         });
     }
     let devices = compute.iter().map(Vec::len).max().unwrap_or(0);
-    let mut out = Vec::new();
+    // Per iteration, each device's seconds per row; None where it had no
+    // rows or no usable time.
+    let per_row: Vec<Vec<Option<f64>>> = compute
+        .iter()
+        .zip(rows)
+        .skip(skip)
+        .map(|(c, r)| {
+            (0..devices)
+                .map(|d| match (c.get(d), r.get(d)) {
+                    (Some(&t), Some(&n)) if n > 0 && t.is_finite() && t >= 0.0 => {
+                        Some(t / n as f64)
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    let mut ratio = vec![vec![None; devices]; per_row.len()];
     for d in 0..devices {
-        let series: Vec<f64> = compute
+        // The device's usable times, with the iteration each came from.
+        let (at, series): (Vec<usize>, Vec<f64>) = per_row
             .iter()
-            .zip(rows)
-            .skip(skip)
-            .filter_map(|(c, r)| match (c.get(d), r.get(d)) {
-                (Some(&t), Some(&n)) if n > 0 && t.is_finite() && t >= 0.0 => Some(t / n as f64),
-                _ => None,
-            })
-            .collect();
-        for (i, &x) in series.iter().enumerate() {
-            let lo = i.saturating_sub(RATIO_HALF_WINDOW);
-            let hi = (i + RATIO_HALF_WINDOW + 1).min(series.len());
+            .enumerate()
+            .filter_map(|(i, r)| r[d].map(|x| (i, x)))
+            .unzip();
+        for (k, &x) in series.iter().enumerate() {
+            let lo = k.saturating_sub(half_window);
+            let hi = (k + half_window + 1).min(series.len());
             let base = heuristics::median(&series[lo..hi]);
             if base > 0.0 {
-                out.push(x / base);
+                ratio[at[k]][d] = Some(x / base);
             }
         }
     }
+    // Only iterations where every device has a ratio: the devices' noise
+    // stays together.
+    let out: Vec<Vec<f64>> = ratio
+        .into_iter()
+        .filter_map(|r| r.into_iter().collect::<Option<Vec<f64>>>())
+        .collect();
     if out.is_empty() {
         return Err(SimError::NoNoise);
     }
@@ -85,10 +117,11 @@ pub fn noise_ratios(
 pub(super) struct Noise {
     rng: StdRng,
     dists: Vec<Option<LogNormal<f64>>>,
-    ratios: Vec<f64>,
+    ratios: Vec<Vec<f64>>,
     block: usize,
-    /// Per device: the next ratio's index and how many its block has left.
-    cursor: Vec<(usize, usize)>,
+    /// The block the last draw fell in, and the measured iteration it
+    /// started from.
+    current: Option<(u64, usize)>,
 }
 
 impl Noise {
@@ -99,7 +132,7 @@ impl Noise {
                 dists: Vec::new(),
                 ratios: ratios.clone(),
                 block: (*block).max(1),
-                cursor: vec![(0, 0); devices.len()],
+                current: None,
             };
         }
         let dists = devices
@@ -116,21 +149,26 @@ impl Noise {
             dists,
             ratios: Vec::new(),
             block: 1,
-            cursor: Vec::new(),
+            current: None,
         }
     }
 
-    pub(super) fn draw(&mut self, d: usize) -> f64 {
+    /// Device `d`'s factor at iteration `it`. Resampled draws depend on
+    /// the iteration only (one start per block of iterations), so which
+    /// devices are live does not change the others' noise.
+    pub(super) fn draw(&mut self, d: usize, it: u64) -> f64 {
         if !self.ratios.is_empty() {
-            let (next, left) = &mut self.cursor[d];
-            if *left == 0 || *next >= self.ratios.len() {
-                *next = self.rng.gen_range(0..self.ratios.len());
-                *left = self.block;
-            }
-            let x = self.ratios[*next];
-            *next += 1;
-            *left -= 1;
-            return x;
+            let b = it / self.block as u64;
+            let start = match self.current {
+                Some((cur, start)) if cur == b => start,
+                _ => {
+                    let start = self.rng.gen_range(0..self.ratios.len());
+                    self.current = Some((b, start));
+                    start
+                }
+            };
+            let row = &self.ratios[(start + (it % self.block as u64) as usize) % self.ratios.len()];
+            return row[d % row.len()];
         }
         match &self.dists[d] {
             Some(l) => l.sample(&mut self.rng),

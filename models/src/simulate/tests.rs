@@ -124,20 +124,51 @@ fn noise_ratios_keep_the_stalls_and_drop_the_steps() {
         per_row * rows[i][d] as f64
     };
     let compute: Vec<Vec<f64>> = (0..n).map(|i| vec![steady(i, 0), steady(i, 1)]).collect();
-    let r = noise_ratios(&compute, &rows, 2).unwrap();
-    assert_eq!(r.len(), 2 * (n - 2));
-    assert!(r.iter().all(|&x| (x - 1.0).abs() < 1e-12), "{r:?}");
+    let r = noise_ratios(&compute, &rows, 2, RATIO_HALF_WINDOW).unwrap();
+    assert_eq!(r.len(), n - 2);
+    assert!(
+        r.iter().flatten().all(|&x| (x - 1.0).abs() < 1e-12),
+        "{r:?}"
+    );
     // One stall of 8x every 50 iterations on device 0.
     let mut stalled = compute.clone();
     for i in (10..n).step_by(50) {
         stalled[i][0] *= 8.0;
     }
-    let r = noise_ratios(&stalled, &rows, 2).unwrap();
-    let tails: Vec<f64> = r.iter().copied().filter(|&x| x > 1.5).collect();
+    let r = noise_ratios(&stalled, &rows, 2, RATIO_HALF_WINDOW).unwrap();
+    let tails: Vec<f64> = r.iter().map(|x| x[0]).filter(|&x| x > 1.5).collect();
     assert_eq!(tails.len(), 8);
+    assert!(r.iter().all(|x| x[1] == 1.0));
     assert!(tails.iter().all(|&x| (x - 8.0).abs() < 1e-9));
-    assert!(matches!(noise_ratios(&[], &[], 0), Err(SimError::NoNoise)));
-    assert!(noise_ratios(&compute, &rows[1..], 0).is_err());
+    assert!(matches!(
+        noise_ratios(&[], &[], 0, RATIO_HALF_WINDOW),
+        Err(SimError::NoNoise)
+    ));
+    assert!(noise_ratios(&compute, &rows[1..], 0, RATIO_HALF_WINDOW).is_err());
+}
+
+/// A spell of 100 iterations 25% slower: over the default window it is
+/// gone but for its edges; over a window wider than it, every iteration
+/// of it comes back at 1.25. An iteration where one device has no rows
+/// has no row of ratios (the devices' noise stays aligned).
+#[test]
+fn a_wide_window_keeps_slow_spells() {
+    let n = 600;
+    let mut rows = vec![vec![10usize, 10]; n];
+    rows[5][1] = 0;
+    let compute: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            let spell = if (300..400).contains(&i) { 1.25 } else { 1.0 };
+            vec![1e-5 * spell, 1e-5]
+        })
+        .collect();
+    let spelled = |half_window| {
+        let r = noise_ratios(&compute, &rows, 0, half_window).unwrap();
+        assert_eq!(r.len(), n - 1);
+        r.iter().filter(|x| (x[0] - 1.25).abs() < 1e-9).count()
+    };
+    assert!(spelled(RATIO_HALF_WINDOW) <= 2 * RATIO_HALF_WINDOW);
+    assert_eq!(spelled(150), 100);
 }
 
 /// Resampled noise draws only the given ratios, repeats per seed,
@@ -152,7 +183,10 @@ fn resampled_noise_draws_the_measured_ratios_per_seed() {
             None,
         );
         s.kernels = Kernels::Modelled { seed };
-        s.noise = NoiseSource::Resampled { ratios, block: 1 };
+        s.noise = NoiseSource::Resampled {
+            ratios: ratios.into_iter().map(|x| vec![x]).collect(),
+            block: 1,
+        };
         simulate(&s)
     };
     let base = 1e-9 * 32.0 * 1024.0;
@@ -167,6 +201,8 @@ fn resampled_noise_draws_the_measured_ratios_per_seed() {
         .all(|&x| (x - 1.0).abs() < 1e-9 || (x - 10.0).abs() < 1e-9));
     let tens = times.iter().filter(|&&x| x > 5.0).count();
     assert!((60..140).contains(&tens), "{tens} of 200 draws were 10");
+    // One source device: both modelled devices take its ratio, together.
+    assert!(times.chunks(2).all(|p| p[0] == p[1]));
     let again = run(3, vec![1.0, 10.0]).unwrap();
     assert_eq!(a.loop_seconds, again.loop_seconds);
     let other = run(4, vec![1.0, 10.0]).unwrap();
@@ -177,10 +213,13 @@ fn resampled_noise_draws_the_measured_ratios_per_seed() {
 
 /// Blocks of 5: a device takes runs of consecutive ratios from the
 /// source (ratios 1, 2, 3, ... make that visible as steps of +1), where
-/// independent draws rarely do.
+/// independent draws rarely do; and each modelled device takes its own
+/// source device's ratio of the same measured iteration.
 #[test]
 fn resampled_blocks_keep_consecutive_ratios_together() {
-    let ratios: Vec<f64> = (1..=200).map(f64::from).collect();
+    let ratios: Vec<Vec<f64>> = (1..=200)
+        .map(|t| vec![f64::from(t), f64::from(1000 + t)])
+        .collect();
     let steps = |block: usize| {
         let mut s = scenario(
             vec![SimDevice::new("a", 1e-9), SimDevice::new("b", 1e-9)],
@@ -194,6 +233,10 @@ fn resampled_blocks_keep_consecutive_ratios_together() {
         };
         let sim = simulate(&s).unwrap();
         let base = 1e-9 * 32.0 * 1024.0;
+        for st in &sim.steps {
+            let r = |d: usize| (st.devices[d].compute / base).round();
+            assert_eq!(r(1), r(0) + 1000.0);
+        }
         (0..2)
             .map(|d| {
                 let r: Vec<f64> = sim
@@ -206,8 +249,8 @@ fn resampled_blocks_keep_consecutive_ratios_together() {
             .sum::<usize>()
     };
     // 2 devices x 100 transitions: 4 of each 5 inside a block (160),
-    // less the blocks that hit the end of the ratios, plus the odd new
-    // start that happens to follow the last ratio (1 in 200).
+    // less the blocks that wrap past the end of the ratios, plus the odd
+    // new start that happens to follow the last ratio (1 in 200).
     let blocks = steps(5);
     assert!((140..=170).contains(&blocks), "{blocks}");
     assert!(steps(1) < 10, "{}", steps(1));
