@@ -34,11 +34,16 @@ pub struct Slowdown<C> {
     seconds: f64,
 }
 
+/// The largest slowdown factor: an emulated device a thousand times slower
+/// is already one that load balancing leaves without rows; past it a run
+/// only waits (and a factor near 1e300 would not fit a wait's duration).
+pub const MAX_FACTOR: f64 = 1000.0;
+
 impl<C> Slowdown<C> {
     pub fn new(inner: C, factor: f64, from_iter: u64) -> Result<Slowdown<C>, DeviceError> {
-        if !factor.is_finite() || factor < 1.0 {
+        if !(1.0..=MAX_FACTOR).contains(&factor) {
             return Err(DeviceError::BadOption(format!(
-                "slowdown {factor} is not allowed: it must be a number >= 1"
+                "slowdown {factor:e} is not allowed: it must be a number from 1 to {MAX_FACTOR}"
             )));
         }
         Ok(Slowdown {
@@ -63,7 +68,9 @@ impl<C> Slowdown<C> {
         let t = self.inner.take_kernel_seconds();
         if self.active() {
             let start = Instant::now();
-            wait_precisely(Duration::from_secs_f64(t * (self.factor - 1.0)));
+            // A kernel time a broken clock made absurd waits nothing.
+            let owed = Duration::try_from_secs_f64(t * (self.factor - 1.0)).unwrap_or_default();
+            wait_precisely(owed);
             self.seconds += t + start.elapsed().as_secs_f64();
         } else {
             self.seconds += t;

@@ -175,21 +175,13 @@ pub fn load(path: &Path) -> Result<(usize, usize, Vec<f32>), String> {
             Ok((img.rows, img.cols, px))
         }
         Some("npy") => {
-            let bad = |e: ndarray_npy::ReadNpyError| e.to_string();
             let two_d = |shape: &[usize]| match shape {
                 &[r, c] if r > 0 && c > 0 => Ok((r, c)),
                 s => Err(format!(
                     "an image is a 2-d array with pixels, this one has shape {s:?}"
                 )),
             };
-            let a: ndarray::ArrayD<f32> = match ndarray_npy::read_npy(path) {
-                Ok(a) => a,
-                Err(ndarray_npy::ReadNpyError::WrongDescriptor(_)) => {
-                    let a: ndarray::ArrayD<f64> = ndarray_npy::read_npy(path).map_err(bad)?;
-                    a.mapv(|v| v as f32)
-                }
-                Err(e) => return Err(bad(e)),
-            };
+            let a = epsilod::npy::read_as_f32(path)?;
             let (r, c) = two_d(a.shape())?;
             Ok((r, c, a.iter().copied().collect()))
         }

@@ -84,11 +84,12 @@ pub struct ReplayArgs {
 
 #[derive(Args, Debug)]
 pub struct CommbenchArgs {
-    /// Virtual processes per rank (one process: all of them), comma-separated.
-    #[arg(long, default_value = "2,4,8", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    /// Virtual processes per rank (one process: all of them), comma-separated; each is a thread,
+    /// at most 1024.
+    #[arg(long, default_value = "2,4,8", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub per_rank: Vec<u64>,
-    /// Message sizes in bytes, comma-separated.
-    #[arg(long, default_value = "16,256,4096,65536,1048576", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    /// Message sizes in bytes, comma-separated (at most 1 GiB, 1073741824).
+    #[arg(long, default_value = "16,256,4096,65536,1048576", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub sizes: Vec<u64>,
     /// Partners per process (rounds of random pairing), comma-separated.
     #[arg(long, default_value = "1,2,3,4", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
@@ -169,8 +170,8 @@ pub struct ScaleArgs {
     /// Signatures of one run at two or more device counts (three or more recommended).
     #[arg(required = true)]
     pub signatures: Vec<PathBuf>,
-    /// Devices to predict for.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Devices to predict for, at most 1048576 (the trace holds every one's messages).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub target: u64,
     /// Signatures of a smaller problem: far points for the compute fit.
     #[arg(long)]
@@ -264,8 +265,8 @@ pub struct ViewArgs {
     /// For gas-sim's D3Q19 cells: density (default) or speed.
     #[arg(long, default_value = "density", value_parser = parse_quantity)]
     pub field: crate::view::Quantity,
-    /// Milliseconds per GIF frame.
-    #[arg(long, default_value_t = 200)]
+    /// Milliseconds per GIF frame, at most 655350 (GIF counts hundredths of a second in 16 bits).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=655_350))]
     pub delay: u32,
 }
 
@@ -343,8 +344,8 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(3..))]
     pub reps: u64,
     /// Largest ping-pong message in bytes (sizes 0 and 4, 8, ... doubling up to it, plus the
-    /// run's halo message sizes).
-    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(4..))]
+    /// run's halo message sizes); at most 1 GiB (1073741824).
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(4..=1 << 30))]
     pub max_bytes: u64,
     /// Measure the devices only.
     #[arg(long)]
@@ -559,8 +560,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "100", allow_hyphen_values = true, value_parser = parse_iters)]
     pub iters: u64,
     /// One device (virtual process) each, repeatable: cpu | cpu:threads=T | opencl |
-    /// opencl:platform=P,device=D | cuda | cuda:device=D, each optionally with ,weight=W and
-    /// ,slowdown=F or ,slowdown=F@ITER. A cpu without threads= takes its share of the cores the
+    /// opencl:platform=P,device=D | cuda | cuda:device=D, each optionally with weight=W and
+    /// slowdown=F or slowdown=F@ITER (F from 1 to 1000) among its options, after a ':' (cpu:weight=2,
+    /// cpu:threads=2,slowdown=3@100). A cpu without threads= takes its share of the cores the
     /// other devices leave. Default: one cpu device on every core (under MPI, one per rank on
     /// its share of its host's cores).
     #[arg(long = "devices")]

@@ -103,6 +103,11 @@ pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), CliError> {
             out.display()
         )));
     }
+    epsilod::output::check_creatable(out)
+        .map_err(|why| CliError::Plot(format!("cannot write {}: {why}", out.display())))?;
+    for (label, r) in runs {
+        check_times(label, r)?;
+    }
     ensure_font()?;
     let size = (1200, 1100);
     match ext {
@@ -116,6 +121,26 @@ pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), CliError> {
             draw(&root, runs)?;
             root.present().map_err(perr)
         }
+    }
+}
+
+/// The longest time a plotted iteration may take (about 30 years): past it
+/// a report's times are not a run's, and the axes' ranges overflow.
+const MAX_SECONDS: f64 = 1e9;
+
+/// Errors unless every time the figure draws is a number from 0 to
+/// [`MAX_SECONDS`].
+fn check_times(label: &str, r: &Report) -> Result<(), CliError> {
+    let times = r.iterations.iter().flat_map(|i| {
+        std::iter::once(i.seconds).chain(i.devices.iter().map(|d| d.compute_seconds))
+    });
+    let times = times.chain([r.summary.mean_iteration_seconds]);
+    match times.into_iter().find(|t| !(0.0..=MAX_SECONDS).contains(t)) {
+        None => Ok(()),
+        Some(t) => Err(CliError::Plot(format!(
+            "the report of {label} has a time of {t:e} s, not one a run measures (0 to \
+             {MAX_SECONDS:e} s)"
+        ))),
     }
 }
 

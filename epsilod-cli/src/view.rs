@@ -50,13 +50,7 @@ fn err(path: &Path, why: impl std::fmt::Display) -> CliError {
 
 /// A field file as f64 values, whatever its element type.
 fn read_npy(path: &Path) -> Result<ArrayD<f64>, CliError> {
-    use ndarray_npy::ReadNpyExt;
-    let open = || std::fs::File::open(path).map_err(|e| err(path, e));
-    if let Ok(a) = ArrayD::<f32>::read_npy(open()?) {
-        return Ok(a.mapv(f64::from));
-    }
-    ArrayD::<f64>::read_npy(open()?)
-        .map_err(|e| err(path, format!("not an f32 or f64 .npy array ({e})")))
+    epsilod::npy::read_as_f64(path).map_err(|e| err(path, e))
 }
 
 /// The 2-d plane to draw from a field of 1 to 3 dimensions (plus a
@@ -236,6 +230,8 @@ pub fn view(
     quantity: Quantity,
     delay_ms: u32,
 ) -> Result<(), CliError> {
+    epsilod::output::check_creatable(out)
+        .map_err(|why| CliError::Plot(format!("cannot write {}: {why}", out.display())))?;
     crate::plot::ensure_font()?;
     let planes = files
         .iter()

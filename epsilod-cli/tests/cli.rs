@@ -89,7 +89,7 @@ fn bad_input_is_one_clear_line() {
         ),
         (
             a!["run", "2d4", "--size", "10", "--devices", "cpu:slowdown=-2"],
-            "factor must be a number >= 1",
+            "factor must be a number from 1 to 1000",
         ),
         (
             a!["run", "2d4", "--size", "10", "--devices", "cpu:weight=-1"],
@@ -734,6 +734,19 @@ fn plot_draws_png_and_svg_from_reports() {
     fails_with(
         &["plot", &p("none.json"), "-o", &p("x.jpg")],
         "unknown figure format",
+    );
+    fails_with(
+        &["plot", &p("none.json"), "-o", "/nonexistent/x.png"],
+        "cannot write /nonexistent/x.png: No such file",
+    );
+    // A report whose times overflow the axes (once an endless loop).
+    let mut r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p("none.json")).unwrap()).unwrap();
+    r["iterations"][3]["seconds"] = serde_json::json!(1e308);
+    std::fs::write(p("huge.json"), r.to_string()).unwrap();
+    fails_with(
+        &["plot", &p("huge.json"), "-o", &p("x.png")],
+        "has a time of 1e308 s, not one a run measures",
     );
 }
 

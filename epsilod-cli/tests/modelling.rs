@@ -228,6 +228,26 @@ fn simulated_runs_report_and_compare() {
 
 #[test]
 fn simulate_rejects_bad_input_with_one_line() {
+    // A spec reading the domain's size n[d] is bound to --size (it panicked
+    // unbound before).
+    let wavesim = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/specs/wavesim.toml"
+    );
+    let out = ok(&[
+        "simulate",
+        wavesim,
+        "--size",
+        "34",
+        "--iters",
+        "5",
+        "--devices-count",
+        "2",
+    ]);
+    assert!(
+        out.contains("simulated wavesim-spec x 5 iterations"),
+        "{out}"
+    );
     let base = ["simulate", "2d4", "--size", "100x100", "--iters", "10"];
     let with = |extra: &[&str]| -> Vec<String> {
         base.iter()
@@ -252,6 +272,10 @@ fn simulate_rejects_bad_input_with_one_line() {
         (
             &["--devices-count", "2", "--slow-host", "5:2"][..],
             "no host 5",
+        ),
+        (
+            &["--devices-count", "2", "--noise", "1e300"][..],
+            "noise cv must be a finite number from 0 to 100, got 1e300",
         ),
         (
             &[

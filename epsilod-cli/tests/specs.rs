@@ -316,13 +316,14 @@ fn aux_fields_from_npy_files() {
         common::fails_with(&v, want);
     };
     fails("k", "--aux k: expected name=FILE.npy");
+    fails("k=", "--aux k=: expected name=FILE.npy");
     fails(
         &format!("c={f32_file}"),
         "the spec declares aux fields [\"k\"], not 'c'",
     );
     fails(
         "k=/nonexistent.npy",
-        "--aux k=/nonexistent.npy: /nonexistent.npy:",
+        "--aux k=/nonexistent.npy: No such file",
     );
     let small = write("small.npy", &|f| {
         ndarray::Array2::<f32>::zeros((3, 4)).write_npy(f).unwrap()

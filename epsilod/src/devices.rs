@@ -173,6 +173,7 @@ impl DeviceSpec {
         };
         let (kind, opts) = text.split_once(':').unwrap_or((text, ""));
         let mut o = DeviceOptions::default();
+        let mut seen: Vec<String> = Vec::new();
         for opt in opts.split(',').filter(|o| !o.is_empty()) {
             // `fail@ITER`, as `slowdown=F@ITER` reads.
             let opt = match opt.strip_prefix("fail@") {
@@ -183,6 +184,10 @@ impl DeviceSpec {
             let (k, v) = opt
                 .split_once('=')
                 .ok_or_else(|| bad(format!("option '{opt}' is not key=value")))?;
+            if seen.iter().any(|s| s == k) {
+                return Err(bad(format!("option '{k}' is given twice: give it once")));
+            }
+            seen.push(k.to_string());
             let int = |v: &str| {
                 v.parse::<usize>()
                     .map_err(|_| bad(format!("{k}={v}: expected a whole number >= 0")))
@@ -371,15 +376,28 @@ fn parse_layout(v: &str) -> Result<CellLayout, String> {
     }
 }
 
+/// `text` as given, or its first characters where it is long (a 300-digit
+/// number in an error line helps nobody).
+pub(crate) fn short(text: &str) -> String {
+    const MOST: usize = 24;
+    match text.char_indices().nth(MOST) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// `F` or `F@ITER`.
 fn parse_slowdown(v: &str) -> Result<SlowdownSpec, String> {
     let (f, from) = v.split_once('@').unwrap_or((v, "0"));
+    let max = controllers::slowdown::MAX_FACTOR;
     let factor = match f.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 1.0 => x,
+        Ok(x) if (1.0..=max).contains(&x) => x,
         _ => {
             return Err(format!(
-            "slowdown={v}: the factor must be a number >= 1 (e.g. slowdown=3 or slowdown=3@300)"
-        ))
+                "slowdown={}: the factor must be a number from 1 to {max} (e.g. slowdown=3 or \
+                 slowdown=3@300)",
+                short(v)
+            ))
         }
     };
     let from_iter = from.parse::<u64>().map_err(|_| {
@@ -565,7 +583,8 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
         path: name.to_string(),
         why,
     };
-    let file: DeviceFileToml = toml::from_str(text).map_err(|e| err(e.message().to_string()))?;
+    let file: DeviceFileToml =
+        toml::from_str(text).map_err(|e| err(kernels::spec::toml_reason(text, &e)))?;
     if file.device.is_empty() {
         return Err(err("no [[device]] tables".into()));
     }
@@ -769,8 +788,12 @@ mod tests {
             ("cpu:threads=x", "whole number"),
             ("cpu:weight=inf", "weight=inf: expected a number >= 0"),
             ("cpu:weight=-2", "weight=-2"),
-            ("cpu:slowdown=-2", "factor must be a number >= 1"),
-            ("cpu:slowdown=0.5", "factor must be a number >= 1"),
+            ("cpu:slowdown=-2", "factor must be a number from 1 to 1000"),
+            ("cpu:threads=1,threads=2", "option 'threads' is given twice"),
+            ("cpu:fail@1,fail@2", "option 'fail' is given twice"),
+            ("cpu:slowdown=0.5", "factor must be a number from 1 to 1000"),
+            ("cpu:slowdown=1e300", "slowdown=1e300: the factor must be a number from 1"),
+            ("cpu:slowdown=1001", "factor must be a number from 1 to 1000"),
             ("cpu:slowdown=2@x", "after '@'"),
             ("cpu:fail@x", "fail@x: expected the iteration"),
             ("cpu:fail@-1", "fail@-1"),
@@ -825,7 +848,7 @@ mod tests {
             ),
             (
                 "[[device]]\nkind = \"cpu\"\nslowdown = 0.5\n",
-                "factor must be a number >= 1",
+                "factor must be a number from 1 to 1000",
             ),
             (
                 "[[device]]\nkind = \"cpu\"\nslowdown = \"2@x\"\n",
@@ -838,6 +861,11 @@ mod tests {
             ),
             ("device = []\n", "no [[device]]"),
             ("not toml at all", "d.toml"),
+            // TOML mistakes say where, on one line.
+            (
+                "[[device]]\nkind = \"cpu\"\n[[device]\n",
+                "line 3, column 9: invalid table header; expected",
+            ),
         ] {
             let e = parse_device_file(text, "d.toml").unwrap_err().to_string();
             assert!(e.contains(want) && e.contains("d.toml"), "{text}: {e}");

@@ -232,7 +232,8 @@ pub enum ClusterError {
     Mpi(String),
 }
 
-/// `error` and its causes, outermost first, joined by `: ` (one line).
+/// `error` and its causes, outermost first, joined by `: ` (one line: a
+/// cause's own line breaks, as a compiler's log has them, become `; `).
 pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut s = error.to_string();
     let mut cause = error.source();
@@ -244,6 +245,14 @@ pub fn chain(error: &(dyn std::error::Error + 'static)) -> String {
             s += &text;
         }
         cause = c.source();
+    }
+    if s.contains('\n') {
+        s = s
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
     }
     s
 }
@@ -270,5 +279,15 @@ mod tests {
         };
         assert!(gone.is_peer_gone());
         assert!(!e.is_peer_gone());
+        // A cause of several lines (a compiler's log) stays one line.
+        let log = RunError::Vp {
+            vp: 0,
+            device: "opencl".into(),
+            cause: VpError::Protocol("1 error generated.\n\n  bracket nesting\n".into()),
+        };
+        assert_eq!(
+            chain(&log),
+            "virtual process 0 (opencl) failed: 1 error generated.; bracket nesting"
+        );
     }
 }

@@ -31,6 +31,7 @@ pub mod devices;
 pub mod error;
 mod executor;
 mod memory;
+pub mod npy;
 pub mod output;
 mod peer_mail;
 pub mod pgm;

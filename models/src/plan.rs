@@ -35,6 +35,9 @@ pub enum PlanError {
     /// No devices, or no network with devices on several hosts.
     #[error("the inventory has {0}")]
     Empty(&'static str),
+    /// More devices or choices than the search covers in reasonable time.
+    #[error("the inventory is too large to plan: {0}")]
+    TooLarge(String),
     /// A number that must be finite and positive is not.
     #[error("{what} must be a finite number > 0, got {value}")]
     Bad {
@@ -191,11 +194,37 @@ pub struct Choice {
     pub seconds: f64,
 }
 
+/// The most devices an inventory may hold: the Pareto front searches once
+/// per device count, and each estimate lays every device out.
+pub const MAX_DEVICES: usize = 1024;
+/// The most count vectors (every class from none to all of its devices) an
+/// inventory may span: the branch and bound prunes, but a front's searches
+/// with an exact count prune little.
+pub const MAX_CHOICES: f64 = 1e6;
+
 impl Inventory {
-    /// Checks every number.
+    /// Checks every number, and that the search is of a size to finish.
     pub fn check(&self) -> Result<(), PlanError> {
         if self.devices.iter().all(|d| d.count == 0) {
             return Err(PlanError::Empty("no devices"));
+        }
+        let total = self
+            .devices
+            .iter()
+            .try_fold(0usize, |n, d| n.checked_add(d.count))
+            .unwrap_or(usize::MAX);
+        if total > MAX_DEVICES {
+            return Err(PlanError::TooLarge(format!(
+                "{total} devices, at most {MAX_DEVICES}"
+            )));
+        }
+        let choices: f64 = self.devices.iter().map(|d| d.count as f64 + 1.0).product();
+        if choices > MAX_CHOICES {
+            return Err(PlanError::TooLarge(format!(
+                "{choices:.1e} choices of counts over {} entries, at most {MAX_CHOICES:.0e} \
+                 (merge entries of one host and kind into one with a count)",
+                self.devices.len()
+            )));
         }
         let finite = |what: String, v: f64, zero_ok: bool| {
             if v.is_finite() && (v > 0.0 || zero_ok && v == 0.0) {
@@ -866,6 +895,28 @@ mod tests {
                 .to_string(),
             "device c0 seconds_per_cell must be a finite number > 0, got -1"
         );
+        // Too many devices, or too many choices of counts, before any
+        // search (99999999999 devices once asked for 2.4 TB).
+        let p = problem(10.0, Estimate::Additive);
+        for (classes, why) in [
+            (
+                vec![(0, 1e-9, 99_999_999_999)],
+                "99999999999 devices, at most 1024",
+            ),
+            (
+                vec![(0, 1e-9, usize::MAX), (1, 1e-9, 1)],
+                "devices, at most 1024",
+            ),
+            (vec![(0, 1e-9, 16); 41], "choices of counts over 41 entries"),
+        ] {
+            let inv = inventory(&classes, &[(1e-6, 1e-9)]);
+            for e in [
+                branch_and_bound(&inv, &p).unwrap_err(),
+                pareto(&inv, &p).unwrap_err(),
+            ] {
+                assert!(e.to_string().contains(why), "{e}");
+            }
+        }
         // Two hosts and no network: each host alone.
         let inv = inventory(&[(0, 1e-9, 1), (1, 1e-9, 1)], &[]);
         let c = branch_and_bound(&inv, &problem(10.0, Estimate::Additive)).unwrap();

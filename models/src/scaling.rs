@@ -203,6 +203,10 @@ pub enum ScalingError {
         /// What is wrong.
         why: String,
     },
+    /// A trace (`epsilod scale --out`) that no run could give, or that a
+    /// replay could not emulate.
+    #[error("the trace is invalid: {0}")]
+    BadTrace(String),
     /// No candidate grid explains every signature's messages.
     #[error(
         "no process grid explains the signatures' messages (tried a line and square grids \
@@ -414,6 +418,61 @@ pub struct ScaledTrace {
     pub iteration_seconds: f64,
     /// `weight × iteration_seconds`.
     pub loop_seconds: f64,
+}
+
+/// The longest compute phase a replay emulates, in seconds per iteration:
+/// a replay sleeps it once per iteration and process.
+pub const MAX_REPLAY_COMPUTE_SECONDS: f64 = 60.0;
+/// The largest message a replay sends (1 GiB): it allocates each.
+pub const MAX_REPLAY_MESSAGE_BYTES: u64 = 1 << 30;
+
+impl ScaledTrace {
+    /// Errors unless this could be a run's trace that a replay can emulate:
+    /// one process per device, times finite and >= 0 (compute at most
+    /// [`MAX_REPLAY_COMPUTE_SECONDS`]), every message to another process of
+    /// the trace, once, of at most [`MAX_REPLAY_MESSAGE_BYTES`].
+    pub fn check(&self) -> Result<(), ScalingError> {
+        let bad = |why: String| Err(ScalingError::BadTrace(why));
+        if self.count == 0 || self.processes.len() != self.count {
+            return bad(format!(
+                "its count is {} but it has {} processes",
+                self.count,
+                self.processes.len()
+            ));
+        }
+        for (rank, p) in self.processes.iter().enumerate() {
+            if !(0.0..=MAX_REPLAY_COMPUTE_SECONDS).contains(&p.compute_seconds) {
+                return bad(format!(
+                    "process {rank} computes for {:e} s an iteration (0 to \
+                     {MAX_REPLAY_COMPUTE_SECONDS} s can be replayed)",
+                    p.compute_seconds
+                ));
+            }
+            if !(p.comm_seconds.is_finite() && p.comm_seconds >= 0.0) {
+                return bad(format!(
+                    "process {rank} exchanges for {:e} s an iteration",
+                    p.comm_seconds
+                ));
+            }
+            let mut peers = BTreeSet::new();
+            for m in &p.sends {
+                if m.peer >= self.count || m.peer == rank || !peers.insert(m.peer) {
+                    return bad(format!(
+                        "process {rank} sends to {}: not another process, or twice",
+                        m.peer
+                    ));
+                }
+                if m.bytes > MAX_REPLAY_MESSAGE_BYTES {
+                    return bad(format!(
+                        "process {rank} sends {} bytes to {} (at most {MAX_REPLAY_MESSAGE_BYTES} \
+                         can be replayed)",
+                        m.bytes, m.peer
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// How a held-back signature compares with the model's prediction for its
@@ -1080,6 +1139,37 @@ mod tests {
         );
         assert_eq!(trace.processes[15].sends.len(), 1);
         assert!((trace.loop_seconds - 1000.0 * trace.iteration_seconds).abs() < 1e-12);
+        // A predicted trace passes the replay's check; edited ones that no
+        // replay could emulate (a sleep of 1e308 s panicked once) do not.
+        trace.check().unwrap();
+        let broken = |edit: &dyn Fn(&mut ScaledTrace), why: &str| {
+            let mut t = trace.clone();
+            edit(&mut t);
+            let e = t.check().unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        };
+        broken(
+            &|t| t.processes[3].compute_seconds = 1e308,
+            "computes for 1e308 s",
+        );
+        broken(
+            &|t| t.processes[3].compute_seconds = -1.0,
+            "computes for -1e0 s",
+        );
+        broken(
+            &|t| t.processes[3].comm_seconds = f64::NAN,
+            "exchanges for NaN s",
+        );
+        broken(
+            &|t| t.processes[0].sends[0].peer = 0,
+            "sends to 0: not another",
+        );
+        broken(&|t| t.processes[0].sends[0].peer = 99, "sends to 99");
+        broken(
+            &|t| t.processes[0].sends[0].bytes = 1 << 40,
+            "at most 1073741824",
+        );
+        broken(&|t| t.count = 3, "its count is 3 but it has 16 processes");
     }
 
     #[test]

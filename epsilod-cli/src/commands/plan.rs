@@ -19,7 +19,7 @@ pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
         path: path.clone(),
         why: format!(
             "not a device inventory (see docs/modelling.md): {}",
-            e.message()
+            kernels::spec::toml_reason(&text, &e)
         ),
     })?;
     let size = parse_size(&args.size, args.size.split('x').count())?;

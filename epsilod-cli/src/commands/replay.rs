@@ -14,11 +14,22 @@ use std::time::{Duration, Instant};
 
 pub fn replay(args: &ReplayArgs, cluster: &Cluster) -> Result<(), CliError> {
     let trace: ScaledTrace = load_json(&args.trace, "a trace (epsilod scale --out)")?;
+    trace.check()?;
     let against: Option<Signature> = args
         .against
         .as_deref()
         .map(|p| load_json(p, "a signature"))
         .transpose()?;
+    if let Some(sig) = &against {
+        if sig.count() != trace.count {
+            return Err(CliError::Replay(format!(
+                "--against: the signature is of {} devices, the trace of {}: give a signature \
+                 taken at the trace's count",
+                sig.count(),
+                trace.count
+            )));
+        }
+    }
     let size = if args.range_size == 0 {
         trace.count
     } else {

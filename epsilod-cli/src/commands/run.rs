@@ -264,7 +264,7 @@ fn aux_files(given: &[String], target: &Target, size: &[usize]) -> Result<AuxFil
             Target::Spec(AnySpec::Expr(e)) => e.aux.iter().map(|(n, _)| n.clone()).collect(),
             _ => Vec::new(),
         };
-        let Some((name, path)) = arg.split_once('=') else {
+        let Some((name, path)) = arg.split_once('=').filter(|(_, p)| !p.is_empty()) else {
             return Err(bad("expected name=FILE.npy".into()));
         };
         if !declared.iter().any(|n| n == name) {
@@ -276,7 +276,7 @@ fn aux_files(given: &[String], target: &Target, size: &[usize]) -> Result<AuxFil
         if out.iter().any(|(n, _)| n == name) {
             return Err(bad(format!("'{name}' is given twice")));
         }
-        let a = read_field(Path::new(path)).map_err(bad)?;
+        let a = epsilod::npy::read_as_f32(Path::new(path)).map_err(bad)?;
         if a.shape() != size {
             return Err(bad(format!(
                 "the array is {:?}, the run's --size is {size:?}",
@@ -286,19 +286,6 @@ fn aux_files(given: &[String], target: &Target, size: &[usize]) -> Result<AuxFil
         out.push((name.to_string(), Arc::new(a)));
     }
     Ok(out)
-}
-
-/// An f32 array from a `.npy` file of f32 or f64 (rounded).
-fn read_field(path: &Path) -> Result<ndarray::ArrayD<f32>, String> {
-    use ndarray_npy::ReadNpyExt;
-    let open = || std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()));
-    let a = match ndarray::ArrayD::<f32>::read_npy(open()?) {
-        Ok(a) => a,
-        Err(_) => ndarray::ArrayD::<f64>::read_npy(open()?)
-            .map_err(|e| format!("{}: not an f32 or f64 .npy array ({e})", path.display()))?
-            .mapv(|v| v as f32),
-    };
-    Ok(a)
 }
 
 /// The spec's kernel with fields' values from the files.
@@ -510,19 +497,31 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
     Ok((plan.layout().clone(), footprint))
 }
 
-/// The stencil of a library or spec run (the simulator's: apps have cells
+/// The simulator's target: a library stencil or a spec (apps have cells
 /// and steps of their own).
-pub(super) fn stencil_of(name: &str) -> Result<Stencil<f32>, CliError> {
+fn simulated(name: &str) -> Result<Target, CliError> {
     match resolve(name)? {
         Target::App(app) => Err(CliError::Simulate(format!(
             "'{}' is an app: simulate covers library stencils and spec files",
             app.name()
         ))),
-        ref t => Ok(
-            scalar_stencil(t, name, None, kernels::KernelChoice::Specialized)?
-                .expect("library stencils and specs have one"),
-        ),
+        t => Ok(t),
     }
+}
+
+/// The dimensions of a library or spec stencil, to read its `--size` with.
+pub(super) fn ndims_of(name: &str) -> Result<usize, CliError> {
+    Ok(simulated(name)?.ndims())
+}
+
+/// The stencil of a library or spec run over a global array of `size`
+/// (a spec's `n[d]` bound to it).
+pub(super) fn stencil_of(name: &str, size: &[usize]) -> Result<Stencil<f32>, CliError> {
+    let t = simulated(name)?;
+    Ok(
+        scalar_stencil(&t, name, Some(size), kernels::KernelChoice::Specialized)?
+            .expect("library stencils and specs have one"),
+    )
 }
 
 /// Writes the report where asked (when `write`) and hands it back.

@@ -5,7 +5,7 @@
 
 use super::compare::split_heuristics;
 use super::predict::load_machine;
-use super::run::{parse_size, stencil_of};
+use super::run::{ndims_of, parse_size, stencil_of};
 use super::{check_report_path, write_report};
 use crate::args::SimulateArgs;
 use crate::error::CliError;
@@ -68,11 +68,11 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         .stencil
         .as_deref()
         .ok_or_else(|| bad("give a stencil (or --trace-from a report)"))?;
-    let stencil = stencil_of(name)?;
     let size = parse_size(
         args.size.as_deref().ok_or_else(|| bad("give --size"))?,
-        stencil.low.len(),
+        ndims_of(name)?,
     )?;
+    let stencil = stencil_of(name, &size)?;
     let iters = args.iters.ok_or_else(|| bad("give --iters"))?;
     let machine = args.model.as_deref().map(load_machine).transpose()?;
     let devices = model_devices(args, machine.as_ref())?;
@@ -327,7 +327,7 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
             real.halo_depth
         )));
     }
-    let stencil = stencil_of(&real.config.stencil)?;
+    let stencil = stencil_of(&real.config.stencil, &real.config.size)?;
     let partition: Partition = real
         .config
         .partition

@@ -239,7 +239,7 @@ impl ExprSpec {
         };
         let raw: Raw = toml::from_str(text).map_err(|e| SpecError::Parse {
             path: origin.to_string(),
-            reason: e.message().to_string(),
+            reason: crate::spec::toml_reason(text, &e),
         })?;
         ExprSpec::new(raw).map_err(in_file)
     }

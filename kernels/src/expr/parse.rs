@@ -81,9 +81,8 @@ pub enum Expr {
 }
 
 impl Expr {
-    /// Calls `f` on this expression and every subexpression, parents first.
-    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
-        f(self);
+    /// Its subexpressions, one level down.
+    fn children(&self) -> Vec<&Expr> {
         match self {
             Expr::Num(_)
             | Expr::Cell(..)
@@ -91,18 +90,35 @@ impl Expr {
             | Expr::Global(_)
             | Expr::Old2(_)
             | Expr::Size(_)
-            | Expr::Aux(..) => {}
-            Expr::Neg(a) | Expr::Not(a) => a.visit(f),
+            | Expr::Aux(..) => Vec::new(),
+            Expr::Neg(a) | Expr::Not(a) => vec![&**a],
             Expr::Arith(_, a, b) | Expr::Compare(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) => {
-                a.visit(f);
-                b.visit(f);
+                vec![&**a, &**b]
             }
-            Expr::Select(c, a, b) => {
-                c.visit(f);
-                a.visit(f);
-                b.visit(f);
-            }
-            Expr::Call(_, args) => args.iter().for_each(|a| a.visit(f)),
+            Expr::Select(c, a, b) => vec![&**c, &**a, &**b],
+            Expr::Call(_, args) => args.iter().collect(),
+        }
+    }
+
+    /// Levels of the tree, counted without recursion (the tree may be as
+    /// deep as the text is long).
+    pub fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(self, 1usize)];
+        while let Some((e, d)) = stack.pop() {
+            deepest = deepest.max(d);
+            stack.extend(e.children().into_iter().map(|c| (c, d + 1)));
+        }
+        deepest
+    }
+
+    /// Calls `f` on this expression and every subexpression, parents first
+    /// (children in order), without recursion.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            f(e);
+            stack.extend(e.children().into_iter().rev());
         }
     }
 }
@@ -211,10 +227,23 @@ pub struct Scope<'a> {
     pub aux: &'a [String],
 }
 
+/// How deep parentheses, function calls and unary operators may nest: the
+/// parser descends once per level (a stack of a few thousand levels
+/// overflowed), and OpenCL compilers stop at 256 nested brackets.
+pub const MAX_NESTING: usize = 64;
+/// How deep an expression's tree may be, long chains of `+` included:
+/// every pass over it (evaluation, code generation) recurses once per
+/// level, and device code writes each level in brackets of its own, which
+/// OpenCL compilers stop at 256 deep (a sum of 300 terms failed to build on
+/// PoCL).
+pub const MAX_DEPTH: usize = 200;
+
 struct Parser<'a> {
     toks: Vec<(usize, Tok)>,
     pos: usize,
     scope: &'a Scope<'a>,
+    /// Levels of `unary` entered and not yet left.
+    nesting: usize,
 }
 
 type Parsed = Result<(Expr, Kind), ParseError>;
@@ -261,11 +290,27 @@ impl Parser<'_> {
         }
     }
 
+    /// Errors where joining `a` and `b` under one operator would make a
+    /// tree deeper than [`MAX_DEPTH`] (checked before it is built, so no
+    /// tree deeper than that is ever dropped, which recurses too).
+    fn joinable(&self, a: &Expr, b: &Expr, at: usize) -> Result<(), ParseError> {
+        if a.depth().max(b.depth()) < MAX_DEPTH {
+            return Ok(());
+        }
+        Err(ParseError {
+            at,
+            why: format!(
+                "the expression is more than {MAX_DEPTH} operations deep: split it with lets"
+            ),
+        })
+    }
+
     fn or(&mut self) -> Parsed {
         let (mut e, mut k) = self.and()?;
         while self.eat("||") {
             let at = self.at();
             let (r, rk) = self.and()?;
+            self.joinable(&e, &r, at)?;
             self.want(k, Kind::Bool, at)?;
             self.want(rk, Kind::Bool, at)?;
             (e, k) = (Expr::Or(Box::new(e), Box::new(r)), Kind::Bool);
@@ -278,6 +323,7 @@ impl Parser<'_> {
         while self.eat("&&") {
             let at = self.at();
             let (r, rk) = self.compare()?;
+            self.joinable(&e, &r, at)?;
             self.want(k, Kind::Bool, at)?;
             self.want(rk, Kind::Bool, at)?;
             (e, k) = (Expr::And(Box::new(e), Box::new(r)), Kind::Bool);
@@ -320,6 +366,7 @@ impl Parser<'_> {
             let rat = self.at();
             let (r, rk) = next(self)?;
             self.want(rk, Kind::Real, rat)?;
+            self.joinable(&e, &r, rat)?;
             e = Expr::Arith(op, Box::new(e), Box::new(r));
         }
     }
@@ -333,6 +380,19 @@ impl Parser<'_> {
     }
 
     fn unary(&mut self) -> Parsed {
+        if self.nesting >= MAX_NESTING {
+            return self.fail(format!(
+                "the expression nests more than {MAX_NESTING} levels deep (parentheses, calls, \
+                 signs): write it with lets"
+            ));
+        }
+        self.nesting += 1;
+        let parsed = self.unary_inner();
+        self.nesting -= 1;
+        parsed
+    }
+
+    fn unary_inner(&mut self) -> Parsed {
         let at = self.at();
         if self.eat("-") {
             let (e, k) = self.unary()?;
@@ -546,6 +606,7 @@ pub fn expression(text: &str, scope: &Scope) -> Parsed {
         toks: lex(text)?,
         pos: 0,
         scope,
+        nesting: 0,
     };
     let e = p.or()?;
     if *p.peek() != Tok::End {
@@ -651,5 +712,32 @@ mod tests {
         }
         assert_eq!(binding("a_1 = u[0,0]").unwrap(), ("a_1", " u[0,0]"));
         assert!(binding("1a = 2").is_err() && binding("a == 2").is_err() && binding("x").is_err());
+    }
+
+    /// Nesting and depth have limits that are errors, not a stack overflow
+    /// (3000 parentheses overflowed the main thread's stack before), and
+    /// what lies within them parses.
+    #[test]
+    fn deep_expressions_are_errors_not_overflows() {
+        let nested = |n: usize, open: &str, close: &str| {
+            format!("{}u[0,0]{}", open.repeat(n), close.repeat(n))
+        };
+        let chain = |n: usize| vec!["u[0,0]"; n].join(" + ");
+        for text in [
+            nested(100_000, "(", ")"),
+            nested(MAX_NESTING, "(", ")"),
+            nested(MAX_NESTING, "sqrt(", ")"),
+            nested(MAX_NESTING, "-", ""),
+        ] {
+            let e = parse(&text).unwrap_err();
+            assert!(e.why.contains("nests more than 64 levels"), "{e:?}");
+        }
+        for text in [chain(100_000), chain(MAX_DEPTH + 1)] {
+            let e = parse(&text).unwrap_err();
+            assert!(e.why.contains("more than 200 operations deep"), "{e:?}");
+        }
+        assert!(parse(&nested(MAX_NESTING - 1, "(", ")")).is_ok());
+        let (e, _) = parse(&chain(MAX_DEPTH)).unwrap();
+        assert_eq!(e.depth(), MAX_DEPTH);
     }
 }
