@@ -238,9 +238,15 @@ impl App for Gaussian {
         }
         let sigma = Gaussian::sigma(params);
         if !(sigma > 0.0 && sigma.is_finite()) {
+            // As an f32: 1e300 is infinite there and 1e-300 is 0.
+            let v = params.get("sigma");
+            let shown = match v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
+                true => format!("{v:e}"),
+                false => v.to_string(),
+            };
             return Err(format!(
-                "--param sigma={}: sigma must be above 0",
-                params.get("sigma")
+                "--param sigma={shown}: sigma must be a number above 0 that an f32 holds \
+                 (1.2e-38 to 3.4e38)"
             ));
         }
         Ok(())

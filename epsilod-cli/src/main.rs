@@ -14,7 +14,7 @@ mod stats;
 mod view;
 
 use args::Cli;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use epsilod::cluster::{print_error, speaks};
 use epsilod::error::chain;
 use epsilod::Cluster;
@@ -33,7 +33,13 @@ fn run() -> i32 {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();
-    let cli = match Cli::try_parse() {
+    // A negative number reaches the option's own check ("-1 is not in
+    // 1..=64") instead of reading as an unknown option "-1".
+    let command = Cli::command().mut_subcommands(|s| s.allow_negative_numbers(true));
+    let cli = match command
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(c) => c,
         Err(e) => return bad_arguments(e),
     };

@@ -104,6 +104,19 @@ fn bad_input_is_one_clear_line() {
             "partition on dimension 2",
         ),
         (
+            a!["run", "2d4", "--size", "10", "--partition", "m99"],
+            "m99 cuts the first 99 dimensions, but the domain has 2",
+        ),
+        // A negative number is a value its option refuses, not an option.
+        (
+            a!["run", "2d4", "--size", "10", "--halo-depth", "-1"],
+            "invalid value '-1' for '--halo-depth <HALO_DEPTH>'",
+        ),
+        (
+            a!["run", "gaussian", "--size", "34", "--param", "sigma=1e300"],
+            "--param sigma=1e300: sigma must be a number above 0 that an f32 holds",
+        ),
+        (
             a!["run", "2d4", "--size", "10", "--alb", "sometimes"],
             "unknown ALB heuristic 'sometimes'",
         ),

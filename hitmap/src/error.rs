@@ -33,6 +33,14 @@ pub enum HitmapError {
         /// The domain's dimensions.
         ndims: usize,
     },
+    #[error("m{cut} cuts the first {cut} dimensions, but the domain has {ndims} (use m1..m{ndims}, or m for all)")]
+    /// `m<n>` over more dimensions than the domain has.
+    PartitionDims {
+        /// The dimensions asked to be cut.
+        cut: usize,
+        /// The domain's dimensions.
+        ndims: usize,
+    },
     #[error("unknown partition '{0}': use m, m<n>, s<d> or w<d> (e.g. m, m2, s0, w0)")]
     /// A partition name that does not parse.
     UnknownPartition(String),

@@ -140,7 +140,9 @@ impl Layout {
         let (topology, cut_dims) = match partition {
             Partition::Multi => (Topology::square(procs, nd), (0..nd).collect()),
             Partition::MultiN(n) => {
-                dim_ok(n - 1)?;
+                if n > nd {
+                    return Err(HitmapError::PartitionDims { cut: n, ndims: nd });
+                }
                 (Topology::square(procs, n), (0..n).collect())
             }
             Partition::Single(d) | Partition::Weighted(d) => {
@@ -296,6 +298,12 @@ mod tests {
         assert_eq!(
             Layout::new(&dom, Partition::Single(2), 2, None),
             Err(HitmapError::PartitionDim { dim: 2, ndims: 2 })
+        );
+        let e = Layout::new(&dom, Partition::MultiN(99), 2, None).unwrap_err();
+        assert_eq!(e, HitmapError::PartitionDims { cut: 99, ndims: 2 });
+        assert_eq!(
+            e.to_string(),
+            "m99 cuts the first 99 dimensions, but the domain has 2 (use m1..m2, or m for all)"
         );
         assert_eq!(
             Layout::new(&dom, Partition::Weighted(0), 2, Some(&[1.0])),

@@ -453,7 +453,15 @@ fn bad_devices_are_refused_by_name() {
     let e = simulate(&scenario(vec![d], 64, 3, None)).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "device 0: noise cv must be a finite number >= 0, got NaN"
+        "device 0: noise cv must be a finite number from 0 to 100, got NaN"
+    );
+    // Past 100 the lognormal's variance overflows (a cv of 1e300 panicked).
+    let mut d = SimDevice::new("a", 1e-9);
+    d.cv = 1e300;
+    let e = simulate(&scenario(vec![d], 64, 3, None)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "device 0: noise cv must be a finite number from 0 to 100, got 1e300"
     );
     let e = simulate(&scenario(vec![SimDevice::new("a", 0.0)], 64, 3, None)).unwrap_err();
     assert!(e.to_string().contains("seconds per cell must be"));
