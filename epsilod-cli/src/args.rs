@@ -291,19 +291,19 @@ pub struct PredictArgs {
     #[arg(long)]
     pub size: Option<String>,
     /// Loop iterations. Taken from --against when omitted.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub iters: Option<u64>,
     /// The stencil: a library name or a spec file (.toml), which gives --halo-rows (its reach
     /// along the partitioned axis) and --cell-bytes (4 per f32 component). Taken from
     /// --against's report when that ran a library stencil.
     #[arg(long)]
     pub stencil: Option<String>,
-    /// Halo depth in rows (the stencil's radius along the partitioned axis); from --stencil,
-    /// else 1.
-    #[arg(long)]
+    /// Halo depth in rows (the stencil's radius along the partitioned axis, 1 to 64); from
+    /// --stencil, else 1.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub halo_rows: Option<u64>,
-    /// Bytes of one cell; from --stencil, else 8.
-    #[arg(long)]
+    /// Bytes of one cell (1 to 4096); from --stencil, else 8.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub cell_bytes: Option<u64>,
     /// Link class between neighbours; the machine's first when omitted.
     #[arg(long)]

@@ -904,6 +904,28 @@ fn predict_rejects_bad_input_with_one_line() {
     fails_with(&with(&["--method", "foo"]), "unknown method \"foo\"");
     fails_with(&with(&["--link", "infiniband"]), "infiniband");
     fails_with(&["predict", "--model", m], "give --size or --against");
+    // What run refuses, predict refuses too.
+    let sized = |size: &'static str, extra: &[&'static str]| {
+        [&["predict", "--model", m, "--size", size][..], extra].concat()
+    };
+    fails_with(
+        &sized("1", &["--iters", "5"]),
+        "every extent needs at least 3 cells",
+    );
+    fails_with(
+        &sized("100x100", &["--iters", "5", "--stencil", "3d6"]),
+        "the size [100, 100] has 2 dimension(s), the stencil 3",
+    );
+    for (flag, value, range) in [
+        ("--iters", "0", "1.."),
+        ("--halo-rows", "0", "1..=64"),
+        ("--cell-bytes", "0", "1..=4096"),
+    ] {
+        fails_with(
+            &sized("100x100", &[flag, value]),
+            &format!("0 is not in {range}"),
+        );
+    }
     fails_with(
         &[
             "predict",

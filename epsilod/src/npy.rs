@@ -83,6 +83,11 @@ fn check(path: &Path) -> Result<Header, String> {
             "its .npy header says it is {len} bytes long, the file holds {file_bytes} in all"
         ));
     }
+    if at + len < got as u64 {
+        return bad(format!(
+            "its .npy header says it is {len} bytes long, too short for one"
+        ));
+    }
     let mut text = vec![0u8; (at + len - got as u64) as usize];
     f.read_exact(&mut text).map_err(|e| e.to_string())?;
     let all: Vec<u8> = start[..got].iter().chain(&text).copied().collect();
@@ -230,6 +235,9 @@ mod tests {
         std::fs::write(d.join("short.npy"), b"\x93NUMPY\x01\x00\xff\x7f{").unwrap();
         let e = read_as_f32(&d.join("short.npy")).unwrap_err();
         assert!(e.contains("header says it is 32767 bytes long"), "{e}");
+        std::fs::write(d.join("tiny.npy"), b"\x93NUMPY\x01\x00\x01\x00{}\n").unwrap();
+        let e = read_as_f32(&d.join("tiny.npy")).unwrap_err();
+        assert!(e.contains("1 bytes long, too short"), "{e}");
         std::fs::write(d.join("text.npy"), b"hello").unwrap();
         assert!(read_as_f32(&d.join("text.npy"))
             .unwrap_err()

@@ -249,6 +249,24 @@ impl Machine {
             }
             slowest = slowest.max(s);
         }
+        // A negative latency or gap would make an exchange cost less than
+        // nothing.
+        for l in &links {
+            let h = &l.hockney;
+            let g = &l.loggp;
+            for (what, v) in [
+                ("link alpha", h.alpha),
+                ("link beta", h.beta),
+                ("link LogGP l", g.l),
+                ("link LogGP o_s", g.o_s),
+                ("link LogGP o_r", g.o_r),
+                ("link LogGP g", g.g),
+                ("link LogGP big_g", g.big_g),
+                ("link switch latency", l.switch_latency),
+            ] {
+                check_finite(what, v)?;
+            }
+        }
         for d in &mut devices {
             d.relative_power = slowest / d.seconds_per_cell;
         }
@@ -1132,6 +1150,19 @@ mod tests {
             Err(ModelError::DeviceCount { run: 1, machine: 2 })
         );
         assert!(Machine::new(vec![Device::new("z", 0.0)], vec![]).is_err());
+        // Links' parameters are checked as devices' are.
+        let mut bad = m.links[0].clone();
+        bad.hockney.alpha = -1.0;
+        assert_eq!(
+            Machine::new(m.devices.clone(), vec![bad.clone()]).unwrap_err(),
+            ModelError::InvalidValue {
+                what: "link alpha",
+                value: -1.0
+            }
+        );
+        bad.hockney.alpha = 1e-6;
+        bad.loggp.big_g = f64::NAN;
+        assert!(Machine::new(m.devices.clone(), vec![bad]).is_err());
     }
 
     #[test]

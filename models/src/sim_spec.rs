@@ -69,10 +69,18 @@ impl FromStr for SlowHost {
             why: "expected HOST:FACTOR or HOST:FACTOR@ITER".into(),
         })?;
         let (f, from) = rest.split_once('@').unwrap_or((rest, "0"));
+        let slower = factor(WHAT, text, f)?;
+        if slower < 1.0 {
+            return Err(ScenarioError {
+                what: WHAT,
+                text: text.to_string(),
+                why: format!("a slow host's factor is 1 or more (F times slower), got {f}"),
+            });
+        }
         Ok(SlowHost {
             host: number(WHAT, text, host, "a host number")?,
             slowdown: Slowdown {
-                factor: factor(WHAT, text, f)?,
+                factor: slower,
                 from: number(WHAT, text, from, "an iteration")?,
             },
         })
@@ -170,6 +178,11 @@ mod tests {
             "bad slow host 'x:2': 'x' is not a host number"
         );
         assert!("1:0".parse::<SlowHost>().unwrap_err().why.contains("> 0"));
+        assert!("1:0.5"
+            .parse::<SlowHost>()
+            .unwrap_err()
+            .why
+            .contains("a slow host's factor is 1 or more"));
         assert!("12".parse::<SlowHost>().is_err());
     }
 

@@ -8,7 +8,7 @@ use crate::stats;
 use epsilod::{Alb, Cluster, Report};
 
 pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
-    let names = split_heuristics(&args.run.alb);
+    let names = split_heuristics(&args.run.alb)?;
     for n in &names {
         Alb::parse(n)?;
     }
@@ -71,7 +71,7 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
 /// `none,welch:alpha=0.01,margin=3,next-alb` -> `none`,
 /// `welch:alpha=0.01,margin=3`, `next-alb`: names never contain `=`, so a
 /// piece with one continues the parameters of the heuristic before it.
-pub(super) fn split_heuristics(text: &str) -> Vec<String> {
+pub(super) fn split_heuristics(text: &str) -> Result<Vec<String>, CliError> {
     let mut out: Vec<String> = Vec::new();
     for piece in text.split(',').map(str::trim) {
         match out.last_mut() {
@@ -82,7 +82,16 @@ pub(super) fn split_heuristics(text: &str) -> Vec<String> {
             _ => out.push(piece.to_string()),
         }
     }
-    out
+    if let Some(twice) = out
+        .iter()
+        .enumerate()
+        .find_map(|(k, a)| out[..k].contains(a).then_some(a))
+    {
+        return Err(CliError::Compare(format!(
+            "--alb names {twice} twice: give each heuristic once"
+        )));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -92,7 +101,8 @@ mod tests {
     #[test]
     fn parameters_stay_with_their_heuristic() {
         assert_eq!(
-            split_heuristics("none, welch:alpha=0.01,margin=3,next-alb,const-iters:every=5"),
+            split_heuristics("none, welch:alpha=0.01,margin=3,next-alb,const-iters:every=5")
+                .unwrap(),
             [
                 "none",
                 "welch:alpha=0.01,margin=3",
@@ -101,6 +111,16 @@ mod tests {
             ]
         );
         // A stray parameter stays a piece of its own, and fails to parse there.
-        assert_eq!(split_heuristics("none,every=5"), ["none", "every=5"]);
+        assert_eq!(
+            split_heuristics("none,every=5").unwrap(),
+            ["none", "every=5"]
+        );
+        // Twice is a mistake (a table with two rows of one name).
+        assert_eq!(
+            split_heuristics("welch,none,welch")
+                .unwrap_err()
+                .to_string(),
+            "--alb names welch twice: give each heuristic once"
+        );
     }
 }

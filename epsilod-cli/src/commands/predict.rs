@@ -34,6 +34,12 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
         (None, Some(r)) => r.config.size.clone(),
         (None, None) => return Err(CliError::Predict("give --size or --against".into())),
     };
+    if size.iter().any(|&n| n < 3) {
+        return Err(CliError::Predict(format!(
+            "size {size:?}: every extent needs at least 3 cells (a boundary each side and one \
+             inside)"
+        )));
+    }
     let iters = match (args.iters, &report) {
         (Some(n), _) => n,
         (None, Some(r)) => r.config.iters,
@@ -84,6 +90,14 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
             .transpose()?,
         (None, None) => None,
     };
+    if let Some((_, _, nd)) = named {
+        if nd != size.len() {
+            return Err(CliError::Predict(format!(
+                "the size {size:?} has {} dimension(s), the stencil {nd}: give a size of {nd}",
+                size.len()
+            )));
+        }
+    }
     let halo_rows = args.halo_rows.or(named.map(|n| n.0)).unwrap_or(1);
     let cell_bytes = args.cell_bytes.or(named.map(|n| n.1)).unwrap_or(8);
     let cells_per_row: u64 = size[1..].iter().map(|&n| n as u64).product();
@@ -133,29 +147,30 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A stencil's reach along the partitioned axis (its halo rows) and bytes
-/// per cell, from a library name or a spec file: what `--halo-rows` and
-/// `--cell-bytes` say by hand.
-fn stencil_shape(name: &str) -> Result<(u64, u64), CliError> {
-    let (low, high, components) = match kernels::Library::by_name(name) {
-        Some(lib) => {
-            let s = lib.spec();
-            (s.low, s.high, 1)
-        }
-        None if name.ends_with(".toml") || std::path::Path::new(name).exists() => {
-            match kernels::AnySpec::load(std::path::Path::new(name))? {
-                kernels::AnySpec::Weighted(s) => (s.low, s.high, 1),
-                kernels::AnySpec::Expr(e) => (e.low, e.high, e.components.unwrap_or(1)),
+/// A stencil's reach along the partitioned axis (its halo rows), bytes
+/// per cell and dimensions, from a library name or a spec file: what
+/// `--halo-rows` and `--cell-bytes` say by hand.
+fn stencil_shape(name: &str) -> Result<(u64, u64, usize), CliError> {
+    let (low, high, components): (Vec<usize>, Vec<usize>, usize) =
+        match kernels::Library::by_name(name) {
+            Some(lib) => {
+                let s = lib.spec();
+                (s.low, s.high, 1)
             }
-        }
-        None => {
-            return Err(CliError::Predict(format!(
-                "--stencil {name}: not a library stencil or a spec file (see 'epsilod list')"
-            )))
-        }
-    };
+            None if name.ends_with(".toml") || std::path::Path::new(name).exists() => {
+                match kernels::AnySpec::load(std::path::Path::new(name))? {
+                    kernels::AnySpec::Weighted(s) => (s.low, s.high, 1),
+                    kernels::AnySpec::Expr(e) => (e.low, e.high, e.components.unwrap_or(1)),
+                }
+            }
+            None => {
+                return Err(CliError::Predict(format!(
+                    "--stencil {name}: not a library stencil or a spec file (see 'epsilod list')"
+                )))
+            }
+        };
     let reach = low[0].max(high[0]) as u64;
-    Ok((reach, 4 * components as u64))
+    Ok((reach, 4 * components as u64, low.len()))
 }
 
 /// The halo exchange's time by the learned model at `path`, from the

@@ -76,7 +76,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
     let iters = args.iters.ok_or_else(|| bad("give --iters"))?;
     let machine = args.model.as_deref().map(load_machine).transpose()?;
     let devices = model_devices(args, machine.as_ref())?;
-    let names = split_heuristics(&args.alb);
+    let names = split_heuristics(&args.alb)?;
     let specs = names
         .iter()
         .map(|n| n.parse::<HeuristicSpec>())
