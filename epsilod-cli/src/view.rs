@@ -238,6 +238,9 @@ pub fn view(
         .map(|f| plane(f, slice, quantity))
         .collect::<Result<Vec<_>, _>>()?;
     let (rows, cols) = planes[0].dim();
+    if rows == 0 || cols == 0 {
+        return Err(err(files[0], "the field has no cells to draw"));
+    }
     if let Some((f, p)) = files
         .iter()
         .zip(&planes)

@@ -267,4 +267,53 @@ fn snapshots_are_written_and_drawn() {
         ],
         "has no {iter}",
     );
+    // {iter} in a directory's name: each snapshot's directory is made.
+    let per_dir = p("snaps/{iter}/f.npy");
+    let o = epsilod(&[
+        "run",
+        "2d4",
+        "--size",
+        "20",
+        "--iters",
+        "4",
+        "--quiet",
+        "--snapshot-every",
+        "2",
+        "--snapshot",
+        &per_dir,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for i in [2, 4] {
+        assert!(Path::new(&p(&format!("snaps/{i}/f.npy"))).is_file(), "{i}");
+    }
+    // A field without cells is refused, not drawn.
+    let empty = p("empty.npy");
+    std::fs::write(&empty, {
+        let h = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 0), }";
+        let h = format!("{h}{}\n", " ".repeat(63 - (10 + h.len()) % 64));
+        let mut b = b"\x93NUMPY\x01\x00".to_vec();
+        b.extend((h.len() as u16).to_le_bytes());
+        b.extend(h.as_bytes());
+        b
+    })
+    .unwrap();
+    fails_with(
+        &["view", &empty, "-o", &png],
+        "the field has no cells to draw",
+    );
+    fails_with(
+        &[
+            "signature",
+            "2d4",
+            "--size",
+            "20",
+            "--iters",
+            "10",
+            "--sig-iters",
+            "11",
+            "--out",
+            &p("sig.json"),
+        ],
+        "--sig-iters 11 is more than --iters 10",
+    );
 }

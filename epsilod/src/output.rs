@@ -112,12 +112,20 @@ impl Snapshots {
             ));
         }
         let first = self.path(self.every);
-        if let Some(dir) = first.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create snapshot directory {}: {e}", dir.display()))?;
-        }
+        Snapshots::make_dir(&first)?;
         check_writable(&first).map_err(|e| e.to_string())?;
         Ok(())
+    }
+
+    /// Makes the directory a snapshot file goes in, where missing: a
+    /// pattern may put `{iter}` in a directory's name, so each snapshot
+    /// may need its own.
+    pub fn make_dir(file: &std::path::Path) -> Result<(), String> {
+        match file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create snapshot directory {}: {e}", dir.display())),
+            None => Ok(()),
+        }
     }
 
     /// The file of the snapshot after `iter` iterations.

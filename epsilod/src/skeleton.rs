@@ -456,7 +456,9 @@ impl<T: Cell> Skeleton<T> {
         s.check().map_err(SetupError::Snapshot)?;
         let files = s.clone();
         Ok(self.snapshot(s.every, move |iter, grid| {
-            crate::output::write(&files.path(iter), grid).map_err(|e| e.to_string())
+            let path = files.path(iter);
+            Snapshots::make_dir(&path)?;
+            crate::output::write(&path, grid).map_err(|e| e.to_string())
         }))
     }
 

@@ -35,6 +35,9 @@ pub enum PlanError {
     /// No devices, or no network with devices on several hosts.
     #[error("the inventory has {0}")]
     Empty(&'static str),
+    /// Two entries of one name (devices: of one name on one host).
+    #[error("the inventory names {0} twice: give each entry a name of its own")]
+    Duplicate(String),
     /// More devices or choices than the search covers in reasonable time.
     #[error("the inventory is too large to plan: {0}")]
     TooLarge(String),
@@ -217,6 +220,23 @@ impl Inventory {
             return Err(PlanError::TooLarge(format!(
                 "{total} devices, at most {MAX_DEVICES}"
             )));
+        }
+        // The plan names devices by name@host and networks by name.
+        for (k, d) in self.devices.iter().enumerate() {
+            if self.devices[..k]
+                .iter()
+                .any(|e| e.name == d.name && e.host == d.host)
+            {
+                return Err(PlanError::Duplicate(format!(
+                    "device {}@{}",
+                    d.name, d.host
+                )));
+            }
+        }
+        for (k, n) in self.networks.iter().enumerate() {
+            if self.networks[..k].iter().any(|e| e.name == n.name) {
+                return Err(PlanError::Duplicate(format!("network {}", n.name)));
+            }
         }
         let choices: f64 = self.devices.iter().map(|d| d.count as f64 + 1.0).product();
         if choices > MAX_CHOICES {
@@ -917,6 +937,19 @@ mod tests {
                 assert!(e.to_string().contains(why), "{e}");
             }
         }
+        let mut twice = inventory(&[(0, 1e-9, 1), (0, 2e-9, 1)], &[(1e-6, 1e-9)]);
+        twice.devices[1].name = "c0".into();
+        assert_eq!(
+            branch_and_bound(&twice, &p).unwrap_err().to_string(),
+            "the inventory names device c0@h0 twice: give each entry a name of its own"
+        );
+        twice.devices[1].host = "h1".into();
+        branch_and_bound(&twice, &p).unwrap();
+        twice.networks.push(twice.networks[0].clone());
+        assert!(branch_and_bound(&twice, &p)
+            .unwrap_err()
+            .to_string()
+            .contains("network net0 twice"));
         // Two hosts and no network: each host alone.
         let inv = inventory(&[(0, 1e-9, 1), (1, 1e-9, 1)], &[]);
         let c = branch_and_bound(&inv, &problem(10.0, Estimate::Additive)).unwrap();

@@ -14,6 +14,14 @@ use models::scaling::{Message, ProcessSignature, Signature};
 const CELL_BYTES: u64 = 4;
 
 pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError> {
+    if args.sig_iters > args.run.iters {
+        // The signature is a short part of the run whose length --iters gives.
+        return Err(CliError::Compare(format!(
+            "--sig-iters {} is more than --iters {}: the signature runs a part of the run, \
+             whose length --iters is",
+            args.sig_iters, args.run.iters
+        )));
+    }
     let (layout, footprint) = layout_of(&args.run, cluster)?;
     let plan = HaloPlan::new(&layout, &footprint).map_err(SetupError::from)?;
     if cluster.is_root() {
