@@ -29,7 +29,8 @@ pub fn read_as_f64(path: &Path) -> Result<ArrayD<f64>, String> {
 }
 
 fn read_f64(path: &Path, kind: &Header) -> Result<ArrayD<f64>, String> {
-    if kind.float_bytes != Some(8) {
+    // A header without a type this could read is the reader's to name.
+    if kind.float_bytes != Some(8) && !kind.descr.is_empty() {
         return Err(format!(
             "its values are '{}'; give an array of f32 or f64 ('<f4' or '<f8')",
             kind.descr
@@ -224,6 +225,17 @@ mod tests {
         let e = read_as_f32(&i1).unwrap_err();
         assert!(
             e.contains("its values are '|i1'; give an array of f32 or f64"),
+            "{e}"
+        );
+        let untyped = file(
+            d,
+            "untyped.npy",
+            "{'fortran_order': False, 'shape': (2,), }",
+            8,
+        );
+        let e = read_as_f32(&untyped).unwrap_err();
+        assert!(
+            e.contains("not a readable .npy array") && e.contains("descr"),
             "{e}"
         );
         let damaged = file(d, "bad.npy", "{'descr': '<f4', 'shape': (2, ", 8);
