@@ -198,10 +198,10 @@ pub struct ScaleArgs {
     #[arg(long, value_parser = parse_bandwidth)]
     pub node_bandwidth: Option<BandwidthArg>,
     /// Bytes an update of one cell moves, for --node-bandwidth (8: an f32 read and written).
-    #[arg(long, default_value_t = 8.0, value_parser = parse_positive)]
+    #[arg(long, requires = "node_bandwidth", default_value_t = 8.0, value_parser = parse_positive)]
     pub bytes_per_cell: f64,
     /// Devices per node sharing --node-bandwidth (default: all of the target's on one).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, requires = "node_bandwidth", value_parser = clap::value_parser!(u64).range(1..))]
     pub devices_per_node: Option<u64>,
 }
 
@@ -322,7 +322,7 @@ pub struct PredictArgs {
     pub comm: Option<PathBuf>,
     /// Devices per rank for --comm's features (device d on rank d / N); all on one rank when
     /// omitted.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, requires = "comm", value_parser = clap::value_parser!(u64).range(1..))]
     pub per_rank: Option<u64>,
 }
 

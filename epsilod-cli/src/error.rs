@@ -79,9 +79,9 @@ pub enum CliError {
         /// Why.
         why: String,
     },
-    /// `compare` was asked something it cannot do.
+    /// Options that do not go together, or ask what the command cannot do.
     #[error("{0}")]
-    Compare(String),
+    Usage(String),
     /// `plot` failed.
     #[error("cannot plot: {0}")]
     Plot(String),

@@ -73,6 +73,17 @@ pub fn plane(
         }
         a
     };
+    if let (Some(s), 1 | 2) = (slice, cells.ndim()) {
+        return Err(err(
+            path,
+            format!(
+                "--slice {}={} needs a 3-d field; this one is {}-d (leave --slice out)",
+                ["x", "y", "z"][s.axis],
+                s.index,
+                cells.ndim()
+            ),
+        ));
+    }
     let cells = match cells.ndim() {
         1 => cells.insert_axis(Axis(0)),
         2 => cells,

@@ -28,6 +28,22 @@ fn bad_checkpoint_options_are_one_line() {
         "'0'",
     );
     fails_with(&with(&run, &["--restart", &d]), "no checkpoint in");
+    // Every checkpoint damaged: the newest one's error, and nothing else.
+    let ck = dir.path().join("ck");
+    let ckd = ck.display().to_string();
+    let o = epsilod(&with(
+        &run,
+        &["--checkpoint-every", "4", "--checkpoint-dir", &ckd],
+    ));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(checkpoint_count(&ck), 2);
+    for c in std::fs::read_dir(&ck).unwrap() {
+        let block = c.unwrap().path().join("block-0.bin");
+        let mut data = std::fs::read(&block).unwrap();
+        data[0] ^= 1;
+        std::fs::write(&block, data).unwrap();
+    }
+    fails_with(&with(&run, &["--restart", &ckd]), "is corrupted: CRC-32");
     let missing = dir.path().join("missing").display().to_string();
     fails_with(&with(&run, &["--restart", &missing]), &missing);
     let file = dir.path().join("file");
@@ -249,6 +265,10 @@ fn snapshots_are_written_and_drawn() {
     fails_with(
         &["view", &p("f_10.npy"), "-o", &png, "--slice", "q=1"],
         "use x, y or z",
+    );
+    fails_with(
+        &["view", &p("f_10.npy"), "-o", &png, "--slice", "z=1"],
+        "--slice z=1 needs a 3-d field; this one is 2-d",
     );
     fails_with(
         &["view", &p("f_10.npy"), "-o", &png, "--field", "speed"],

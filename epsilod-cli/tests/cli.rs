@@ -670,6 +670,10 @@ fn compare_prints_the_statistics_table_and_writes_csv_and_json() {
         &["compare", "2d4", "--size", "20", "--output", "x.npy"],
         "use --csv or --json",
     );
+    fails_with(
+        &["compare", "2d4", "--size", "20", "--restart", "/tmp"],
+        "compare times whole runs: leave out --restart",
+    );
 }
 
 #[test]
@@ -904,6 +908,11 @@ fn predict_rejects_bad_input_with_one_line() {
     fails_with(&with(&["--method", "foo"]), "unknown method \"foo\"");
     fails_with(&with(&["--link", "infiniband"]), "infiniband");
     fails_with(&["predict", "--model", m], "give --size or --against");
+    // An option without the one it serves is refused, not ignored.
+    fails_with(
+        &with(&["--per-rank", "2"]),
+        "required arguments were not provided: --comm <COMM>",
+    );
     // What run refuses, predict refuses too.
     let sized = |size: &'static str, extra: &[&'static str]| {
         [&["predict", "--model", m, "--size", size][..], extra].concat()

@@ -140,6 +140,27 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
         "{held}"
     );
 
+    // Cores serve the CPU clock or the signatures' bandwidth; alone they
+    // would be ignored.
+    fails_with(
+        &[
+            "scale", &paths[0], &paths[2], "--target", "8", "--cores", "4",
+        ],
+        "--cores is used by --compute cpu or --node-bandwidth signatures",
+    );
+    fails_with(
+        &[
+            "scale",
+            &paths[0],
+            &paths[2],
+            "--target",
+            "8",
+            "--devices-per-node",
+            "4",
+        ],
+        "--node-bandwidth",
+    );
+
     // Compute on CPU time, for a target of 4 cores; a bandwidth floor.
     let cpu = ok(&[
         "scale",

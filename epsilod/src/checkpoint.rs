@@ -473,21 +473,28 @@ impl Restart {
                 source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
             });
         }
-        let mut first_error = None;
+        // Warned about only once an older one is taken: where none is, the
+        // newest one's error is the one line a user sees.
+        let mut skipped = Vec::new();
         for (_, path, partial) in listed(dir)? {
             if partial {
                 continue;
             }
             match Restart::open(&path, expect) {
-                Ok(r) => return Ok(r),
-                Err(e @ CheckpointError::Mismatch { .. }) => return Err(e),
-                Err(e) => {
-                    tracing::warn!("skipping a damaged checkpoint: {e}");
-                    first_error.get_or_insert(e);
+                Ok(r) => {
+                    for e in &skipped {
+                        tracing::warn!("skipped a damaged checkpoint: {e}");
+                    }
+                    return Ok(r);
                 }
+                Err(e @ CheckpointError::Mismatch { .. }) => return Err(e),
+                Err(e) => skipped.push(e),
             }
         }
-        Err(first_error.unwrap_or_else(|| CheckpointError::None(dir.to_path_buf())))
+        Err(skipped
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| CheckpointError::None(dir.to_path_buf())))
     }
 
     /// The checkpoint in directory `path`, checked against `expect`: its

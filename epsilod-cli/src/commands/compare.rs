@@ -13,14 +13,27 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
         Alb::parse(n)?;
     }
     if args.reps < 2 {
-        return Err(CliError::Compare(format!(
+        return Err(CliError::Usage(format!(
             "--reps {} is too few for statistics: use at least 2",
             args.reps
         )));
     }
     if args.run.output.is_some() || args.run.report.is_some() {
-        return Err(CliError::Compare(
+        return Err(CliError::Usage(
             "compare writes no --output or --report: use --csv or --json for its table".into(),
+        ));
+    }
+    // A restart would time only the iterations left, and checkpoints or
+    // snapshots add writes to some runs' loops: the table compares whole
+    // runs alike.
+    if args.run.restart.is_some()
+        || args.run.checkpoint_every.is_some()
+        || args.run.snapshot_every.is_some()
+    {
+        return Err(CliError::Usage(
+            "compare times whole runs: leave out --restart, --checkpoint-every and \
+             --snapshot-every"
+                .into(),
         ));
     }
     if cluster.is_root() {
@@ -87,7 +100,7 @@ pub(super) fn split_heuristics(text: &str) -> Result<Vec<String>, CliError> {
         .enumerate()
         .find_map(|(k, a)| out[..k].contains(a).then_some(a))
     {
-        return Err(CliError::Compare(format!(
+        return Err(CliError::Usage(format!(
             "--alb names {twice} twice: give each heuristic once"
         )));
     }

@@ -18,6 +18,18 @@ pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
     if let Some(out) = &args.out {
         super::check_report_path(out)?;
     }
+    // Cores turn CPU time into wall time, or pick the signature whose
+    // devices fill them; anywhere else they would be silently ignored.
+    if args.cores.is_some()
+        && args.compute == ComputeArg::Wall
+        && args.node_bandwidth != Some(BandwidthArg::Signatures)
+    {
+        return Err(CliError::Usage(
+            "--cores is used by --compute cpu or --node-bandwidth signatures: add one, or leave \
+             --cores out"
+                .into(),
+        ));
+    }
     let clock = match args.compute {
         ComputeArg::Wall => ComputeClock::Wall,
         ComputeArg::Cpu => ComputeClock::Cpu,

@@ -16,7 +16,7 @@ const CELL_BYTES: u64 = 4;
 pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError> {
     if args.sig_iters > args.run.iters {
         // The signature is a short part of the run whose length --iters gives.
-        return Err(CliError::Compare(format!(
+        return Err(CliError::Usage(format!(
             "--sig-iters {} is more than --iters {}: the signature runs a part of the run, \
              whose length --iters is",
             args.sig_iters, args.run.iters
