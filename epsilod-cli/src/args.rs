@@ -187,8 +187,8 @@ pub struct ScaleArgs {
     /// turned into wall time at the target by its cores: right when devices outnumber cores).
     #[arg(long, value_enum, default_value_t = ComputeArg::Wall)]
     pub compute: ComputeArg,
-    /// Cores of the target's node, for --compute cpu (default: the signatures'); a fraction
-    /// where other work takes part of them.
+    /// Cores of the target's node, for --compute cpu and --node-bandwidth signatures (default:
+    /// the signatures'); a fraction where other work takes part of them.
     #[arg(long, value_parser = parse_positive)]
     pub cores: Option<f64>,
     /// Memory bandwidth of the target's node in GB/s (a measured copy, bytes read plus
@@ -459,8 +459,14 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Trace mode: replay this report's kernel times and rebalance costs; the decisions and
-    /// weights must come out as in the report.
-    #[arg(long)]
+    /// weights must come out as in the report. The stencil, size, iterations, devices,
+    /// partition and heuristic come from the report; only --model, --record-every and --report
+    /// go with it.
+    #[arg(long, conflicts_with_all = [
+        "stencil", "size", "iters", "devices", "devices_count", "seconds_per_cell", "noise",
+        "noise_from", "per_host", "slow_host", "drift", "partition", "alb", "alb_drop_below",
+        "reps", "seed", "csv",
+    ])]
     pub trace_from: Option<PathBuf>,
     /// Keep every K-th iteration in the report (1: all).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]

@@ -321,19 +321,35 @@ fn snapshots_are_written_and_drawn() {
         &["view", &empty, "-o", &png],
         "the field has no cells to draw",
     );
+    let sig = p("sig.json");
+    let signature = [
+        "signature",
+        "2d4",
+        "--size",
+        "20",
+        "--iters",
+        "10",
+        "--out",
+        &sig,
+    ];
+    fails_with(
+        &[&signature[..], &["--sig-iters", "11"]].concat(),
+        "--sig-iters 11 is more than --iters 10",
+    );
+    let snap = p("f_{iter}.npy");
     fails_with(
         &[
-            "signature",
-            "2d4",
-            "--size",
-            "20",
-            "--iters",
-            "10",
-            "--sig-iters",
-            "11",
-            "--out",
-            &p("sig.json"),
-        ],
-        "--sig-iters 11 is more than --iters 10",
+            &signature[..],
+            &[
+                "--sig-iters",
+                "5",
+                "--snapshot-every",
+                "2",
+                "--snapshot",
+                &snap,
+            ],
+        ]
+        .concat(),
+        "a signature writes only --out",
     );
 }

@@ -134,12 +134,16 @@ fn trace_mode_reproduces_real_runs() {
         &["simulate", "--trace-from", other.to_str().unwrap()],
         "trace",
     );
-    // The stencil comes from the report: one given beside it is refused,
-    // not silently ignored.
-    fails_with(
-        &["simulate", "2d9", "--trace-from", older.to_str().unwrap()],
-        "--trace-from takes the stencil, size, iterations, devices and heuristic from the report",
-    );
+    // The stencil, heuristic and seed come from the report: one given
+    // beside it is refused, not silently ignored.
+    for extra in [&["2d9"][..], &["--alb", "welch"], &["--seed", "3"]] {
+        let args = [
+            &["simulate", "--trace-from", older.to_str().unwrap()][..],
+            extra,
+        ]
+        .concat();
+        fails_with(&args, "cannot be used with");
+    }
     let impossible = edited(&|r| r["config"]["alb_window"] = Value::from(1));
     fails_with(
         &["simulate", "--trace-from", impossible.to_str().unwrap()],

@@ -22,6 +22,20 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
             args.sig_iters, args.run.iters
         )));
     }
+    // The signature is the short run's phases alone: writes inside its
+    // timed iterations, or a run resumed part-way, would be in them.
+    if args.run.output.is_some()
+        || args.run.report.is_some()
+        || args.run.restart.is_some()
+        || args.run.checkpoint_every.is_some()
+        || args.run.snapshot_every.is_some()
+    {
+        return Err(CliError::Usage(
+            "a signature writes only --out: leave out --output, --report, --restart, \
+             --checkpoint-every and --snapshot-every"
+                .into(),
+        ));
+    }
     let (layout, footprint) = layout_of(&args.run, cluster)?;
     let plan = HaloPlan::new(&layout, &footprint).map_err(SetupError::from)?;
     if cluster.is_root() {
@@ -29,8 +43,6 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     }
     let mut short = args.run.clone();
     short.iters = args.sig_iters;
-    short.output = None;
-    short.report = None;
     // The scaling model's `--compute cpu` fits on kernels' CPU time.
     short.cpu_time = true;
     // Rebalances would change the layout the messages are named from.

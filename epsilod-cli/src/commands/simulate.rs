@@ -298,18 +298,7 @@ fn links_of(machine: Option<&Machine>) -> Links {
 /// the decisions and weights against it, writes the simulated report.
 fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
     let bad = |why: String| CliError::Simulate(format!("{}: {why}", path.display()));
-    if args.devices_count.is_some()
-        || !args.devices.is_empty()
-        || args.size.is_some()
-        || args.stencil.is_some()
-        || args.iters.is_some()
-    {
-        return Err(CliError::Simulate(
-            "--trace-from takes the stencil, size, iterations, devices and heuristic from the \
-             report: leave those out"
-                .into(),
-        ));
-    }
+    // Options the report decides are refused beside --trace-from (args.rs).
     let real = load_report(path).map_err(|e| match e {
         CliError::Plot(m) => CliError::Simulate(m),
         other => other,
