@@ -465,7 +465,7 @@ pub struct SimulateArgs {
     #[arg(long, conflicts_with_all = [
         "stencil", "size", "iters", "devices", "devices_count", "seconds_per_cell", "noise",
         "noise_from", "per_host", "slow_host", "drift", "partition", "alb", "alb_drop_below",
-        "reps", "seed", "csv",
+        "reps", "seed", "csv", "noise_block", "noise_window",
     ])]
     pub trace_from: Option<PathBuf>,
     /// Keep every K-th iteration in the report (1: all).

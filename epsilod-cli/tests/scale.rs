@@ -177,7 +177,7 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
     ]);
     for want in [
         "compute (critical CPU s/iteration)",
-        "wall compute: CPU x max(1, P x 1.00 threads / 4 cores)",
+        "wall compute: max(critical CPU, mean CPU x max(1, P x 1.00 threads / 4 cores))",
         "bandwidth floor: cells per device x 8 B / (0.00 GB/s / devices on a node)",
     ] {
         assert!(cpu.contains(want), "{want} missing from {cpu}");

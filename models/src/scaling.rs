@@ -516,8 +516,10 @@ pub struct Validation {
     /// Largest relative error of a message's size (1 when the pattern is
     /// not exact).
     pub volume_error: f64,
-    /// Relative error of the compute time: the critical process's, or the
-    /// mean one's where devices take turns on the cores.
+    /// Relative error of the compute the prediction uses, on the fitted
+    /// clock (`ScalingModel::compute_on_clock`): the critical process's, or
+    /// where devices take turns the larger of the mean one's and the
+    /// critical one's over the stretch.
     pub compute_error: f64,
     /// Relative error of the iteration time.
     pub time_error: f64,
@@ -538,7 +540,8 @@ impl Validation {
 
 /// Exchange time of a process: `alpha` per message plus `beta` per byte,
 /// fitted to the part of each signature's iteration time beyond its
-/// slowest kernel, against its busiest process's messages and bytes.
+/// slowest kernel, against its busiest process's messages and bytes (on
+/// CPU time: one sender's own halo seconds, messages and bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ExchangeCost {
     /// Seconds per message.
@@ -836,9 +839,10 @@ impl ScalingModel {
             .collect::<Result<Vec<_>, ScalingError>>()?;
         let compute_mean = PowerLaw::fit(&mean_points)?;
 
-        // What the iteration spends beyond its slowest kernel (packing,
-        // messages, waiting: the processes' own comm times overlap and
-        // include waits), against the busiest process's messages.
+        // On wall time, what the iteration spends beyond its slowest kernel
+        // (packing, messages, waiting: the processes' own comm times
+        // overlap and include waits), against the busiest process's
+        // messages.
         let volume =
             |p: &ProcessSignature| (p.sends.len(), p.sends.iter().map(|m| m.bytes).sum::<u64>());
         let rows: Vec<(f64, f64, f64)> = signatures
@@ -912,25 +916,13 @@ impl ScalingModel {
         self.stretch(count) > 1.0
     }
 
-    /// The law for `count` devices: the slowest process's where each device
-    /// has its cores, the mean one's where they take turns.
-    fn law_at(&self, count: usize) -> f64 {
-        let law = if self.takes_turns(count) {
-            &self.compute_mean
-        } else {
-            &self.compute
-        };
-        law.at(count as f64)
-    }
-
-    /// The compute at `count` devices on the fitted clock (the slowest
-    /// process's, or the mean one's where devices take turns): the law,
-    /// but never below the bandwidth floor. On CPU time the floor is
-    /// divided by the stretch: devices taking turns on the cores share the
-    /// bandwidth among fewer at a time, and a stall on memory is CPU time.
+    /// The compute at `count` devices on the fitted clock: what
+    /// [`ScalingModel::compute_wall`] uses, before the stretch. On CPU time
+    /// the floor is divided by the stretch: devices taking turns on the
+    /// cores share the bandwidth among fewer at a time, and a stall on
+    /// memory is CPU time.
     pub fn compute_on_clock(&self, count: usize) -> f64 {
-        self.law_at(count)
-            .max(self.floor(count) / self.stretch(count))
+        self.compute_wall(count) / self.stretch(count)
     }
 
     /// The iteration's compute at `count` devices in wall seconds. Where
@@ -1044,14 +1036,14 @@ impl ScalingModel {
             pattern_exact,
             weight_exact: held.weight == self.weight,
             volume_error: if pattern_exact { volume_error } else { 1.0 },
-            compute_error: rel(
-                self.compute_on_clock(held.count()),
-                if self.takes_turns(held.count()) {
-                    held.mean_on(self.clock)?
+            compute_error: rel(self.compute_on_clock(held.count()), {
+                let (n, critical) = (held.count(), held.critical_on(self.clock)?);
+                if self.takes_turns(n) {
+                    (critical / self.stretch(n)).max(held.mean_on(self.clock)?)
                 } else {
-                    held.critical_on(self.clock)?
-                },
-            ),
+                    critical
+                }
+            }),
             time_error: rel(trace.iteration_seconds, held.iteration_seconds),
         })
     }
@@ -1474,6 +1466,12 @@ mod tests {
         let odd = ScalingModel::fit_on(&lopsided, &[], ComputeClock::Cpu, Node::default()).unwrap();
         assert!(odd.compute_mean.at(3.0) * 1.5 < odd.compute.at(3.0));
         assert_eq!(odd.compute_wall(3), odd.compute.at(3.0));
+        // Validation checks that compute, not the mean law's: a balanced
+        // held-back run at 3 devices takes far less, and is refused.
+        let held = oversubscribed(sigs(Partition::Weighted(0), &cross(), &[3]).remove(0), 2);
+        let v = odd.validate(&held).unwrap();
+        assert!(v.compute_error > 0.5 && !v.accepted(), "{v:?}");
+        assert!(base.validate(&held).unwrap().compute_error < 1e-9);
     }
 
     /// On a line the end processes send one message and the others two.

@@ -24,6 +24,13 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     }
     // The signature is the short run's phases alone: writes inside its
     // timed iterations, or a run resumed part-way, would be in them.
+    if args.run.alb != "none" {
+        return Err(CliError::Usage(
+            "a signature runs without load balancing (its layout names the messages): leave \
+             out --alb"
+                .into(),
+        ));
+    }
     if args.run.output.is_some()
         || args.run.report.is_some()
         || args.run.restart.is_some()
