@@ -667,3 +667,18 @@ pub struct RunArgs {
     #[arg(long)]
     pub cpu_time: bool,
 }
+
+impl RunArgs {
+    /// The first option that resumes the run or writes inside its timed
+    /// loop (a restart, checkpoints, snapshots): commands that time whole
+    /// runs (`compare`, `signature`) refuse it.
+    pub fn resumes_or_writes_in_loop(&self) -> Option<&'static str> {
+        [
+            (self.restart.is_some(), "--restart"),
+            (self.checkpoint_every.is_some(), "--checkpoint-every"),
+            (self.snapshot_every.is_some(), "--snapshot-every"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
+    }
+}

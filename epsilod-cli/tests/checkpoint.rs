@@ -43,7 +43,13 @@ fn bad_checkpoint_options_are_one_line() {
         data[0] ^= 1;
         std::fs::write(&block, data).unwrap();
     }
-    fails_with(&with(&run, &["--restart", &ckd]), "is corrupted: CRC-32");
+    fails_with(
+        &with(&run, &["--restart", &ckd]),
+        &format!(
+            "{} is corrupted: CRC-32",
+            ck.join("ckpt-000000000008").join("block-0.bin").display()
+        ),
+    );
     let missing = dir.path().join("missing").display().to_string();
     fails_with(&with(&run, &["--restart", &missing]), &missing);
     let file = dir.path().join("file");
@@ -350,6 +356,6 @@ fn snapshots_are_written_and_drawn() {
             ],
         ]
         .concat(),
-        "a signature writes only --out",
+        "a signature is a short run's phases and writes only --out: leave out --snapshot-every",
     );
 }

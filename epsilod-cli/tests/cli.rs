@@ -670,10 +670,19 @@ fn compare_prints_the_statistics_table_and_writes_csv_and_json() {
         &["compare", "2d4", "--size", "20", "--output", "x.npy"],
         "use --csv or --json",
     );
-    fails_with(
-        &["compare", "2d4", "--size", "20", "--restart", "/tmp"],
-        "compare times whole runs: leave out --restart",
-    );
+    for (extra, option) in [
+        (&["--restart", "/tmp"][..], "--restart"),
+        (
+            &["--snapshot-every", "2", "--snapshot", "x_{iter}.npy"],
+            "--snapshot-every",
+        ),
+    ] {
+        let args = [&["compare", "2d4", "--size", "20"][..], extra].concat();
+        fails_with(
+            &args,
+            &format!("compare times whole runs: leave out {option}"),
+        );
+    }
 }
 
 #[test]

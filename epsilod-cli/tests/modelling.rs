@@ -136,13 +136,17 @@ fn trace_mode_reproduces_real_runs() {
     );
     // The stencil, heuristic and seed come from the report: one given
     // beside it is refused, not silently ignored.
-    for extra in [&["2d9"][..], &["--alb", "welch"], &["--seed", "3"]] {
+    for (extra, named) in [
+        (&["2d9"][..], "'[STENCIL]'"),
+        (&["--alb", "welch"], "'--alb <ALB>'"),
+        (&["--seed", "3"], "'--seed <SEED>'"),
+    ] {
         let args = [
             &["simulate", "--trace-from", older.to_str().unwrap()][..],
             extra,
         ]
         .concat();
-        fails_with(&args, "cannot be used with");
+        fails_with(&args, &format!("cannot be used with {named}"));
     }
     let impossible = edited(&|r| r["config"]["alb_window"] = Value::from(1));
     fails_with(

@@ -140,44 +140,42 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
         "{held}"
     );
 
+    // Every case below predicts 8 devices from the 2- and 4-device ones.
+    let base = ["scale", &paths[0], &paths[2], "--target", "8"];
+    let to8 = |extra: &[&'static str]| [&base[..], extra].concat();
     // Cores serve the CPU clock or the signatures' bandwidth; alone they
     // would be ignored.
     fails_with(
-        &[
-            "scale", &paths[0], &paths[2], "--target", "8", "--cores", "4",
-        ],
+        &to8(&["--cores", "4"]),
         "--cores is used by --compute cpu or --node-bandwidth signatures",
     );
-    fails_with(
-        &[
-            "scale",
-            &paths[0],
-            &paths[2],
-            "--target",
-            "8",
-            "--devices-per-node",
-            "4",
-        ],
-        "--node-bandwidth",
+    for extra in [["--devices-per-node", "4"], ["--bytes-per-cell", "4"]] {
+        fails_with(
+            &to8(&extra),
+            "required arguments were not provided: --node-bandwidth",
+        );
+    }
+    // With the signatures' bandwidth the cores pick the signature that
+    // fills them: taken on the wall clock too.
+    let wall = ok(&to8(&["--cores", "4", "--node-bandwidth", "signatures"]));
+    assert!(
+        wall.contains("bandwidth floor: cells per device x 8 B / ("),
+        "{wall}"
     );
 
     // Compute on CPU time, for a target of 4 cores; a bandwidth floor.
-    let cpu = ok(&[
-        "scale",
-        &paths[0],
-        &paths[2],
-        "--target",
-        "8",
+    let cpu = ok(&to8(&[
         "--compute",
         "cpu",
         "--cores",
         "4",
         "--node-bandwidth",
         "1e-6",
-    ]);
+    ]));
     for want in [
         "compute (critical CPU s/iteration)",
-        "wall compute: max(critical CPU, mean CPU x max(1, P x 1.00 threads / 4 cores))",
+        "compute (mean CPU s/iteration, where devices take turns on the cores)",
+        "wall compute: max(critical CPU, mean CPU x P x 1.00 threads / 4 cores where that is above the cores)",
         "bandwidth floor: cells per device x 8 B / (0.00 GB/s / devices on a node)",
     ] {
         assert!(cpu.contains(want), "{want} missing from {cpu}");
@@ -188,48 +186,30 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
     // The bandwidth the kernels reached where they filled the cores: none
     // of 2 or 4 one-thread devices fits one core.
     fails_with(
-        &[
-            "scale",
-            &paths[0],
-            &paths[2],
-            "--target",
-            "8",
+        &to8(&[
             "--compute",
             "cpu",
             "--cores",
             "1",
             "--node-bandwidth",
             "signatures",
-        ],
+        ]),
         "no signature fits 1 cores to measure the node's bandwidth on",
     );
-    let from_sigs = ok(&[
-        "scale",
-        &paths[0],
-        &paths[2],
-        "--target",
-        "8",
+    let from_sigs = ok(&to8(&[
         "--compute",
         "cpu",
         "--cores",
         "4",
         "--node-bandwidth",
         "signatures",
-    ]);
+    ]));
     assert!(
         from_sigs.contains("bandwidth floor: cells per device x 8 B / ("),
         "{from_sigs}"
     );
     fails_with(
-        &[
-            "scale",
-            &paths[0],
-            &paths[2],
-            "--target",
-            "8",
-            "--node-bandwidth",
-            "fast",
-        ],
+        &to8(&["--node-bandwidth", "fast"]),
         "`fast` is not a positive number",
     );
 }

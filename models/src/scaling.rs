@@ -798,20 +798,24 @@ impl ScalingModel {
         let patterns = infer_patterns(&all_sigs, first.ndims)?;
         let volumes = fit_volumes(&patterns[0], signatures)?;
 
-        let points: Vec<(f64, f64)> = signatures
-            .iter()
-            .map(|s| Ok((s.count() as f64, s.critical_on(clock)?)))
-            .collect::<Result<_, ScalingError>>()?;
-        let compute_initial = PowerLaw::fit(&points)?;
+        // (P, compute) points: each signature at its count, each far point
+        // at the count where the big problem gives a process as many cells.
         let cells = first.total_cells() as f64;
-        let far_points = far
-            .iter()
-            .map(|s| {
-                let per_process = s.total_cells() as f64 / s.count() as f64;
-                Ok((cells / per_process, s.critical_on(clock)?))
-            })
-            .collect::<Result<Vec<_>, ScalingError>>()?;
-        let all: Vec<(f64, f64)> = points.iter().copied().chain(far_points).collect();
+        let points_of =
+            |far: &[Signature], compute: &dyn Fn(&Signature) -> Result<f64, ScalingError>| {
+                let at_count = signatures
+                    .iter()
+                    .map(|s| Ok((s.count() as f64, compute(s)?)));
+                let at_cells = far.iter().map(|s| {
+                    let per_process = s.total_cells() as f64 / s.count() as f64;
+                    Ok((cells / per_process, compute(s)?))
+                });
+                at_count
+                    .chain(at_cells)
+                    .collect::<Result<Vec<(f64, f64)>, ScalingError>>()
+            };
+        let critical = |s: &Signature| s.critical_on(clock);
+        let compute_initial = PowerLaw::fit(&points_of(&[], &critical)?)?;
         if clock == ComputeClock::Cpu && node.cores.is_none() {
             node.cores = signatures.iter().find_map(|s| s.cores).map(|c| c as f64);
             if node.cores.is_none() {
@@ -828,16 +832,8 @@ impl ScalingModel {
             .map(|p| p.threads.unwrap_or(1) as f64)
             .collect();
         let threads_per_device = threads.iter().sum::<f64>() / threads.len() as f64;
-        let compute = PowerLaw::fit(&all)?;
-        let mean_points = signatures
-            .iter()
-            .map(|s| Ok((s.count() as f64, s.mean_on(clock)?)))
-            .chain(far.iter().map(|s| {
-                let per_process = s.total_cells() as f64 / s.count() as f64;
-                Ok((cells / per_process, s.mean_on(clock)?))
-            }))
-            .collect::<Result<Vec<_>, ScalingError>>()?;
-        let compute_mean = PowerLaw::fit(&mean_points)?;
+        let compute = PowerLaw::fit(&points_of(far, &critical)?)?;
+        let compute_mean = PowerLaw::fit(&points_of(far, &|s| s.mean_on(clock))?)?;
 
         // On wall time, what the iteration spends beyond its slowest kernel
         // (packing, messages, waiting: the processes' own comm times
@@ -933,13 +929,22 @@ impl ScalingModel {
     /// either: the node's memory moves every device's cells however the
     /// cores take turns.
     pub fn compute_wall(&self, count: usize) -> f64 {
-        let own = self.compute.at(count as f64);
-        let turns = if self.takes_turns(count) {
-            self.compute_mean.at(count as f64) * self.stretch(count)
+        let p = count as f64;
+        self.on_the_cores(count, self.compute.at(p), self.compute_mean.at(p))
+            .max(self.floor(count))
+    }
+
+    /// Wall compute at `count` devices from the slowest and the mean
+    /// device's compute on the fitted clock: the slowest one's where each
+    /// device has its cores; where they take turns, the mean one's times
+    /// the stretch, but never below the slowest one alone. The prediction
+    /// applies it to the laws, validation to the held-back measurements.
+    fn on_the_cores(&self, count: usize, critical: f64, mean: f64) -> f64 {
+        if self.takes_turns(count) {
+            critical.max(mean * self.stretch(count))
         } else {
-            own
-        };
-        own.max(turns).max(self.floor(count))
+            critical
+        }
     }
 
     /// The inferred communication pattern.
@@ -1037,12 +1042,9 @@ impl ScalingModel {
             weight_exact: held.weight == self.weight,
             volume_error: if pattern_exact { volume_error } else { 1.0 },
             compute_error: rel(self.compute_on_clock(held.count()), {
-                let (n, critical) = (held.count(), held.critical_on(self.clock)?);
-                if self.takes_turns(n) {
-                    (critical / self.stretch(n)).max(held.mean_on(self.clock)?)
-                } else {
-                    critical
-                }
+                let n = held.count();
+                let (critical, mean) = (held.critical_on(self.clock)?, held.mean_on(self.clock)?);
+                self.on_the_cores(n, critical, mean) / self.stretch(n)
             }),
             time_error: rel(trace.iteration_seconds, held.iteration_seconds),
         })
@@ -1354,12 +1356,26 @@ mod tests {
         sig
     }
 
-    #[test]
-    fn compute_on_cpu_time_predicts_oversubscribed_counts() {
-        let s: Vec<Signature> = sigs(Partition::Weighted(0), &cross(), &[1, 2])
+    /// Slabs of 720² at `counts` one-thread devices, recorded on 2 cores.
+    fn on_two_cores(counts: &[usize]) -> Vec<Signature> {
+        sigs(Partition::Weighted(0), &cross(), counts)
             .into_iter()
             .map(|s| oversubscribed(s, 2))
-            .collect();
+            .collect()
+    }
+
+    /// Their far point: 4 devices on a quarter of the rows (as many cells
+    /// a device as the big problem at 16), on 2 cores.
+    fn far_on_two_cores() -> Signature {
+        oversubscribed(
+            synthetic(180, 720, Partition::Weighted(0), &cross(), 4, 1e-9, 0.0),
+            2,
+        )
+    }
+
+    #[test]
+    fn compute_on_cpu_time_predicts_oversubscribed_counts() {
+        let s = on_two_cores(&[1, 2]);
         // 1 and 2 devices cannot tell slabs from a 2-d grid; a far point
         // at 4 devices (a quarter of the rows: as many cells a device as
         // the big problem at 16) can.
@@ -1367,10 +1383,7 @@ mod tests {
             ScalingModel::fit(&s, &[]).unwrap().predict(8).unwrap_err(),
             ScalingError::Ambiguous { .. }
         ));
-        let far = [oversubscribed(
-            synthetic(180, 720, Partition::Weighted(0), &cross(), 4, 1e-9, 0.0),
-            2,
-        )];
+        let far = [far_on_two_cores()];
         let real = oversubscribed(
             synthetic(720, 720, Partition::Weighted(0), &cross(), 8, 1e-9, 0.0),
             2,
@@ -1415,14 +1428,8 @@ mod tests {
     /// stays what a sender spent exchanging, not its wait.
     #[test]
     fn devices_taking_turns_follow_the_mean_device_not_the_slowest() {
-        let clean: Vec<Signature> = sigs(Partition::Weighted(0), &cross(), &[1, 2])
-            .into_iter()
-            .map(|s| oversubscribed(s, 2))
-            .collect();
-        let far = [oversubscribed(
-            synthetic(180, 720, Partition::Weighted(0), &cross(), 4, 1e-9, 0.0),
-            2,
-        )];
+        let clean = on_two_cores(&[1, 2]);
+        let far = [far_on_two_cores()];
         let fit = |s: &[Signature]| {
             ScalingModel::fit_on(s, &far, ComputeClock::Cpu, Node::default()).unwrap()
         };
@@ -1479,10 +1486,10 @@ mod tests {
     /// messages, so the interior's two cost what they cost.
     #[test]
     fn the_cpu_exchange_pairs_a_sender_with_its_own_messages() {
-        let s: Vec<Signature> = sigs(Partition::Weighted(0), &cross(), &[2, 3, 4])
-            .into_iter()
-            .map(|s| oversubscribed(s, 2))
-            .collect();
+        let mut s = on_two_cores(&[2, 3, 4]);
+        // An end process that also waited for its neighbour: the most
+        // seconds any process spent would be that wait.
+        s[1].processes[0].comm_seconds *= 3.0;
         let m = ScalingModel::fit_on(&s, &[], ComputeClock::Cpu, Node::default()).unwrap();
         let interior = &s[2].processes[1];
         assert_eq!(interior.sends.len(), 2);
@@ -1492,10 +1499,7 @@ mod tests {
 
     #[test]
     fn cpu_time_must_be_in_every_signature() {
-        let mut s: Vec<Signature> = sigs(Partition::Weighted(0), &cross(), &[1, 2])
-            .into_iter()
-            .map(|s| oversubscribed(s, 2))
-            .collect();
+        let mut s = on_two_cores(&[1, 2]);
         s[1].processes[1].cpu_seconds = None;
         assert_eq!(
             ScalingModel::fit_on(&s, &[], ComputeClock::Cpu, Node::default()).unwrap_err(),
@@ -1594,10 +1598,7 @@ mod tests {
 
     #[test]
     fn the_bandwidth_comes_from_the_signature_that_fills_the_cores() {
-        let s: Vec<Signature> = sigs(Partition::Weighted(0), &cross(), &[1, 2, 4])
-            .into_iter()
-            .map(|s| oversubscribed(s, 2))
-            .collect();
+        let s = on_two_cores(&[1, 2, 4]);
         // 720² cells, 8 bytes each, in the 2-device signature's slowest
         // kernel (360 rows: 259.2 us of CPU).
         let want = 720.0 * 720.0 * 8.0 / (360.0 * 720.0 * 1e-9);

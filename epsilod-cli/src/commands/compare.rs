@@ -26,15 +26,10 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
     // A restart would time only the iterations left, and checkpoints or
     // snapshots add writes to some runs' loops: the table compares whole
     // runs alike.
-    if args.run.restart.is_some()
-        || args.run.checkpoint_every.is_some()
-        || args.run.snapshot_every.is_some()
-    {
-        return Err(CliError::Usage(
-            "compare times whole runs: leave out --restart, --checkpoint-every and \
-             --snapshot-every"
-                .into(),
-        ));
+    if let Some(option) = args.run.resumes_or_writes_in_loop() {
+        return Err(CliError::Usage(format!(
+            "compare times whole runs: leave out {option}"
+        )));
     }
     if cluster.is_root() {
         for p in [&args.csv, &args.json].into_iter().flatten() {

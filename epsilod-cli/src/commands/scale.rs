@@ -154,8 +154,8 @@ fn describe(model: &ScalingModel) -> String {
     if let (ComputeClock::Cpu, Some(cores)) = (model.clock, model.node.cores) {
         text += &format!(
             "compute (mean CPU s/iteration, where devices take turns on the cores): {}\n\
-             wall compute: max(critical CPU, mean CPU x max(1, P x {:.2} threads / {cores} \
-             cores))\n",
+             wall compute: max(critical CPU, mean CPU x P x {:.2} threads / {cores} cores where \
+             that is above the cores)\n",
             law(&model.compute_mean),
             model.threads_per_device
         );

@@ -31,17 +31,16 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
                 .into(),
         ));
     }
-    if args.run.output.is_some()
-        || args.run.report.is_some()
-        || args.run.restart.is_some()
-        || args.run.checkpoint_every.is_some()
-        || args.run.snapshot_every.is_some()
-    {
-        return Err(CliError::Usage(
-            "a signature writes only --out: leave out --output, --report, --restart, \
-             --checkpoint-every and --snapshot-every"
-                .into(),
-        ));
+    let writes = [
+        (args.run.output.is_some(), "--output"),
+        (args.run.report.is_some(), "--report"),
+    ]
+    .into_iter()
+    .find_map(|(given, name)| given.then_some(name));
+    if let Some(option) = writes.or(args.run.resumes_or_writes_in_loop()) {
+        return Err(CliError::Usage(format!(
+            "a signature is a short run's phases and writes only --out: leave out {option}"
+        )));
     }
     let (layout, footprint) = layout_of(&args.run, cluster)?;
     let plan = HaloPlan::new(&layout, &footprint).map_err(SetupError::from)?;
