@@ -928,7 +928,12 @@ fn predict_rejects_bad_input_with_one_line() {
     };
     fails_with(
         &sized("1", &["--iters", "5"]),
-        "every extent needs at least 3 cells",
+        "dimension 0 needs more than 2 cells (the stencil's boundary)",
+    );
+    // A reach of 2 each side, as run would refuse it.
+    fails_with(
+        &sized("100x4", &["--iters", "5", "--stencil", "2dnc8"]),
+        "dimension 1 needs more than 4 cells",
     );
     fails_with(
         &sized("100x100", &["--iters", "5", "--stencil", "3d6"]),

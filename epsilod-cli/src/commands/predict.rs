@@ -34,12 +34,6 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
         (None, Some(r)) => r.config.size.clone(),
         (None, None) => return Err(CliError::Predict("give --size or --against".into())),
     };
-    if size.iter().any(|&n| n < 3) {
-        return Err(CliError::Predict(format!(
-            "size {size:?}: every extent needs at least 3 cells (a boundary each side and one \
-             inside)"
-        )));
-    }
     let iters = match (args.iters, &report) {
         (Some(n), _) => n,
         (None, Some(r)) => r.config.iters,
@@ -90,16 +84,36 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
             .transpose()?,
         (None, None) => None,
     };
-    if let Some((_, _, nd)) = named {
-        if nd != size.len() {
-            return Err(CliError::Predict(format!(
-                "the size {size:?} has {} dimension(s), the stencil {nd}: give a size of {nd}",
-                size.len()
-            )));
+    // As run checks it (epsilod::plan::interior): every extent wider than
+    // the stencil's boundary, one cell each side where no stencil is named.
+    let borders = match &named {
+        Some((shape, borders)) => {
+            if shape.ndims != size.len() {
+                return Err(CliError::Predict(format!(
+                    "the size {size:?} has {} dimension(s), the stencil {}: give a size of {}",
+                    size.len(),
+                    shape.ndims,
+                    shape.ndims
+                )));
+            }
+            borders.clone()
         }
+        None => vec![2; size.len()],
+    };
+    if let Some((d, border)) = size
+        .iter()
+        .zip(&borders)
+        .enumerate()
+        .find_map(|(d, (&n, &b))| (n <= b).then_some((d, b)))
+    {
+        return Err(CliError::Predict(format!(
+            "size {size:?}: dimension {d} needs more than {border} cells (the stencil's \
+             boundary) to leave an interior"
+        )));
     }
-    let halo_rows = args.halo_rows.or(named.map(|n| n.0)).unwrap_or(1);
-    let cell_bytes = args.cell_bytes.or(named.map(|n| n.1)).unwrap_or(8);
+    let named = named.map(|(shape, _)| shape);
+    let halo_rows = args.halo_rows.or(named.map(|n| n.reach)).unwrap_or(1);
+    let cell_bytes = args.cell_bytes.or(named.map(|n| n.cell_bytes)).unwrap_or(8);
     let cells_per_row: u64 = size[1..].iter().map(|&n| n as u64).product();
     let run = Run::from_weights(
         size[0] as u64,
@@ -147,10 +161,21 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A stencil's reach along the partitioned axis (its halo rows), bytes
-/// per cell and dimensions, from a library name or a spec file: what
-/// `--halo-rows` and `--cell-bytes` say by hand.
-fn stencil_shape(name: &str) -> Result<(u64, u64, usize), CliError> {
+/// What predict needs of a stencil: what `--halo-rows` and `--cell-bytes`
+/// say by hand, and the boundary run checks a size against.
+#[derive(Clone, Copy)]
+struct StencilShape {
+    /// Its reach along the partitioned axis: the halo rows.
+    reach: u64,
+    /// Bytes of one cell.
+    cell_bytes: u64,
+    /// Its dimensions.
+    ndims: usize,
+}
+
+/// The [`StencilShape`] of a library name or a spec file, and its boundary
+/// cells per dimension (low + high reach).
+fn stencil_shape(name: &str) -> Result<(StencilShape, Vec<usize>), CliError> {
     let (low, high, components): (Vec<usize>, Vec<usize>, usize) =
         match kernels::Library::by_name(name) {
             Some(lib) => {
@@ -169,8 +194,12 @@ fn stencil_shape(name: &str) -> Result<(u64, u64, usize), CliError> {
                 )))
             }
         };
-    let reach = low[0].max(high[0]) as u64;
-    Ok((reach, 4 * components as u64, low.len()))
+    let shape = StencilShape {
+        reach: low[0].max(high[0]) as u64,
+        cell_bytes: 4 * components as u64,
+        ndims: low.len(),
+    };
+    Ok((shape, low.iter().zip(&high).map(|(l, h)| l + h).collect()))
 }
 
 /// The halo exchange's time by the learned model at `path`, from the
