@@ -340,6 +340,12 @@ pub struct CalibrateArgs {
     /// kernel time is the line a + b·cells through its passes.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub passes: u64,
+    /// Also time the devices at other tile sizes: for each factor, a pass with the partitioned
+    /// extent of --size scaled by it (e.g. 0.25,0.5,2,4). Each device's kernel time at each
+    /// tile over its line becomes its tile curve, which predict, --weights-from and simulate
+    /// apply: tiles that fit a cache the line's did not (or outgrow one) run at their own speed.
+    #[arg(long, value_delimiter = ',', value_parser = parse_positive)]
+    pub tile_sweep: Vec<f64>,
     /// Ping-pong repetitions per message size (the smallest and largest are dropped).
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(3..))]
     pub reps: u64,

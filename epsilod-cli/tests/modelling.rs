@@ -482,6 +482,88 @@ fn calibrate_writes_a_machine_the_other_commands_read() {
     );
 }
 
+/// A tile sweep times every device at the partitioned extent scaled by
+/// each factor (68 rows: tiles of 33 rows of 32 cells, then 16 and 67),
+/// up and back down, prints those tiles, and writes a curve from the smallest tile to the
+/// largest that never falls; a factor leaving no interior is refused by
+/// name.
+#[test]
+fn calibrate_sweeps_tile_sizes_into_a_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("machine.json");
+    let m = m.to_str().unwrap();
+    let two = [
+        "--size",
+        "68x34",
+        "--devices",
+        "cpu:threads=1",
+        "--devices",
+        "cpu:threads=1",
+        "--partition",
+        "w0",
+    ];
+    let base = [
+        &["calibrate", "2d4"][..],
+        &two,
+        &["--calib-iters", "6", "--no-links", "--out", m],
+    ]
+    .concat();
+    let out = ok(&[&base[..], &["--tile-sweep", "0.5,2"]].concat());
+    let sweeps: Vec<&str> = out.lines().filter(|l| l.contains("tile sweep")).collect();
+    assert_eq!(sweeps.len(), 2, "{out}");
+    for l in sweeps {
+        let cells: Vec<&str> = l
+            .split("; ")
+            .map(|p| p.rsplit(" over ").next().unwrap())
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                "5.1200e2 cells",
+                "2.1440e3 cells",
+                "2.1440e3 cells",
+                "5.1200e2 cells"
+            ],
+            "up the factors and back: {l}"
+        );
+    }
+    assert_eq!(out.matches(" tile curve").count(), 2, "{out}");
+    let v = json(std::path::Path::new(m));
+    for d in v["devices"].as_array().unwrap() {
+        let Some(curve) = d["tile_curve"].as_array() else {
+            continue;
+        };
+        let points: Vec<(f64, f64)> = curve
+            .iter()
+            .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap()))
+            .collect();
+        assert!(points[0].0 <= 544.0, "{points:?}");
+        assert_eq!(points.last().unwrap().0, 2144.0, "{points:?}");
+        assert!(
+            points
+                .windows(2)
+                .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1),
+            "{points:?}"
+        );
+    }
+    // Seeded from the curved machine.
+    ok(&[
+        &["run", "2d4", "--iters", "3", "--weights-from", m, "--quiet"][..],
+        &two,
+    ]
+    .concat());
+    fails_with(
+        &[&base[..], &["--tile-sweep", "2,0.01"]].concat(),
+        "cannot calibrate: --tile-sweep 0.01 makes the size 1x34, where bad size '1x34': \
+         dimension 0 needs more than 2 cells (the boundary of '2d4') to leave an interior; \
+         leave that factor out",
+    );
+    fails_with(
+        &[&base[..], &["--tile-sweep", "0"]].concat(),
+        "`0` is not a positive number",
+    );
+}
+
 /// A GPU device's halos cross the link between its memory and the host's
 /// (PoCL stands in for a GPU): calibrate measures that link per device,
 /// names it in the device, and groups the devices of one context, whose

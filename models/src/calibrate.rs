@@ -83,27 +83,7 @@ pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
             got: 0,
         });
     };
-    let mut points = Vec::with_capacity(passes.len());
-    for p in passes {
-        let c = check_finite("cells", p.cells)?;
-        if c <= 0.0 {
-            return Err(ModelError::InvalidValue {
-                what: "cells",
-                value: c,
-            });
-        }
-        if p.seconds.is_empty() {
-            return Err(ModelError::TooFewPoints {
-                what: "a device calibration pass",
-                needed: 1,
-                got: 0,
-            });
-        }
-        for &s in &p.seconds {
-            check_finite("kernel seconds", s)?;
-        }
-        points.push((c, heuristics::median(&p.seconds)));
-    }
+    let points = medians(passes)?;
     let per_cell: Vec<f64> = last.seconds.iter().map(|s| s / last.cells).collect();
     let mut d = device(name, &per_cell)?;
     d.samples = passes.iter().map(|p| p.seconds.len()).sum();
@@ -161,6 +141,179 @@ pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
     d.fixed_seconds = a;
     d.seconds_per_cell = b;
     Ok(d)
+}
+
+/// Each pass's cells and median kernel seconds, the passes checked.
+fn medians(passes: &[Pass]) -> Result<Vec<(f64, f64)>, ModelError> {
+    let mut points = Vec::with_capacity(passes.len());
+    for p in passes {
+        let c = check_finite("cells", p.cells)?;
+        if c <= 0.0 {
+            return Err(ModelError::InvalidValue {
+                what: "cells",
+                value: c,
+            });
+        }
+        if p.seconds.is_empty() {
+            return Err(ModelError::TooFewPoints {
+                what: "a device calibration pass",
+                needed: 1,
+                got: 0,
+            });
+        }
+        for &s in &p.seconds {
+            check_finite("kernel seconds", s)?;
+        }
+        points.push((c, heuristics::median(&p.seconds)));
+    }
+    Ok(points)
+}
+
+/// A tile's factor must leave the line by this many of the line's own
+/// noise (the RMS of its passes' log residuals) to be believed.
+pub const TILE_NOISE_BAND: f64 = 2.0;
+
+/// The least noise a line's passes are taken to have: the drift this
+/// machine showed between passes a minute apart (5-13%). Two passes that
+/// happen to agree do not make every small departure significant.
+pub const MIN_TILE_NOISE: f64 = 0.05;
+
+/// A device's tile curve ([`Device::tile_curve`]): its kernel time at the
+/// tile sizes of `sweep` (`calibrate --tile-sweep`) over the time its line
+/// (fitted to `line`) gives there. Four rules keep noise out of it:
+/// - tiles within [`MIN_CELL_SPREAD`] of a group's smallest are one point
+///   (cells averaged in logs) whose factor is a departure every one of
+///   them shows, the least of them: a tile measured twice (the sweep runs
+///   up and back down) departs only if both passes do, so one pass a
+///   neighbour's burst of load doubled does not make a step. A group
+///   holding one of the line's own tiles has factor 1, as has a sweep tile
+///   between them: the line is the model where it was fitted;
+/// - a sweep tile's factor within [`TILE_NOISE_BAND`] times the line's
+///   noise (the RMS of its passes' log residuals, at least
+///   [`MIN_TILE_NOISE`]) of 1 is 1;
+/// - the factors never fall as tiles grow (a least-squares monotone fit in
+///   logs): a larger tile holds no more of itself in a cache, and its
+///   fixed costs are the line's;
+/// - so tiles smaller than the line's run no slower than it, larger ones
+///   no faster (the monotone fit with the line's tiles held at 1 is the
+///   unconstrained one clamped at 1).
+///
+/// A curve whose factors are all 1 is empty: the line alone.
+pub fn tile_curve(
+    device: &Device,
+    line: &[Pass],
+    sweep: &[Pass],
+) -> Result<Vec<(f64, f64)>, ModelError> {
+    let at = |c: f64| device.fixed_seconds + device.seconds_per_cell * c;
+    let log_factor = |(c, t): (f64, f64)| {
+        if t > 0.0 {
+            Ok((t / at(c)).ln())
+        } else {
+            Err(ModelError::InvalidValue {
+                what: "kernel seconds",
+                value: t,
+            })
+        }
+    };
+    let own = medians(line)?;
+    if own.is_empty() {
+        return Err(ModelError::TooFewPoints {
+            what: "a tile curve's line",
+            needed: 1,
+            got: 0,
+        });
+    }
+    let mut residual = 0.0;
+    for &p in &own {
+        residual += log_factor(p)?.powi(2);
+    }
+    let band = TILE_NOISE_BAND * (residual / own.len() as f64).sqrt().max(MIN_TILE_NOISE);
+    // (cells, log factor, one of the line's tiles), every tile measured.
+    let mut points: Vec<(f64, f64, bool)> = own.iter().map(|&(c, _)| (c, 0.0, true)).collect();
+    for p in medians(sweep)? {
+        let f = log_factor(p)?;
+        points.push((p.0, if f.abs() <= band { 0.0 } else { f }, false));
+    }
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Groups of near tiles: log cells, log factor, the line's.
+    let mut groups: Vec<(f64, f64, bool)> = Vec::new();
+    let mut start = 0;
+    for k in 1..=points.len() {
+        if k == points.len() || points[k].0 > points[start].0 * (1.0 + MIN_CELL_SPREAD) {
+            let g = &points[start..k];
+            let n = g.len() as f64;
+            let lc = g.iter().map(|p| p.0.ln()).sum::<f64>() / n;
+            let line_tile = g.iter().any(|p| p.2);
+            let lf = if line_tile {
+                0.0
+            } else {
+                confirmed(g.iter().map(|p| p.1))
+            };
+            groups.push((lc, lf, line_tile));
+            start = k;
+        }
+    }
+    let first = groups
+        .iter()
+        .position(|g| g.2)
+        .expect("the line has a tile");
+    let last = groups
+        .iter()
+        .rposition(|g| g.2)
+        .expect("the line has a tile");
+    let fit = |range: std::ops::Range<usize>| {
+        non_decreasing(&groups[range].iter().map(|g| (g.1, 1.0)).collect::<Vec<_>>())
+    };
+    let factors: Vec<f64> = fit(0..first)
+        .into_iter()
+        .map(|f| f.min(0.0))
+        .chain(std::iter::repeat_n(0.0, last + 1 - first))
+        .chain(fit(last + 1..groups.len()).into_iter().map(|f| f.max(0.0)))
+        .collect();
+    if factors.iter().all(|&f| f == 0.0) {
+        return Ok(Vec::new());
+    }
+    Ok(groups
+        .iter()
+        .zip(factors)
+        .map(|(g, f)| (g.0.exp(), f.exp()))
+        .collect())
+}
+
+/// The departure every one of `log_factors` shows: the one nearest 0
+/// when all lie on one side of it, else 0.
+fn confirmed(log_factors: impl Iterator<Item = f64>) -> f64 {
+    let (lo, hi) = log_factors.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), f| {
+        (lo.min(f), hi.max(f))
+    });
+    if lo > 0.0 {
+        lo
+    } else if hi < 0.0 {
+        hi
+    } else {
+        0.0
+    }
+}
+
+/// The least-squares non-decreasing fit to `(value, weight)` points in
+/// order (pool adjacent violators): each run of points that falls is
+/// replaced by its weighted mean, until none falls.
+fn non_decreasing(points: &[(f64, f64)]) -> Vec<f64> {
+    // Blocks of (mean, weight, points pooled).
+    let mut blocks: Vec<(f64, f64, usize)> = Vec::with_capacity(points.len());
+    for &(v, w) in points {
+        blocks.push((v, w, 1));
+        while blocks.len() > 1 && blocks[blocks.len() - 2].0 > blocks[blocks.len() - 1].0 {
+            let (v1, w1, n1) = blocks.pop().expect("two blocks");
+            let last = blocks.last_mut().expect("two blocks");
+            let w = last.1 + w1;
+            *last = ((last.0 * last.1 + v1 * w1) / w, w, last.2 + n1);
+        }
+    }
+    blocks
+        .into_iter()
+        .flat_map(|(v, _, n)| std::iter::repeat_n(v, n))
+        .collect()
 }
 
 /// The median absolute deviation times this estimates a normal
@@ -443,5 +596,128 @@ mod tests {
             seconds: vec![],
         };
         assert!(link("l", &[empty], Overheads::default()).is_err());
+    }
+
+    fn tiled(d: &Device, cells: f64, factor: f64) -> Pass {
+        let t = (d.fixed_seconds + d.seconds_per_cell * cells) * factor;
+        Pass {
+            cells,
+            seconds: vec![t * 0.9, t, t * 1.3],
+        }
+    }
+
+    /// The curve's factors are the sweep's medians over the line, never
+    /// falling as tiles grow: below the line's tiles at most 1, above at
+    /// least 1, and 1 at the line's tiles and tiles near them.
+    #[test]
+    fn a_tile_curve_is_the_sweeps_medians_over_the_line() {
+        let d = Device::new("d", 1e-9).with_fixed(1e-5);
+        let line = [tiled(&d, 4e5, 1.0), tiled(&d, 8e5, 1.0)];
+        let sweep = [
+            tiled(&d, 3.2e6, 0.85),
+            tiled(&d, 1e5, 0.5),
+            tiled(&d, 4.04e5, 0.5),
+            tiled(&d, 2e5, 1.2),
+            tiled(&d, 1.6e6, 1.3),
+            tiled(&d, 5e4, 0.6),
+        ];
+        let curve = tile_curve(&d, &line, &sweep).unwrap();
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-12 * y.abs();
+        // 5e4 and 1e5 fall (0.6, 0.5): pooled to 0.3^(1/2); 2e5 is slower
+        // than the line, held to 1; 4.04e5 joins the line's 4e5 at 1; 1.6e6
+        // and 3.2e6 fall (1.3, 0.85): pooled to (1.105)^(1/2), above 1.
+        let want = [
+            (5e4, 0.3f64.sqrt()),
+            (1e5, 0.3f64.sqrt()),
+            (2e5, 1.0),
+            ((4e5f64 * 4.04e5).sqrt(), 1.0),
+            (8e5, 1.0),
+            (1.6e6, 1.105f64.sqrt()),
+            (3.2e6, 1.105f64.sqrt()),
+        ];
+        assert_eq!(curve.len(), want.len(), "{curve:?}");
+        for (got, want) in curve.iter().zip(want) {
+            assert!(close(got.0, want.0) && close(got.1, want.1), "{curve:?}");
+        }
+    }
+
+    /// A tile measured twice departs by the lesser of its two departures,
+    /// and not at all when they disagree in sign.
+    #[test]
+    fn a_departure_must_show_in_every_pass_of_a_tile() {
+        let d = Device::new("d", 1e-9);
+        let line = [tiled(&d, 4e5, 1.0)];
+        let curve = |a: f64, b: f64| {
+            tile_curve(&d, &line, &[tiled(&d, 2e6, a), tiled(&d, 2e6, b)]).unwrap()
+        };
+        let c = curve(2.0, 1.3);
+        assert!((c[1].1 - 1.3).abs() < 1e-12, "{c:?}");
+        let c = curve(0.6, 0.8);
+        assert!(
+            c.is_empty(),
+            "larger tiles run no faster than the line: {c:?}"
+        );
+        assert!(curve(1.5, 0.7).is_empty());
+        let c = tile_curve(&d, &line, &[tiled(&d, 1e5, 0.6), tiled(&d, 1e5, 0.8)]).unwrap();
+        assert!((c[0].1 - 0.8).abs() < 1e-12, "{c:?}");
+    }
+
+    /// Departures within the line's noise band are no departures: a
+    /// sweep within 10% of a quiet line leaves the line alone, and a line
+    /// whose passes disagree by 40% widens the band past a 25% departure.
+    #[test]
+    fn departures_within_the_noise_are_the_line() {
+        let d = Device::new("d", 1e-9);
+        let quiet = [tiled(&d, 4e5, 1.0), tiled(&d, 8e5, 1.0)];
+        let small = [tiled(&d, 1e5, 0.92), tiled(&d, 2e6, 1.08)];
+        assert_eq!(tile_curve(&d, &quiet, &small).unwrap(), vec![]);
+        let big = [tiled(&d, 1e5, 0.75)];
+        assert_eq!(tile_curve(&d, &quiet, &big).unwrap().len(), 3);
+        let noisy = [
+            tiled(&d, 4e5, 1.2),
+            tiled(&d, 4e5, 0.8),
+            tiled(&d, 8e5, 1.0),
+        ];
+        assert_eq!(tile_curve(&d, &noisy, &big).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn bad_tile_curve_inputs_are_refused() {
+        let d = Device::new("d", 1e-9);
+        assert!(matches!(
+            tile_curve(&d, &[], &[tiled(&d, 1e5, 1.0)]),
+            Err(ModelError::TooFewPoints { .. })
+        ));
+        let zero = Pass {
+            cells: 1e5,
+            seconds: vec![0.0],
+        };
+        assert_eq!(
+            tile_curve(&d, &[tiled(&d, 4e5, 1.0)], &[zero])
+                .unwrap_err()
+                .to_string(),
+            "invalid value for kernel seconds: 0"
+        );
+    }
+
+    proptest::proptest! {
+        /// The monotone fit never falls, keeps the weighted sum, and leaves
+        /// points that never fall as they are.
+        #[test]
+        fn the_monotone_fit_never_falls(
+            points in proptest::collection::vec((-2.0f64..2.0, 0.5f64..4.0), 1..12),
+        ) {
+            let fit = non_decreasing(&points);
+            proptest::prop_assert_eq!(fit.len(), points.len());
+            for w in fit.windows(2) {
+                proptest::prop_assert!(w[0] <= w[1] + 1e-12, "{fit:?}");
+            }
+            let sum = |v: &[f64]| v.iter().zip(&points).map(|(x, p)| x * p.1).sum::<f64>();
+            let before: Vec<f64> = points.iter().map(|p| p.0).collect();
+            proptest::prop_assert!((sum(&fit) - sum(&before)).abs() < 1e-9);
+            if before.windows(2).all(|w| w[0] <= w[1]) {
+                proptest::prop_assert_eq!(fit, before);
+            }
+        }
     }
 }

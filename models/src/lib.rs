@@ -50,6 +50,7 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+mod curve;
 pub mod fit;
 pub mod halo_features;
 pub mod learned;

@@ -7,7 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{check_finite, ModelError};
+use crate::curve::{checked, log_log};
+use crate::ModelError;
 
 /// The rate a copy moves bytes (read plus written) with a thread on every
 /// core of the host, at working sets from inside its caches to beyond
@@ -20,44 +21,21 @@ pub struct HostMemory {
 
 impl HostMemory {
     /// A curve through measured `(working set, rate)` points, in any order.
-    pub fn new(mut rates: Vec<(f64, f64)>) -> Result<Self, ModelError> {
-        if rates.is_empty() {
-            return Err(ModelError::TooFewPoints {
-                what: "a memory curve",
-                needed: 1,
-                got: 0,
-            });
-        }
-        for &(bytes, rate) in &rates {
-            for (what, v) in [("working-set bytes", bytes), ("bytes per second", rate)] {
-                if check_finite(what, v)? == 0.0 {
-                    return Err(ModelError::InvalidValue { what, value: v });
-                }
-            }
-        }
-        rates.sort_by(|a, b| a.0.total_cmp(&b.0));
-        Ok(Self { rates })
+    pub fn new(rates: Vec<(f64, f64)>) -> Result<Self, ModelError> {
+        Ok(Self {
+            rates: checked(
+                rates,
+                "a memory curve",
+                ("working-set bytes", "bytes per second"),
+            )?,
+        })
     }
 
     /// The rate at a working set of `bytes`: between two measured working
     /// sets the straight line in log-log coordinates (rates fall by powers
     /// as a working set leaves a cache), beyond either end that end's rate.
     pub fn rate_at(&self, bytes: f64) -> f64 {
-        let r = &self.rates;
-        let (first, last) = (r[0], r[r.len() - 1]);
-        if bytes <= first.0 {
-            return first.1;
-        }
-        if bytes >= last.0 {
-            return last.1;
-        }
-        let k = r.partition_point(|p| p.0 <= bytes);
-        let ((x0, y0), (x1, y1)) = (r[k - 1], r[k]);
-        if x0 == bytes {
-            return y0;
-        }
-        let t = (bytes.ln() - x0.ln()) / (x1.ln() - x0.ln());
-        (y0.ln() + t * (y1.ln() - y0.ln())).exp()
+        log_log(&self.rates, bytes)
     }
 
     /// The least seconds each device needs to move its bytes of one

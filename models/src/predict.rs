@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::curve::{checked, log_log};
 use crate::link::{Hockney, LogGp, Piecewise};
 use crate::memory::HostMemory;
 use crate::{check_finite, ModelError};
@@ -58,6 +59,14 @@ pub struct Device {
     /// device memory and pay no host staging. `None`: a group of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_group: Option<usize>,
+    /// How the kernel's time at other tile sizes departs from the line:
+    /// `(cells, measured time over the line's)` points, cells increasing
+    /// (`calibrate --tile-sweep`). A tile inside a core's L2 ran 25% under
+    /// the line calibrated on tiles four times larger; the time of `cells`
+    /// is the line's times this curve ([`Device::tile_factor`]). Empty: the
+    /// line alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tile_curve: Vec<(f64, f64)>,
 }
 
 impl Device {
@@ -74,6 +83,7 @@ impl Device {
             host_memory: false,
             host_link: None,
             peer_group: None,
+            tile_curve: Vec::new(),
         }
     }
 
@@ -101,16 +111,33 @@ impl Device {
         self
     }
 
-    /// Kernel seconds of one iteration over `cells` cells: `a + b · cells`,
-    /// and nothing for a device with no cells (it launches no kernel).
+    /// Kernel seconds of one iteration over `cells` cells: `a + b · cells`
+    /// times the [`Device::tile_factor`] of `cells`, and nothing for a
+    /// device with no cells (it launches no kernel).
     pub fn time(&self, cells: f64) -> f64 {
         if cells > 0.0 {
-            self.fixed_seconds + self.seconds_per_cell * cells
+            (self.fixed_seconds + self.seconds_per_cell * cells) * self.tile_factor(cells)
         } else {
             0.0
         }
     }
+
+    /// The measured time over the line's at a tile of `cells`: the
+    /// [`Device::tile_curve`] between its points in log-log coordinates
+    /// (speed changes by powers as a tile leaves a cache), its end's value
+    /// beyond either end, 1 without a curve.
+    pub fn tile_factor(&self, cells: f64) -> f64 {
+        if self.tile_curve.is_empty() {
+            1.0
+        } else {
+            log_log(&self.tile_curve, cells)
+        }
+    }
 }
+
+/// Rounds of [`Machine::balanced`] at most: each scales the lines by the
+/// tile factors at the last split's cells.
+const BALANCE_ROUNDS: usize = 8;
 
 /// The perfectly balanced split of `total` cells over devices whose
 /// iteration costs `a + b · cells` (`(a, b)` pairs, `b > 0`, `a >= 0`): the
@@ -249,6 +276,15 @@ impl Machine {
             }
             slowest = slowest.max(s);
         }
+        for d in &mut devices {
+            if !d.tile_curve.is_empty() {
+                d.tile_curve = checked(
+                    std::mem::take(&mut d.tile_curve),
+                    "a tile curve",
+                    ("tile cells", "tile factor"),
+                )?;
+            }
+        }
         // A negative latency or gap would make an exchange cost less than
         // nothing.
         for l in &links {
@@ -341,13 +377,49 @@ impl Machine {
             .collect()
     }
 
+    /// The balanced split of `total_cells` ([`balance`]): the least time
+    /// at which every device busy finishes together, and each device's
+    /// cells. With tile curves each device's line is scaled by its factor
+    /// at the cells the previous split gave it and the split made again,
+    /// until the cells settle (curves are flat within a cache level, so a
+    /// few rounds do).
+    pub fn balanced(&self, total_cells: f64) -> (f64, Vec<f64>) {
+        let mut split = balance(&self.costs(), total_cells);
+        if self.devices.iter().all(|d| d.tile_curve.is_empty()) {
+            return split;
+        }
+        for _ in 0..BALANCE_ROUNDS {
+            let costs: Vec<(f64, f64)> = self
+                .devices
+                .iter()
+                .zip(&split.1)
+                .map(|(d, &c)| {
+                    let f = d.tile_factor(c.max(1.0));
+                    (d.fixed_seconds * f, d.seconds_per_cell * f)
+                })
+                .collect();
+            let next = balance(&costs, total_cells);
+            let settled = next
+                .1
+                .iter()
+                .zip(&split.1)
+                .all(|(n, c)| (n - c).abs() <= 1e-9 * total_cells);
+            split = next;
+            if settled {
+                break;
+            }
+        }
+        split
+    }
+
     /// The model-seeded weights for a run of `total_cells` cells: the cells
-    /// each device computes in the balanced split ([`balance`]), so every
-    /// device's `a + b · cells` is equal. Without fixed costs they are
-    /// proportional to the relative powers. A device the split leaves idle
-    /// keeps a weight of one cell: a partition gives every device a block.
+    /// each device computes in the balanced split ([`Machine::balanced`]),
+    /// so every device's kernel time is equal. Without fixed costs or tile
+    /// curves they are proportional to the relative powers. A device the
+    /// split leaves idle keeps a weight of one cell: a partition gives
+    /// every device a block.
     pub fn seeded_weights(&self, total_cells: f64) -> Vec<f64> {
-        balance(&self.costs(), total_cells)
+        self.balanced(total_cells)
             .1
             .into_iter()
             .map(|c| c.max(1.0))
@@ -433,7 +505,7 @@ impl Machine {
             run.cell_bytes(),
         );
         let own = |d: usize| kernel[d];
-        let (balanced_iteration, _) = balance(&self.costs(), total_cells);
+        let (balanced_iteration, _) = self.balanced(total_cells);
         let staging = self.staging(m, &chain)?;
 
         let mut devices = Vec::with_capacity(p);
@@ -1087,6 +1159,87 @@ mod tests {
         let mut neg = Device::new("n", 1e-9);
         neg.fixed_seconds = -1e-6;
         assert!(Machine::new(vec![neg], vec![]).is_err());
+    }
+
+    /// A tile curve scales the line by the factor at the tile's cells,
+    /// log-linear between its points and flat beyond them; the balanced
+    /// split finds the cells where the curved times meet; the machine
+    /// refuses a bad curve and reads one without a curve as the line.
+    #[test]
+    fn a_tile_curve_scales_the_line_and_the_balanced_split() {
+        let mut d = Device::new("d", 1e-9).with_fixed(1e-5);
+        d.tile_curve = vec![(1e5, 0.75), (1e6, 1.0)];
+        let line = |c: f64| 1e-5 + 1e-9 * c;
+        assert_eq!(d.time(1e5), line(1e5) * 0.75);
+        assert_eq!(
+            d.time(1e4),
+            line(1e4) * 0.75,
+            "below the curve: its first factor"
+        );
+        assert_eq!(d.time(4e6), line(4e6), "beyond: its last");
+        // Halfway in log between 1e5 and 1e6 cells: halfway in log factor.
+        let mid = 1e5 * 10f64.sqrt();
+        assert!((d.time(mid) - line(mid) * 0.75f64.sqrt()).abs() < 1e-15);
+        assert_eq!(d.time(0.0), 0.0);
+
+        // One point is a constant factor: a device twice as fast by its
+        // curve takes two thirds of the cells, as a line at half the rate
+        // would, and the iteration is what either device then takes.
+        let mut fast = Device::new("fast", 1e-9);
+        fast.tile_curve = vec![(1e3, 0.5)];
+        let m = Machine::new(vec![fast.clone(), Device::new("slow", 1e-9)], vec![]).unwrap();
+        let (t, cells) = m.balanced(3e6);
+        assert!(
+            (cells[0] - 2e6).abs() < 1e-3 && (cells[1] - 1e6).abs() < 1e-3,
+            "{cells:?}"
+        );
+        assert!((t - 1e-3).abs() < 1e-12, "{t}");
+        assert_eq!(m.seeded_weights(3e6), cells);
+        // A curve that varies: the split settles where both times meet.
+        fast.tile_curve = vec![(1e5, 0.5), (1e7, 1.0)];
+        let m = Machine::new(vec![fast, Device::new("slow", 1e-9)], vec![]).unwrap();
+        let (t, cells) = m.balanced(3e6);
+        let times: Vec<f64> = m
+            .devices
+            .iter()
+            .zip(&cells)
+            .map(|(d, &c)| d.time(c))
+            .collect();
+        assert!((times[0] - times[1]).abs() < 1e-9 * t, "{times:?}");
+        assert!(
+            (times[0] - t).abs() < 1e-9 * t && cells[0] > 1.5e6,
+            "{cells:?}"
+        );
+
+        // The factor enters every method's compute (here through a
+        // prediction of the two devices' seeded rows).
+        let run = Run::from_weights(3000, 1000, 1, 4000.0, 1, &cells, "l").unwrap();
+        let with_link = Machine::new(
+            m.devices.clone(),
+            vec![LinkClass::from_hockney(
+                "l",
+                Hockney {
+                    alpha: 1e-6,
+                    beta: 1e-10,
+                },
+            )],
+        )
+        .unwrap();
+        let p = with_link.predict(&run, Method::Hockney).unwrap();
+        let c0 = run.rows[0] as f64 * 1000.0;
+        assert_eq!(p.devices[0].compute, m.devices[0].time(c0));
+
+        let mut bad = Device::new("b", 1e-9);
+        bad.tile_curve = vec![(1e5, 0.0)];
+        assert_eq!(
+            Machine::new(vec![bad], vec![]).unwrap_err().to_string(),
+            "invalid value for tile factor: 0"
+        );
+        let json = r#"{"devices":[{"name":"c","seconds_per_cell":1e-9}],"links":[]}"#;
+        let back: Machine = serde_json::from_str(json).unwrap();
+        assert!(back.devices[0].tile_curve.is_empty());
+        let round: Machine = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(round, m);
     }
 
     #[test]

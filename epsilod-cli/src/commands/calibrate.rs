@@ -4,14 +4,14 @@
 //! under mpirun; between a GPU's memory and the host's, transfers each
 //! way), fits them with `models::calibrate`, and writes the machine JSON.
 
-use super::run::{layout_of, run_config};
+use super::run::{layout_of, ndims_of, parse_size, run_config, size_text};
 use super::{check_report_path, write_report};
 use crate::args::{CalibrateArgs, RunArgs};
 use crate::error::CliError;
 use epsilod::spmd::run_vps;
 use epsilod::{Cluster, DeviceKind, DeviceSpec};
 use hitmap::{HaloPlan, Partition, Shape, Transport, TransportError};
-use models::calibrate::{device_line, link, Pass, PingPong, MIN_CELL_SPREAD};
+use models::calibrate::{device_line, link, tile_curve, Pass, PingPong, MIN_CELL_SPREAD};
 use models::link::{Hockney, Overheads, Sample};
 use models::predict::{Device, LinkClass, Machine};
 use std::time::{Duration, Instant};
@@ -118,6 +118,14 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
             .map(|(n, p)| device_line(n, p))
             .collect::<Result<Vec<_>, _>>()?;
     }
+    let mut first = run.clone();
+    first.weights_from = args.run.weights_from.clone();
+    let swept = sweep(&first, &args.tile_sweep, cluster)?;
+    if !swept.is_empty() {
+        for (d, (line, more)) in devices.iter_mut().zip(passes_of.iter().zip(&swept)) {
+            d.tile_curve = tile_curve(d, line, more)?;
+        }
+    }
     let mut links = Vec::new();
     if !args.no_links {
         let sizes = sizes(args.max_bytes, &halo_bytes);
@@ -158,7 +166,7 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
     }
     if cluster.is_root() {
         write_report(&args.out, to_json(&machine))?;
-        print_machine(&machine, &halo_bytes, &passes_of);
+        print_machine(&machine, &halo_bytes, &passes_of, &swept);
     }
     Ok(())
 }
@@ -180,6 +188,40 @@ fn plain(run: &RunArgs, iters: u64) -> RunArgs {
     // not start a slow device without rows, nor the rebalancing run drop it.
     r.alb_drop_below = 0.0;
     r
+}
+
+/// The tile sweep's passes, per device: `run` (the user's partition) at
+/// each factor, its partitioned extent scaled by the factor, up the
+/// factors and back down: every tile twice, a drift between them in
+/// opposite orders.
+fn sweep(run: &RunArgs, factors: &[f64], cluster: &Cluster) -> Result<Vec<Vec<Pass>>, CliError> {
+    if factors.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(size) = &run.size else {
+        return Err(CliError::Calibrate(
+            "--tile-sweep scales --size: give one".into(),
+        ));
+    };
+    let size = parse_size(size, ndims_of(&run.stencil)?)?;
+    let mut swept: Vec<Vec<Pass>> = Vec::new();
+    for &f in factors.iter().chain(factors.iter().rev()) {
+        let mut scaled = size.clone();
+        scaled[0] = ((size[0] as f64 * f).round() as usize).max(1);
+        let text = size_text(&scaled);
+        let mut r = run.clone();
+        r.size = Some(text.clone());
+        let measured = measure_devices(&r, cluster).map_err(|e| {
+            CliError::Calibrate(format!(
+                "--tile-sweep {f} makes the size {text}, where {e}; leave that factor out"
+            ))
+        })?;
+        swept.resize(measured.devices.len(), Vec::new());
+        for (all, (_, p)) in swept.iter_mut().zip(measured.devices) {
+            all.push(p);
+        }
+    }
+    Ok(swept)
 }
 
 /// Weights alternately half as large again and half as small: every
@@ -485,7 +527,7 @@ fn to_json(m: &Machine) -> String {
     serde_json::to_string_pretty(m).expect("machines serialise")
 }
 
-fn print_machine(m: &Machine, halos: &[u64], passes: &[Vec<Pass>]) {
+fn print_machine(m: &Machine, halos: &[u64], passes: &[Vec<Pass>], swept: &[Vec<Pass>]) {
     println!("device  seconds/cell  fixed_s/iteration  cv  R_p  samples");
     for d in &m.devices {
         println!(
@@ -494,10 +536,10 @@ fn print_machine(m: &Machine, halos: &[u64], passes: &[Vec<Pass>]) {
         );
     }
     // The points the line went through, so a fixed cost that was not
-    // believed (or one that was) can be checked against the tiles.
-    for (d, ps) in m.devices.iter().zip(passes) {
-        let points: Vec<String> = ps
-            .iter()
+    // believed (or one that was) can be checked against the tiles; then
+    // the sweep's, and the curve they made.
+    let medians = |ps: &[Pass]| {
+        ps.iter()
             .map(|p| {
                 format!(
                     "{:.4e} s over {:.4e} cells",
@@ -505,8 +547,28 @@ fn print_machine(m: &Machine, halos: &[u64], passes: &[Vec<Pass>]) {
                     p.cells
                 )
             })
-            .collect();
-        println!("  {} passes (median kernel): {}", d.name, points.join("; "));
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    for (d, ps) in m.devices.iter().zip(passes) {
+        println!("  {} passes (median kernel): {}", d.name, medians(ps));
+    }
+    for (d, ps) in m.devices.iter().zip(swept) {
+        println!("  {} tile sweep (median kernel): {}", d.name, medians(ps));
+        if d.tile_curve.is_empty() {
+            println!("  {} tile curve: none beyond the line's noise", d.name);
+        } else {
+            let points: Vec<String> = d
+                .tile_curve
+                .iter()
+                .map(|(c, f)| format!("{c:.4e} cells x{f:.3}"))
+                .collect();
+            println!(
+                "  {} tile curve (time over the line): {}",
+                d.name,
+                points.join("; ")
+            );
+        }
     }
     for d in &m.devices {
         if let Some(link) = &d.host_link {

@@ -178,7 +178,7 @@ fn size_of(args: &RunArgs, target: &Target) -> Result<Vec<usize>, CliError> {
     }
 }
 
-fn size_text(size: &[usize]) -> String {
+pub(super) fn size_text(size: &[usize]) -> String {
     size.iter()
         .map(|s| s.to_string())
         .collect::<Vec<_>>()

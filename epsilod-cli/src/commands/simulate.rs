@@ -224,6 +224,7 @@ fn model_devices(
                 calibrated.map_or(args.seconds_per_cell, |c| c.seconds_per_cell),
             );
             d.fixed_seconds = calibrated.map_or(0.0, |c| c.fixed_seconds);
+            d.tile_curve = calibrated.map_or(Vec::new(), |c| c.tile_curve.clone());
             d.cv = args
                 .noise
                 .or(calibrated.map(|c| c.cv).filter(|&cv| cv > 0.0))

@@ -215,8 +215,9 @@ impl<'a> Sim<'a> {
                     let eps = self.noise.draw(d, it);
                     let dev = &s.devices[d];
                     if cells > 0.0 {
-                        let base = dev.fixed_seconds + dev.seconds_per_cell * cells;
-                        let share = (dev.fixed_seconds + dev.seconds_per_cell * border) / base;
+                        let line = dev.fixed_seconds + dev.seconds_per_cell * cells;
+                        let share = (dev.fixed_seconds + dev.seconds_per_cell * border) / line;
+                        let base = dev.line_time(cells);
                         (base * dev.factor(it) * eps, share)
                     } else {
                         (0.0, 0.0)

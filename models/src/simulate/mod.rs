@@ -17,8 +17,9 @@
 //! growing message sizes and its final drain are not modelled), and only
 //! a rebalance lines every clock up (its barrier).
 //!
-//! Kernel time is `(fixed_seconds + seconds_per_cell · cells) · slowdown ·
-//! drift · ε` (the fixed part paid with the border strips) with `ε`
+//! Kernel time is `(fixed_seconds + seconds_per_cell · cells) · tile factor
+//! · slowdown · drift · ε` (the fixed part paid with the border strips; the
+//! tile factor a calibrated device's curve at its cells, 1 without) with `ε`
 //! lognormal of mean 1 and the device's coefficient of variation, or, in
 //! trace mode, a real report's kernel times replayed as they were. Fed the
 //! same kernel times and redistribution costs as a real run, the simulator
@@ -185,6 +186,11 @@ pub struct SimDevice {
     /// staging (`None`: a group of its own).
     #[serde(default)]
     pub peer_group: Option<usize>,
+    /// The kernel's time at other tile sizes over its line, as a
+    /// calibrated machine's [`crate::predict::Device::tile_curve`]:
+    /// `(cells, factor)` points, cells increasing. Empty: the line alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tile_curve: Vec<(f64, f64)>,
 }
 
 impl SimDevice {
@@ -203,6 +209,19 @@ impl SimDevice {
             fail_at: None,
             host_link: None,
             peer_group: None,
+            tile_curve: Vec::new(),
+        }
+    }
+
+    /// Kernel seconds of one iteration over `cells` cells at full speed:
+    /// the line times the tile curve's factor (as
+    /// [`crate::predict::Device::time`]).
+    fn line_time(&self, cells: f64) -> f64 {
+        let line = self.fixed_seconds + self.seconds_per_cell * cells;
+        if self.tile_curve.is_empty() {
+            line
+        } else {
+            line * crate::curve::log_log(&self.tile_curve, cells)
         }
     }
 
@@ -448,6 +467,16 @@ fn check(s: &Scenario) -> Result<(), SimError> {
         }
         if !(d.fixed_seconds.is_finite() && d.fixed_seconds >= 0.0) {
             return Err(bad("fixed seconds per iteration", ">= 0", d.fixed_seconds));
+        }
+        let mut last_cells = 0.0;
+        for &(cells, factor) in &d.tile_curve {
+            if !(positive(cells) && cells > last_cells) {
+                return Err(bad("tile curve cells", "> 0 and increasing", cells));
+            }
+            if !positive(factor) {
+                return Err(bad("tile curve factor", "> 0", factor));
+            }
+            last_cells = cells;
         }
         // Past a cv of 100 the lognormal's variance overflows (and no
         // measured device comes near: a shared machine's is under 1).

@@ -32,6 +32,29 @@ fn scenario(devices: Vec<SimDevice>, rows: i64, iters: u64, alb: Option<&str>) -
     }
 }
 
+/// `machine`'s overlap prediction of two devices on 1024 rows of 1024
+/// cells with equal weights over link "l", checked against a simulated
+/// loop time.
+fn overlap_matches(machine: &Machine, iters: u64, simulated: f64) -> crate::predict::Prediction {
+    let run = Run::from_weights(1024, 1024, 1, 4096.0, iters, &[1.0; 2], "l").unwrap();
+    let p = machine.predict(&run, Method::Overlap).unwrap();
+    assert!(
+        (simulated - p.loop_time).abs() < 1e-9 * p.loop_time,
+        "{simulated} vs {}",
+        p.loop_time
+    );
+    p
+}
+
+/// One link within hosts and between them, posts free.
+fn same_links(link: Hockney) -> Links {
+    Links {
+        intra: link,
+        inter: link,
+        post: 0.0,
+    }
+}
+
 /// Two identical noiseless devices: every iteration takes exactly the
 /// closed form of `Method::Overlap` (borders, then the exchange behind
 /// the inner rows), whether the exchange or the inner rows are longer.
@@ -68,11 +91,7 @@ fn noiseless_identical_devices_match_the_overlap_closed_form() {
             50,
             None,
         );
-        s.links = Links {
-            intra: link,
-            inter: link,
-            post: 0.0,
-        };
+        s.links = same_links(link);
         let sim = simulate(&s).unwrap();
         let machine = Machine::new(
             (0..2)
@@ -91,14 +110,7 @@ fn noiseless_identical_devices_match_the_overlap_closed_form() {
             ],
         )
         .unwrap();
-        let run = Run::from_weights(1024, 1024, 1, 4096.0, 50, &[1.0; 2], "l").unwrap();
-        let p = machine.predict(&run, Method::Overlap).unwrap();
-        assert!(
-            (sim.loop_seconds - p.loop_time).abs() < 1e-9 * p.loop_time,
-            "{} vs {}",
-            sim.loop_seconds,
-            p.loop_time
-        );
+        let p = overlap_matches(&machine, 50, sim.loop_seconds);
         assert_eq!(sim.halo_messages, 2 * 50);
         if fixed > 0.0 {
             // The inner rows (1.046 ms) still hide the exchange
@@ -469,6 +481,51 @@ fn bad_devices_are_refused_by_name() {
         simulate(&scenario(vec![], 64, 3, None)),
         Err(SimError::NoDevices)
     ));
+}
+
+/// A tile curve reaches the simulated kernels as it reaches the
+/// prediction: noiseless devices with curves run each iteration in the
+/// overlap closed form of the curved machine, and a bad curve is refused.
+#[test]
+fn tile_curves_reach_the_kernels() {
+    let curve = vec![(1e5, 0.5), (1e7, 1.0)];
+    let link = Hockney {
+        alpha: 1e-6,
+        beta: 1e-10,
+    };
+    let mut s = scenario(
+        (0..2)
+            .map(|i| {
+                let mut d = SimDevice::new(format!("d{i}"), 2e-9);
+                d.tile_curve = curve.clone();
+                d
+            })
+            .collect(),
+        1024,
+        20,
+        None,
+    );
+    s.links = same_links(link);
+    let sim = simulate(&s).unwrap();
+    let mut d = Device::new("d", 2e-9);
+    d.tile_curve = curve;
+    let machine = Machine::new(
+        vec![d.clone(), d.clone()],
+        vec![LinkClass::from_hockney("l", link)],
+    )
+    .unwrap();
+    overlap_matches(&machine, 20, sim.loop_seconds);
+    // Not the line's: the factor at 512x1024 cells is well under 1.
+    assert!(d.tile_factor(512.0 * 1024.0) < 0.8);
+
+    let mut bad = SimDevice::new("a", 1e-9);
+    bad.tile_curve = vec![(1e5, 1.0), (1e4, 1.0)];
+    assert_eq!(
+        simulate(&scenario(vec![bad], 64, 3, None))
+            .unwrap_err()
+            .to_string(),
+        "device 0: tile curve cells must be a finite number > 0 and increasing, got 10000"
+    );
 }
 
 /// A failed device keeps no rows; the others share them all from then
