@@ -358,4 +358,28 @@ fn snapshots_are_written_and_drawn() {
         .concat(),
         "a signature is a short run's phases and writes only --out: leave out --snapshot-every",
     );
+    let (out, report, ck) = (p("f.npy"), p("r.json"), p("ck"));
+    for (extra, option) in [
+        (&["--output", &out[..]][..], "--output"),
+        (&["--report", &report], "--report"),
+        (
+            &["--checkpoint-every", "2", "--checkpoint-dir", &ck],
+            "--checkpoint-every",
+        ),
+    ] {
+        fails_with(
+            &[&signature[..], &["--sig-iters", "5"], extra].concat(),
+            &format!(
+                "a signature is a short run's phases and writes only --out: leave out {option}"
+            ),
+        );
+    }
+    fails_with(
+        &[
+            &signature[..],
+            &["--sig-iters", "5", "--alb", "const-iters"],
+        ]
+        .concat(),
+        "a signature runs without load balancing (its layout names the messages): leave out --alb",
+    );
 }

@@ -673,6 +673,10 @@ fn compare_prints_the_statistics_table_and_writes_csv_and_json() {
     for (extra, option) in [
         (&["--restart", "/tmp"][..], "--restart"),
         (
+            &["--checkpoint-every", "2", "--checkpoint-dir", "/tmp"],
+            "--checkpoint-every",
+        ),
+        (
             &["--snapshot-every", "2", "--snapshot", "x_{iter}.npy"],
             "--snapshot-every",
         ),
@@ -939,14 +943,17 @@ fn predict_rejects_bad_input_with_one_line() {
         &sized("100x100", &["--iters", "5", "--stencil", "3d6"]),
         "the size [100, 100] has 2 dimension(s), the stencil 3",
     );
+    // The whole of clap's line to the help hint: a range's start alone
+    // ("1..") is in every one of them.
     for (flag, value, range) in [
-        ("--iters", "0", "1.."),
-        ("--halo-rows", "0", "1..=64"),
-        ("--cell-bytes", "0", "1..=4096"),
+        ("--iters <ITERS>", "0", "1..18446744073709551615"),
+        ("--halo-rows <HALO_ROWS>", "0", "1..=64"),
+        ("--cell-bytes <CELL_BYTES>", "0", "1..=4096"),
     ] {
+        let name = flag.split(' ').next().unwrap();
         fails_with(
-            &sized("100x100", &[flag, value]),
-            &format!("0 is not in {range}"),
+            &sized("100x100", &[name, value]),
+            &format!("invalid value '0' for '{flag}': 0 is not in {range} (see"),
         );
     }
     fails_with(

@@ -508,7 +508,8 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
         &["--calib-iters", "6", "--no-links", "--out", m],
     ]
     .concat();
-    let out = ok(&[&base[..], &["--tile-sweep", "0.5,2"]].concat());
+    // Given in any order, swept up and back down.
+    let out = ok(&[&base[..], &["--tile-sweep", "2,0.5"]].concat());
     let sweeps: Vec<&str> = out.lines().filter(|l| l.contains("tile sweep")).collect();
     assert_eq!(sweeps.len(), 2, "{out}");
     for l in sweeps {
@@ -528,6 +529,9 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
         );
     }
     assert_eq!(out.matches(" tile curve").count(), 2, "{out}");
+    // Whether this machine's tiles depart from the line is the load's
+    // to say (the curve's rules are the unit tests'); a curve written
+    // spans the sweep and never falls.
     let v = json(std::path::Path::new(m));
     for d in v["devices"].as_array().unwrap() {
         let Some(curve) = d["tile_curve"].as_array() else {
@@ -538,7 +542,10 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
             .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap()))
             .collect();
         assert!(points[0].0 <= 544.0, "{points:?}");
-        assert_eq!(points.last().unwrap().0, 2144.0, "{points:?}");
+        assert!(
+            (points.last().unwrap().0 - 2144.0).abs() < 1e-9,
+            "{points:?}"
+        );
         assert!(
             points
                 .windows(2)

@@ -672,7 +672,19 @@ mod tests {
         let small = [tiled(&d, 1e5, 0.92), tiled(&d, 2e6, 1.08)];
         assert_eq!(tile_curve(&d, &quiet, &small).unwrap(), vec![]);
         let big = [tiled(&d, 1e5, 0.75)];
-        assert_eq!(tile_curve(&d, &quiet, &big).unwrap().len(), 3);
+        let curve = tile_curve(&d, &quiet, &big).unwrap();
+        assert_eq!(curve.len(), 3, "{curve:?}");
+        assert!((curve[0].0 - 1e5).abs() < 1e-6 && (curve[0].1 - 0.75).abs() < 1e-12);
+        assert!(
+            curve[1..].iter().all(|p| (p.1 - 1.0).abs() < 1e-12),
+            "{curve:?}"
+        );
+        // Between the line's tiles the line is the model, whatever a sweep
+        // tile there says.
+        assert_eq!(
+            tile_curve(&d, &quiet, &[tiled(&d, 6e5, 0.5)]).unwrap(),
+            vec![]
+        );
         let noisy = [
             tiled(&d, 4e5, 1.2),
             tiled(&d, 4e5, 0.8),

@@ -27,12 +27,48 @@ pub(crate) fn checked(
         }
     }
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some(w) = points.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(ModelError::InvalidValue {
+            what: "a curve's x measured twice",
+            value: w[0].0,
+        });
+    }
     Ok(points)
 }
 
-/// The curve through `points` (sorted by `x`, as [`checked`] leaves them)
+/// What is wrong with a tile curve, if anything, as (what, the bound it
+/// breaks, the value): cells must be positive and increasing, factors
+/// positive and never falling as tiles grow, so that a device's time rises
+/// with its cells (the balanced split depends on it). Calibration writes
+/// no other; a hand-written machine may.
+pub(crate) fn tile_curve_fault(points: &[(f64, f64)]) -> Option<(&'static str, &'static str, f64)> {
+    let positive = |x: f64| x.is_finite() && x > 0.0;
+    let mut last = (0.0, 0.0);
+    for &(cells, factor) in points {
+        if !(positive(cells) && cells > last.0) {
+            return Some(("tile curve cells", "> 0 and increasing", cells));
+        }
+        if !(positive(factor) && factor >= last.1) {
+            return Some(("tile curve factor", "> 0 and not falling", factor));
+        }
+        last = (cells, factor);
+    }
+    None
+}
+
+/// A tile curve's factor at `cells`: [`log_log`] through its points, 1
+/// without any.
+pub(crate) fn factor_at(points: &[(f64, f64)], cells: f64) -> f64 {
+    if points.is_empty() {
+        1.0
+    } else {
+        log_log(points, cells)
+    }
+}
+
+/// The curve through `points` (`x` increasing, as [`checked`] leaves them)
 /// at `x`: between two points the straight line in log-log coordinates,
-/// beyond either end that end's value. Of points at one `x`, the last.
+/// beyond either end that end's value.
 pub(crate) fn log_log(points: &[(f64, f64)], x: f64) -> f64 {
     let (first, last) = (points[0], points[points.len() - 1]);
     if x <= first.0 {

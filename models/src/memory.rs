@@ -89,6 +89,12 @@ mod tests {
         assert!(HostMemory::new(vec![(0.0, 1e9)]).is_err());
         assert!(HostMemory::new(vec![(1e6, f64::NAN)]).is_err());
         assert!(HostMemory::new(vec![(-1.0, 1e9)]).is_err());
+        assert_eq!(
+            HostMemory::new(vec![(1e6, 1e9), (1e6, 2e9)])
+                .unwrap_err()
+                .to_string(),
+            "invalid value for a curve's x measured twice: 1000000"
+        );
     }
 
     /// Equal devices share the rate equally; a smaller one finishes first

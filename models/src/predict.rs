@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::curve::{checked, log_log};
+use crate::curve::{factor_at, tile_curve_fault};
 use crate::link::{Hockney, LogGp, Piecewise};
 use crate::memory::HostMemory;
 use crate::{check_finite, ModelError};
@@ -127,17 +127,13 @@ impl Device {
     /// (speed changes by powers as a tile leaves a cache), its end's value
     /// beyond either end, 1 without a curve.
     pub fn tile_factor(&self, cells: f64) -> f64 {
-        if self.tile_curve.is_empty() {
-            1.0
-        } else {
-            log_log(&self.tile_curve, cells)
-        }
+        factor_at(&self.tile_curve, cells)
     }
 }
 
-/// Rounds of [`Machine::balanced`] at most: each scales the lines by the
-/// tile factors at the last split's cells.
-const BALANCE_ROUNDS: usize = 8;
+/// Halvings of an interval in [`Machine::balanced`]'s bisections: down to
+/// the last bits of an f64.
+const BISECTIONS: usize = 64;
 
 /// The perfectly balanced split of `total` cells over devices whose
 /// iteration costs `a + b · cells` (`(a, b)` pairs, `b > 0`, `a >= 0`): the
@@ -276,13 +272,9 @@ impl Machine {
             }
             slowest = slowest.max(s);
         }
-        for d in &mut devices {
-            if !d.tile_curve.is_empty() {
-                d.tile_curve = checked(
-                    std::mem::take(&mut d.tile_curve),
-                    "a tile curve",
-                    ("tile cells", "tile factor"),
-                )?;
+        for d in &devices {
+            if let Some((what, _, value)) = tile_curve_fault(&d.tile_curve) {
+                return Err(ModelError::InvalidValue { what, value });
             }
         }
         // A negative latency or gap would make an exchange cost less than
@@ -328,7 +320,8 @@ impl Machine {
     }
 
     /// Each device's kernel seconds per iteration over `cells[d]` cells of
-    /// `cell_bytes` bytes: `a + b · cells`, and for the devices in host
+    /// `cell_bytes` bytes: [`Device::time`] (`(a + b · cells)` times the
+    /// tile factor), and for the devices in host
     /// memory at least the time their share of the host's bandwidth takes
     /// to move each cell's bytes twice (the source read, the destination
     /// written: counted as the copy that measured the bandwidth counts
@@ -377,39 +370,59 @@ impl Machine {
             .collect()
     }
 
-    /// The balanced split of `total_cells` ([`balance`]): the least time
-    /// at which every device busy finishes together, and each device's
-    /// cells. With tile curves each device's line is scaled by its factor
-    /// at the cells the previous split gave it and the split made again,
-    /// until the cells settle (curves are flat within a cache level, so a
-    /// few rounds do).
+    /// The balanced split of `total_cells`: the least time `T` at which
+    /// every device busy finishes together, and each device's cells. On
+    /// lines alone it is [`balance`]'s water-filling. With tile curves each
+    /// device's time still rises with its cells ([`Machine::new`] refuses a
+    /// falling factor), so the cells it computes by a time are found by
+    /// bisection, and so is the time at which they add up to the total. A
+    /// fixed-point split (each device's line scaled by its factor at the
+    /// last split's cells) swapped between two splits for ever on a curve
+    /// from 0.25 to 1 over a doubling of cells.
     pub fn balanced(&self, total_cells: f64) -> (f64, Vec<f64>) {
-        let mut split = balance(&self.costs(), total_cells);
-        if self.devices.iter().all(|d| d.tile_curve.is_empty()) {
-            return split;
+        if total_cells <= 0.0 || self.devices.iter().all(|d| d.tile_curve.is_empty()) {
+            return balance(&self.costs(), total_cells);
         }
-        for _ in 0..BALANCE_ROUNDS {
-            let costs: Vec<(f64, f64)> = self
-                .devices
-                .iter()
-                .zip(&split.1)
-                .map(|(d, &c)| {
-                    let f = d.tile_factor(c.max(1.0));
-                    (d.fixed_seconds * f, d.seconds_per_cell * f)
-                })
-                .collect();
-            let next = balance(&costs, total_cells);
-            let settled = next
-                .1
-                .iter()
-                .zip(&split.1)
-                .all(|(n, c)| (n - c).abs() <= 1e-9 * total_cells);
-            split = next;
-            if settled {
-                break;
+        let bisect = |mut lo: f64, mut hi: f64, below: &dyn Fn(f64) -> bool| {
+            for _ in 0..BISECTIONS {
+                let mid = 0.5 * (lo + hi);
+                if below(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
             }
+            (lo, hi)
+        };
+        // The most cells `d` computes within `t` seconds.
+        let cells_by = |d: &Device, t: f64| {
+            if d.time(total_cells) <= t {
+                total_cells
+            } else {
+                bisect(0.0, total_cells, &|c| d.time(c) <= t).0
+            }
+        };
+        let sum = |t: f64| self.devices.iter().map(|d| cells_by(d, t)).sum::<f64>();
+        // By the fastest device's time for all cells they are all placed.
+        let alone = self
+            .devices
+            .iter()
+            .map(|d| d.time(total_cells))
+            .fold(f64::INFINITY, f64::min);
+        let (_, t) = bisect(0.0, alone, &|t| sum(t) < total_cells);
+        let mut cells: Vec<f64> = self.devices.iter().map(|d| cells_by(d, t)).collect();
+        // At `t` they hold at least the total: trimmed to it, none slower.
+        let placed: f64 = cells.iter().sum();
+        for c in &mut cells {
+            *c *= total_cells / placed;
         }
-        split
+        let t = self
+            .devices
+            .iter()
+            .zip(&cells)
+            .map(|(d, &c)| d.time(c))
+            .fold(0.0, f64::max);
+        (t, cells)
     }
 
     /// The model-seeded weights for a run of `total_cells` cells: the cells
@@ -531,8 +544,9 @@ impl Machine {
                 Method::HcLogP => {
                     // HCLogP assumes the work divided by power (Eq. 3.2 with
                     // I = I_s, F_r = 0): the partition does not enter. With
-                    // fixed costs "by power" is the split that equalises
-                    // `a + b · cells`, of which Eq. 3.2 is the `a = 0` case.
+                    // fixed costs or tile curves "by power" is the split
+                    // that equalises each device's time (`Machine::balanced`),
+                    // of which Eq. 3.2 is the case of lines through 0.
                     let c = balanced_iteration;
                     let l = &link.loggp;
                     let e = phase(hclogp::comm_time(
@@ -1195,16 +1209,18 @@ mod tests {
         );
         assert!((t - 1e-3).abs() < 1e-12, "{t}");
         assert_eq!(m.seeded_weights(3e6), cells);
+        let times_at = |m: &Machine, cells: &[f64]| -> Vec<f64> {
+            m.devices
+                .iter()
+                .zip(cells)
+                .map(|(d, &c)| d.time(c))
+                .collect()
+        };
         // A curve that varies: the split settles where both times meet.
         fast.tile_curve = vec![(1e5, 0.5), (1e7, 1.0)];
         let m = Machine::new(vec![fast, Device::new("slow", 1e-9)], vec![]).unwrap();
         let (t, cells) = m.balanced(3e6);
-        let times: Vec<f64> = m
-            .devices
-            .iter()
-            .zip(&cells)
-            .map(|(d, &c)| d.time(c))
-            .collect();
+        let times = times_at(&m, &cells);
         assert!((times[0] - times[1]).abs() < 1e-9 * t, "{times:?}");
         assert!(
             (times[0] - t).abs() < 1e-9 * t && cells[0] > 1.5e6,
@@ -1229,12 +1245,45 @@ mod tests {
         let c0 = run.rows[0] as f64 * 1000.0;
         assert_eq!(p.devices[0].compute, m.devices[0].time(c0));
 
-        let mut bad = Device::new("b", 1e-9);
-        bad.tile_curve = vec![(1e5, 0.0)];
-        assert_eq!(
-            Machine::new(vec![bad], vec![]).unwrap_err().to_string(),
-            "invalid value for tile factor: 0"
+        // A steep curve (0.25 to 1 over a doubling of cells, as a tile
+        // leaving the L2 showed): each round of a fixed-point split
+        // overshot the last, and it swapped between two splits for ever.
+        let steep = |spc: f64| {
+            let mut d = Device::new("s", spc);
+            d.tile_curve = vec![(1.04e5, 0.25), (2.1e5, 1.0), (5.2e5, 1.0)];
+            d
+        };
+        let m = Machine::new(vec![steep(1e-9), steep(2e-9)], vec![]).unwrap();
+        let (t, cells) = m.balanced(262144.0);
+        let times = times_at(&m, &cells);
+        assert!(
+            (cells.iter().sum::<f64>() - 262144.0).abs() < 1e-6,
+            "{cells:?}"
         );
+        assert!(
+            (times[0] - times[1]).abs() < 1e-9 * t,
+            "{times:?} {cells:?}"
+        );
+        assert!((t - 7.17e-5).abs() < 0.01e-5, "{t}");
+
+        for (curve, want) in [
+            (vec![(1e5, 0.0)], "invalid value for tile curve factor: 0"),
+            (
+                vec![(1e5, 1.0), (1e4, 1.0)],
+                "invalid value for tile curve cells: 10000",
+            ),
+            (
+                vec![(1e5, 1.0), (2e5, 0.4)],
+                "invalid value for tile curve factor: 0.4",
+            ),
+        ] {
+            let mut bad = Device::new("b", 1e-9);
+            bad.tile_curve = curve;
+            assert_eq!(
+                Machine::new(vec![bad], vec![]).unwrap_err().to_string(),
+                want
+            );
+        }
         let json = r#"{"devices":[{"name":"c","seconds_per_cell":1e-9}],"links":[]}"#;
         let back: Machine = serde_json::from_str(json).unwrap();
         assert!(back.devices[0].tile_curve.is_empty());

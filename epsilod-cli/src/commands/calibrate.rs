@@ -36,6 +36,7 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
         check_report_path(&args.out)?;
     }
     let mut run = plain(&args.run, args.calib_iters);
+    let sweep_runs = sweep_runs(&run, &args.tile_sweep, cluster)?;
     let weighted = matches!(run.partition, Partition::Weighted(_));
     let passes = if weighted { args.passes } else { 1 };
     let mut devices = Vec::new();
@@ -118,14 +119,8 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
             .map(|(n, p)| device_line(n, p))
             .collect::<Result<Vec<_>, _>>()?;
     }
-    let mut first = run.clone();
-    first.weights_from = args.run.weights_from.clone();
-    let swept = sweep(&first, &args.tile_sweep, cluster)?;
-    if !swept.is_empty() {
-        for (d, (line, more)) in devices.iter_mut().zip(passes_of.iter().zip(&swept)) {
-            d.tile_curve = tile_curve(d, line, more)?;
-        }
-    }
+    let swept = sweep(&sweep_runs, cluster)?;
+    with_tile_curves(&mut devices, &passes_of, &swept)?;
     let mut links = Vec::new();
     if !args.no_links {
         let sizes = sizes(args.max_bytes, &halo_bytes);
@@ -190,11 +185,13 @@ fn plain(run: &RunArgs, iters: u64) -> RunArgs {
     r
 }
 
-/// The tile sweep's passes, per device: `run` (the user's partition) at
-/// each factor, its partitioned extent scaled by the factor, up the
-/// factors and back down: every tile twice, a drift between them in
-/// opposite orders.
-fn sweep(run: &RunArgs, factors: &[f64], cluster: &Cluster) -> Result<Vec<Vec<Pass>>, CliError> {
+/// The tile sweep's runs: `run` (the user's partition) with its
+/// partitioned extent (the first, under `m` and `m<n>`) scaled by each
+/// factor, up the factors and back down, so that every tile is timed twice
+/// and a drift between them in opposite orders. Each size is checked
+/// before any is timed: a bad factor is refused at once, not after the
+/// line's passes.
+fn sweep_runs(run: &RunArgs, factors: &[f64], cluster: &Cluster) -> Result<Vec<RunArgs>, CliError> {
     if factors.is_empty() {
         return Ok(Vec::new());
     }
@@ -204,24 +201,58 @@ fn sweep(run: &RunArgs, factors: &[f64], cluster: &Cluster) -> Result<Vec<Vec<Pa
         ));
     };
     let size = parse_size(size, ndims_of(&run.stencil)?)?;
-    let mut swept: Vec<Vec<Pass>> = Vec::new();
-    for &f in factors.iter().chain(factors.iter().rev()) {
+    let axis = match run.partition {
+        Partition::Single(d) | Partition::Weighted(d) => d,
+        Partition::Multi | Partition::MultiN(_) => 0,
+    };
+    let mut up = factors.to_vec();
+    up.sort_by(f64::total_cmp);
+    up.dedup();
+    let mut runs = Vec::with_capacity(up.len());
+    for f in up {
         let mut scaled = size.clone();
-        scaled[0] = ((size[0] as f64 * f).round() as usize).max(1);
+        if let Some(n) = scaled.get_mut(axis) {
+            *n = ((*n as f64 * f).round() as usize).max(1);
+        }
         let text = size_text(&scaled);
         let mut r = run.clone();
         r.size = Some(text.clone());
-        let measured = measure_devices(&r, cluster).map_err(|e| {
+        layout_of(&r, cluster).map_err(|e| {
             CliError::Calibrate(format!(
                 "--tile-sweep {f} makes the size {text}, where {e}; leave that factor out"
             ))
         })?;
+        runs.push(r);
+    }
+    let down: Vec<RunArgs> = runs.iter().rev().cloned().collect();
+    runs.extend(down);
+    Ok(runs)
+}
+
+/// The sweep's passes, per device.
+fn sweep(runs: &[RunArgs], cluster: &Cluster) -> Result<Vec<Vec<Pass>>, CliError> {
+    let mut swept: Vec<Vec<Pass>> = Vec::new();
+    for r in runs {
+        let measured = measure_devices(r, cluster)?;
         swept.resize(measured.devices.len(), Vec::new());
         for (all, (_, p)) in swept.iter_mut().zip(measured.devices) {
             all.push(p);
         }
     }
     Ok(swept)
+}
+
+/// Each device's tile curve from its line's passes and its sweep's
+/// (none without a sweep).
+fn with_tile_curves(
+    devices: &mut [Device],
+    line: &[Vec<Pass>],
+    swept: &[Vec<Pass>],
+) -> Result<(), CliError> {
+    for (d, (line, more)) in devices.iter_mut().zip(line.iter().zip(swept)) {
+        d.tile_curve = tile_curve(d, line, more)?;
+    }
+    Ok(())
 }
 
 /// Weights alternately half as large again and half as small: every
@@ -607,5 +638,42 @@ fn print_machine(m: &Machine, halos: &[u64], passes: &[Vec<Pass>], swept: &[Vec<
             "host memory (copy GB/s by working set, all cores): {}",
             points.join(", ")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passes(cells: f64, seconds: f64, n: usize) -> Vec<Pass> {
+        vec![
+            Pass {
+                cells,
+                seconds: vec![seconds; 3],
+            };
+            n
+        ]
+    }
+
+    /// The sweep's passes reach each device's curve; without a sweep no
+    /// device gets one.
+    #[test]
+    fn tile_curves_come_from_each_devices_own_sweep() {
+        let line = Device::new("d", 1e-9);
+        let mut devices = vec![line.clone(), line.clone()];
+        let lines = vec![passes(4e5, 4e-4, 2), passes(4e5, 4e-4, 2)];
+        with_tile_curves(&mut devices, &lines, &[]).unwrap();
+        assert!(devices.iter().all(|d| d.tile_curve.is_empty()));
+        // The first device's small tile ran at 0.6 of its line, twice;
+        // the second's as its line.
+        let swept = vec![passes(1e5, 0.6e-4, 2), passes(1e5, 1e-4, 2)];
+        with_tile_curves(&mut devices, &lines, &swept).unwrap();
+        let c = &devices[0].tile_curve;
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert!(
+            (c[0].0 - 1e5).abs() < 1e-6 && (c[0].1 - 0.6).abs() < 1e-12,
+            "{c:?}"
+        );
+        assert!(devices[1].tile_curve.is_empty());
     }
 }

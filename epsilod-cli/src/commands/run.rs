@@ -203,8 +203,9 @@ fn devices(args: &RunArgs, job: &JobInfo) -> Result<Placed, CliError> {
 }
 
 /// Model-seeded partition: each device's weight becomes its cells in the
-/// split of `total_cells` that equalises the calibrated `a + b · cells`
-/// (proportional to the relative powers when no device has a fixed cost),
+/// split of `total_cells` that equalises the calibrated kernel times
+/// (`Machine::seeded_weights`: proportional to the relative powers when no
+/// device has a fixed cost or a tile curve),
 /// so the first ALB window starts near balance.
 fn seed_weights(
     devices: &mut [DeviceSpec],

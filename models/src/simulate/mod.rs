@@ -217,12 +217,8 @@ impl SimDevice {
     /// the line times the tile curve's factor (as
     /// [`crate::predict::Device::time`]).
     fn line_time(&self, cells: f64) -> f64 {
-        let line = self.fixed_seconds + self.seconds_per_cell * cells;
-        if self.tile_curve.is_empty() {
-            line
-        } else {
-            line * crate::curve::log_log(&self.tile_curve, cells)
-        }
+        (self.fixed_seconds + self.seconds_per_cell * cells)
+            * crate::curve::factor_at(&self.tile_curve, cells)
     }
 
     /// Whether halos between this device and `other` stay in device
@@ -468,15 +464,8 @@ fn check(s: &Scenario) -> Result<(), SimError> {
         if !(d.fixed_seconds.is_finite() && d.fixed_seconds >= 0.0) {
             return Err(bad("fixed seconds per iteration", ">= 0", d.fixed_seconds));
         }
-        let mut last_cells = 0.0;
-        for &(cells, factor) in &d.tile_curve {
-            if !(positive(cells) && cells > last_cells) {
-                return Err(bad("tile curve cells", "> 0 and increasing", cells));
-            }
-            if !positive(factor) {
-                return Err(bad("tile curve factor", "> 0", factor));
-            }
-            last_cells = cells;
+        if let Some((what, bound, value)) = crate::curve::tile_curve_fault(&d.tile_curve) {
+            return Err(bad(what, bound, value));
         }
         // Past a cv of 100 the lognormal's variance overflows (and no
         // measured device comes near: a shared machine's is under 1).
