@@ -542,10 +542,10 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
             .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap()))
             .collect();
         assert!(points[0].0 <= 544.0, "{points:?}");
-        assert!(
-            (points.last().unwrap().0 - 2144.0).abs() < 1e-9,
-            "{points:?}"
-        );
+        // 2144 cells, or with a seeded-pass tile within 10% of it (a
+        // device timed many times slower than its twin) their mean.
+        let last = points.last().unwrap().0;
+        assert!((1900.0..=2144.0 + 1e-9).contains(&last), "{points:?}");
         assert!(
             points
                 .windows(2)
@@ -564,6 +564,12 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
         "cannot calibrate: --tile-sweep 0.01 makes the size 1x34, where bad size '1x34': \
          dimension 0 needs more than 2 cells (the boundary of '2d4') to leave an interior; \
          leave that factor out",
+    );
+    // One interior row for two devices: refused before anything is timed.
+    fails_with(
+        &[&base[..], &["--tile-sweep", "0.05"]].concat(),
+        "cannot calibrate: --tile-sweep 0.05 makes the size 3x34, where device 1 has no \
+         cells to time: use fewer devices or a larger --size; leave that factor out",
     );
     fails_with(
         &[&base[..], &["--tile-sweep", "0"]].concat(),

@@ -28,8 +28,8 @@ pub(crate) fn checked(
     }
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
     if let Some(w) = points.windows(2).find(|w| w[0].0 == w[1].0) {
-        return Err(ModelError::InvalidValue {
-            what: "a curve's x measured twice",
+        return Err(ModelError::Repeated {
+            what: what.0,
             value: w[0].0,
         });
     }

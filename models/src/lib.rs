@@ -96,6 +96,26 @@ pub enum ModelError {
         /// Its value.
         value: f64,
     },
+    /// A device's tile curve breaks one of its rules.
+    #[error("device {device}: {what} must be a finite number {bound}, got {value}")]
+    BadTileCurve {
+        /// The device's index in the machine.
+        device: usize,
+        /// What is wrong: the curve's cells or its factors.
+        what: &'static str,
+        /// The rule broken.
+        bound: &'static str,
+        /// The value that breaks it.
+        value: f64,
+    },
+    /// A curve has two points at one x.
+    #[error("{what} {value} is measured twice")]
+    Repeated {
+        /// What the curve's x is.
+        what: &'static str,
+        /// The x measured twice.
+        value: f64,
+    },
     /// Two inputs that must pair up have different lengths.
     #[error("length mismatch: {left} estimates against {right} measurements")]
     LengthMismatch {

@@ -93,7 +93,7 @@ mod tests {
             HostMemory::new(vec![(1e6, 1e9), (1e6, 2e9)])
                 .unwrap_err()
                 .to_string(),
-            "invalid value for a curve's x measured twice: 1000000"
+            "working-set bytes 1000000 is measured twice"
         );
     }
 

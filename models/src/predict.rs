@@ -272,9 +272,14 @@ impl Machine {
             }
             slowest = slowest.max(s);
         }
-        for d in &devices {
-            if let Some((what, _, value)) = tile_curve_fault(&d.tile_curve) {
-                return Err(ModelError::InvalidValue { what, value });
+        for (device, d) in devices.iter().enumerate() {
+            if let Some((what, bound, value)) = tile_curve_fault(&d.tile_curve) {
+                return Err(ModelError::BadTileCurve {
+                    device,
+                    what,
+                    bound,
+                    value,
+                });
             }
         }
         // A negative latency or gap would make an exchange cost less than
@@ -1267,14 +1272,17 @@ mod tests {
         assert!((t - 7.17e-5).abs() < 0.01e-5, "{t}");
 
         for (curve, want) in [
-            (vec![(1e5, 0.0)], "invalid value for tile curve factor: 0"),
+            (
+                vec![(1e5, 0.0)],
+                "device 0: tile curve factor must be a finite number > 0 and not falling, got 0",
+            ),
             (
                 vec![(1e5, 1.0), (1e4, 1.0)],
-                "invalid value for tile curve cells: 10000",
+                "device 0: tile curve cells must be a finite number > 0 and increasing, got 10000",
             ),
             (
                 vec![(1e5, 1.0), (2e5, 0.4)],
-                "invalid value for tile curve factor: 0.4",
+                "device 0: tile curve factor must be a finite number > 0 and not falling, got 0.4",
             ),
         ] {
             let mut bad = Device::new("b", 1e-9);

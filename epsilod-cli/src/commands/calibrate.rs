@@ -10,6 +10,7 @@ use crate::args::{CalibrateArgs, RunArgs};
 use crate::error::CliError;
 use epsilod::spmd::run_vps;
 use epsilod::{Cluster, DeviceKind, DeviceSpec};
+use hitmap::{Footprint, Layout};
 use hitmap::{HaloPlan, Partition, Shape, Transport, TransportError};
 use models::calibrate::{device_line, link, tile_curve, Pass, PingPong, MIN_CELL_SPREAD};
 use models::link::{Hockney, Overheads, Sample};
@@ -195,6 +196,8 @@ fn sweep_runs(run: &RunArgs, factors: &[f64], cluster: &Cluster) -> Result<Vec<R
     if factors.is_empty() {
         return Ok(Vec::new());
     }
+    // The run itself first: an app or a bad size is refused as such.
+    timed_layout(run, cluster)?;
     let Some(size) = &run.size else {
         return Err(CliError::Calibrate(
             "--tile-sweep scales --size: give one".into(),
@@ -217,9 +220,13 @@ fn sweep_runs(run: &RunArgs, factors: &[f64], cluster: &Cluster) -> Result<Vec<R
         let text = size_text(&scaled);
         let mut r = run.clone();
         r.size = Some(text.clone());
-        layout_of(&r, cluster).map_err(|e| {
+        timed_layout(&r, cluster).map_err(|e| {
+            let why = match e {
+                CliError::Calibrate(why) => why,
+                other => other.to_string(),
+            };
             CliError::Calibrate(format!(
-                "--tile-sweep {f} makes the size {text}, where {e}; leave that factor out"
+                "--tile-sweep {f} makes the size {text}, where {why}; leave that factor out"
             ))
         })?;
         runs.push(r);
@@ -275,22 +282,29 @@ struct Measured {
 }
 
 /// One calibration run of `run`.
-fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<Measured, CliError> {
+/// The run's layout and footprint, as calibration takes them: apps are
+/// refused, and every device must have cells to time.
+fn timed_layout(run: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint), CliError> {
     let (layout, footprint) = layout_of(run, cluster).map_err(|e| match e {
         CliError::SignatureOfApp(app) => CliError::Calibrate(format!(
             "'{app}' is an app: calibrate covers library stencils and spec files"
         )),
         other => other,
     })?;
+    if let Some(d) = (0..layout.procs()).find(|&d| layout.block(d).card() == 0) {
+        return Err(CliError::Calibrate(format!(
+            "device {d} has no cells to time: use fewer devices or a larger --size"
+        )));
+    }
+    Ok((layout, footprint))
+}
+
+fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<Measured, CliError> {
+    let (layout, footprint) = timed_layout(run, cluster)?;
     let report = run_config(run, "none", false, cluster)?;
     let mut devices = Vec::with_capacity(layout.procs());
     for (d, name) in report.config.devices.iter().enumerate() {
         let cells = layout.block(d).card() as f64;
-        if cells == 0.0 {
-            return Err(CliError::Calibrate(format!(
-                "device {d} ({name}) has no cells to time: use fewer devices or a larger --size"
-            )));
-        }
         let seconds: Vec<f64> = report
             .iterations
             .iter()
