@@ -1232,8 +1232,9 @@ mod tests {
             "{cells:?}"
         );
 
-        // The factor enters every method's compute (here through a
-        // prediction of the two devices' seeded rows).
+        // The factor enters the compute of every method that times each
+        // device's own rows (a prediction of the two devices' seeded
+        // rows), and Rivera's equal shares.
         let run = Run::from_weights(3000, 1000, 1, 4000.0, 1, &cells, "l").unwrap();
         let with_link = Machine::new(
             m.devices.clone(),
@@ -1246,9 +1247,18 @@ mod tests {
             )],
         )
         .unwrap();
-        let p = with_link.predict(&run, Method::Hockney).unwrap();
         let c0 = run.rows[0] as f64 * 1000.0;
-        assert_eq!(p.devices[0].compute, m.devices[0].time(c0));
+        for method in [Method::Hockney, Method::LogGp, Method::Overlap] {
+            let p = with_link.predict(&run, method).unwrap();
+            let want = m.devices[0].time(c0);
+            assert!(
+                (p.devices[0].compute - want).abs() < 1e-12 * want,
+                "{method}: {p:?}"
+            );
+        }
+        let rivera = with_link.predict(&run, Method::Rivera).unwrap();
+        assert_eq!(rivera.devices[0].compute, m.devices[0].time(3e6 / 2.0));
+        assert!(m.devices[0].tile_factor(c0) < 0.9, "a factor that shows");
 
         // A steep curve (0.25 to 1 over a doubling of cells, as a tile
         // leaving the L2 showed): each round of a fixed-point split
