@@ -366,7 +366,8 @@ pub struct PlanArgs {
     /// The inventory (TOML; see docs/modelling.md).
     #[arg(long)]
     pub inventory: PathBuf,
-    /// Global size, ROWSxCOLS[x...]; the first extent is partitioned.
+    /// Global size including boundary cells (as for run), ROWSxCOLS[x...];
+    /// the first extent is partitioned.
     #[arg(long)]
     pub size: String,
     /// Loop iterations.

@@ -794,13 +794,15 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
         "--model",
         m,
         "--size",
-        "1000x1000",
+        "1002x1002",
         "--iters",
         "100",
     ];
     let text = common::ok(&base);
-    // A 3x slower device gets a third of the rows of the fast one, so both
-    // compute for the same time: 750 x 1000 x 1e-9 = 250 x 1000 x 3e-9.
+    // The kernels compute the interior, 1000 x 1000 (as calibration counts
+    // cells), not the boundary. A 3x slower device gets a third of the rows
+    // of the fast one, so both compute for the same time: 750 x 1000 x 1e-9
+    // = 250 x 1000 x 3e-9.
     assert!(
         text.contains("device 0: rows 750 compute 7.500000e-4"),
         "{text}"
@@ -859,8 +861,9 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
     assert!(out.status.success(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("measured loop_s"), "{text}");
-    // The report's own partition (equal weights on 20 rows) is predicted.
-    assert!(text.contains("device 0: rows 10 "), "{text}");
+    // The report's own partition is predicted: its rows, 9 each of the
+    // interior's 18.
+    assert!(text.contains("device 0: rows 9 "), "{text}");
     assert!(
         !text.contains(" - \n")
             && text
@@ -872,23 +875,33 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
     );
 }
 
-/// `--stencil` gives the halo rows and cell bytes the options say by hand:
-/// 2dnc8 reaches 2 rows of f32 cells; a wider halo costs more exchange.
+/// `--stencil` gives the halo rows and cell bytes the options say by hand,
+/// and the boundary its kernels leave alone: 2dnc8 reaches 2 rows of f32
+/// cells, so 400x400 computes the 396x396 cells that 398x398 does with a
+/// one-cell boundary (what predict assumes with no stencil named); a wider
+/// halo costs more exchange.
 #[test]
 fn predict_takes_the_stencil_for_its_halo() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("machine.json");
     std::fs::write(&model, MACHINE).unwrap();
     let m = model.to_str().unwrap();
-    let base = ["predict", "--model", m, "--size", "400x400", "--iters", "5"];
-    let with = |extra: &[&str]| {
-        let mut v = base.to_vec();
+    let at = |size: &str, extra: &[&str]| {
+        let mut v = vec!["predict", "--model", m, "--size", size, "--iters", "5"];
         v.extend_from_slice(extra);
         common::ok(&v)
     };
+    let with = |extra: &[&str]| at("400x400", extra);
     let named = with(&["--stencil", "2dnc8"]);
-    assert_eq!(named, with(&["--halo-rows", "2", "--cell-bytes", "4"]));
-    assert_ne!(named, with(&["--halo-rows", "1", "--cell-bytes", "4"]));
+    assert_eq!(
+        named,
+        at("398x398", &["--halo-rows", "2", "--cell-bytes", "4"])
+    );
+    assert_ne!(
+        named,
+        at("398x398", &["--halo-rows", "1", "--cell-bytes", "4"])
+    );
+    assert_ne!(named, with(&["--halo-rows", "2", "--cell-bytes", "4"]));
     // An explicit option wins over the stencil's.
     assert_eq!(
         with(&["--stencil", "2d4", "--halo-rows", "2"]),
@@ -900,14 +913,77 @@ fn predict_takes_the_stencil_for_its_halo() {
         "name = \"w\"\nlow = [3, 1]\nhigh = [1, 1]\nupdate = \"u[-3,0] + u[1,0]\"\n",
     )
     .unwrap();
+    // Its boundary is 3 + 1 rows by 1 + 1 columns.
     assert_eq!(
         with(&["--stencil", spec.to_str().unwrap()]),
-        with(&["--halo-rows", "3", "--cell-bytes", "4"])
+        at("398x400", &["--halo-rows", "3", "--cell-bytes", "4"])
     );
     fails_with(
-        &[&base[..], &["--stencil", "nope"]].concat(),
+        &[
+            "predict",
+            "--model",
+            m,
+            "--size",
+            "400x400",
+            "--iters",
+            "5",
+            "--stencil",
+            "nope",
+        ],
         "--stencil nope: not a library stencil or a spec file",
     );
+}
+
+/// `--weights-from` and predict split the interior's cells, the cells
+/// calibration timed: with a fixed cost on one device the split depends on
+/// the total, and 64 x 32 cells (66x34 with its boundary) split 1074:974
+/// give rows 34 and 30, where the 2244 cells of the whole array would give
+/// 33 and 31.
+#[test]
+fn weights_from_and_predict_split_the_interior() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("machine.json");
+    std::fs::write(
+        &model,
+        MACHINE.replace(
+            r#""seconds_per_cell":3e-9"#,
+            r#""seconds_per_cell":1e-9,"fixed_seconds":1e-7"#,
+        ),
+    )
+    .unwrap();
+    let m = model.to_str().unwrap();
+    let text = common::ok(&["predict", "--model", m, "--size", "66x34", "--iters", "1"]);
+    assert!(text.contains("device 0: rows 34 "), "{text}");
+    assert!(text.contains("device 1: rows 30 "), "{text}");
+    let report = dir.path().join("r.json");
+    common::ok(&[
+        "run",
+        "2d4",
+        "--size",
+        "66x34",
+        "--iters",
+        "1",
+        "--partition",
+        "w0",
+        "--devices",
+        "cpu:threads=1",
+        "--devices",
+        "cpu:threads=1",
+        "--weights-from",
+        m,
+        "--quiet",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let rows: Vec<u64> = r["iterations"][0]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rows"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rows, [34, 30]);
 }
 
 #[test]
@@ -1041,9 +1117,9 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
     assert_eq!(rows, [15, 5]);
 
     // A fixed cost per iteration on the slow device: the weights equalise
-    // a + b·cells over the run's 22x22 cells, T = (484 + a/b_slow) /
-    // (1/b_fast + 1/b_slow) = 387.2 ns, slow cells (T - a)/b_slow = 96.8 of
-    // 484: a fifth, 4 rows, where the powers alone give 5.
+    // a + b·cells over the run's 20x20 interior cells, T = (400 + a/b_slow)
+    // / (1/b_fast + 1/b_slow) = 324.2 ns, slow cells (T - a)/b_slow = 75.8
+    // of 400: 3.8 of the 20 rows, so 4, where the powers alone give 5.
     let fixed = MACHINE.replace(
         r#""seconds_per_cell":3e-9"#,
         r#""seconds_per_cell":3e-9,"fixed_seconds":9.68e-8"#,

@@ -702,12 +702,17 @@ fn plan_chooses_devices_and_writes_the_front() {
         "--inventory",
         fixed.to_str().unwrap(),
         "--size",
-        "100x100",
+        "102x102",
         "--iters",
         "10",
+        "--json",
+        j.to_str().unwrap(),
     ]);
-    // One device: 1e-4 + 1e4 cells x 1 ns = 110 µs an iteration.
+    // One device: 1e-4 + 1e4 cells (the interior, 100 x 100) x 1 ns = 110
+    // µs an iteration.
     assert!(out.starts_with("best: 0.0011 s"), "{out}");
+    let seconds = json(&j)["best"]["seconds"].as_f64().unwrap();
+    assert!((seconds / 1.1e-3 - 1.0).abs() < 1e-9, "{seconds}");
     ok(&[
         "plan",
         "--inventory",
@@ -757,6 +762,10 @@ fn plan_chooses_devices_and_writes_the_front() {
             "guess",
         ],
         "unknown estimate",
+    );
+    fails_with(
+        &["plan", "--inventory", inv, "--size", "10x2", "--iters", "1"],
+        "--size 10x2: dimension 1 needs more than 2 cells (--halo-rows 1 each side) to leave an interior",
     );
 }
 

@@ -407,9 +407,10 @@ fn predict_times_halo_exchanges_by_a_learned_model_of_the_plans_features() {
             "--comm", model,
         ])
     };
-    // 30 rows of 100 8-byte cells over three devices: the middle one sends
-    // two 800-byte halos, so pd = 1600 and t = 2.16e-5 s.
-    let out = predict("30x100");
+    // 30 rows of 100 8-byte cells (the interior of 32x102) over three
+    // devices: the middle one sends two 800-byte halos, so pd = 1600 and t
+    // = 2.16e-5 s.
+    let out = predict("32x102");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -431,12 +432,12 @@ fn predict_times_halo_exchanges_by_a_learned_model_of_the_plans_features() {
     }
     // Without the model, the link: two messages of 1 ms + 800 µs.
     let linked = ok(&[
-        "predict", "--model", &m, "--method", "hockney", "--size", "30x100", "--iters", "10",
+        "predict", "--model", &m, "--method", "hockney", "--size", "32x102", "--iters", "10",
     ]);
     assert!(linked.contains("exchange 3.600000e-3 s"), "{linked}");
 
     // Messages of 80,000 bytes lie beyond every training size: one warning.
-    let out = predict("30x10000");
+    let out = predict("32x10002");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

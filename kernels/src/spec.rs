@@ -69,6 +69,15 @@ impl AnySpec {
         }
     }
 
+    /// Cells of the global array's boundary per dimension (low + high
+    /// reach): a run never updates them.
+    pub fn boundary(&self) -> Vec<usize> {
+        match self {
+            AnySpec::Weighted(s) => boundary(&s.low, &s.high),
+            AnySpec::Expr(s) => boundary(&s.low, &s.high),
+        }
+    }
+
     /// The spec for a run on a global array of `size`: an expression's
     /// `n[d]` bound (see [`crate::ExprSpec::for_domain`]).
     pub fn for_domain(&self, size: &[usize]) -> Result<AnySpec, SpecError> {
@@ -77,6 +86,10 @@ impl AnySpec {
             AnySpec::Expr(s) => s.for_domain(size).map(AnySpec::Expr),
         }
     }
+}
+
+fn boundary(low: &[usize], high: &[usize]) -> Vec<usize> {
+    low.iter().zip(high).map(|(l, h)| l + h).collect()
 }
 
 fn read(path: &Path) -> Result<String, SpecError> {
@@ -224,6 +237,12 @@ impl StencilSpec {
 
     pub fn ndims(&self) -> usize {
         self.low.len()
+    }
+
+    /// Cells of the global array's boundary per dimension (low + high
+    /// reach).
+    pub fn boundary(&self) -> Vec<usize> {
+        boundary(&self.low, &self.high)
     }
 
     /// `(offset, weight)` for every non-zero weight, in lexicographic offset order.

@@ -22,7 +22,18 @@ pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
             kernels::spec::toml_reason(&text, &e)
         ),
     })?;
-    let size = parse_size(&args.size, args.size.split('x').count())?;
+    let global = parse_size(&args.size, args.size.split('x').count())?;
+    // The kernels compute the interior, as run and calibrate count cells:
+    // the boundary is the halo's depth on each side of every extent.
+    let boundary = 2 * args.halo_rows as usize;
+    if let Some(d) = global.iter().position(|&n| n <= boundary) {
+        return Err(CliError::Plan(format!(
+            "--size {}: dimension {d} needs more than {boundary} cells (--halo-rows {} each side) \
+             to leave an interior",
+            args.size, args.halo_rows
+        )));
+    }
+    let size: Vec<usize> = global.iter().map(|&n| n - boundary).collect();
     let cells_per_row: f64 = size[1..].iter().map(|&n| n as f64).product();
     let problem = Problem {
         rows: size[0] as f64,

@@ -47,35 +47,6 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
             .map(|l| l.name.clone())
             .ok_or_else(|| CliError::Predict("the machine has no link class".into()))?,
     };
-    let weights: Vec<f64> = match (
-        &args.weights,
-        report.as_ref().and_then(|r| r.iterations.first()),
-    ) {
-        (Some(w), _) => {
-            if w.len() != machine.devices.len() {
-                return Err(CliError::Predict(format!(
-                    "--weights gives {} shares, the machine describes {} devices: one share each",
-                    w.len(),
-                    machine.devices.len()
-                )));
-            }
-            if let Some(bad) = w.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
-                return Err(CliError::Predict(format!(
-                    "--weights: {bad} is not a positive share of the rows"
-                )));
-            }
-            w.clone()
-        }
-        (None, Some(it)) => it.devices.iter().map(|d| d.rows as f64).collect(),
-        (None, None) => machine.seeded_weights(size.iter().map(|&n| n as f64).product()),
-    };
-    if weights.len() != machine.devices.len() {
-        return Err(CliError::Predict(format!(
-            "the report ran {} devices, the machine describes {}: calibrate this device set",
-            weights.len(),
-            machine.devices.len()
-        )));
-    }
     let named = match (&args.stencil, &report) {
         (Some(s), _) => Some(stencil_shape(s)?),
         // A library stencil's run says which; a spec run's name is not its file.
@@ -111,12 +82,48 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
              boundary) to leave an interior"
         )));
     }
+    // The cells the kernels compute, as calibration counts them (each
+    // device's block of the interior): the boundary is never updated.
+    let interior: Vec<u64> = size
+        .iter()
+        .zip(&borders)
+        .map(|(&n, &b)| (n - b) as u64)
+        .collect();
+    let weights: Vec<f64> = match (
+        &args.weights,
+        report.as_ref().and_then(|r| r.iterations.first()),
+    ) {
+        (Some(w), _) => {
+            if w.len() != machine.devices.len() {
+                return Err(CliError::Predict(format!(
+                    "--weights gives {} shares, the machine describes {} devices: one share each",
+                    w.len(),
+                    machine.devices.len()
+                )));
+            }
+            if let Some(bad) = w.iter().find(|x| !(x.is_finite() && **x > 0.0)) {
+                return Err(CliError::Predict(format!(
+                    "--weights: {bad} is not a positive share of the rows"
+                )));
+            }
+            w.clone()
+        }
+        (None, Some(it)) => it.devices.iter().map(|d| d.rows as f64).collect(),
+        (None, None) => machine.seeded_weights(interior.iter().map(|&n| n as f64).product()),
+    };
+    if weights.len() != machine.devices.len() {
+        return Err(CliError::Predict(format!(
+            "the report ran {} devices, the machine describes {}: calibrate this device set",
+            weights.len(),
+            machine.devices.len()
+        )));
+    }
     let named = named.map(|(shape, _)| shape);
     let halo_rows = args.halo_rows.or(named.map(|n| n.reach)).unwrap_or(1);
     let cell_bytes = args.cell_bytes.or(named.map(|n| n.cell_bytes)).unwrap_or(8);
-    let cells_per_row: u64 = size[1..].iter().map(|&n| n as u64).product();
+    let cells_per_row: u64 = interior[1..].iter().product();
     let run = Run::from_weights(
-        size[0] as u64,
+        interior[0],
         cells_per_row,
         halo_rows,
         (cells_per_row * cell_bytes) as f64,
@@ -176,30 +183,32 @@ struct StencilShape {
 /// The [`StencilShape`] of a library name or a spec file, and its boundary
 /// cells per dimension (low + high reach).
 fn stencil_shape(name: &str) -> Result<(StencilShape, Vec<usize>), CliError> {
-    let (low, high, components): (Vec<usize>, Vec<usize>, usize) =
-        match kernels::Library::by_name(name) {
-            Some(lib) => {
-                let s = lib.spec();
-                (s.low, s.high, 1)
-            }
-            None if name.ends_with(".toml") || std::path::Path::new(name).exists() => {
-                match kernels::AnySpec::load(std::path::Path::new(name))? {
-                    kernels::AnySpec::Weighted(s) => (s.low, s.high, 1),
-                    kernels::AnySpec::Expr(e) => (e.low, e.high, e.components.unwrap_or(1)),
-                }
-            }
-            None => {
-                return Err(CliError::Predict(format!(
-                    "--stencil {name}: not a library stencil or a spec file (see 'epsilod list')"
-                )))
-            }
-        };
+    let (spec, components) = match kernels::Library::by_name(name) {
+        Some(lib) => (kernels::AnySpec::Weighted(lib.spec()), 1),
+        None if name.ends_with(".toml") || std::path::Path::new(name).exists() => {
+            let spec = kernels::AnySpec::load(std::path::Path::new(name))?;
+            let components = match &spec {
+                kernels::AnySpec::Expr(e) => e.components.unwrap_or(1),
+                kernels::AnySpec::Weighted(_) => 1,
+            };
+            (spec, components)
+        }
+        None => {
+            return Err(CliError::Predict(format!(
+                "--stencil {name}: not a library stencil or a spec file (see 'epsilod list')"
+            )))
+        }
+    };
+    let (low, high) = match &spec {
+        kernels::AnySpec::Weighted(s) => (&s.low, &s.high),
+        kernels::AnySpec::Expr(e) => (&e.low, &e.high),
+    };
     let shape = StencilShape {
         reach: low[0].max(high[0]) as u64,
         cell_bytes: 4 * components as u64,
         ndims: low.len(),
     };
-    Ok((shape, low.iter().zip(&high).map(|(l, h)| l + h).collect()))
+    Ok((shape, spec.boundary()))
 }
 
 /// The halo exchange's time by the learned model at `path`, from the

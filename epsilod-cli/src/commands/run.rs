@@ -109,6 +109,16 @@ impl Target {
             Target::App(a) => a.ndims(),
         }
     }
+
+    /// Cells of the global array's boundary per dimension, which a run
+    /// never updates; none for an app, whose domain is its own.
+    fn boundary(&self) -> Vec<usize> {
+        match self {
+            Target::Library(l) => l.spec().boundary(),
+            Target::Spec(s) => s.boundary(),
+            Target::App(a) => vec![0; a.ndims()],
+        }
+    }
 }
 
 /// `4098x4098` or `32` (the same in each of `ndims` dimensions).
@@ -322,7 +332,13 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let size = size_of(args, &target)?;
     let (mut devices, placement) = devices(args, cluster.info())?;
     if let Some(path) = &args.weights_from {
-        let total = size.iter().map(|&n| n as f64).product();
+        // The cells calibration timed: the interior (a size too small for
+        // one is refused with the run's own error further on).
+        let total = size
+            .iter()
+            .zip(target.boundary())
+            .map(|(&n, b)| n.saturating_sub(b) as f64)
+            .product();
         seed_weights(
             &mut devices,
             &super::predict::load_machine(path)?,
