@@ -222,21 +222,16 @@ impl Inventory {
             )));
         }
         // The plan names devices by name@host and networks by name.
-        for (k, d) in self.devices.iter().enumerate() {
-            if self.devices[..k]
-                .iter()
-                .any(|e| e.name == d.name && e.host == d.host)
-            {
-                return Err(PlanError::Duplicate(format!(
-                    "device {}@{}",
-                    d.name, d.host
-                )));
-            }
+        if let Some(d) = first_repeat(&self.devices, |a, b| {
+            (&a.name, &a.host) == (&b.name, &b.host)
+        }) {
+            return Err(PlanError::Duplicate(format!(
+                "device {}@{}",
+                d.name, d.host
+            )));
         }
-        for (k, n) in self.networks.iter().enumerate() {
-            if self.networks[..k].iter().any(|e| e.name == n.name) {
-                return Err(PlanError::Duplicate(format!("network {}", n.name)));
-            }
+        if let Some(n) = first_repeat(&self.networks, |a, b| a.name == b.name) {
+            return Err(PlanError::Duplicate(format!("network {}", n.name)));
         }
         let choices: f64 = self.devices.iter().map(|d| d.count as f64 + 1.0).product();
         if choices > MAX_CHOICES {
@@ -671,6 +666,14 @@ pub fn sweep(inv: &Inventory, p: &Problem, best: &Choice, size: &[usize]) -> Vec
     }
     out.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
     out
+}
+
+/// The first item that an earlier item is `same` as.
+fn first_repeat<T>(items: &[T], same: impl Fn(&T, &T) -> bool) -> Option<&T> {
+    items
+        .iter()
+        .enumerate()
+        .find_map(|(k, x)| items[..k].iter().any(|e| same(e, x)).then_some(x))
 }
 
 #[cfg(test)]
