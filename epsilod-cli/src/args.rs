@@ -286,8 +286,8 @@ pub struct PredictArgs {
     /// Methods, comma-separated: hockney, loggp, hclogp, rivera, overlap.
     #[arg(long, default_value = "overlap")]
     pub method: String,
-    /// Global size, ROWSxCOLS[x...]; the first extent is partitioned. Taken from --against
-    /// when omitted.
+    /// Global size including boundary cells (as for run), ROWSxCOLS[x...]; the first extent
+    /// is partitioned, and the kernels compute the interior. Taken from --against when omitted.
     #[arg(long)]
     pub size: Option<String>,
     /// Loop iterations. Taken from --against when omitted.
@@ -299,7 +299,7 @@ pub struct PredictArgs {
     #[arg(long)]
     pub stencil: Option<String>,
     /// Halo depth in rows (the stencil's radius along the partitioned axis, 1 to 64); from
-    /// --stencil, else 1.
+    /// --stencil, else 1. Without --stencil it is also the boundary's depth on every side.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub halo_rows: Option<u64>,
     /// Bytes of one cell (1 to 4096); from --stencil, else 8.
@@ -373,8 +373,9 @@ pub struct PlanArgs {
     /// Loop iterations.
     #[arg(long, value_parser = parse_iters)]
     pub iters: u64,
-    /// Halo depth in rows (the stencil's radius along the partitioned axis).
-    #[arg(long, default_value_t = 1)]
+    /// Halo depth in rows (the stencil's radius along the partitioned axis, 1 to 64), and
+    /// the boundary's depth on every side.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub halo_rows: u64,
     /// Bytes of one cell.
     #[arg(long, default_value_t = 4)]

@@ -780,6 +780,18 @@ fn plot_draws_png_and_svg_from_reports() {
     );
 }
 
+/// Each device's rows in the first iteration of the report at `path`.
+fn first_rows(path: &std::path::Path) -> Vec<u64> {
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    r["iterations"][0]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rows"].as_u64().unwrap())
+        .collect()
+}
+
 const MACHINE: &str = r#"{"devices":[{"name":"fast","seconds_per_cell":1e-9},{"name":"slow","seconds_per_cell":3e-9}],
  "links":[{"name":"local","hockney":{"alpha":1e-6,"beta":1e-10},"loggp":{"l":1e-6,"o_s":0,"o_r":0,"g":0,"big_g":1e-10}}]}"#;
 
@@ -876,9 +888,9 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
 }
 
 /// `--stencil` gives the halo rows and cell bytes the options say by hand,
-/// and the boundary its kernels leave alone: 2dnc8 reaches 2 rows of f32
-/// cells, so 400x400 computes the 396x396 cells that 398x398 does with a
-/// one-cell boundary (what predict assumes with no stencil named); a wider
+/// and the boundary its kernels leave alone; with no stencil named the
+/// boundary is `--halo-rows` deep on every side. 2dnc8 reaches 2 rows of
+/// f32 cells each way, so it is `--halo-rows 2 --cell-bytes 4`; a wider
 /// halo costs more exchange.
 #[test]
 fn predict_takes_the_stencil_for_its_halo() {
@@ -893,19 +905,18 @@ fn predict_takes_the_stencil_for_its_halo() {
     };
     let with = |extra: &[&str]| at("400x400", extra);
     let named = with(&["--stencil", "2dnc8"]);
-    assert_eq!(
-        named,
-        at("398x398", &["--halo-rows", "2", "--cell-bytes", "4"])
-    );
+    assert_eq!(named, with(&["--halo-rows", "2", "--cell-bytes", "4"]));
+    // The same 396x396 interior with a one-row halo.
     assert_ne!(
         named,
         at("398x398", &["--halo-rows", "1", "--cell-bytes", "4"])
     );
-    assert_ne!(named, with(&["--halo-rows", "2", "--cell-bytes", "4"]));
-    // An explicit option wins over the stencil's.
+    // An explicit option wins over the stencil's halo; 2d4's boundary
+    // stays one cell each side (398x398 inside 400x400, as inside 402x402
+    // with two).
     assert_eq!(
         with(&["--stencil", "2d4", "--halo-rows", "2"]),
-        with(&["--halo-rows", "2", "--cell-bytes", "4"])
+        at("402x402", &["--halo-rows", "2", "--cell-bytes", "4"])
     );
     let spec = dir.path().join("wide.toml");
     std::fs::write(
@@ -913,10 +924,10 @@ fn predict_takes_the_stencil_for_its_halo() {
         "name = \"w\"\nlow = [3, 1]\nhigh = [1, 1]\nupdate = \"u[-3,0] + u[1,0]\"\n",
     )
     .unwrap();
-    // Its boundary is 3 + 1 rows by 1 + 1 columns.
+    // Its boundary is 3 + 1 rows by 1 + 1 columns: 396x398 inside 400x400.
     assert_eq!(
         with(&["--stencil", spec.to_str().unwrap()]),
-        at("398x400", &["--halo-rows", "3", "--cell-bytes", "4"])
+        at("402x404", &["--halo-rows", "3", "--cell-bytes", "4"])
     );
     fails_with(
         &[
@@ -937,8 +948,8 @@ fn predict_takes_the_stencil_for_its_halo() {
 /// `--weights-from` and predict split the interior's cells, the cells
 /// calibration timed: with a fixed cost on one device the split depends on
 /// the total, and 64 x 32 cells (66x34 with its boundary) split 1074:974
-/// give rows 34 and 30, where the 2244 cells of the whole array would give
-/// 33 and 31.
+/// give rows 34 and 30, where the 2244 cells of the whole array gave the
+/// run 33 and 31 (and predict 34 and 32).
 #[test]
 fn weights_from_and_predict_split_the_interior() {
     let dir = tempfile::tempdir().unwrap();
@@ -975,15 +986,53 @@ fn weights_from_and_predict_split_the_interior() {
         "--report",
         report.to_str().unwrap(),
     ]);
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    let rows: Vec<u64> = r["iterations"][0]["devices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["rows"].as_u64().unwrap())
-        .collect();
+    let rows = first_rows(&report);
     assert_eq!(rows, [34, 30]);
+}
+
+/// predict splits the rows as the run does (cumulative rounding): the 10
+/// interior rows of 12x12 over three equal devices are 3, 4 and 3 in both
+/// (a largest-remainder split gives 4, 3, 3).
+#[test]
+fn predict_splits_rows_as_the_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("machine.json");
+    std::fs::write(
+        &model,
+        MACHINE.replace(
+            r#"{"name":"slow","seconds_per_cell":3e-9}"#,
+            r#"{"name":"b","seconds_per_cell":1e-9},{"name":"c","seconds_per_cell":1e-9}"#,
+        ),
+    )
+    .unwrap();
+    let m = model.to_str().unwrap();
+    let text = common::ok(&["predict", "--model", m, "--size", "12x12", "--iters", "1"]);
+    let predicted: Vec<u64> = (0..3)
+        .map(|d| {
+            let line = text
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("device {d}: rows ")))
+                .unwrap_or_else(|| panic!("{text}"));
+            line.split_whitespace().nth(3).unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(predicted, [3, 4, 3], "{text}");
+    let report = dir.path().join("r.json");
+    let mut args = vec![
+        "run",
+        "2d4",
+        "--size",
+        "12",
+        "--iters",
+        "1",
+        "--partition",
+        "w0",
+    ];
+    args.extend(["--devices", "cpu:threads=1"].repeat(3));
+    args.extend(["--quiet", "--report", report.to_str().unwrap()]);
+    common::ok(&args);
+    let rows = first_rows(&report);
+    assert_eq!(rows, predicted);
 }
 
 #[test]
@@ -1099,19 +1148,12 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
         model.to_str().unwrap(),
     ];
     // The first iteration's rows per device of a run with the model.
-    let first_rows = || -> Vec<u64> {
+    let seeded_rows = || -> Vec<u64> {
         let out = epsilod(&[&base[..], &["--report", report.to_str().unwrap()]].concat());
         assert!(out.status.success(), "{out:?}");
-        let r: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-        r["iterations"][0]["devices"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["rows"].as_u64().unwrap())
-            .collect()
+        first_rows(&report)
     };
-    let rows = first_rows();
+    let rows = seeded_rows();
     // Relative powers 3 and 1 split the 20 interior rows 3:1 (without the
     // model, weights 1 and 1 would give 10 and 10).
     assert_eq!(rows, [15, 5]);
@@ -1126,7 +1168,7 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
     );
     assert_ne!(fixed, MACHINE);
     std::fs::write(&model, fixed).unwrap();
-    let rows = first_rows();
+    let rows = seeded_rows();
     assert_eq!(rows, [16, 4]);
 
     // A device modelled 30x slower is under ALB's drop threshold (a
@@ -1134,7 +1176,7 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
     let slow = MACHINE.replace(r#""seconds_per_cell":3e-9"#, r#""seconds_per_cell":3e-8"#);
     assert_ne!(slow, MACHINE);
     std::fs::write(&model, slow).unwrap();
-    assert_eq!(first_rows(), [20, 0]);
+    assert_eq!(seeded_rows(), [20, 0]);
     let out = epsilod(
         &[
             &base[..],

@@ -783,8 +783,9 @@ impl Run {
         }
     }
 
-    /// Splits `global_rows` by `weights` (largest remainder, so the rows sum
-    /// exactly), as the skeleton's weighted partition does.
+    /// Splits `global_rows` by `weights` as the skeleton's weighted
+    /// partition does (`hitmap::weighted_blocks`: cumulative rounding, so
+    /// the rows sum exactly and match the run's row for row).
     pub fn from_weights(
         global_rows: u64,
         cells_per_row: u64,
@@ -802,7 +803,12 @@ impl Run {
             });
         }
         for &w in weights {
-            check_finite("weight", w)?;
+            if check_finite("weight", w)? < 0.0 {
+                return Err(ModelError::InvalidValue {
+                    what: "weight",
+                    value: w,
+                });
+            }
         }
         let total: f64 = weights.iter().sum();
         if total <= 0.0 {
@@ -811,23 +817,14 @@ impl Run {
                 value: total,
             });
         }
-        let exact: Vec<f64> = weights
+        let rows = hitmap::weighted_blocks(hitmap::Sig::range(0, global_rows as i64), weights)
+            .map_err(|_| ModelError::InvalidValue {
+                what: "sum of weights",
+                value: total,
+            })?
             .iter()
-            .map(|w| w / total * global_rows as f64)
+            .map(|b| b.card() as u64)
             .collect();
-        let mut rows: Vec<u64> = exact.iter().map(|x| x.floor() as u64).collect();
-        let mut left = global_rows - rows.iter().sum::<u64>();
-        let mut order: Vec<usize> = (0..rows.len()).collect();
-        order.sort_by(|&a, &b| {
-            (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor()))
-        });
-        for &i in order.iter().cycle() {
-            if left == 0 {
-                break;
-            }
-            rows[i] += 1;
-            left -= 1;
-        }
         Ok(Self {
             rows,
             cells_per_row,
@@ -1398,6 +1395,14 @@ mod tests {
         let r = Run::from_weights(1001, 1, 1, 8.0, 1, &[3.0, 1.0, 1.0], "net").unwrap();
         assert_eq!(r.rows.iter().sum::<u64>(), 1001);
         assert_eq!(r.rows, vec![601, 200, 200]);
+        // Cumulative rounding, as the run: bounds round(10/3) = 3 and
+        // round(20/3) = 7 (largest remainder would give 4, 3, 3).
+        let r = Run::from_weights(10, 1, 1, 8.0, 1, &[1.0; 3], "net").unwrap();
+        assert_eq!(r.rows, vec![3, 4, 3]);
+        assert!(matches!(
+            Run::from_weights(10, 1, 1, 8.0, 1, &[2.0, -1.0], "net"),
+            Err(ModelError::InvalidValue { what: "weight", .. })
+        ));
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
         (None, None) => None,
     };
     // As run checks it (epsilod::plan::interior): every extent wider than
-    // the stencil's boundary, one cell each side where no stencil is named.
+    // the stencil's boundary; where no stencil is named, --halo-rows cells
+    // each side (1 by default), as plan takes it.
     let borders = match &named {
         Some((shape, borders)) => {
             if shape.ndims != size.len() {
@@ -69,7 +70,7 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
             }
             borders.clone()
         }
-        None => vec![2; size.len()],
+        None => vec![2 * args.halo_rows.unwrap_or(1) as usize; size.len()],
     };
     if let Some((d, border)) = size
         .iter()
