@@ -792,14 +792,20 @@ fn first_rows(path: &std::path::Path) -> Vec<u64> {
         .collect()
 }
 
+/// `json` written as machine.json in `dir`.
+fn machine_file(dir: &std::path::Path, json: &str) -> std::path::PathBuf {
+    let path = dir.join("machine.json");
+    std::fs::write(&path, json).unwrap();
+    path
+}
+
 const MACHINE: &str = r#"{"devices":[{"name":"fast","seconds_per_cell":1e-9},{"name":"slow","seconds_per_cell":3e-9}],
  "links":[{"name":"local","hockney":{"alpha":1e-6,"beta":1e-10},"loggp":{"l":1e-6,"o_s":0,"o_r":0,"g":0,"big_g":1e-10}}]}"#;
 
 #[test]
 fn predict_partitions_by_calibrated_power_and_scores_a_report() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("machine.json");
-    std::fs::write(&model, MACHINE).unwrap();
+    let model = machine_file(dir.path(), MACHINE);
     let m = model.to_str().unwrap();
     let base = [
         "predict",
@@ -895,8 +901,7 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
 #[test]
 fn predict_takes_the_stencil_for_its_halo() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("machine.json");
-    std::fs::write(&model, MACHINE).unwrap();
+    let model = machine_file(dir.path(), MACHINE);
     let m = model.to_str().unwrap();
     let at = |size: &str, extra: &[&str]| {
         let mut v = vec!["predict", "--model", m, "--size", size, "--iters", "5"];
@@ -953,15 +958,13 @@ fn predict_takes_the_stencil_for_its_halo() {
 #[test]
 fn weights_from_and_predict_split_the_interior() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("machine.json");
-    std::fs::write(
-        &model,
-        MACHINE.replace(
+    let model = machine_file(
+        dir.path(),
+        &MACHINE.replace(
             r#""seconds_per_cell":3e-9"#,
             r#""seconds_per_cell":1e-9,"fixed_seconds":1e-7"#,
         ),
-    )
-    .unwrap();
+    );
     let m = model.to_str().unwrap();
     let text = common::ok(&["predict", "--model", m, "--size", "66x34", "--iters", "1"]);
     assert!(text.contains("device 0: rows 34 "), "{text}");
@@ -996,15 +999,13 @@ fn weights_from_and_predict_split_the_interior() {
 #[test]
 fn predict_splits_rows_as_the_run_does() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("machine.json");
-    std::fs::write(
-        &model,
-        MACHINE.replace(
+    let model = machine_file(
+        dir.path(),
+        &MACHINE.replace(
             r#"{"name":"slow","seconds_per_cell":3e-9}"#,
             r#"{"name":"b","seconds_per_cell":1e-9},{"name":"c","seconds_per_cell":1e-9}"#,
         ),
-    )
-    .unwrap();
+    );
     let m = model.to_str().unwrap();
     let text = common::ok(&["predict", "--model", m, "--size", "12x12", "--iters", "1"]);
     let predicted: Vec<u64> = (0..3)
@@ -1038,8 +1039,7 @@ fn predict_splits_rows_as_the_run_does() {
 #[test]
 fn predict_rejects_bad_input_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("machine.json");
-    std::fs::write(&model, MACHINE).unwrap();
+    let model = machine_file(dir.path(), MACHINE);
     let m = model.to_str().unwrap();
     let base = ["predict", "--model", m, "--size", "100x100", "--iters", "5"];
     let with = |extra: &[&'static str]| [&base[..], extra].concat();
@@ -1128,8 +1128,7 @@ fn predict_rejects_bad_input_with_one_line() {
 #[test]
 fn weights_from_a_machine_seed_the_partition_by_power() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("machine.json");
-    std::fs::write(&model, MACHINE).unwrap();
+    let model = machine_file(dir.path(), MACHINE);
     let report = dir.path().join("r.json");
     let base = [
         "run",

@@ -484,9 +484,11 @@ fn calibrate_writes_a_machine_the_other_commands_read() {
 
 /// A tile sweep times every device at the partitioned extent scaled by
 /// each factor (68 rows: tiles of 33 rows of 32 cells, then 16 and 67),
-/// up and back down, prints those tiles, and writes a curve from the smallest tile to the
-/// largest that never falls; a factor leaving no interior is refused by
-/// name.
+/// up and back down, prints those tiles, and writes the curve it prints,
+/// from the smallest tile to the largest and never falling; a run seeded
+/// from it has the rows predict gives; a factor leaving a device no cells,
+/// or a calibration without the --size a sweep scales, is refused by name
+/// before anything is timed.
 #[test]
 fn calibrate_sweeps_tile_sizes_into_a_curve() {
     let dir = tempfile::tempdir().unwrap();
@@ -505,7 +507,8 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
     let base = [
         &["calibrate", "2d4"][..],
         &two,
-        &["--calib-iters", "6", "--no-links", "--out", m],
+        // A small link calibration: predict reads the machine back.
+        &["--calib-iters", "6", "--max-bytes", "64", "--reps", "3", "--out", m],
     ]
     .concat();
     // Given in any order, swept up and back down.
@@ -528,19 +531,33 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
             "up the factors and back: {l}"
         );
     }
-    assert_eq!(out.matches(" tile curve").count(), 2, "{out}");
     // Whether this machine's tiles depart from the line is the load's
-    // to say (the curve's rules are the unit tests'); a curve written
-    // spans the sweep and never falls.
+    // to say (the curve's rules are the unit tests'); what is printed is
+    // what is written, and a curve written spans the sweep and never falls.
     let v = json(std::path::Path::new(m));
-    for d in v["devices"].as_array().unwrap() {
+    let printed: Vec<&str> = out.lines().filter(|l| l.contains(" tile curve")).collect();
+    let devices = v["devices"].as_array().unwrap();
+    assert_eq!(printed.len(), devices.len(), "{out}");
+    for (d, line) in devices.iter().zip(printed) {
         let Some(curve) = d["tile_curve"].as_array() else {
+            assert!(
+                line.ends_with("tile curve: none beyond the line's noise"),
+                "{line}"
+            );
             continue;
         };
         let points: Vec<(f64, f64)> = curve
             .iter()
             .map(|p| (p[0].as_f64().unwrap(), p[1].as_f64().unwrap()))
             .collect();
+        let text: Vec<String> = points
+            .iter()
+            .map(|(c, f)| format!("{c:.4e} cells x{f:.3}"))
+            .collect();
+        assert!(
+            line.ends_with(&text.join("; ")),
+            "{line} against {points:?}"
+        );
         assert!(points[0].0 <= 544.0, "{points:?}");
         // 2144 cells, or with a seeded-pass tile within 10% of it (a
         // device timed many times slower than its twin) their mean.
@@ -553,23 +570,58 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
             "{points:?}"
         );
     }
-    // Seeded from the curved machine.
+    // Seeded from the curved machine: the rows predict gives it.
+    let report = dir.path().join("seeded.json");
     ok(&[
         &["run", "2d4", "--iters", "3", "--weights-from", m, "--quiet"][..],
         &two,
+        &["--report", report.to_str().unwrap()],
     ]
     .concat());
-    fails_with(
-        &[&base[..], &["--tile-sweep", "2,0.01"]].concat(),
+    let r = json(&report);
+    let predicted = ok(&["predict", "--model", m, "--size", "68x34", "--iters", "3"]);
+    for (d, dev) in r["iterations"][0]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let rows = format!("device {d}: rows {} ", dev["rows"]);
+        assert!(predicted.contains(&rows), "{rows} in {predicted}");
+    }
+    // Refused before anything is timed: no machine is written.
+    let fresh = dir.path().join("never.json");
+    let refused = |extra: &[&str], why: &str| {
+        let args = [
+            &["calibrate", "2d4"][..],
+            extra,
+            &[
+                "--calib-iters",
+                "6",
+                "--no-links",
+                "--out",
+                fresh.to_str().unwrap(),
+            ],
+        ]
+        .concat();
+        fails_with(&args, why);
+        assert!(!fresh.exists(), "{args:?} wrote a machine");
+    };
+    refused(
+        &[&two[..], &["--tile-sweep", "2,0.01"]].concat(),
         "cannot calibrate: --tile-sweep 0.01 makes the size 1x34, where bad size '1x34': \
          dimension 0 needs more than 2 cells (the boundary of '2d4') to leave an interior; \
          leave that factor out",
     );
-    // One interior row for two devices: refused before anything is timed.
-    fails_with(
-        &[&base[..], &["--tile-sweep", "0.05"]].concat(),
+    // One interior row for two devices.
+    refused(
+        &[&two[..], &["--tile-sweep", "0.05"]].concat(),
         "cannot calibrate: --tile-sweep 0.05 makes the size 3x34, where device 1 has no \
          cells to time: use fewer devices or a larger --size; leave that factor out",
+    );
+    refused(
+        &[&two[2..], &["--tile-sweep", "2"]].concat(),
+        "the following required arguments were not provided: --size",
     );
     fails_with(
         &[&base[..], &["--tile-sweep", "0"]].concat(),

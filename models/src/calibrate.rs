@@ -154,19 +154,26 @@ fn medians(passes: &[Pass]) -> Result<Vec<(f64, f64)>, ModelError> {
                 value: c,
             });
         }
-        if p.seconds.is_empty() {
-            return Err(ModelError::TooFewPoints {
-                what: "a device calibration pass",
-                needed: 1,
-                got: 0,
-            });
-        }
-        for &s in &p.seconds {
-            check_finite("kernel seconds", s)?;
-        }
+        timings(&p.seconds, "a device calibration pass", "kernel seconds")?;
         points.push((c, heuristics::median(&p.seconds)));
     }
     Ok(points)
+}
+
+/// Checks the repeated timings of one measurement (`what`): at least one,
+/// each a finite number of `each`.
+fn timings(seconds: &[f64], what: &'static str, each: &'static str) -> Result<(), ModelError> {
+    if seconds.is_empty() {
+        return Err(ModelError::TooFewPoints {
+            what,
+            needed: 1,
+            got: 0,
+        });
+    }
+    for &s in seconds {
+        check_finite(each, s)?;
+    }
+    Ok(())
 }
 
 /// A tile's factor must leave the line by this many of the line's own
@@ -262,7 +269,7 @@ pub fn tile_curve(
         .rposition(|g| g.2)
         .expect("the line has a tile");
     let fit = |range: std::ops::Range<usize>| {
-        non_decreasing(&groups[range].iter().map(|g| (g.1, 1.0)).collect::<Vec<_>>())
+        non_decreasing(&groups[range].iter().map(|g| g.1).collect::<Vec<_>>())
     };
     let factors: Vec<f64> = fit(0..first)
         .into_iter()
@@ -295,24 +302,25 @@ fn confirmed(log_factors: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-/// The least-squares non-decreasing fit to `(value, weight)` points in
-/// order (pool adjacent violators): each run of points that falls is
-/// replaced by its weighted mean, until none falls.
-fn non_decreasing(points: &[(f64, f64)]) -> Vec<f64> {
-    // Blocks of (mean, weight, points pooled).
-    let mut blocks: Vec<(f64, f64, usize)> = Vec::with_capacity(points.len());
-    for &(v, w) in points {
-        blocks.push((v, w, 1));
-        while blocks.len() > 1 && blocks[blocks.len() - 2].0 > blocks[blocks.len() - 1].0 {
-            let (v1, w1, n1) = blocks.pop().expect("two blocks");
-            let last = blocks.last_mut().expect("two blocks");
-            let w = last.1 + w1;
-            *last = ((last.0 * last.1 + v1 * w1) / w, w, last.2 + n1);
+/// The least-squares non-decreasing fit to `values` in order (pool
+/// adjacent violators): each run of values that falls is replaced by its
+/// mean, until none falls.
+fn non_decreasing(values: &[f64]) -> Vec<f64> {
+    // Blocks of (sum, values pooled).
+    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(values.len());
+    for &v in values {
+        blocks.push((v, 1));
+        while let [.., (s0, n0), (s1, n1)] = blocks[..] {
+            if s0 / n0 as f64 <= s1 / n1 as f64 {
+                break;
+            }
+            blocks.pop();
+            *blocks.last_mut().expect("two blocks") = (s0 + s1, n0 + n1);
         }
     }
     blocks
         .into_iter()
-        .flat_map(|(v, _, n)| std::iter::repeat_n(v, n))
+        .flat_map(|(s, n)| std::iter::repeat_n(s / n as f64, n))
         .collect()
 }
 
@@ -359,16 +367,11 @@ pub fn link(name: &str, pings: &[PingPong], overheads: Overheads) -> Result<Link
     let mut noise = 0.0;
     for p in pings {
         check_finite("message bytes", p.bytes)?;
-        if p.seconds.is_empty() {
-            return Err(ModelError::TooFewPoints {
-                what: "a message size's ping-pong",
-                needed: 1,
-                got: 0,
-            });
-        }
-        for &s in &p.seconds {
-            check_finite("ping-pong seconds", s)?;
-        }
+        timings(
+            &p.seconds,
+            "a message size's ping-pong",
+            "ping-pong seconds",
+        )?;
         let (mean, se2) = trimmed(&p.seconds);
         samples.push(Sample::new(p.bytes, mean));
         noise += se2;
@@ -713,22 +716,25 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The monotone fit never falls, keeps the weighted sum, and leaves
-        /// points that never fall as they are.
+        /// The monotone fit is the least-squares one, by its min-max
+        /// formula (fit_k = max over i <= k of min over j >= k of the mean
+        /// of values i..=j), and leaves values that never fall as they are.
         #[test]
-        fn the_monotone_fit_never_falls(
-            points in proptest::collection::vec((-2.0f64..2.0, 0.5f64..4.0), 1..12),
+        fn the_monotone_fit_is_the_least_squares_one(
+            values in proptest::collection::vec(-2.0f64..2.0, 1..12),
         ) {
-            let fit = non_decreasing(&points);
-            proptest::prop_assert_eq!(fit.len(), points.len());
-            for w in fit.windows(2) {
-                proptest::prop_assert!(w[0] <= w[1] + 1e-12, "{fit:?}");
+            let fit = non_decreasing(&values);
+            proptest::prop_assert_eq!(fit.len(), values.len());
+            let mean = |i: usize, j: usize| values[i..=j].iter().sum::<f64>() / (j + 1 - i) as f64;
+            let n = values.len();
+            for (k, &f) in fit.iter().enumerate() {
+                let want = (0..=k)
+                    .map(|i| (k..n).map(|j| mean(i, j)).fold(f64::INFINITY, f64::min))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                proptest::prop_assert!((f - want).abs() < 1e-12, "{k}: {fit:?}");
             }
-            let sum = |v: &[f64]| v.iter().zip(&points).map(|(x, p)| x * p.1).sum::<f64>();
-            let before: Vec<f64> = points.iter().map(|p| p.0).collect();
-            proptest::prop_assert!((sum(&fit) - sum(&before)).abs() < 1e-9);
-            if before.windows(2).all(|w| w[0] <= w[1]) {
-                proptest::prop_assert_eq!(fit, before);
+            if values.windows(2).all(|w| w[0] <= w[1]) {
+                proptest::prop_assert_eq!(fit, values);
             }
         }
     }

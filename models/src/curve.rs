@@ -56,6 +56,12 @@ pub(crate) fn tile_curve_fault(points: &[(f64, f64)]) -> Option<(&'static str, &
     None
 }
 
+/// Kernel seconds over `cells` cells of a device whose line is `a + b ·
+/// cells`, times its tile curve's factor there ([`factor_at`]).
+pub(crate) fn kernel_time(a: f64, b: f64, tile_curve: &[(f64, f64)], cells: f64) -> f64 {
+    (a + b * cells) * factor_at(tile_curve, cells)
+}
+
 /// A tile curve's factor at `cells`: [`log_log`] through its points, 1
 /// without any.
 pub(crate) fn factor_at(points: &[(f64, f64)], cells: f64) -> f64 {

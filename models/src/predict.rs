@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::curve::{factor_at, tile_curve_fault};
+use crate::curve::{factor_at, kernel_time, tile_curve_fault};
 use crate::link::{Hockney, LogGp, Piecewise};
 use crate::memory::HostMemory;
 use crate::{check_finite, ModelError};
@@ -116,7 +116,12 @@ impl Device {
     /// device with no cells (it launches no kernel).
     pub fn time(&self, cells: f64) -> f64 {
         if cells > 0.0 {
-            (self.fixed_seconds + self.seconds_per_cell * cells) * self.tile_factor(cells)
+            kernel_time(
+                self.fixed_seconds,
+                self.seconds_per_cell,
+                &self.tile_curve,
+                cells,
+            )
         } else {
             0.0
         }
@@ -1256,6 +1261,11 @@ mod tests {
         let rivera = with_link.predict(&run, Method::Rivera).unwrap();
         assert_eq!(rivera.devices[0].compute, m.devices[0].time(3e6 / 2.0));
         assert!(m.devices[0].tile_factor(c0) < 0.9, "a factor that shows");
+        // HCLogP's compute is the balanced split's time, curves included,
+        // not the lines' water-filling.
+        let hclogp = with_link.predict(&run, Method::HcLogP).unwrap();
+        assert_eq!(hclogp.devices[0].compute, t);
+        assert!(balance(&m.costs(), 3e6).0 > 1.1 * t, "{t}");
 
         // A steep curve (0.25 to 1 over a doubling of cells, as a tile
         // leaving the L2 showed): each round of a fixed-point split
@@ -1290,6 +1300,18 @@ mod tests {
             (
                 vec![(1e5, 1.0), (2e5, 0.4)],
                 "device 0: tile curve factor must be a finite number > 0 and not falling, got 0.4",
+            ),
+            (
+                vec![(1e5, 1.0), (1e5, 1.2)],
+                "device 0: tile curve cells must be a finite number > 0 and increasing, got 100000",
+            ),
+            (
+                vec![(f64::NAN, 1.0)],
+                "device 0: tile curve cells must be a finite number > 0 and increasing, got NaN",
+            ),
+            (
+                vec![(1e5, f64::INFINITY)],
+                "device 0: tile curve factor must be a finite number > 0 and not falling, got inf",
             ),
         ] {
             let mut bad = Device::new("b", 1e-9);

@@ -198,6 +198,8 @@ fn sweep_runs(run: &RunArgs, factors: &[f64], cluster: &Cluster) -> Result<Vec<R
     }
     // The run itself first: an app or a bad size is refused as such.
     timed_layout(run, cluster)?;
+    // Calibrate's own arguments require --size; a run's may leave it to
+    // an app's input, which timed_layout has refused.
     let Some(size) = &run.size else {
         return Err(CliError::Calibrate(
             "--tile-sweep scales --size: give one".into(),
@@ -281,7 +283,6 @@ struct Measured {
     overhead: f64,
 }
 
-/// One calibration run of `run`.
 /// The run's layout and footprint, as calibration takes them: apps are
 /// refused, and every device must have cells to time.
 fn timed_layout(run: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint), CliError> {
@@ -299,6 +300,7 @@ fn timed_layout(run: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint),
     Ok((layout, footprint))
 }
 
+/// One calibration run of `run`.
 fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<Measured, CliError> {
     let (layout, footprint) = timed_layout(run, cluster)?;
     let report = run_config(run, "none", false, cluster)?;
@@ -669,15 +671,12 @@ mod tests {
         ]
     }
 
-    /// The sweep's passes reach each device's curve; without a sweep no
-    /// device gets one.
+    /// Each device's sweep reaches its own curve, and only its own.
     #[test]
     fn tile_curves_come_from_each_devices_own_sweep() {
         let line = Device::new("d", 1e-9);
         let mut devices = vec![line.clone(), line.clone()];
         let lines = vec![passes(4e5, 4e-4, 2), passes(4e5, 4e-4, 2)];
-        with_tile_curves(&mut devices, &lines, &[]).unwrap();
-        assert!(devices.iter().all(|d| d.tile_curve.is_empty()));
         // The first device's small tile ran at 0.6 of its line, twice;
         // the second's as its line.
         let swept = vec![passes(1e5, 0.6e-4, 2), passes(1e5, 1e-4, 2)];

@@ -184,32 +184,30 @@ struct StencilShape {
 /// The [`StencilShape`] of a library name or a spec file, and its boundary
 /// cells per dimension (low + high reach).
 fn stencil_shape(name: &str) -> Result<(StencilShape, Vec<usize>), CliError> {
-    let (spec, components) = match kernels::Library::by_name(name) {
-        Some(lib) => (kernels::AnySpec::Weighted(lib.spec()), 1),
-        None if name.ends_with(".toml") || std::path::Path::new(name).exists() => {
-            let spec = kernels::AnySpec::load(std::path::Path::new(name))?;
-            let components = match &spec {
-                kernels::AnySpec::Expr(e) => e.components.unwrap_or(1),
-                kernels::AnySpec::Weighted(_) => 1,
-            };
-            (spec, components)
-        }
-        None => {
-            return Err(CliError::Predict(format!(
-                "--stencil {name}: not a library stencil or a spec file (see 'epsilod list')"
-            )))
-        }
-    };
-    let (low, high) = match &spec {
-        kernels::AnySpec::Weighted(s) => (&s.low, &s.high),
-        kernels::AnySpec::Expr(e) => (&e.low, &e.high),
-    };
+    let (low, high, components): (Vec<usize>, Vec<usize>, usize) =
+        match kernels::Library::by_name(name) {
+            Some(lib) => {
+                let s = lib.spec();
+                (s.low, s.high, 1)
+            }
+            None if name.ends_with(".toml") || std::path::Path::new(name).exists() => {
+                match kernels::AnySpec::load(std::path::Path::new(name))? {
+                    kernels::AnySpec::Weighted(s) => (s.low, s.high, 1),
+                    kernels::AnySpec::Expr(e) => (e.low, e.high, e.components.unwrap_or(1)),
+                }
+            }
+            None => {
+                return Err(CliError::Predict(format!(
+                    "--stencil {name}: not a library stencil or a spec file (see 'epsilod list')"
+                )))
+            }
+        };
     let shape = StencilShape {
         reach: low[0].max(high[0]) as u64,
         cell_bytes: 4 * components as u64,
         ndims: low.len(),
     };
-    Ok((shape, spec.boundary()))
+    Ok((shape, low.iter().zip(&high).map(|(l, h)| l + h).collect()))
 }
 
 /// The halo exchange's time by the learned model at `path`, from the

@@ -217,8 +217,12 @@ impl SimDevice {
     /// the line times the tile curve's factor (as
     /// [`crate::predict::Device::time`]).
     fn line_time(&self, cells: f64) -> f64 {
-        (self.fixed_seconds + self.seconds_per_cell * cells)
-            * crate::curve::factor_at(&self.tile_curve, cells)
+        crate::curve::kernel_time(
+            self.fixed_seconds,
+            self.seconds_per_cell,
+            &self.tile_curve,
+            cells,
+        )
     }
 
     /// Whether halos between this device and `other` stay in device
