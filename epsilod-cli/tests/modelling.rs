@@ -508,7 +508,16 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
         &["calibrate", "2d4"][..],
         &two,
         // A small link calibration: predict reads the machine back.
-        &["--calib-iters", "6", "--max-bytes", "64", "--reps", "3", "--out", m],
+        &[
+            "--calib-iters",
+            "6",
+            "--max-bytes",
+            "64",
+            "--reps",
+            "3",
+            "--out",
+            m,
+        ],
     ]
     .concat();
     // Given in any order, swept up and back down.
