@@ -1,56 +1,24 @@
 //! The MPI transport between real ranks. Run by `cargo test --features mpi`:
-//! this program starts itself under `mpirun -np 3` and each rank hosts some
+//! the test starts itself under `mpirun -np 3` and each rank hosts some
 //! of five virtual processes, one thread each (so ranks host one or two).
 //! Each runs the hand-written exchange below, then every check of the
 //! transport conformance suite (`hitmap::transport::conformance`) in turn.
 
+use epsilod_testkit::process::under_mpirun;
 use hitmap::transport::conformance;
 use hitmap::{MpiTransport, Placement, Transport, TransportError};
-use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 const RANKS: usize = 3;
 const PLACEMENT: [usize; 5] = [0, 1, 2, 0, 1];
 
-fn main() {
-    if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() || std::env::var("PMI_SIZE").is_ok() {
-        rank_main();
-    } else {
-        launch();
-    }
-}
-
-fn launch() {
-    let exe = std::env::current_exe().expect("the test's own path");
-    let mut child = Command::new("mpirun")
-        .args(["--oversubscribe", "-np", &RANKS.to_string()])
-        .arg(exe)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot start mpirun ({e}): install OpenMPI (openmpi-bin) to test the mpi feature"
-            )
-        });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if let Some(status) = child.try_wait().expect("waiting for mpirun") {
-            assert!(status.success(), "a rank failed: {status}");
-            println!(
-                "mpi transport: {RANKS} ranks, {} virtual processes: exchange and {} conformance checks ok",
-                PLACEMENT.len(),
-                conformance::all::<u32, MpiTransport<u32>>().len()
-            );
-            return;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("mpirun hung for 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+#[test]
+fn five_processes_on_three_ranks_exchange_and_pass_the_conformance_suite() {
+    under_mpirun(
+        "five_processes_on_three_ranks_exchange_and_pass_the_conformance_suite",
+        RANKS,
+        rank_main,
+    );
 }
 
 fn rank_main() {

@@ -3,6 +3,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod process;
+
 use kernels::{basic_init, random_value};
 use ndarray::ArrayD;
 

@@ -1,7 +1,7 @@
 //! The modelling commands end to end: `simulate` (model and trace mode),
 //! `calibrate` and `plan`, on the real binary.
 
-mod common;
+use crate::common;
 use common::{fails_with, ok};
 
 use serde_json::Value;

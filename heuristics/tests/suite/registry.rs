@@ -4,7 +4,7 @@ use heuristics::testing::assert_deterministic;
 use heuristics::*;
 use proptest::prelude::*;
 
-mod common;
+use crate::common;
 
 #[test]
 fn every_row_parses_builds_and_names_itself() {

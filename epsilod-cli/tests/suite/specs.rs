@@ -1,7 +1,7 @@
 //! Stencil spec files through the binary: update expressions run, equal
 //! the library stencil they spell out, and bad ones are one clear line.
 
-mod common;
+use crate::common;
 use common::epsilod;
 
 use std::path::Path;

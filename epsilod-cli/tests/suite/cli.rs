@@ -1,7 +1,7 @@
 //! The `epsilod` binary: bad input gives one clear line and a non-zero exit,
 //! never a panic; good runs write the files cli.md promises.
 
-mod common;
+use crate::common;
 use common::{epsilod, fails_with};
 
 use kernels::reference;

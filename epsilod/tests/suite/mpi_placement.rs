@@ -1,50 +1,23 @@
 //! Virtual process 0 on rank 1, under real `mpirun`: the report (rebalances,
 //! heuristic decisions) must not depend on which rank holds it, and the
-//! result must stay bit-identical to the serial reference. Starts itself
-//! under `mpirun -np 2`: a plain program, not the test harness.
+//! result must stay bit-identical to the serial reference. The test starts
+//! itself under `mpirun -np 2`.
+#![cfg(feature = "mpi")]
 
 use epsilod::{Alb, Cluster, DeviceSpec, Partition, Skeleton, Stencil};
+use epsilod_testkit::process::under_mpirun;
 use heuristics::testing::Scripted;
 use heuristics::{Decision, Heuristic, Snapshot};
 use kernels::{reference, KernelChoice, Library};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-fn main() {
-    if std::env::var("OMPI_COMM_WORLD_SIZE").is_ok() || std::env::var("PMI_SIZE").is_ok() {
-        rank_main();
-    } else {
-        launch();
-    }
-}
-
-fn launch() {
-    let exe = std::env::current_exe().expect("the test's own path");
-    let mut child = Command::new("mpirun")
-        .args(["--oversubscribe", "-np", "2"])
-        .arg(exe)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot start mpirun ({e}): install OpenMPI (openmpi-bin) to test the mpi feature"
-            )
-        });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        if let Some(status) = child.try_wait().expect("waiting for mpirun") {
-            assert!(status.success(), "a rank failed: {status}");
-            println!("mpi placement: process 0 on rank 1, report whole: ok");
-            return;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("mpirun hung for 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+#[test]
+fn process_0_on_rank_1_leaves_the_report_whole() {
+    under_mpirun(
+        "mpi_placement::process_0_on_rank_1_leaves_the_report_whole",
+        2,
+        rank_main,
+    );
 }
 
 fn rank_main() {

@@ -1,9 +1,10 @@
 //! Kernels' CPU time is measured only while asked for: each measurement is
-//! two system calls per launch. A binary of its own, since the switch is
-//! process-wide and another test measuring at the same time would turn it
-//! on here.
+//! two system calls per launch. In a process of its own, since the switch
+//! is process-wide and another test measuring at the same time would turn
+//! it on here.
 
 use controllers::{cpu_time, Controller, CpuController};
+use epsilod_testkit::process::in_own_process;
 use hitmap::Shape;
 use kernels::{library_kernel, KernelChoice, Library};
 use std::sync::Arc;
@@ -11,6 +12,15 @@ use std::sync::Arc;
 #[test]
 #[cfg(target_os = "linux")]
 fn cpu_time_is_charged_only_while_a_guard_lives() {
+    in_own_process(
+        "cpu_time::cpu_time_is_charged_only_while_a_guard_lives",
+        &[],
+        charged_only_while_a_guard_lives,
+    );
+}
+
+#[cfg(target_os = "linux")]
+fn charged_only_while_a_guard_lives() {
     for threads in [1, 2] {
         let mut cpu = CpuController::<f32>::new(threads).unwrap();
         let all = Shape::from_sizes(&[514, 514]);

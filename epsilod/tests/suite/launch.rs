@@ -1,14 +1,20 @@
 //! A program started by mpirun must join the job before it runs anything:
-//! the launcher's environment is simulated (alone in this test binary, as
-//! it changes the process's environment).
+//! the launcher's environment is simulated, in a process of its own.
 
 use epsilod::{RunError, SetupError, Skeleton, Stencil};
+use epsilod_testkit::process::in_own_process;
 use kernels::{KernelChoice, Library};
 
 #[test]
 fn a_program_started_by_mpirun_that_never_joined_is_told_what_to_do() {
-    std::env::set_var("OMPI_COMM_WORLD_SIZE", "2");
-    std::env::set_var("OMPI_COMM_WORLD_RANK", "0");
+    in_own_process(
+        "launch::a_program_started_by_mpirun_that_never_joined_is_told_what_to_do",
+        &[("OMPI_COMM_WORLD_SIZE", "2"), ("OMPI_COMM_WORLD_RANK", "0")],
+        never_joined,
+    );
+}
+
+fn never_joined() {
     let e = Skeleton::new(
         &[10, 10],
         Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),

@@ -3,7 +3,7 @@
 //! restarts from what it left and ends with the bytes of a run never
 //! killed; bad uses are one line.
 
-mod common;
+use crate::common;
 use common::{epsilod, fails_with};
 
 use std::path::Path;

@@ -2,7 +2,7 @@
 
 use heuristics::*;
 
-mod common;
+use crate::common;
 use common::windows;
 
 /// Drives `h` from iteration 29 to `total - 1` on fixed windows; a rebalance

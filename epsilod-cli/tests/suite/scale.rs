@@ -2,7 +2,7 @@
 //! real cells and messages, and the model built from them predicts the
 //! messages of a larger count exactly.
 
-mod common;
+use crate::common;
 use common::{epsilod, fails_with, ok};
 
 use std::path::Path;

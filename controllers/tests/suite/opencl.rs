@@ -198,8 +198,8 @@ fn small_tiles_and_split_launches_give_the_bits_of_single_steps() {
 /// Information, not a check: wall seconds per iteration of 2d4 on a
 /// 2050x2050 grid, K steps fused into one launch against K one-step
 /// launches (median of 7, after a warm-up). Run with
-/// `cargo test --release -p controllers --features opencl --test opencl
-/// fused_timing -- --ignored --nocapture`.
+/// `cargo test --release -p controllers --features opencl --test suite
+/// opencl::fused_timing -- --ignored --nocapture`.
 #[test]
 #[ignore = "a timing, for information"]
 fn fused_timing_2d4() {

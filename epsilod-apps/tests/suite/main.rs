@@ -1,0 +1,10 @@
+//! The integration tests, one binary: each module is a suite of its own
+//! (one link of the whole crate graph, not one per suite).
+
+mod dsl_specs;
+mod gas;
+mod gaussian;
+mod laplace;
+mod opencl;
+mod poisson;
+mod wavesim;

@@ -1,0 +1,11 @@
+//! The integration tests, one binary: each module is a suite of its own
+//! (one link of the whole crate graph, not one per suite).
+
+mod alb;
+mod checkpoint;
+mod deep_halos;
+mod devices;
+mod launch;
+mod mpi_placement;
+mod parsers;
+mod skeleton;
