@@ -633,6 +633,30 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
 mod tests {
     use super::*;
 
+    /// A build without a backend refuses its devices with the way to add
+    /// it.
+    #[test]
+    #[cfg(not(all(feature = "opencl", feature = "cuda")))]
+    fn a_backend_left_out_of_the_build_says_how_to_rebuild() {
+        for (kind, built) in [
+            ("opencl", cfg!(feature = "opencl")),
+            ("cuda", cfg!(feature = "cuda")),
+        ] {
+            if built {
+                continue;
+            }
+            let spec = DeviceSpec::parse(kind).unwrap();
+            match spec.build::<f32>() {
+                Err(DeviceError::Backend(e)) => assert_eq!(
+                    e,
+                    format!("device kind '{kind}' is not available in this build: rebuild with --features {kind}")
+                ),
+                Err(e) => panic!("{kind}: {e}"),
+                Ok(_) => panic!("{kind}: built"),
+            }
+        }
+    }
+
     #[test]
     fn a_run_given_no_devices_gets_one_cpu_device_per_rank_on_its_share() {
         let job = |hosts: &[&str], cores: &[usize]| JobInfo {

@@ -566,3 +566,27 @@ impl<T: Cell> Skeleton<T> {
         }
     }
 }
+
+#[cfg(all(test, not(feature = "mpi")))]
+mod tests {
+    use super::*;
+    use kernels::{KernelChoice, Library};
+
+    /// Without MPI, a job of several ranks is refused rather than run by
+    /// each rank as if alone.
+    #[test]
+    fn a_build_without_mpi_refuses_a_job_of_several_ranks() {
+        let job = JobInfo::first_of_two();
+        let e = Skeleton::new(
+            &[10, 10],
+            Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+        )
+        .run_on(&job)
+        .err()
+        .expect("no MPI");
+        assert!(
+            matches!(e, RunError::Setup(SetupError::NoMpi { size: 2 })),
+            "{e}"
+        );
+    }
+}

@@ -107,6 +107,19 @@ fn on_job<J: Job<f32>>(job: &J, owners: &[usize], body: &Body) -> Result<Vec<Vec
 mod tests {
     use super::*;
 
+    /// Without MPI, a job of several ranks is refused rather than run by
+    /// each rank as if alone.
+    #[test]
+    #[cfg(not(feature = "mpi"))]
+    fn a_build_without_mpi_refuses_a_job_of_several_ranks() {
+        let job = JobInfo::first_of_two();
+        let e = run_vps_on(&job, 1, &|_: &mut dyn Transport<f32>| Ok(vec![])).expect_err("no MPI");
+        assert!(
+            matches!(e, RunError::Setup(SetupError::NoMpi { size: 2 })),
+            "{e}"
+        );
+    }
+
     #[test]
     fn every_process_runs_once_and_everyone_gets_every_result() {
         let alone = JobInfo::alone();

@@ -150,3 +150,28 @@ pub fn list() -> String {
     s += &cuda_devices();
     s
 }
+
+#[cfg(test)]
+mod tests {
+    /// A backend left out of the build is listed with the way to add it,
+    /// and `--measure` without CUDA is refused with it.
+    #[test]
+    #[cfg(not(all(feature = "opencl", feature = "cuda")))]
+    fn a_backend_left_out_of_the_build_is_listed_with_how_to_add_it() {
+        let s = super::list();
+        if !cfg!(feature = "opencl") {
+            assert!(
+                s.contains("\n  opencl  not in this build (rebuild with --features opencl)\n"),
+                "{s}"
+            );
+        }
+        if !cfg!(feature = "cuda") {
+            assert!(
+                s.ends_with("\n  cuda    not in this build (rebuild with --features cuda)\n"),
+                "{s}"
+            );
+            let e = super::measure([66, 66]).unwrap_err().to_string();
+            assert!(e.contains("rebuild with --features cuda"), "{e}");
+        }
+    }
+}

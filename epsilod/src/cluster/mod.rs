@@ -53,6 +53,18 @@ impl JobInfo {
             threads_multiple: true,
         }
     }
+
+    /// Rank 0 of two on two hosts: a job only a launcher starts, for the
+    /// tests of a build without MPI.
+    #[cfg(all(test, not(feature = "mpi")))]
+    pub(crate) fn first_of_two() -> JobInfo {
+        JobInfo {
+            size: 2,
+            hosts: vec!["a".into(), "b".into()],
+            cores: vec![1, 1],
+            ..JobInfo::alone()
+        }
+    }
 }
 
 /// The job joined by this process, for [`Skeleton::run`](crate::Skeleton::run),
@@ -108,7 +120,13 @@ impl Cluster {
     /// Joins the job: starts MPI when a launcher started several ranks, and
     /// learns every rank's host.
     pub fn join() -> Result<Cluster, ClusterError> {
-        let launch = launched().filter(|&(_, size)| size > 1);
+        Cluster::join_launched(launched())
+    }
+
+    /// [`join`](Self::join) in a process a launcher started as `launch`
+    /// (its rank and the job's size), or none.
+    fn join_launched(launch: Option<(usize, usize)>) -> Result<Cluster, ClusterError> {
+        let launch = launch.filter(|&(_, size)| size > 1);
         #[cfg(not(feature = "mpi"))]
         if let Some((_, size)) = launch {
             return Err(SetupError::NoMpi { size }.into());
@@ -281,7 +299,13 @@ pub(crate) fn current() -> Result<JobInfo, SetupError> {
     if let Some(job) = ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).clone() {
         return Ok(job);
     }
-    match launched().filter(|l| l.1 > 1) {
+    unjoined(launched())
+}
+
+/// The job of a process that joined none, a launcher having started it as
+/// `launch` (its rank and the job's size), or not.
+fn unjoined(launch: Option<(usize, usize)>) -> Result<JobInfo, SetupError> {
+    match launch.filter(|l| l.1 > 1) {
         Some((_, size)) if cfg!(feature = "mpi") => Err(SetupError::NotJoined { size }),
         Some((_, size)) => Err(SetupError::NoMpi { size }),
         None => Ok(JobInfo::alone()),
@@ -325,6 +349,38 @@ mod tests {
     fn a_build_without_mpi_says_how_to_rebuild() {
         let e = SetupError::NoMpi { size: 4 }.to_string();
         assert!(e.contains("4 ranks") && e.contains("--features mpi"), "{e}");
+    }
+
+    /// A process a launcher started as one of several ranks that never
+    /// joined is told to join, or, in a build without MPI, to rebuild.
+    #[test]
+    fn a_rank_that_never_joined_is_told_what_to_do() {
+        let e = unjoined(Some((0, 2))).expect_err("one of two ranks");
+        if cfg!(feature = "mpi") {
+            assert!(matches!(e, SetupError::NotJoined { size: 2 }), "{e}");
+        } else {
+            assert!(matches!(e, SetupError::NoMpi { size: 2 }), "{e}");
+        }
+        assert_eq!(unjoined(Some((0, 1))).unwrap(), JobInfo::alone());
+        assert_eq!(unjoined(None).unwrap(), JobInfo::alone());
+    }
+
+    /// Without MPI, a process a launcher started as one of several ranks
+    /// refuses to join or to agree rather than run as if alone.
+    #[test]
+    #[cfg(not(feature = "mpi"))]
+    fn a_build_without_mpi_refuses_a_job_of_several_ranks() {
+        let e = Cluster::join_launched(Some((1, 3))).err().expect("no MPI");
+        assert!(
+            matches!(e, ClusterError::Setup(SetupError::NoMpi { size: 3 })),
+            "{e}"
+        );
+        let job = JobInfo::first_of_two();
+        let e = agree(&job, Ok("ready".into())).expect_err("no MPI");
+        assert!(
+            matches!(e, RunError::Setup(SetupError::NoMpi { size: 2 })),
+            "{e}"
+        );
     }
 
     #[test]
