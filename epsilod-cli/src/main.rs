@@ -8,8 +8,10 @@ mod args;
 mod commands;
 mod error;
 mod init;
+mod machine_file;
 mod plot;
 mod progress;
+mod sizes;
 mod stats;
 mod view;
 

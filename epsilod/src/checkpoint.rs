@@ -526,7 +526,7 @@ impl Restart {
             return Err(mismatch("cell type", m.cell, expect.cell.into()));
         }
         if m.size != expect.size {
-            let text = |s: &[usize]| crate::plan::size_text(s);
+            let text = |s: &[usize]| crate::size::size_text(s);
             return Err(mismatch("size", text(&m.size), text(expect.size)));
         }
         if m.levels != expect.levels {

@@ -2,8 +2,8 @@
 //! and the TOML device file. Both fill one [`DeviceOptions`], checked in one
 //! place.
 
-use crate::cluster::JobInfo;
 use crate::error::SetupError;
+use crate::job::{all_cores, rank_share, JobInfo};
 use controllers::{Controller, CpuController, DeviceError, FailAt, Slowdown};
 use kernels::{Cell, CellLayout};
 use serde::Deserialize;
@@ -80,11 +80,6 @@ pub struct DeviceOptions {
     pub layout: Option<CellLayout>,
 }
 
-/// Threads of the default device: every core.
-pub fn all_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// The devices of a run given none: one CPU device per rank of `job`, each
 /// with its rank's share of its host's cores (ranks on one host split them,
 /// as [`share_cores`] would split them for a `cpu` device there), placed on
@@ -95,7 +90,7 @@ pub fn one_cpu_per_rank(job: &JobInfo) -> Placed {
     let devices = (0..job.size)
         .map(|r| {
             let cores = job.cores.get(r).copied().unwrap_or(1);
-            DeviceSpec::cpu(crate::cores::rank_share(job, r, cores))
+            DeviceSpec::cpu(rank_share(job, r, cores))
         })
         .collect();
     let placement = (job.size > 1).then(|| (0..job.size).collect());

@@ -5,15 +5,17 @@
 //! results reach rank 0) is behind the [`Job`] trait, so the flow below is
 //! the same for both, and testable with a job of simulated ranks.
 
-use crate::cluster::{self, JobInfo};
-use crate::cores::{busy_threads, cores_here, my_cores, pin_cores, Wait};
-use crate::devices::{all_cores, share_cores, DeviceKind};
+use crate::cluster;
+use crate::cores::{busy_threads, pin_cores};
+use crate::devices::{share_cores, DeviceKind};
 use crate::error::{chain, RunError, SetupError, VpError};
+use crate::job::{all_cores, cores_here, my_cores, Job, JobInfo, Wait};
 use crate::peer_mail::PeerMail;
 use crate::plan::RunPlan;
 use crate::report::Report;
-use crate::vp::{self, VpResult};
-use hitmap::{in_process, InProcess, Transport};
+use crate::results::VpResult;
+use crate::vp;
+use hitmap::{in_process, InProcess};
 use kernels::Cell;
 use ndarray::{ArrayD, IxDyn};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,41 +41,6 @@ impl<T> Outcome<T> {
     pub fn is_root(&self) -> bool {
         self.root
     }
-}
-
-/// The processes a run spans and how they talk.
-pub(crate) trait Job<T: Cell>: Sync {
-    /// A virtual process's end of the transport.
-    type Endpoint: Transport<T>;
-
-    /// This process's place in the job.
-    fn info(&self) -> &JobInfo;
-    /// Every rank offers its view of the run; all get the same verdict.
-    fn agree(&self, mine: Result<String, String>) -> Result<(), RunError>;
-    /// Called once the owner of every virtual process is agreed.
-    fn place(&self, owners: &[usize]) -> Result<(), RunError>;
-    /// Virtual process `p`'s endpoint, made in the thread that will use it.
-    /// `wait` says whether its receives may poll before they block (see
-    /// [`Wait`]); a transport whose waiting is not its own (MPI's progress
-    /// engine) may ignore it.
-    fn endpoint(&self, p: usize, wait: Wait) -> Result<Self::Endpoint, VpError>;
-    /// Whether a failure must be acted on at once (`on_failure`), because
-    /// peers elsewhere could otherwise wait for it forever.
-    fn fails_fast(&self) -> bool {
-        false
-    }
-    /// The first failure of a local virtual process, while the others may
-    /// still run.
-    fn on_failure(&self, _error: &RunError) {}
-    /// Hands this process's results (by virtual process) to rank 0, which
-    /// gets every result in process order; other ranks get `None`.
-    fn gather(
-        &self,
-        owners: &[usize],
-        mine: Vec<(usize, VpResult<T>)>,
-    ) -> Result<Option<Vec<VpResult<T>>>, RunError>;
-    /// Rank 0's report on every rank (rank 0 passes it).
-    fn share(&self, report: Option<Report>) -> Result<Report, RunError>;
 }
 
 /// Runs `plan` (or agrees to fail with its error) on `job`.
@@ -358,7 +325,7 @@ mod tests {
     //! running `execute` with a job whose control plane is channels. The
     //! same code an MPI job runs decides placement, gathers and merges.
     use super::*;
-    use crate::vp::VpMeta;
+    use crate::results::VpMeta;
     use crate::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
     use heuristics::testing::Scripted;
     use heuristics::Heuristic;

@@ -4,14 +4,15 @@
 
 use crate::alb::Alb;
 use crate::checkpoint::{Checkpointing, Restart};
-use crate::cluster::JobInfo;
 use crate::devices::{DeviceKind, DeviceSpec};
 use crate::error::SetupError;
+use crate::job::JobInfo;
 use crate::report::{
     median, CheckpointRecord, DeviceIteration, IterationRecord, Report, ReportConfig, Summary,
 };
+use crate::results::{default_records, record_every, recorded_in_block, VpResult};
+use crate::size::size_text;
 use crate::stencil::{InitFn, SnapshotFn, Stencil};
-use crate::vp::{default_records, record_every, recorded_in_block, VpResult};
 use hitmap::{Layout, Partition, Shape};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use std::sync::Arc;
@@ -72,14 +73,6 @@ fn checkpoint_records<T>(results: &[VpResult<T>]) -> Vec<CheckpointRecord> {
         }
     }
     out
-}
-
-/// Widths per dimension as `AxB`.
-pub(crate) fn size_text(size: &[usize]) -> String {
-    size.iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>()
-        .join("x")
 }
 
 /// The cells a stencil computes on a global array of `size`: all but its

@@ -7,10 +7,11 @@
 
 use crate::alb::Alb;
 use crate::checkpoint::{self, CheckpointError, Checkpointing, Expect, Restart};
-use crate::cluster::{self, Cluster, JobInfo};
+use crate::cluster::{self, Cluster};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, SetupError, VpError};
 use crate::executor::{execute, LocalJob, Outcome};
+use crate::job::JobInfo;
 use crate::output::{OutputCell, Snapshots};
 use crate::plan::{self, Observer, RunPlan};
 use crate::report::FailureRecord;
@@ -117,7 +118,7 @@ impl Default for RunOptions {
     fn default() -> RunOptions {
         RunOptions {
             iters: 1,
-            devices: vec![DeviceSpec::cpu(crate::devices::all_cores())],
+            devices: vec![DeviceSpec::cpu(crate::job::all_cores())],
             partition: Partition::Multi,
             alb: None,
             placement: None,
@@ -168,7 +169,7 @@ impl<T: Cell> Skeleton<T> {
             init: Arc::new(|_| T::zeroed()),
             init_previous: None,
             device_init: None,
-            devices: vec![DeviceSpec::cpu(crate::devices::all_cores())],
+            devices: vec![DeviceSpec::cpu(crate::job::all_cores())],
             partition: Partition::Multi,
             alb: None,
             placement: None,

@@ -3,11 +3,10 @@
 //! placement and transports as a run, so what they measure is what a run
 //! pays.
 
-use crate::cluster::{Cluster, JobInfo};
-use crate::cores::{cores_here, Wait};
-use crate::devices::all_cores;
+use crate::cluster::Cluster;
 use crate::error::{RunError, SetupError, VpError};
-use crate::executor::{Job, LocalJob};
+use crate::executor::LocalJob;
+use crate::job::{all_cores, cores_here, Job, JobInfo, Wait};
 use hitmap::{Transport, TransportError};
 
 /// What each virtual process runs: its transport end in, its values out.

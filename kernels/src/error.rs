@@ -6,7 +6,7 @@ pub enum SpecError {
     NoDims,
     #[error("stencil spec has {low} low extent(s) but {high} high extent(s): give one of each per dimension")]
     ExtentRank { low: usize, high: usize },
-    #[error("stencil spec has {0} dimensions; at most {max} are supported", max = crate::spec::MAX_DIMS)]
+    #[error("stencil spec has {0} dimensions; at most {max} are supported", max = crate::limits::MAX_DIMS)]
     TooManyDims(usize),
     #[error("stencil spec needs {expected} weights (the product of low+high+1 over dimensions, row-major), got {got}")]
     WeightCount { expected: usize, got: usize },
@@ -14,7 +14,7 @@ pub enum SpecError {
     BadWeight { index: usize, value: f64 },
     #[error("stencil weights are all zero: at least one must be non-zero")]
     AllZero,
-    #[error("stencil extent {extent} is too large: extents of at most {max} are supported", max = crate::spec::MAX_EXTENT)]
+    #[error("stencil extent {extent} is too large: extents of at most {max} are supported", max = crate::limits::MAX_EXTENT)]
     ExtentTooLarge { extent: usize },
     #[error("stencil factor is {0}: it must be finite and non-zero")]
     BadFactor(f64),
@@ -43,7 +43,7 @@ pub enum KernelError {
         region: Vec<std::ops::Range<usize>>,
         dims: Vec<usize>,
     },
-    #[error("device kernels run regions of 1 to {max} dimensions, not {0}", max = crate::device::abi::DIMS)]
+    #[error("device kernels run regions of 1 to {max} dimensions, not {0}", max = crate::limits::DEVICE_DIMS)]
     DeviceDims(usize),
     #[error("device kernels need a contiguous innermost dimension, not a stride of {0}")]
     InnerStride(usize),

@@ -12,6 +12,7 @@ pub mod generic;
 pub mod init;
 pub mod kernel;
 pub mod library;
+pub mod limits;
 pub mod reference;
 pub mod spec;
 pub mod specialized;

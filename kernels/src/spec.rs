@@ -1,16 +1,10 @@
 //! Stencil descriptions: extents, weights and a factor, validated.
 
 use crate::error::SpecError;
+use crate::limits::{MAX_DIMS, MAX_EXTENT};
 use hitmap::{Footprint, Shape};
 use serde::Deserialize;
 use std::path::Path;
-
-/// Most dimensions a stencil may have.
-pub const MAX_DIMS: usize = 8;
-
-/// The largest reach of a stencil along one direction: a halo this deep
-/// already costs more than the block it borders on any realistic grid.
-pub const MAX_EXTENT: usize = 64;
 
 /// Errors unless `low` and `high` give one extent each per dimension, for
 /// 1 to [`MAX_DIMS`] dimensions, each at most [`MAX_EXTENT`].

@@ -1,7 +1,7 @@
 //! `epsilod list`: the library stencils, the apps, the load-balancing
 //! heuristics (from their registry) and the devices found.
 
-use epsilod::devices::all_cores;
+use epsilod::job::all_cores;
 use kernels::Library;
 
 #[cfg(feature = "opencl")]

@@ -15,7 +15,7 @@ const MOVED: usize = 256 << 20;
 pub fn copy_rate(bytes: usize) -> f64 {
     let src = vec![1u8; bytes];
     let mut dst = vec![0u8; bytes];
-    let cores = epsilod::devices::all_cores().max(1);
+    let cores = epsilod::job::all_cores().max(1);
     let chunk = bytes.div_ceil(cores);
     let repeats = MOVED.div_ceil(bytes).max(1);
     let mut best = f64::INFINITY;

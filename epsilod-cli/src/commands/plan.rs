@@ -1,9 +1,9 @@
 //! `epsilod plan`: a thin front over `models::plan`.
 
-use super::run::parse_size;
 use super::{check_report_path, write_report};
 use crate::args::PlanArgs;
 use crate::error::CliError;
+use crate::sizes::parse_size;
 use models::plan::{branch_and_bound, pareto, sweep, Choice, Inventory, Problem};
 
 pub fn plan(args: &PlanArgs) -> Result<(), CliError> {

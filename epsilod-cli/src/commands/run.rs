@@ -6,6 +6,7 @@ use crate::args::RunArgs;
 use crate::error::CliError;
 use crate::init::init_spec;
 use crate::progress::Bar;
+use crate::sizes::{parse_size, size_text};
 use epsilod::devices::{load_device_file, one_cpu_per_rank, Placed};
 use epsilod::error::chain;
 use epsilod::output::Snapshots;
@@ -121,33 +122,6 @@ impl Target {
     }
 }
 
-/// `4098x4098` or `32` (the same in each of `ndims` dimensions).
-pub fn parse_size(text: &str, ndims: usize) -> Result<Vec<usize>, CliError> {
-    let bad = |why: String| CliError::Size {
-        size: text.to_string(),
-        why,
-    };
-    let mut sizes = Vec::new();
-    for p in text.split('x') {
-        match p.trim().parse::<usize>() {
-            Ok(0) => return Err(bad("sizes must be at least 1".into())),
-            Ok(n) => sizes.push(n),
-            Err(_) => {
-                return Err(bad(format!(
-                    "'{p}' is not a whole number >= 1 (write sizes like 4098x4098 or 32)"
-                )))
-            }
-        }
-    }
-    match sizes.len() {
-        1 => Ok(vec![sizes[0]; ndims]),
-        n if n == ndims => Ok(sizes),
-        n => Err(bad(format!(
-            "{n} dimensions given, the stencil has {ndims}"
-        ))),
-    }
-}
-
 /// The run's size: `--size`, or an app's input's, which `--size` (if
 /// given too) must equal.
 fn size_of(args: &RunArgs, target: &Target) -> Result<Vec<usize>, CliError> {
@@ -186,13 +160,6 @@ fn size_of(args: &RunArgs, target: &Target) -> Result<Vec<usize>, CliError> {
         }),
         _ => Ok(of_input),
     }
-}
-
-pub(super) fn size_text(size: &[usize]) -> String {
-    size.iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>()
-        .join("x")
 }
 
 /// The devices and, when a device file places them on ranks, their ranks.
@@ -341,7 +308,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             .product();
         seed_weights(
             &mut devices,
-            &super::predict::load_machine(path)?,
+            &crate::machine_file::load_machine(path)?,
             total,
             args.alb_drop_below,
             path,
@@ -593,34 +560,4 @@ fn print_summary(r: &Report) {
         r.summary.cell_updates_per_second,
         r.summary.skeleton_overhead_seconds_per_iteration * 1e3
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Any text is a size or one error, never a panic.
-        #[test]
-        fn sizes_never_panic(text in ".*|[0-9x ]{0,24}", ndims in 1usize..5) {
-            let _ = parse_size(&text, ndims);
-        }
-    }
-
-    #[test]
-    fn sizes_parse_or_say_why() {
-        assert_eq!(parse_size("34", 3).unwrap(), vec![34, 34, 34]);
-        assert_eq!(parse_size("10x20", 2).unwrap(), vec![10, 20]);
-        for (bad, why) in [
-            ("0", "at least 1"),
-            ("1x", "not a whole number"),
-            ("2x3x4", "3 dimensions given"),
-        ] {
-            assert!(
-                parse_size(bad, 2).unwrap_err().to_string().contains(why),
-                "{bad}"
-            );
-        }
-    }
 }

@@ -4,12 +4,13 @@
 //! on simulated runs.
 
 use super::compare::split_heuristics;
-use super::predict::load_machine;
-use super::run::{ndims_of, parse_size, stencil_of};
+use super::run::{ndims_of, stencil_of};
 use super::{check_report_path, write_report};
 use crate::args::SimulateArgs;
 use crate::error::CliError;
+use crate::machine_file::load_machine;
 use crate::plot::load_report;
+use crate::sizes::parse_size;
 use crate::stats;
 use epsilod::report::{
     median, DecisionOutcome, DecisionRecord, DeviceIteration, FailureRecord, IterationRecord,

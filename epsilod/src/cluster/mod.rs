@@ -18,54 +18,12 @@
 //! ```
 
 use crate::error::{ClusterError, RunError, SetupError};
+use crate::job::JobInfo;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
-
-/// What a run needs to know about the job.
-#[derive(Clone, Debug, PartialEq)]
-pub struct JobInfo {
-    /// This process's rank.
-    pub rank: usize,
-    /// Ranks in the job.
-    pub size: usize,
-    /// Host name of every rank.
-    pub hosts: Vec<String>,
-    /// The cores every rank may run on ([`all_cores`](crate::devices::all_cores)
-    /// there: its affinity mask, or its cgroup's quota), before ranks on one
-    /// host share them out.
-    pub cores: Vec<usize>,
-    /// Whether several threads of a rank may call MPI at once (so that a
-    /// rank can host several virtual processes).
-    pub threads_multiple: bool,
-}
-
-impl JobInfo {
-    /// A process on its own.
-    pub fn alone() -> JobInfo {
-        JobInfo {
-            rank: 0,
-            size: 1,
-            hosts: vec![local_host()],
-            cores: vec![crate::devices::all_cores()],
-            threads_multiple: true,
-        }
-    }
-
-    /// Rank 0 of two on two hosts: a job only a launcher starts, for the
-    /// tests of a build without MPI.
-    #[cfg(all(test, not(feature = "mpi")))]
-    pub(crate) fn first_of_two() -> JobInfo {
-        JobInfo {
-            size: 2,
-            hosts: vec!["a".into(), "b".into()],
-            cores: vec![1, 1],
-            ..JobInfo::alone()
-        }
-    }
-}
 
 /// The job joined by this process, for [`Skeleton::run`](crate::Skeleton::run),
 /// which takes no cluster. `run_in` is told explicitly.
@@ -152,12 +110,13 @@ impl Cluster {
                 ClusterError::Mpi("MPI was already initialised: join the cluster once".into())
             })?;
         let world = universe.world();
-        let host = ::mpi::environment::processor_name().unwrap_or_else(|_| local_host());
+        let host =
+            ::mpi::environment::processor_name().unwrap_or_else(|_| crate::job::local_host());
         let hosts = mpi::all_gather_bytes(host.as_bytes())
             .into_iter()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .collect();
-        let mine = (crate::devices::all_cores() as u64).to_le_bytes();
+        let mine = (crate::job::all_cores() as u64).to_le_bytes();
         let cores = mpi::all_gather_bytes(&mine)
             .into_iter()
             .map(|b| b.try_into().map_or(1, |b| u64::from_le_bytes(b) as usize))
@@ -310,16 +269,6 @@ fn unjoined(launch: Option<(usize, usize)>) -> Result<JobInfo, SetupError> {
         Some((_, size)) => Err(SetupError::NoMpi { size }),
         None => Ok(JobInfo::alone()),
     }
-}
-
-/// This machine's name, without MPI.
-fn local_host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".into())
 }
 
 #[cfg(test)]

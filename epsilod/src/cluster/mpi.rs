@@ -6,12 +6,11 @@
 //! thread that started the run, only while no virtual process runs, with
 //! tags above the transport's.
 
-use super::{print_error, JobInfo};
-use crate::cores::Wait;
+use super::print_error;
 use crate::error::{chain, RunError, VpError};
-use crate::executor::Job;
+use crate::job::{Job, JobInfo, Wait};
 use crate::report::Report;
-use crate::vp::{VpMeta, VpResult};
+use crate::results::{VpMeta, VpResult};
 use hitmap::{MpiTransport, Placement, MAX_TAG};
 use kernels::Cell;
 use mpi::datatype::PartitionMut;
@@ -178,7 +177,7 @@ mod tests {
     use crate::report::{
         CheckpointRecord, DecisionOutcome, DecisionRecord, DepthTrial, Redistribution,
     };
-    use crate::vp::IterStats;
+    use crate::results::IterStats;
     use hitmap::{Shape, Sig};
 
     #[test]

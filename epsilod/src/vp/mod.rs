@@ -25,11 +25,8 @@ mod balance;
 mod geometry;
 mod halo;
 mod persist;
-mod result;
 
-#[cfg(any(feature = "mpi", test))]
-pub(crate) use result::VpMeta;
-pub(crate) use result::{default_records, record_every, recorded_in_block, IterStats, VpResult};
+use crate::results::{is_recorded, record_every, IterStats, VpResult};
 
 /// Sets `region` of both buffers from the run's init: on the device where
 /// it launches the init's device kernel, else the first from the host and
@@ -324,7 +321,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 started.elapsed().as_secs_f64(),
                 len as f64,
             );
-            let recorded = (0..len).filter(|&i| result::is_recorded(it - start + i as u64, every));
+            let recorded = (0..len).filter(|&i| is_recorded(it - start + i as u64, every));
             stats.extend(recorded.map(|i| IterStats {
                 wall: wall / n,
                 elapsed: end - wall * (len - 1 - i) as f64 / n,

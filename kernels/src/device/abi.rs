@@ -14,7 +14,7 @@ use std::ops::Range;
 pub const KERNEL_NAME: &str = "epsilod_stencil";
 
 /// Dimensions of the normalised launch.
-pub const DIMS: usize = 4;
+pub const DIMS: usize = crate::limits::DEVICE_DIMS;
 
 /// Which buffer a buffer argument is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

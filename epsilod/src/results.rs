@@ -1,5 +1,6 @@
 //! What a virtual process hands back: its block of the result and its
-//! measurements, and their form on the wire between ranks.
+//! measurements, and their form on the wire between ranks; and which
+//! iterations a run records.
 
 use crate::report::{CheckpointRecord, DecisionRecord, DepthTrial, Redistribution};
 use hitmap::Shape;
