@@ -51,8 +51,8 @@ impl Default for CostAware {
 /// most an iteration, `worst`: the barrier and the halo refresh cost that
 /// whatever moves) plus the rest in proportion to the rows; before any,
 /// `prior` iterations. A flat mean would price a one-row correction like
-/// the first rebalance, which moves most of the rows (measured on a GPU: a
-/// 120 ms first move kept a 25% residual imbalance from ever being fixed).
+/// the first rebalance, which moves most of the rows, and keep a small
+/// residual imbalance from ever being fixed.
 pub fn rebalance_cost(costs: &[(f64, f64)], prior: f64, worst: f64, rows: f64) -> f64 {
     let n = costs.len() as f64;
     if costs.is_empty() {

@@ -1,9 +1,8 @@
 //! Which devices hold rows. A device far slower than the fastest still
 //! costs every iteration a part that its share does not shrink: its
 //! launches, its halos, and for a GPU neighbour the staging of those halos
-//! through host memory. Measured on an H200, a 15-thread CPU device beside
-//! the GPU (43x slower) left the loop 1.31-1.40x the GPU alone at its
-//! balanced share of 87-180 rows. So at a rebalance a device whose measured
+//! through host memory (docs/alb.md gives the measurement). So at a
+//! rebalance a device whose measured
 //! throughput is below [`Roster::drop_below`] of the fastest's gets no rows,
 //! and the heuristics see only the devices that hold rows. A dropped device
 //! comes back when the throughput it last measured reaches twice that

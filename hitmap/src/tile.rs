@@ -239,8 +239,8 @@ impl<T: Copy> Tile<T> {
     /// Moves the extent to `extent`, keeping every element it shares with the old
     /// extent at its global index. Reuses the allocation when `extent` fits in
     /// it or is empty (a tile emptied by load balancing may be given rows
-    /// again, and giving back a large allocation costs milliseconds: 15 ms
-    /// for 537 MB); otherwise allocates `extent` grown by `spare[d]` on both
+    /// again, and giving back a large allocation costs milliseconds);
+    /// otherwise allocates `extent` grown by `spare[d]` on both
     /// sides of each dimension, new elements set to `fill`. Returns whether
     /// it reallocated.
     pub fn resize(&mut self, extent: Shape, spare: &[i64], fill: T) -> Result<bool, HitmapError> {

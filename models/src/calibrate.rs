@@ -14,8 +14,7 @@ use crate::{check_finite, ModelError};
 /// coefficient of variation `1.4826 · MAD / median` (the standard
 /// deviation's estimate for normal noise). Both ignore the odd iteration a
 /// shared machine stalls for milliseconds, which would otherwise make the
-/// simulator's noise wild: one 5 ms stall among 48 iterations of 70 µs
-/// gave a plain CV of 5.
+/// simulator's noise wild (one stall can make a plain CV of several).
 pub fn device(name: &str, seconds_per_cell: &[f64]) -> Result<Device, ModelError> {
     if seconds_per_cell.is_empty() {
         return Err(ModelError::TooFewPoints {
@@ -95,10 +94,9 @@ pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
     let line = if hi > lo * (1.0 + MIN_CELL_SPREAD) {
         // Weighted by 1/t²: a machine's drift scales its kernel times, so
         // a large tile's absolute error is larger and should not swamp the
-        // small tile that shows the fixed cost. Unweighted, a 15-thread CPU
-        // device beside an H200 (speed moving by 25% between passes) lost
-        // a 0.3 ms fixed cost it showed at 430 rows of 8194, and the
-        // prediction took 0.16 ms where it measured 0.46 ms.
+        // small tile that shows the fixed cost (unweighted, a drifting
+        // device's fixed cost was lost and its small tiles predicted
+        // several times too fast).
         let w: Vec<f64> = points.iter().map(|p| 1.0 / (p.1 * p.1)).collect();
         let sw: f64 = w.iter().sum();
         let mc = points.iter().zip(&w).map(|(p, w)| w * p.0).sum::<f64>() / sw;
@@ -180,30 +178,20 @@ fn timings(seconds: &[f64], what: &'static str, each: &'static str) -> Result<()
 /// noise (the RMS of its passes' log residuals) to be believed.
 pub const TILE_NOISE_BAND: f64 = 2.0;
 
-/// The least noise a line's passes are taken to have: the drift this
-/// machine showed between passes a minute apart (5-13%). Two passes that
-/// happen to agree do not make every small departure significant.
+/// The least noise a line's passes are taken to have: two passes that
+/// happen to agree must not make every small departure significant.
 pub const MIN_TILE_NOISE: f64 = 0.05;
 
 /// A device's tile curve ([`Device::tile_curve`]): its kernel time at the
-/// tile sizes of `sweep` (`calibrate --tile-sweep`) over the time its line
-/// (fitted to `line`) gives there. Four rules keep noise out of it:
-/// - tiles within [`MIN_CELL_SPREAD`] of a group's smallest are one point
-///   (cells averaged in logs) whose factor is a departure every one of
-///   them shows, the least of them: a tile measured twice (the sweep runs
-///   up and back down) departs only if both passes do, so one pass a
-///   neighbour's burst of load doubled does not make a step. A group
-///   holding one of the line's own tiles has factor 1, as has a sweep tile
-///   between them: the line is the model where it was fitted;
-/// - a sweep tile's factor within [`TILE_NOISE_BAND`] times the line's
-///   noise (the RMS of its passes' log residuals, at least
+/// tile sizes of `sweep` (`calibrate --tile-sweep`) over its line's time
+/// there (the line fitted to `line`). Three rules keep noise out, so that a
+/// factor other than 1 is a departure every pass of a tile shows:
+/// - tiles within [`MIN_CELL_SPREAD`] of one another are one point that
+///   departs only as far as its least departing pass; at and between the
+///   line's own tiles the factor is 1;
+/// - a factor within [`TILE_NOISE_BAND`] times the line's noise (at least
 ///   [`MIN_TILE_NOISE`]) of 1 is 1;
-/// - the factors never fall as tiles grow (a least-squares monotone fit in
-///   logs): a larger tile holds no more of itself in a cache, and its
-///   fixed costs are the line's;
-/// - so tiles smaller than the line's run no slower than it, larger ones
-///   no faster (the monotone fit with the line's tiles held at 1 is the
-///   unconstrained one clamped at 1).
+/// - factors never fall as tiles grow (a monotone fit in logs).
 ///
 /// A curve whose factors are all 1 is empty: the line alone.
 pub fn tile_curve(

@@ -336,10 +336,8 @@ impl Machine {
     /// to move each cell's bytes twice (the source read, the destination
     /// written: counted as the copy that measured the bandwidth counts
     /// them), at the rate of the working set their two levels make together
-    /// ([`HostMemory::floors`]). Counting the destination's line read for
-    /// ownership as well (three times) put the floor of a 15-thread CPU
-    /// device beside an H200 at 2.49 ms, where it computed its 4096 rows of
-    /// 8194 in 1.55 ms: that host's stores do not read the line first. The
+    /// ([`HostMemory::floors`]); not three times, since a host's stores
+    /// need not read the line first (a measured run beat that floor). The
     /// line is calibrated where the tiles fit the caches; a run whose tiles
     /// do not is held back by memory instead.
     pub fn kernel_times(&self, cells: &[f64], cell_bytes: f64) -> Vec<f64> {

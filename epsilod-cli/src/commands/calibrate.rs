@@ -22,9 +22,8 @@ use std::time::{Duration, Instant};
 const WARM_UP: usize = 2;
 
 /// The first iteration of a pass of `iters` whose times are kept: its
-/// second half. On the H100 machine's host a 15-thread CPU device's fresh
-/// tile of 268 MB ran 1.3-1.6x slower for its first 30-50 iterations than
-/// after; a pass that kept those predicted an equal split 18-35% slow.
+/// second half: a large fresh tile runs slower for its first tens of
+/// iterations (first touches, caches, frequency), which a pass must not fit.
 fn kept_from(iters: usize) -> usize {
     (iters / 2).max(WARM_UP)
 }

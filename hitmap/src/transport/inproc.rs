@@ -136,9 +136,8 @@ impl<T: Send> InProcess<T> {
                 return Ok(r);
             }
             // Poll before blocking: waking a blocked thread costs its sender
-            // a system call and the sleeping core's wake-up (measured on a
-            // VM: 8 us more in the sender's exchange, every iteration a
-            // faster device waits for a slower one). The first microseconds
+            // a system call and the sleeping core's wake-up, every iteration
+            // a faster device waits for a slower one. The first microseconds
             // spin hot, where a neighbour's halo usually arrives; then each
             // poll yields, so a thread this one waits for that lost its
             // core (more busy threads than cores, which the caller cannot
