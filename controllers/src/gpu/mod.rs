@@ -17,12 +17,15 @@ mod init;
 mod loaded;
 #[cfg(test)]
 mod mock;
+pub mod module_cache;
 mod peers;
 pub mod planes;
 pub mod runs;
 mod runtime;
 pub mod slots;
+pub mod staging;
 mod transfer;
+pub mod tuning;
 
 pub use controller::GpuController;
 pub use copy_plan::{CopyPiece, CopyPlan, Rect};
