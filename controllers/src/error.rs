@@ -37,3 +37,9 @@ pub enum DeviceError {
     #[error("device failed: {0}")]
     Failed(String),
 }
+
+/// A device API's error as [`DeviceError::Backend`], its message kept.
+#[cfg(any(feature = "cuda", feature = "opencl"))]
+pub(crate) fn backend<E: std::fmt::Display>(e: E) -> DeviceError {
+    DeviceError::Backend(e.to_string())
+}

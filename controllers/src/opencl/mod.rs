@@ -3,48 +3,19 @@
 //! the generated OpenCL C, launches timed by profiling events. PoCL runs it
 //! on a CPU.
 
-use crate::error::DeviceError;
+mod build;
+mod devices;
+
+use crate::error::{backend, DeviceError};
 use crate::gpu::fused::MAX_OVERHEAD;
-use crate::gpu::{
-    Compiled, CopyPiece, DeviceRuntime, FusedLimits, GpuController, GroupHints, Lane,
-};
+use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, FusedLimits, GpuController, Lane};
+use build::Target;
+use devices::open;
+pub use devices::platforms;
 use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
-use kernels::device::{FUSED_KERNEL_NAME, KERNEL_NAME};
 use kernels::{Cell, Dialect};
 use ocl::enums::ProfilingInfo;
-use ocl::{flags, Buffer, Context, Device, Event, Platform, Program, Queue};
-
-/// Platform and device discovery is not safe to run from several threads at
-/// once (measured: PoCL then reported no devices to one of two threads), and
-/// every device of a run opens from its own thread.
-static DISCOVERY: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// One context per (platform, device) in a process, shared by its virtual
-/// devices (as CUDA shares the primary context): kernels from separate
-/// contexts on one GPU are time-sliced, never run concurrently, and
-/// buffers of one context are foreign to another.
-static CONTEXTS: std::sync::Mutex<Vec<((usize, usize), Context)>> =
-    std::sync::Mutex::new(Vec::new());
-
-fn backend<E: std::fmt::Display>(e: E) -> DeviceError {
-    DeviceError::Backend(e.to_string())
-}
-
-/// Every platform and its devices, by name.
-pub fn platforms() -> Vec<(String, Vec<String>)> {
-    let _one = DISCOVERY.lock().unwrap_or_else(|e| e.into_inner());
-    Platform::list()
-        .into_iter()
-        .map(|p| {
-            let devices = Device::list_all(p)
-                .unwrap_or_default()
-                .iter()
-                .map(|d| d.name().unwrap_or_else(|_| "?".into()))
-                .collect();
-            (p.name().unwrap_or_else(|_| "?".into()), devices)
-        })
-        .collect()
-}
+use ocl::{Buffer, Context, Device, Event, Queue};
 
 /// An OpenCL device: its context and two in-order, profiling queues, one
 /// per [`Lane`].
@@ -52,7 +23,8 @@ pub struct OclRuntime {
     desc: String,
     device: Device,
     context: Context,
-    /// Its place in [`CONTEXTS`]: the runtimes sharing it share buffers.
+    /// Its context's place in the process: the runtimes sharing it share
+    /// buffers.
     context_id: u64,
     queue: Queue,
     side: Queue,
@@ -74,96 +46,28 @@ impl<T: Cell> GpuController<OclRuntime, T> {
 impl OclRuntime {
     /// Opens device `device` of platform `platform`.
     pub fn new(platform: usize, device: usize) -> Result<OclRuntime, DeviceError> {
-        let _one = DISCOVERY.lock().unwrap_or_else(|e| e.into_inner());
-        let plats = Platform::list();
-        if plats.is_empty() {
-            return Err(DeviceError::Backend(
-                "no OpenCL platform found: install one (e.g. Debian's pocl-opencl-icd)".into(),
-            ));
-        }
-        let plat = *plats.get(platform).ok_or_else(|| {
-            DeviceError::BadOption(format!(
-                "no OpenCL platform {platform}: there are {}",
-                plats.len()
-            ))
-        })?;
-        let devs = Device::list_all(plat).map_err(backend)?;
-        let dev = *devs.get(device).ok_or_else(|| {
-            DeviceError::BadOption(format!(
-                "no device {device} on OpenCL platform {platform}: it has {}",
-                devs.len()
-            ))
-        })?;
-        let (context, context_id) = {
-            let mut contexts = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
-            match contexts
-                .iter()
-                .position(|(at, _)| *at == (platform, device))
-            {
-                Some(i) => (contexts[i].1.clone(), i as u64),
-                None => {
-                    let c = Context::builder()
-                        .platform(plat)
-                        .devices(dev)
-                        .build()
-                        .map_err(backend)?;
-                    contexts.push(((platform, device), c.clone()));
-                    (c, contexts.len() as u64 - 1)
-                }
-            }
-        };
-        let queue =
-            Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE)).map_err(backend)?;
-        let side =
-            Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE)).map_err(backend)?;
-        let name = dev.name().unwrap_or_else(|_| "?".into());
-        let gpu = matches!(
-            dev.info(ocl::enums::DeviceInfo::Type),
-            Ok(ocl::enums::DeviceInfoResult::Type(t)) if t.contains(ocl::flags::DEVICE_TYPE_GPU)
-        );
+        let opened = open(platform, device)?;
         Ok(OclRuntime {
-            desc: format!("opencl:platform={platform},device={device} ({name})"),
-            device: dev,
-            context,
-            context_id,
-            queue,
-            side,
-            gpu,
+            desc: format!(
+                "opencl:platform={platform},device={device} ({})",
+                opened.name
+            ),
+            device: opened.device,
+            context: opened.context,
+            context_id: opened.context_id,
+            queue: opened.queue,
+            side: opened.side,
+            gpu: opened.gpu,
         })
     }
-}
 
-impl OclRuntime {
-    /// `source` built for this device with the dialect's options (IEEE
-    /// division for results bit-identical to the CPU), falling back to none
-    /// only for devices that reject them.
-    fn program(&self, source: &str) -> Result<Program, DeviceError> {
-        let options = Self::DIALECT.compiler_options().join(" ");
-        let build = |opts: &str| {
-            Program::builder()
-                .src(source)
-                .devices(self.device)
-                .cmplr_opt(opts)
-                .build(&self.context)
-        };
-        build(&options).or_else(|_| build("")).map_err(backend)
-    }
-
-    /// A built kernel with its work-group hints on this device.
-    fn hinted(&self, k: ocl::Kernel) -> Result<Compiled<ocl::Kernel>, DeviceError> {
-        use ocl::enums::{KernelWorkGroupInfo as Wg, KernelWorkGroupInfoResult as WgR};
-        let multiple = match k.wg_info(self.device, Wg::PreferredWorkGroupSizeMultiple) {
-            Ok(WgR::PreferredWorkGroupSizeMultiple(m)) => m,
-            _ => 0,
-        };
-        let max = match k.wg_info(self.device, Wg::WorkGroupSize) {
-            Ok(WgR::WorkGroupSize(m)) => m,
-            _ => 0,
-        };
-        Ok(Compiled {
-            kernel: k,
-            hints: GroupHints { multiple, max },
-        })
+    /// Where this device builds its kernels.
+    fn target(&self) -> Target<'_> {
+        Target {
+            device: self.device,
+            context: &self.context,
+            queue: &self.queue,
+        }
     }
 
     /// Launches with the work-group shapes of a GPU (`true`) or of a CPU
@@ -290,29 +194,7 @@ impl DeviceRuntime for OclRuntime {
     }
 
     fn compile(&mut self, source: &str) -> Result<Compiled<ocl::Kernel>, DeviceError> {
-        let program = self.program(source)?;
-        // The builder wants every argument declared, in the ABI's order.
-        let mut b = ocl::Kernel::builder();
-        b.program(&program)
-            .name(KERNEL_NAME)
-            .queue(self.queue.clone());
-        for (_, kind) in ARGS {
-            match kind {
-                ArgKind::Buffer(_) => b.arg(None::<&Buffer<u8>>),
-                ArgKind::Long(_) => b.arg(0i64),
-            };
-        }
-        // Auxiliary field buffers follow the ABI's arguments: as many as
-        // the compiled kernel declares beyond them.
-        let probe = ocl::core::create_kernel(&program, KERNEL_NAME).map_err(backend)?;
-        let declared = match ocl::core::get_kernel_info(&probe, ocl::enums::KernelInfo::NumArgs) {
-            Ok(ocl::enums::KernelInfoResult::NumArgs(n)) => n as usize,
-            _ => ARGS.len(),
-        };
-        for _ in ARGS.len()..declared {
-            b.arg(None::<&Buffer<u8>>);
-        }
-        self.hinted(b.build().map_err(backend)?)
+        self.target().step_kernel(source)
     }
 
     fn fused_limits(&self) -> Option<FusedLimits> {
@@ -338,16 +220,7 @@ impl DeviceRuntime for OclRuntime {
         source: &str,
         longs: usize,
     ) -> Result<Compiled<ocl::Kernel>, DeviceError> {
-        let program = self.program(source)?;
-        let mut b = ocl::Kernel::builder();
-        b.program(&program)
-            .name(FUSED_KERNEL_NAME)
-            .queue(self.queue.clone());
-        b.arg(None::<&Buffer<u8>>).arg(None::<&Buffer<u8>>);
-        for _ in 0..longs {
-            b.arg(0i64);
-        }
-        self.hinted(b.build().map_err(backend)?)
+        self.target().fused_kernel(source, longs)
     }
 
     unsafe fn launch_fused(
