@@ -1,5 +1,6 @@
 //! EPSILOD's basic stencils (reference.md §1) and their boundary values.
 
+use crate::formula::Formula;
 use crate::spec::StencilSpec;
 use std::fmt;
 
@@ -17,16 +18,6 @@ pub enum Library {
     S3dnc12,
     S3df7,
     S4d8,
-}
-
-/// A stencil's weight as a function of the offset.
-type WeightFn = Box<dyn Fn(&[i64]) -> f64>;
-
-/// Number of non-zero components of an offset, and the one absolute value if
-/// it lies on an axis.
-fn axis_reach(o: &[i64]) -> Option<i64> {
-    let nz: Vec<i64> = o.iter().filter(|&&x| x != 0).copied().collect();
-    (nz.len() == 1).then(|| nz[0].abs())
 }
 
 impl Library {
@@ -73,62 +64,64 @@ impl Library {
         }
     }
 
-    /// Shape, weights and factor as in reference.md §1.
+    /// Shape, weights and factor as in reference.md §1: the
+    /// [`formula`](Self::formula)'s.
     pub fn spec(self) -> StencilSpec {
-        let n = self.ndims();
-        let (r, low_only) = match self {
-            Library::S1dnc4 | Library::S2dnc8 | Library::S3dnc12 => (2, false),
-            Library::S2df5 | Library::S3df7 => (2, true),
-            _ => (1, false),
+        self.formula().spec(self.name())
+    }
+
+    /// The update in reference.md §1's evaluation order: the one definition
+    /// the weights, the device code and the checks of the specialised
+    /// kernels come from.
+    pub fn formula(self) -> Formula {
+        let nd = self.ndims();
+        let at = Formula::at;
+        // The unit offsets `k` away along every axis: dimension 0 below,
+        // above, dimension 1 below, above, ...
+        let axis = |nd: usize, k: i64| {
+            Formula::sum((0..2 * nd).map(|i| {
+                let mut o = vec![0; nd];
+                o[i / 2] = if i % 2 == 0 { -k } else { k };
+                Formula::At(o)
+            }))
         };
-        let low = vec![r; n];
-        let high = if low_only { vec![0; n] } else { vec![r; n] };
-        let (factor, weight): (f64, WeightFn) = match self {
-            Library::S1dc2 | Library::S2d4 | Library::S3d6 | Library::S4d8 => (
-                2.0 * n as f64,
-                Box::new(|o| if axis_reach(o) == Some(1) { 1.0 } else { 0.0 }),
-            ),
-            Library::S1dnc4 => (
-                3.0,
-                Box::new(|o| [0.5, 1.0, 0.0, 1.0, 0.5][(o[0] + 2) as usize]),
-            ),
-            Library::S2d8 => (
-                20.0,
-                Box::new(|o| match (o[0].abs(), o[1].abs()) {
-                    (0, 0) => 0.0,
-                    (1, 1) => 1.0,
-                    _ => 4.0,
-                }),
-            ),
-            Library::S2dnc8 | Library::S3dnc12 => {
-                let near = if n == 2 { 4.0 } else { 6.0 };
-                (
-                    if n == 2 { 20.0 } else { 42.0 },
-                    Box::new(move |o| match axis_reach(o) {
-                        Some(1) => near,
-                        Some(2) => 1.0,
-                        _ => 0.0,
-                    }),
-                )
+        match self {
+            Library::S1dc2 | Library::S2d4 | Library::S3d6 | Library::S4d8 => {
+                axis(nd, 1).over(2.0 * nd as f64)
             }
-            Library::S2df5 | Library::S3df7 => (
-                if n == 2 { 6.5 } else { 9.5 },
-                Box::new(|o| {
-                    if o.iter().all(|&x| x == -1) {
-                        0.5
-                    } else {
-                        match axis_reach(o) {
-                            Some(1) => 2.0,
-                            Some(2) => 1.0,
-                            _ => 0.0,
-                        }
-                    }
-                }),
-            ),
-            Library::S3d27 => (27.0, Box::new(|_| 1.0)),
-        };
-        StencilSpec::from_fn(self.name(), low, high, factor, weight)
-            .expect("library stencils are valid")
+            // In double whatever the cell type, as EPSILOD computes it.
+            Library::S1dnc4 => Formula::sum([
+                Formula::sum([at(&[-2]), at(&[2])]).in_double().times(0.5),
+                at(&[-1]).in_double(),
+                at(&[1]).in_double(),
+            ])
+            .over(3.0),
+            Library::S2d8 => Formula::sum([
+                axis(2, 1).times(4.0),
+                Formula::sum([at(&[-1, -1]), at(&[1, -1]), at(&[-1, 1]), at(&[1, 1])]),
+            ])
+            .over(20.0),
+            Library::S2dnc8 => Formula::sum([axis(2, 2), axis(2, 1).times(4.0)]).over(20.0),
+            Library::S3dnc12 => Formula::sum([axis(3, 2), axis(3, 1).times(6.0)]).over(42.0),
+            Library::S2df5 => Formula::sum([
+                Formula::sum([at(&[-1, 0]), at(&[0, -1])]).times(2.0),
+                Formula::sum([at(&[-2, 0]), at(&[0, -2])]),
+                at(&[-1, -1]).times(0.5),
+            ])
+            .over(6.5),
+            Library::S3df7 => Formula::sum([
+                Formula::sum([at(&[-1, 0, 0]), at(&[0, -1, 0]), at(&[0, 0, -1])]).times(2.0),
+                at(&[-2, 0, 0]),
+                at(&[0, -2, 0]),
+                at(&[0, 0, -2]),
+                at(&[-1, -1, -1]).times(0.5),
+            ])
+            .over(9.5),
+            Library::S3d27 => Formula::sum(
+                (0..27).map(|k| Formula::At(vec![k / 9 - 1, (k / 3) % 3 - 1, k % 3 - 1])),
+            )
+            .over(27.0),
+        }
     }
 }
 

@@ -63,6 +63,40 @@ proptest! {
         prop_assert_eq!(bits(&got), bits(&want));
     }
 
+    /// The specialised kernels against their stencil's formula, the one
+    /// definition their device code is written from, in both cell types.
+    #[test]
+    fn specialised_matches_its_formula(which in 0usize..11, raw in prop::collection::vec(0usize..12, 4),
+                                       iters in 1usize..4, seed in any::<u64>()) {
+        let lib = Library::ALL[which];
+        let spec = lib.spec();
+        let sizes = sizes_for(lib, &raw);
+        let formula = lib.formula();
+        let init = |i: &[i64]| hash(i, seed);
+        let got = run_tiles(&Specialized::<f32>::new(lib), &sizes, &spec.low, &spec.high, iters, init);
+        let want = reference::run(&sizes, &spec.low, &spec.high, iters, init, |x| formula.value::<f32>(x));
+        prop_assert_eq!(bits(&got), bits(&want));
+        let init = |i: &[i64]| hash(i, seed) as f64 / 3.0;
+        let got = run_tiles(&Specialized::<f64>::new(lib), &sizes, &spec.low, &spec.high, iters, init);
+        let want = reference::run(&sizes, &spec.low, &spec.high, iters, init, |x| formula.value::<f64>(x));
+        let bits64 = |a: &ndarray::ArrayD<f64>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        prop_assert_eq!(bits64(&got), bits64(&want));
+    }
+
+    /// The weighted form of a formula is the generic kernel's formula.
+    #[test]
+    fn weighted_formula_is_the_generic_order(which in 0usize..11, raw in prop::collection::vec(0usize..12, 4),
+                                             seed in any::<u64>()) {
+        let lib = Library::ALL[which];
+        let spec = lib.spec();
+        let sizes = sizes_for(lib, &raw);
+        let init = |i: &[i64]| hash(i, seed);
+        let weighted = Formula::weighted(&spec);
+        let got = reference::run(&sizes, &spec.low, &spec.high, 2, init, |x| weighted.value::<f32>(x));
+        let want = reference::run(&sizes, &spec.low, &spec.high, 2, init, reference::generic_formula::<f32>(&spec));
+        prop_assert_eq!(bits(&got), bits(&want));
+    }
+
     #[test]
     fn generic_matches_generic_reference(which in 0usize..11, raw in prop::collection::vec(0usize..12, 4),
                                          iters in 1usize..4, seed in any::<u64>()) {

@@ -1,156 +1,24 @@
-//! The library stencils and the generic kernel as device kernels, written
-//! once for every dialect. Expressions follow reference.md §1's evaluation
-//! order, as the CPU specialised kernels do; with contraction off and
-//! correctly rounded division the results are bit-identical.
+//! The library stencils and the generic kernel as device kernels: their
+//! [`Formula`]s, written in C by the [emitter](super::emit). Expressions
+//! follow reference.md §1's evaluation order, as the CPU specialised
+//! kernels do; with contraction off and correctly rounded division the
+//! results are bit-identical.
 
-use super::{CellDecl, DeviceKernel, DeviceScalar};
+use super::emit::expression::formula_kernel;
+use super::{DeviceKernel, DeviceScalar};
+use crate::formula::Formula;
 use crate::library::Library;
 use crate::spec::StencilSpec;
 
-/// `src[c + (o0L) * s? + ...]`: the neighbour at `off` of an `nd`-dimensional
-/// stencil, whose dimension d is the normalised dimension `4 - nd + d`.
-pub(crate) fn neighbour(off: &[i64]) -> String {
-    x(off)
-}
-
-fn x(off: &[i64]) -> String {
-    read_at("src", off)
-}
-
-/// `buf[c + ...]`: buffer `buf` (`src`, an auxiliary field `aux0`, ...) at
-/// `off` from the thread's cell; every buffer has the grid's geometry.
-pub(crate) fn read_at(buf: &str, off: &[i64]) -> String {
-    format!("{buf}[{}]", index_at(off))
-}
-
-/// `c + (o0L) * s? + ...`: the index of the cell at `off` from the
-/// thread's cell.
-pub(crate) fn index_at(off: &[i64]) -> String {
-    let nd = off.len();
-    let mut terms = String::new();
-    for (d, &o) in off.iter().enumerate() {
-        if o != 0 {
-            terms += &format!(" + ({o}L) * s{}", super::abi::DIMS - nd + d);
-        }
-    }
-    format!("c{terms}")
-}
-
-/// Unit offsets `k` away along every axis: dimension 0 below, above,
-/// dimension 1 below, above, ...
-fn axis(nd: usize, k: i64) -> Vec<String> {
-    let mut v = Vec::new();
-    for d in 0..nd {
-        for s in [-k, k] {
-            let mut o = vec![0; nd];
-            o[d] = s;
-            v.push(x(&o));
-        }
-    }
-    v
-}
-
-fn sum(v: &[String]) -> String {
-    v.join(" + ")
-}
-
-fn kernel<T: DeviceScalar>(expr: &str, fp64: bool) -> DeviceKernel {
-    DeviceKernel::generated(
-        CellDecl::scalar::<T>(),
-        format!("    dst[c] = {expr};\n"),
-        fp64,
-    )
-}
-
 /// The specialised kernel of a library stencil for cells of type `T`.
 pub fn library<T: DeviceScalar>(lib: Library) -> DeviceKernel {
-    let c = |v: f64| T::literal_of(v);
-    let nd = lib.ndims();
-    let expr = match lib {
-        Library::S1dc2 | Library::S2d4 | Library::S3d6 | Library::S4d8 => {
-            format!("({}) / {}", sum(&axis(nd, 1)), c(2.0 * nd as f64))
-        }
-        Library::S1dnc4 => {
-            // In double whatever the cell type, as the CPU kernel computes it.
-            let v = format!(
-                "(0.5 * (double)({} + {}) + (double){} + (double){}) / 3.0",
-                x(&[-2]),
-                x(&[2]),
-                x(&[-1]),
-                x(&[1])
-            );
-            return kernel::<T>(&format!("(cell)({v})"), true);
-        }
-        Library::S2d8 => format!(
-            "({} * ({}) + ({} + {} + {} + {})) / {}",
-            c(4.0),
-            sum(&axis(2, 1)),
-            x(&[-1, -1]),
-            x(&[1, -1]),
-            x(&[-1, 1]),
-            x(&[1, 1]),
-            c(20.0)
-        ),
-        Library::S2dnc8 => format!(
-            "(({}) + {} * ({})) / {}",
-            sum(&axis(2, 2)),
-            c(4.0),
-            sum(&axis(2, 1)),
-            c(20.0)
-        ),
-        Library::S3dnc12 => format!(
-            "(({}) + {} * ({})) / {}",
-            sum(&axis(3, 2)),
-            c(6.0),
-            sum(&axis(3, 1)),
-            c(42.0)
-        ),
-        Library::S2df5 => format!(
-            "({} * ({} + {}) + ({} + {}) + {} * {}) / {}",
-            c(2.0),
-            x(&[-1, 0]),
-            x(&[0, -1]),
-            x(&[-2, 0]),
-            x(&[0, -2]),
-            c(0.5),
-            x(&[-1, -1]),
-            c(6.5)
-        ),
-        Library::S3df7 => format!(
-            "({} * ({} + {} + {}) + {} + {} + {} + {} * {}) / {}",
-            c(2.0),
-            x(&[-1, 0, 0]),
-            x(&[0, -1, 0]),
-            x(&[0, 0, -1]),
-            x(&[-2, 0, 0]),
-            x(&[0, -2, 0]),
-            x(&[0, 0, -2]),
-            c(0.5),
-            x(&[-1, -1, -1]),
-            c(9.5)
-        ),
-        Library::S3d27 => {
-            let all: Vec<String> = (0..27)
-                .map(|k| x(&[k / 9 - 1, (k / 3) % 3 - 1, k % 3 - 1]))
-                .collect();
-            format!("({}) / {}", sum(&all), c(27.0))
-        }
-    };
-    kernel::<T>(&expr, false)
+    formula_kernel::<T>(&lib.formula())
 }
 
 /// The generic kernel: weights times neighbours in lexicographic order, from
 /// the first term, then divided by the factor (as the CPU generic kernel).
 pub fn generic<T: DeviceScalar>(spec: &StencilSpec) -> DeviceKernel {
-    let terms: Vec<String> = spec
-        .terms()
-        .iter()
-        .map(|(o, w)| format!("{} * {}", T::literal_of(*w), x(o)))
-        .collect();
-    kernel::<T>(
-        &format!("({}) / {}", sum(&terms), T::literal_of(spec.factor)),
-        false,
-    )
+    formula_kernel::<T>(&Formula::weighted(spec))
 }
 
 #[cfg(test)]
@@ -190,5 +58,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// CUDA cannot run here, so the text of the library stencil that steps
+    /// into double is pinned in full.
+    #[test]
+    fn the_cuda_text_of_1dnc4_is_pinned() {
+        let pinned = r#"#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+typedef long long index_t;
+typedef float cell;
+static __device__ __forceinline__ void epsilod_stencil_cell(const cell* __restrict__ src, cell* __restrict__ dst, const index_t base, const index_t s0, const index_t s1, const index_t s2, const index_t n0, const index_t n1, const index_t n2, const index_t n3, const index_t o0, const index_t o1, const index_t o2, const index_t o3, const index_t np, const index_t i3, const index_t i2, const index_t z, const index_t c)
+{
+    const index_t s3 = 1;
+    dst[c] = (cell)((0.5 * (double)(src[c + (-2L) * s3] + src[c + (2L) * s3]) + (double)src[c + (-1L) * s3] + (double)src[c + (1L) * s3]) / 3.0);
+}
+extern "C" __global__ void epsilod_stencil(const cell* __restrict__ src, cell* __restrict__ dst, const index_t base, const index_t s0, const index_t s1, const index_t s2, const index_t n0, const index_t n1, const index_t n2, const index_t n3, const index_t o0, const index_t o1, const index_t o2, const index_t o3, const index_t np)
+{
+    const index_t i3 = ((long long)blockIdx.x * (long long)blockDim.x + (long long)threadIdx.x);
+    const index_t z = ((long long)blockIdx.z * (long long)blockDim.z + (long long)threadIdx.z);
+    if (i3 >= n3 || z >= n0 * n1) return;
+    const unsigned int ny = gridDim.y * blockDim.y;
+    const unsigned int rows = ((unsigned int)n2 + ny - 1) / ny;
+    const index_t first = ((long long)blockIdx.y * (long long)blockDim.y + (long long)threadIdx.y) * (index_t)rows;
+    const index_t last = first + (index_t)rows < n2 ? first + (index_t)rows : n2;
+    const unsigned int zu = (unsigned int)z, n1u = (unsigned int)n1;
+    const index_t column = base + (index_t)(zu / n1u) * s0 + (index_t)(zu % n1u) * s1 + i3;
+    #pragma unroll 4
+    for (index_t i2 = first; i2 < last; i2++)
+        epsilod_stencil_cell(src, dst, base, s0, s1, s2, n0, n1, n2, n3, o0, o1, o2, o3, np, i3, i2, z, column + i2 * s2);
+}
+"#;
+        assert_eq!(
+            library::<f32>(Library::S1dnc4).source(Dialect::Cuda),
+            pinned
+        );
+        // A group kept as the reference writes it, redundant or not.
+        let s = library::<f32>(Library::S2dnc8).source(Dialect::Cuda);
+        assert!(s.contains("dst[c] = ((src[c + (-2L) * s2] + src[c + (2L) * s2] + src[c + (-2L) * s3] + src[c + (2L) * s3]) + 4.0f * (src[c + (-1L) * s2]"), "{s}");
     }
 }

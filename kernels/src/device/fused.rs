@@ -29,7 +29,8 @@
 //! group are constants of the source ([`FusedShape`]); the source's first
 //! line states them.
 
-use super::{parameters_named, DeviceKernel, Dialect};
+use super::emit::parameters_named;
+use super::{DeviceKernel, Dialect};
 use std::fmt::Write as _;
 use std::ops::Range;
 

@@ -28,17 +28,18 @@
 pub mod build;
 mod eval;
 mod fused;
-mod parse;
+pub(crate) mod parse;
 mod rows;
 
 use crate::cell::Real;
-use crate::device::{CellDecl, DeviceKernel, DeviceScalar};
+use crate::device::emit::expression::{spec_kernel, SpecBody};
+use crate::device::DeviceKernel;
 use crate::error::SpecError;
 use crate::frame::Frame;
 use crate::kernel::{AuxField, Kernel};
 use crate::spec::check_extents;
 use hitmap::Footprint;
-use parse::{Arith, Compare, Func, Kind, Scope};
+use parse::{Kind, Scope};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::ops::{Neg, Range, Sub};
@@ -690,77 +691,6 @@ impl<C: ExprCell> ExprKernel<C> {
     }
 }
 
-/// `e` in C, fully parenthesised, for an `nd`-dimensional kernel whose
-/// cells are arrays (`array`, components `.d[k]`) or scalars.
-fn c<T: Math>(e: &Expr, nd: usize, array: bool) -> String {
-    let sub = |e: &Expr| c::<T>(e, nd, array);
-    let part = |k: &usize| {
-        if array {
-            format!(".d[{k}]")
-        } else {
-            String::new()
-        }
-    };
-    let arith = |op: Arith| match op {
-        Arith::Add => "+",
-        Arith::Sub => "-",
-        Arith::Mul => "*",
-        Arith::Div => "/",
-    };
-    let compare = |op: Compare| match op {
-        Compare::Lt => "<",
-        Compare::Le => "<=",
-        Compare::Gt => ">",
-        Compare::Ge => ">=",
-        Compare::Eq => "==",
-        Compare::Ne => "!=",
-    };
-    match e {
-        Expr::Num(v) => T::literal_of(*v),
-        // Array cells through the accessors, so the body runs in planes.
-        Expr::Cell(o, k) if array => {
-            format!("PART_AT(src, {}, {k})", crate::device::exprs::index_at(o))
-        }
-        Expr::Cell(o, k) => crate::device::exprs::neighbour(o) + &part(k),
-        Expr::Let(i) => format!("l{i}"),
-        // Read before the body writes `dst[c]`: the level before `src`.
-        Expr::Old2(k) => "old2".to_string() + &part(k),
-        Expr::Size(_) => unreachable!("ExprKernel::new refuses unbound sizes"),
-        Expr::Aux(i, o) => crate::device::exprs::read_at(&format!("aux{i}"), o),
-        Expr::Global(d) => {
-            // The thread's position along normalised dimension `n`, as the
-            // prologue lays the grid out, plus the region's global origin.
-            let n = crate::device::abi::DIMS - nd + d;
-            let at = match n {
-                3 => "i3",
-                2 => "i2",
-                1 => "(z % n1)",
-                _ => "(z / n1)",
-            };
-            format!("(({})(o{n} + {at}))", T::C_TYPE)
-        }
-        Expr::Neg(a) => format!("(-{})", sub(a)),
-        Expr::Not(a) => format!("(!{})", sub(a)),
-        Expr::Arith(op, a, b) => format!("({} {} {})", sub(a), arith(*op), sub(b)),
-        Expr::Compare(op, a, b) => {
-            format!("({} {} {})", sub(a), compare(*op), sub(b))
-        }
-        Expr::And(a, b) => format!("({} && {})", sub(a), sub(b)),
-        Expr::Or(a, b) => format!("({} || {})", sub(a), sub(b)),
-        Expr::Select(k, a, b) => format!("({} ? {} : {})", sub(k), sub(a), sub(b)),
-        Expr::Call(f, args) => {
-            let name = match f {
-                Func::Sqrt => "sqrt",
-                Func::Abs => "fabs",
-                Func::Min => "fmin",
-                Func::Max => "fmax",
-            };
-            let args: Vec<String> = args.iter().map(sub).collect();
-            format!("{name}({})", args.join(", "))
-        }
-    }
-}
-
 impl<C: ExprCell> Kernel<C> for ExprKernel<C> {
     fn name(&self) -> &str {
         &self.spec.name
@@ -803,47 +733,22 @@ impl<C: ExprCell> Kernel<C> for ExprKernel<C> {
     }
 
     fn device_kernel(&self) -> Option<DeviceKernel> {
-        type R<C> = <C as ExprCell>::Real;
-        let nd = self.spec.ndims();
-        let array = self.spec.components.is_some();
-        let c = |e: &Expr| c::<R<C>>(e, nd, array);
-        let mut body = String::new();
-        if self.spec.reads_previous() {
-            body += if array {
-                "    const cell old2 = CELL_AT(dst, c);\n"
-            } else {
-                "    const cell old2 = dst[c];\n"
-            };
-        }
-        for (i, (name, e, cond)) in self.spec.lets.iter().enumerate() {
-            let ty = if *cond { "int" } else { R::<C>::C_TYPE };
-            body += &format!("    const {ty} l{i} = {}; /* {name} */\n", c(e));
-        }
-        let cell = match self.spec.components {
-            None => {
-                body += &format!("    dst[c] = {};\n", c(&self.spec.update[0]));
-                CellDecl::scalar::<R<C>>()
-            }
-            Some(n) => {
-                // Built in registers and stored as one cell, as the
-                // hand-written array-cell bodies do.
-                body += "    cell out;\n";
-                for (k, e) in self.spec.update.iter().enumerate() {
-                    body += &format!("    out.d[{k}] = {};\n", c(e));
-                }
-                body += "    CELL_PUT(dst, c, out);\n";
-                CellDecl::array::<R<C>>(n)
-            }
-        };
-        // Array cells go only through the accessors: in planes on GPUs.
-        let kernel = DeviceKernel::generated(cell, body, false).with_aux(self.aux.len());
-        Some(if array { kernel.with_planes() } else { kernel })
+        Some(spec_kernel::<C::Real>(&SpecBody {
+            ndims: self.spec.ndims(),
+            lets: &self.spec.lets,
+            update: &self.spec.update,
+            components: self.spec.components,
+            reads_previous: self.spec.reads_previous(),
+            aux: self.aux.len(),
+        }))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::parse::{Arith, Compare, Func};
     use super::*;
+    use crate::device::CellDecl;
     use crate::device::Dialect;
     use crate::kernel::launch_serial;
     use crate::{Generic, Library, Specialized};
