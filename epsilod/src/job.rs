@@ -3,11 +3,12 @@
 //! `Job` trait through which a run's virtual processes talk, whether in
 //! one process or across MPI ranks.
 
-use crate::error::{RunError, VpError};
+use crate::error::{chain, RunError, VpError};
 use crate::report::Report;
 use crate::results::VpResult;
 use hitmap::Transport;
 use kernels::Cell;
+use serde::{Deserialize, Serialize};
 
 /// What a run needs to know about the job.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,6 +130,38 @@ pub(crate) fn rank_share(info: &JobInfo, rank: usize, cores: usize) -> usize {
     (cores / n + usize::from(i < cores % n)).max(1)
 }
 
+/// What a rank offers the agreement round before ranks go on together
+/// (see [`Cluster::agree`](crate::Cluster::agree)); sent to every rank as
+/// it is, so it stays plain data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Readiness {
+    /// Ready to start what this fingerprint describes (empty where the
+    /// ranks only agree to go on).
+    Ready(String),
+    /// Cannot start: its error, causes included, in one line.
+    Failed(String),
+}
+
+impl Readiness {
+    /// Ready, with nothing to compare beyond that.
+    pub fn ready() -> Readiness {
+        Readiness::Ready(String::new())
+    }
+
+    /// Cannot start because of `error`.
+    pub fn failed(error: &(dyn std::error::Error + 'static)) -> Readiness {
+        Readiness::Failed(chain(error))
+    }
+
+    /// Ready where `checked` is a value, failed with its error otherwise.
+    pub fn of<V, E: std::error::Error + 'static>(checked: &Result<V, E>) -> Readiness {
+        match checked {
+            Ok(_) => Readiness::ready(),
+            Err(e) => Readiness::failed(e),
+        }
+    }
+}
+
 /// The processes a run spans and how they talk.
 pub(crate) trait Job<T: Cell>: Sync {
     /// A virtual process's end of the transport.
@@ -137,7 +170,7 @@ pub(crate) trait Job<T: Cell>: Sync {
     /// This process's place in the job.
     fn info(&self) -> &JobInfo;
     /// Every rank offers its view of the run; all get the same verdict.
-    fn agree(&self, mine: Result<String, String>) -> Result<(), RunError>;
+    fn agree(&self, mine: Readiness) -> Result<(), RunError>;
     /// Called once the owner of every virtual process is agreed.
     fn place(&self, owners: &[usize]) -> Result<(), RunError>;
     /// Virtual process `p`'s endpoint, made in the thread that will use it.

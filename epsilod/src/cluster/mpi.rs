@@ -8,7 +8,7 @@
 
 use super::print_error;
 use crate::error::{chain, RunError, VpError};
-use crate::job::{Job, JobInfo, Wait};
+use crate::job::{Job, JobInfo, Readiness, Wait};
 use crate::report::Report;
 use crate::results::{VpMeta, VpResult};
 use hitmap::{MpiTransport, Placement, MAX_TAG};
@@ -43,7 +43,7 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
         self.info
     }
 
-    fn agree(&self, mine: Result<String, String>) -> Result<(), RunError> {
+    fn agree(&self, mine: Readiness) -> Result<(), RunError> {
         super::agree(self.info, mine)
     }
 
