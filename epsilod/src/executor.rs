@@ -9,7 +9,7 @@ use crate::cluster;
 use crate::cores::{busy_threads, pin_cores};
 use crate::devices::{share_cores, DeviceKind};
 use crate::error::{RunError, SetupError, VpError};
-use crate::job::{all_cores, cores_here, my_cores, Job, JobInfo, Readiness, Wait};
+use crate::job::{all_cores, cores_here, my_cores, Job, JobInfo, Readiness, WaitPolicy};
 use crate::peer_mail::PeerMail;
 use crate::plan::RunPlan;
 use crate::report::Report;
@@ -119,7 +119,7 @@ fn run_local<T: Cell, J: Job<T>>(
             .collect::<Vec<_>>(),
         cores,
     );
-    let wait = Wait::for_threads(busy_threads(&specs), cores);
+    let wait = WaitPolicy::for_threads(busy_threads(&specs), cores);
     tracing::debug!(
         "{cores} core(s) here, devices [{}]; virtual processes wait by {wait:?}",
         specs
@@ -288,7 +288,7 @@ impl<T: Cell> Job<T> for LocalJob<T> {
         Ok(())
     }
 
-    fn endpoint(&self, p: usize, wait: Wait) -> Result<InProcess<T>, VpError> {
+    fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<InProcess<T>, VpError> {
         let mut ep = self
             .endpoints
             .lock()
@@ -297,8 +297,8 @@ impl<T: Cell> Job<T> for LocalJob<T> {
             .and_then(Option::take)
             .ok_or_else(|| VpError::Protocol(format!("no endpoint for virtual process {p}")))?;
         ep.set_spin(match wait {
-            Wait::PollThenBlock => hitmap::SPIN,
-            Wait::Block => Duration::ZERO,
+            WaitPolicy::PollThenBlock => hitmap::SPIN,
+            WaitPolicy::Block => Duration::ZERO,
         });
         Ok(ep)
     }
@@ -377,7 +377,7 @@ mod tests {
         fn place(&self, _owners: &[usize]) -> Result<(), RunError> {
             Ok(())
         }
-        fn endpoint(&self, p: usize, _wait: Wait) -> Result<InProcess<T>, VpError> {
+        fn endpoint(&self, p: usize, _wait: WaitPolicy) -> Result<InProcess<T>, VpError> {
             Ok(self.endpoints.lock().unwrap()[p].take().unwrap())
         }
         fn gather(

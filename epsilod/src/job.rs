@@ -53,11 +53,12 @@ impl JobInfo {
     }
 }
 
-/// This machine's name, without MPI.
+/// This machine's name, without MPI, as the OS gives it (the kernel's,
+/// else `/etc/hostname`).
 pub(crate) fn local_host() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "localhost".into())
@@ -70,7 +71,7 @@ pub fn all_cores() -> usize {
 
 /// How a virtual process waits for messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Wait {
+pub(crate) enum WaitPolicy {
     /// Poll briefly, then block: every thread of this process has a core,
     /// so polling takes nothing from anyone and saves a wake-up.
     PollThenBlock,
@@ -79,14 +80,14 @@ pub(crate) enum Wait {
     Block,
 }
 
-impl Wait {
+impl WaitPolicy {
     /// The policy for a process whose devices run `threads` threads in all
     /// on `cores` cores.
-    pub(crate) fn for_threads(threads: usize, cores: usize) -> Wait {
+    pub(crate) fn for_threads(threads: usize, cores: usize) -> WaitPolicy {
         if threads <= cores {
-            Wait::PollThenBlock
+            WaitPolicy::PollThenBlock
         } else {
-            Wait::Block
+            WaitPolicy::Block
         }
     }
 }
@@ -175,9 +176,9 @@ pub(crate) trait Job<T: Cell>: Sync {
     fn place(&self, owners: &[usize]) -> Result<(), RunError>;
     /// Virtual process `p`'s endpoint, made in the thread that will use it.
     /// `wait` says whether its receives may poll before they block (see
-    /// [`Wait`]); a transport whose waiting is not its own (MPI's progress
+    /// [`WaitPolicy`]); a transport whose waiting is not its own (MPI's progress
     /// engine) may ignore it.
-    fn endpoint(&self, p: usize, wait: Wait) -> Result<Self::Endpoint, VpError>;
+    fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<Self::Endpoint, VpError>;
     /// Whether a failure must be acted on at once (`on_failure`), because
     /// peers elsewhere could otherwise wait for it forever.
     fn fails_fast(&self) -> bool {
@@ -239,11 +240,11 @@ mod tests {
 
     #[test]
     fn waits_poll_only_while_every_thread_has_a_core() {
-        assert_eq!(Wait::for_threads(1, 2), Wait::PollThenBlock);
-        assert_eq!(Wait::for_threads(2, 2), Wait::PollThenBlock);
-        assert_eq!(Wait::for_threads(3, 2), Wait::Block);
+        assert_eq!(WaitPolicy::for_threads(1, 2), WaitPolicy::PollThenBlock);
+        assert_eq!(WaitPolicy::for_threads(2, 2), WaitPolicy::PollThenBlock);
+        assert_eq!(WaitPolicy::for_threads(3, 2), WaitPolicy::Block);
         // Two devices of 8 threads on 16 cores: 16 pool threads and the two
         // virtual-process threads beside them.
-        assert_eq!(Wait::for_threads(18, 16), Wait::Block);
+        assert_eq!(WaitPolicy::for_threads(18, 16), WaitPolicy::Block);
     }
 }

@@ -16,7 +16,7 @@ pub use crate::options::{HaloDepth, OnFailure, RunOptions};
 use crate::output::{OutputCell, Snapshots};
 use crate::plan::{self, Problem, RunPlan};
 use crate::report::FailureRecord;
-use crate::stencil::Stencil;
+use crate::stencil::{SnapshotFailure, Stencil};
 use hitmap::{Partition, Shape};
 use kernels::Cell;
 use kernels::DeviceKernel;
@@ -59,8 +59,8 @@ impl<T: Cell> Skeleton<T> {
     /// into the report (`cpu_seconds`), beside the wall time: what a
     /// scaling model fits compute on where devices outnumber cores. Off by
     /// default, since it costs two system calls per launch (and per pool
-    /// task): 0.6 µs each on a virtual machine, where 2d4 130² over two
-    /// devices took 7-10 µs an iteration with them and 4.3 µs without.
+    /// task), which small grids feel (docs/benchmarks.md, "Kernel CPU time
+    /// only when asked").
     pub fn cpu_time(mut self, on: bool) -> Self {
         self.options.cpu_time = on;
         self
@@ -68,8 +68,8 @@ impl<T: Cell> Skeleton<T> {
 
     /// Records at most `max` iterations one by one in the report (by
     /// default 2^20, fewer beyond four devices: 2^22 device-iterations in
-    /// all; a one-device run of a million iterations holds 210 MB, 350 MB when
-    /// it writes its report). A longer run records one iteration in each
+    /// all, so that the records and the report fit in memory). A longer run
+    /// records one iteration in each
     /// block of k, the smallest k that keeps within `max`
     /// (`summary.iterations_recorded_every`), at a place that varies from
     /// block to block so the sample never lines up with ALB windows or
@@ -99,7 +99,10 @@ impl<T: Cell> Skeleton<T> {
     pub fn snapshot(
         mut self,
         every: u64,
-        f: impl Fn(u64, ndarray::ArrayViewD<'_, T>) -> Result<(), String> + Send + Sync + 'static,
+        f: impl Fn(u64, ndarray::ArrayViewD<'_, T>) -> Result<(), SnapshotFailure>
+            + Send
+            + Sync
+            + 'static,
     ) -> Self {
         self.problem.snapshot = Some((every.max(1), Arc::new(f)));
         self
@@ -296,12 +299,13 @@ impl<T: Cell> Skeleton<T> {
     where
         T: OutputCell,
     {
-        s.check().map_err(SetupError::Snapshot)?;
+        s.check()?;
         let files = s.clone();
         Ok(self.snapshot(s.every, move |iter, grid| {
             let path = files.path(iter);
             Snapshots::make_dir(&path)?;
-            crate::output::write(&path, grid).map_err(|e| e.to_string())
+            crate::output::write(&path, grid)?;
+            Ok(())
         }))
     }
 

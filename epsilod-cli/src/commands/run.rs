@@ -253,7 +253,7 @@ fn aux_files(given: &[String], target: &Target, size: &[usize]) -> Result<AuxFil
         if out.iter().any(|(n, _)| n == name) {
             return Err(bad(format!("'{name}' is given twice")));
         }
-        let a = epsilod::npy::read_as_f32(Path::new(path)).map_err(bad)?;
+        let a = epsilod::npy::read_as_f32(Path::new(path)).map_err(|e| bad(e.to_string()))?;
         if a.shape() != size {
             return Err(bad(format!(
                 "the array is {:?}, the run's --size is {size:?}",

@@ -41,12 +41,15 @@ pub struct Cluster {
 /// `(rank, size)` when a launcher (OpenMPI's mpirun, a PMI-2 launcher such as
 /// `srun --mpi=pmi2` or MPICH's mpiexec) started
 /// this process as one of several, read from its environment, so it is
-/// known before (and without) MPI.
+/// known before (and without) MPI. The library's one read of the
+/// environment: [`Skeleton::run`](crate::Skeleton::run) in a process that
+/// never joined must still find out it is one of several ranks.
 pub fn launched() -> Option<(usize, usize)> {
     launched_from(|k| std::env::var(k).ok())
 }
 
-fn launched_from(var: impl Fn(&str) -> Option<String>) -> Option<(usize, usize)> {
+/// [`launched`] with the launcher's variables looked up by `var`.
+pub fn launched_from(var: impl Fn(&str) -> Option<String>) -> Option<(usize, usize)> {
     for (rank, size) in [
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
         ("PMI_RANK", "PMI_SIZE"),

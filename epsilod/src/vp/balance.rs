@@ -377,10 +377,8 @@ pub(super) struct AlbState {
 
 /// A heuristic check as the loop records it: the values keep their static
 /// names, so a check allocates no strings and no map;
-/// [`Check::into_record`] gives the report's form after the loop. (ALB's
-/// cost an iteration, one device beside an idle one on 130², 50000
-/// iterations: 1.0-1.1 us against 1.4-3.2 us with the report's form built
-/// at every check.)
+/// [`Check::into_record`] gives the report's form after the loop, since
+/// building it at every check was most of ALB's cost an iteration.
 pub(super) struct Check {
     iter: u64,
     decision: DecisionOutcome,

@@ -76,8 +76,8 @@ struct Vp<'a, T, X> {
     pending: Option<PendingBlock<T>>,
     /// Process 0: the last checkpoint's commit, waiting for its blocks.
     committing: Option<Committing>,
-    /// Snapshot buffers, touched at setup and reused (fresh pages cost
-    /// more than the copy: 48 ms of 64 MB).
+    /// Snapshot buffers, touched at setup and reused: fresh pages cost
+    /// more than the copy.
     snapshots: Vec<Vec<T>>,
     /// Halo messages sent.
     messages: u64,
@@ -93,7 +93,7 @@ struct Vp<'a, T, X> {
     /// reaches deep).
     depth: usize,
     /// How long receives poll before blocking while the device holds rows
-    /// (the process's policy, `cores::Wait`).
+    /// (the process's policy, `job::WaitPolicy`).
     spin: std::time::Duration,
 }
 
@@ -122,9 +122,8 @@ pub(crate) fn run<T: Cell, X: Transport<T>>(
 impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     /// Receives poll while this device holds no rows, whatever the
     /// process's policy, so the process whose times it waits for every
-    /// period never pays the wake-up of a blocked thread (measured on an
-    /// H200 beside a dropped 15-thread CPU device, blocking as 17 threads on
-    /// 16 cores: 5 us of a GPU's 0.17 ms iteration). Where that device's
+    /// period never pays the wake-up of a blocked thread, which shows
+    /// beside a GPU's short iterations. Where that device's
     /// own pool made the threads outnumber the cores, the pool is idle now
     /// and the poll takes no core from anyone; elsewhere it yields the core
     /// at every poll after the first 50 us.

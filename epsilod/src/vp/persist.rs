@@ -44,7 +44,12 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
             .run
             .assemble_blocks((0..layout.procs()).map(|q| (layout.block(q), parts[q].as_slice())));
         if let Some((_, f)) = &self.run.problem.snapshot {
-            f(iter, grid.view()).map_err(|why| self.fail(VpError::Snapshot { iter, why }))?;
+            f(iter, grid.view()).map_err(|e| {
+                self.fail(VpError::Snapshot {
+                    iter,
+                    why: e.to_string(),
+                })
+            })?;
         }
         Ok(())
     }
