@@ -181,7 +181,7 @@ pub fn load(path: &Path) -> Result<(usize, usize, Vec<f32>), String> {
                     "an image is a 2-d array with pixels, this one has shape {s:?}"
                 )),
             };
-            let a = epsilod::npy::read_as_f32(path)?;
+            let a = epsilod::npy::read_as_f32(path).map_err(|e| e.to_string())?;
             let (r, c) = two_d(a.shape())?;
             Ok((r, c, a.iter().copied().collect()))
         }

@@ -11,6 +11,7 @@ mod init;
 mod machine_file;
 mod plot;
 mod progress;
+mod run_env;
 mod sizes;
 mod stats;
 mod view;

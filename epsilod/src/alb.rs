@@ -74,10 +74,9 @@ pub struct Alb {
     pub drop_below: f64,
 }
 
-/// The default [`Alb::slab_bytes`]. Measured on the first rebalance of 2d4
-/// 8194^2 (59-100 MB moved), one message against slabs of 1 MiB: between two
-/// CPU devices 43-53 ms against 13-27 ms, from a PoCL device to a CPU
-/// device 47-69 against 13-17 ms (slabs of 256 KiB did as well as 1 MiB).
+/// The default [`Alb::slab_bytes`]: rows moved in slabs of this size
+/// overlap their sending and receiving, where one message moves them in
+/// series (docs/benchmarks.md, "Moved rows in slabs").
 pub const SLAB_BYTES: usize = 1 << 20;
 
 impl Alb {

@@ -4,9 +4,9 @@
 //!
 //! After a short warm-up at depth 1 (first touches of memory, kernels
 //! compiled at their first launch), the candidates take turns in rounds,
-//! a few iterations each, so that a slow phase of a shared machine (seen
-//! here: iterations alternating between 2.7 and 4.1 ms for tens of
-//! iterations at a time) falls on every candidate rather than on one; each
+//! a few iterations each, so that a slow phase of a shared machine (tens
+//! of slower iterations at a time) falls on every candidate rather than on
+//! one; each
 //! candidate is judged by its fastest period.
 
 /// The depths tried.

@@ -101,8 +101,8 @@ pub enum SetupError {
     #[error("{0}")]
     HaloDepth(String),
     /// Snapshots that could not be written.
-    #[error("{0}")]
-    Snapshot(String),
+    #[error(transparent)]
+    Snapshot(#[from] crate::output::SnapshotError),
     /// An app's input file that could not be read.
     #[error("cannot read {path}: {why}")]
     Input {

@@ -8,8 +8,8 @@
 use crate::cluster;
 use crate::cores::{busy_threads, pin_cores};
 use crate::devices::{share_cores, DeviceKind};
-use crate::error::{chain, RunError, SetupError, VpError};
-use crate::job::{all_cores, cores_here, my_cores, Job, JobInfo, Wait};
+use crate::error::{RunError, SetupError, VpError};
+use crate::job::{all_cores, cores_here, my_cores, Job, JobInfo, Readiness, WaitPolicy};
 use crate::peer_mail::PeerMail;
 use crate::plan::RunPlan;
 use crate::report::Report;
@@ -56,29 +56,27 @@ pub(crate) fn execute<T: Cell, J: Job<T>>(
         p.check_memory(&owners, job.info(), crate::memory::available())?;
         Ok((p, owners))
     });
-    let verdict = job.agree(
-        prepared
-            .as_ref()
-            .map(|(p, o)| p.fingerprint(o))
-            .map_err(|e| chain(e)),
-    );
+    let verdict = job.agree(match &prepared {
+        Ok((p, o)) => Readiness::Ready(p.fingerprint(o)),
+        Err(e) => Readiness::failed(e),
+    });
     let (plan, owners) = prepared?;
     verdict?;
     job.place(&owners)?;
     let rank = job.info().rank;
     let local: Vec<usize> = (0..owners.len()).filter(|&p| owners[p] == rank).collect();
     tracing::info!(
-        stencil = %plan.stencil.name,
-        iters = plan.iters,
-        partition = %plan.partition,
+        stencil = %plan.problem.stencil.name,
+        iters = plan.options.iters,
+        partition = %plan.options.partition,
         "starting on {} device(s), {} here",
-        plan.devices.len(),
+        plan.options.devices.len(),
         local.len()
     );
     for &p in &local {
         tracing::debug!(
             "virtual process {p}: {}, block {}",
-            plan.devices[p],
+            plan.options.devices[p],
             plan.layout.block(p)
         );
     }
@@ -97,7 +95,7 @@ pub(crate) fn execute<T: Cell, J: Job<T>>(
             })
         }
         None => Ok(Outcome {
-            grid: ArrayD::from_shape_vec(IxDyn(&vec![0; plan.size.len()]), Vec::new())
+            grid: ArrayD::from_shape_vec(IxDyn(&vec![0; plan.problem.size.len()]), Vec::new())
                 .expect("an empty array"),
             report: job.share(None)?,
             root: false,
@@ -117,11 +115,11 @@ fn run_local<T: Cell, J: Job<T>>(
     let specs = share_cores(
         &local
             .iter()
-            .map(|&p| plan.devices[p].clone())
+            .map(|&p| plan.options.devices[p].clone())
             .collect::<Vec<_>>(),
         cores,
     );
-    let wait = Wait::for_threads(busy_threads(&specs), cores);
+    let wait = WaitPolicy::for_threads(busy_threads(&specs), cores);
     tracing::debug!(
         "{cores} core(s) here, devices [{}]; virtual processes wait by {wait:?}",
         specs
@@ -130,7 +128,7 @@ fn run_local<T: Cell, J: Job<T>>(
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let pins = if plan.pin {
+    let pins = if plan.options.pin {
         let ids = core_affinity::get_core_ids()
             .unwrap_or_default()
             .into_iter()
@@ -140,13 +138,13 @@ fn run_local<T: Cell, J: Job<T>>(
     } else {
         vec![Vec::new(); specs.len()]
     };
-    if plan.pin {
+    if plan.options.pin {
         tracing::info!("pinned to cores {pins:?}");
     }
-    let mail = PeerMail::new(plan.devices.len());
+    let mail = PeerMail::new(plan.options.devices.len(), plan.options.host_halos);
     let panicked = |p: usize| RunError::Vp {
         vp: p,
-        device: plan.devices[p].to_string(),
+        device: plan.options.devices[p].to_string(),
         cause: VpError::Panicked,
     };
     std::thread::scope(|s| {
@@ -204,7 +202,7 @@ fn run_local<T: Cell, J: Job<T>>(
                 }
             }
         }
-        if plan.observer.is_some() || job.fails_fast() {
+        if plan.options.observer.is_some() || job.fails_fast() {
             let mut told = 0;
             while handles.iter().any(Option::is_some) {
                 for (i, h) in handles.iter_mut().enumerate() {
@@ -220,7 +218,7 @@ fn run_local<T: Cell, J: Job<T>>(
                     }
                 }
                 let done = progress.load(Ordering::Relaxed);
-                if let Some(f) = plan.observer.as_ref().filter(|_| done != told) {
+                if let Some(f) = plan.options.observer.as_ref().filter(|_| done != told) {
                     f(done);
                     told = done;
                 }
@@ -282,7 +280,7 @@ impl<T: Cell> Job<T> for LocalJob<T> {
         &self.info
     }
 
-    fn agree(&self, mine: Result<String, String>) -> Result<(), RunError> {
+    fn agree(&self, mine: Readiness) -> Result<(), RunError> {
         cluster::agree(&self.info, mine)
     }
 
@@ -290,7 +288,7 @@ impl<T: Cell> Job<T> for LocalJob<T> {
         Ok(())
     }
 
-    fn endpoint(&self, p: usize, wait: Wait) -> Result<InProcess<T>, VpError> {
+    fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<InProcess<T>, VpError> {
         let mut ep = self
             .endpoints
             .lock()
@@ -299,8 +297,8 @@ impl<T: Cell> Job<T> for LocalJob<T> {
             .and_then(Option::take)
             .ok_or_else(|| VpError::Protocol(format!("no endpoint for virtual process {p}")))?;
         ep.set_spin(match wait {
-            Wait::PollThenBlock => hitmap::SPIN,
-            Wait::Block => Duration::ZERO,
+            WaitPolicy::PollThenBlock => hitmap::SPIN,
+            WaitPolicy::Block => Duration::ZERO,
         });
         Ok(ep)
     }
@@ -366,13 +364,9 @@ mod tests {
         fn info(&self) -> &JobInfo {
             &self.info
         }
-        fn agree(&self, mine: Result<String, String>) -> Result<(), RunError> {
-            let bytes = serde_json::to_vec(&match mine {
-                Ok(s) => cluster::View::Ready(s),
-                Err(e) => cluster::View::Failed(e),
-            })
-            .unwrap();
-            let views: Vec<cluster::View> = self
+        fn agree(&self, mine: Readiness) -> Result<(), RunError> {
+            let bytes = serde_json::to_vec(&mine).unwrap();
+            let views: Vec<Readiness> = self
                 .all_gather(bytes)
                 .iter()
                 .map(|b| serde_json::from_slice(b).unwrap())
@@ -383,7 +377,7 @@ mod tests {
         fn place(&self, _owners: &[usize]) -> Result<(), RunError> {
             Ok(())
         }
-        fn endpoint(&self, p: usize, _wait: Wait) -> Result<InProcess<T>, VpError> {
+        fn endpoint(&self, p: usize, _wait: WaitPolicy) -> Result<InProcess<T>, VpError> {
             Ok(self.endpoints.lock().unwrap()[p].take().unwrap())
         }
         fn gather(

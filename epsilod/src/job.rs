@@ -3,11 +3,12 @@
 //! `Job` trait through which a run's virtual processes talk, whether in
 //! one process or across MPI ranks.
 
-use crate::error::{RunError, VpError};
+use crate::error::{chain, RunError, VpError};
 use crate::report::Report;
 use crate::results::VpResult;
 use hitmap::Transport;
 use kernels::Cell;
+use serde::{Deserialize, Serialize};
 
 /// What a run needs to know about the job.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,11 +53,12 @@ impl JobInfo {
     }
 }
 
-/// This machine's name, without MPI.
+/// This machine's name, without MPI, as the OS gives it (the kernel's,
+/// else `/etc/hostname`).
 pub(crate) fn local_host() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "localhost".into())
@@ -69,7 +71,7 @@ pub fn all_cores() -> usize {
 
 /// How a virtual process waits for messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Wait {
+pub(crate) enum WaitPolicy {
     /// Poll briefly, then block: every thread of this process has a core,
     /// so polling takes nothing from anyone and saves a wake-up.
     PollThenBlock,
@@ -78,14 +80,14 @@ pub(crate) enum Wait {
     Block,
 }
 
-impl Wait {
+impl WaitPolicy {
     /// The policy for a process whose devices run `threads` threads in all
     /// on `cores` cores.
-    pub(crate) fn for_threads(threads: usize, cores: usize) -> Wait {
+    pub(crate) fn for_threads(threads: usize, cores: usize) -> WaitPolicy {
         if threads <= cores {
-            Wait::PollThenBlock
+            WaitPolicy::PollThenBlock
         } else {
-            Wait::Block
+            WaitPolicy::Block
         }
     }
 }
@@ -129,6 +131,38 @@ pub(crate) fn rank_share(info: &JobInfo, rank: usize, cores: usize) -> usize {
     (cores / n + usize::from(i < cores % n)).max(1)
 }
 
+/// What a rank offers the agreement round before ranks go on together
+/// (see [`Cluster::agree`](crate::Cluster::agree)); sent to every rank as
+/// it is, so it stays plain data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Readiness {
+    /// Ready to start what this fingerprint describes (empty where the
+    /// ranks only agree to go on).
+    Ready(String),
+    /// Cannot start: its error, causes included, in one line.
+    Failed(String),
+}
+
+impl Readiness {
+    /// Ready, with nothing to compare beyond that.
+    pub fn ready() -> Readiness {
+        Readiness::Ready(String::new())
+    }
+
+    /// Cannot start because of `error`.
+    pub fn failed(error: &(dyn std::error::Error + 'static)) -> Readiness {
+        Readiness::Failed(chain(error))
+    }
+
+    /// Ready where `checked` is a value, failed with its error otherwise.
+    pub fn of<V, E: std::error::Error + 'static>(checked: &Result<V, E>) -> Readiness {
+        match checked {
+            Ok(_) => Readiness::ready(),
+            Err(e) => Readiness::failed(e),
+        }
+    }
+}
+
 /// The processes a run spans and how they talk.
 pub(crate) trait Job<T: Cell>: Sync {
     /// A virtual process's end of the transport.
@@ -137,14 +171,14 @@ pub(crate) trait Job<T: Cell>: Sync {
     /// This process's place in the job.
     fn info(&self) -> &JobInfo;
     /// Every rank offers its view of the run; all get the same verdict.
-    fn agree(&self, mine: Result<String, String>) -> Result<(), RunError>;
+    fn agree(&self, mine: Readiness) -> Result<(), RunError>;
     /// Called once the owner of every virtual process is agreed.
     fn place(&self, owners: &[usize]) -> Result<(), RunError>;
     /// Virtual process `p`'s endpoint, made in the thread that will use it.
     /// `wait` says whether its receives may poll before they block (see
-    /// [`Wait`]); a transport whose waiting is not its own (MPI's progress
+    /// [`WaitPolicy`]); a transport whose waiting is not its own (MPI's progress
     /// engine) may ignore it.
-    fn endpoint(&self, p: usize, wait: Wait) -> Result<Self::Endpoint, VpError>;
+    fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<Self::Endpoint, VpError>;
     /// Whether a failure must be acted on at once (`on_failure`), because
     /// peers elsewhere could otherwise wait for it forever.
     fn fails_fast(&self) -> bool {
@@ -206,11 +240,11 @@ mod tests {
 
     #[test]
     fn waits_poll_only_while_every_thread_has_a_core() {
-        assert_eq!(Wait::for_threads(1, 2), Wait::PollThenBlock);
-        assert_eq!(Wait::for_threads(2, 2), Wait::PollThenBlock);
-        assert_eq!(Wait::for_threads(3, 2), Wait::Block);
+        assert_eq!(WaitPolicy::for_threads(1, 2), WaitPolicy::PollThenBlock);
+        assert_eq!(WaitPolicy::for_threads(2, 2), WaitPolicy::PollThenBlock);
+        assert_eq!(WaitPolicy::for_threads(3, 2), WaitPolicy::Block);
         // Two devices of 8 threads on 16 cores: 16 pool threads and the two
         // virtual-process threads beside them.
-        assert_eq!(Wait::for_threads(18, 16), Wait::Block);
+        assert_eq!(WaitPolicy::for_threads(18, 16), WaitPolicy::Block);
     }
 }

@@ -33,6 +33,7 @@ mod executor;
 pub mod job;
 mod memory;
 pub mod npy;
+pub mod options;
 pub mod output;
 mod peer_mail;
 pub mod pgm;

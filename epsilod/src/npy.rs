@@ -8,9 +8,57 @@ use ndarray::ArrayD;
 use ndarray_npy::ReadNpyExt;
 use std::io::Read;
 use std::path::Path;
+use thiserror::Error;
+
+/// Why a `.npy` file could not be read.
+#[derive(Debug, Error)]
+pub enum NpyError {
+    /// The file could not be opened or read.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// No NumPy magic at its start.
+    #[error("not a .npy file (no NumPy magic at its start)")]
+    NotNpy,
+    /// The header ends before its length does.
+    #[error("its .npy header is cut short")]
+    CutShort,
+    /// A header longer than the file.
+    #[error("its .npy header says it is {len} bytes long, the file holds {file_bytes} in all")]
+    HeaderPastEnd {
+        /// The length the header declares.
+        len: u64,
+        /// The file's bytes.
+        file_bytes: u64,
+    },
+    /// A header length too short for a header.
+    #[error("its .npy header says it is {len} bytes long, too short for one")]
+    HeaderTooShort {
+        /// The length the header declares.
+        len: u64,
+    },
+    /// A shape of more data than the file holds.
+    #[error(
+        "its header declares shape {shape:?} of {item}-byte values, more than the \
+         {data_bytes} bytes of data the file holds (a truncated or damaged file)"
+    )]
+    DataPastEnd {
+        /// The shape declared.
+        shape: Vec<u64>,
+        /// Bytes a value.
+        item: u64,
+        /// The bytes after the header.
+        data_bytes: u64,
+    },
+    /// Values of a type other than f32 or f64.
+    #[error("its values are '{0}'; give an array of f32 or f64 ('<f4' or '<f8')")]
+    Values(String),
+    /// What the reader found wrong, its first line.
+    #[error("not a readable .npy array ({0})")]
+    Unreadable(String),
+}
 
 /// The array of an f32 or f64 `.npy` file as f32 (f64 values rounded).
-pub fn read_as_f32(path: &Path) -> Result<ArrayD<f32>, String> {
+pub fn read_as_f32(path: &Path) -> Result<ArrayD<f32>, NpyError> {
     let kind = check(path)?;
     if kind.float_bytes == Some(4) {
         return ArrayD::<f32>::read_npy(open(path)?).map_err(|e| unreadable(&e));
@@ -19,7 +67,7 @@ pub fn read_as_f32(path: &Path) -> Result<ArrayD<f32>, String> {
 }
 
 /// The array of an f32 or f64 `.npy` file as f64 (f32 values exact).
-pub fn read_as_f64(path: &Path) -> Result<ArrayD<f64>, String> {
+pub fn read_as_f64(path: &Path) -> Result<ArrayD<f64>, NpyError> {
     let kind = check(path)?;
     if kind.float_bytes == Some(4) {
         let a = ArrayD::<f32>::read_npy(open(path)?).map_err(|e| unreadable(&e))?;
@@ -28,26 +76,22 @@ pub fn read_as_f64(path: &Path) -> Result<ArrayD<f64>, String> {
     read_f64(path, &kind)
 }
 
-fn read_f64(path: &Path, kind: &Header) -> Result<ArrayD<f64>, String> {
+fn read_f64(path: &Path, kind: &Header) -> Result<ArrayD<f64>, NpyError> {
     // A header without a type this could read is the reader's to name.
     if kind.float_bytes != Some(8) && !kind.descr.is_empty() {
-        return Err(format!(
-            "its values are '{}'; give an array of f32 or f64 ('<f4' or '<f8')",
-            kind.descr
-        ));
+        return Err(NpyError::Values(kind.descr.clone()));
     }
     ArrayD::<f64>::read_npy(open(path)?).map_err(|e| unreadable(&e))
 }
 
-fn open(path: &Path) -> Result<std::fs::File, String> {
-    std::fs::File::open(path).map_err(|e| e.to_string())
+fn open(path: &Path) -> Result<std::fs::File, NpyError> {
+    Ok(std::fs::File::open(path)?)
 }
 
 /// The reader's error on one line (its parser draws the spot in several).
-fn unreadable(e: &dyn std::fmt::Display) -> String {
+fn unreadable(e: &dyn std::fmt::Display) -> NpyError {
     let text = e.to_string();
-    let first = text.lines().next().unwrap_or("").trim();
-    format!("not a readable .npy array ({first})")
+    NpyError::Unreadable(text.lines().next().unwrap_or("").trim().to_string())
 }
 
 /// What a header declares.
@@ -60,14 +104,13 @@ struct Header {
 /// Reads the header and errors unless the data the shape declares is in
 /// the file. A header this cannot parse is left to the reader, whose error
 /// names it.
-fn check(path: &Path) -> Result<Header, String> {
-    let bad = |why: String| Err(why);
+fn check(path: &Path) -> Result<Header, NpyError> {
     let mut f = open(path)?;
-    let file_bytes = f.metadata().map_err(|e| e.to_string())?.len();
+    let file_bytes = f.metadata()?.len();
     let mut start = [0u8; 12];
-    let got = read_up_to(&mut f, &mut start).map_err(|e| e.to_string())?;
+    let got = read_up_to(&mut f, &mut start)?;
     if got < 10 || &start[..6] != b"\x93NUMPY" {
-        return bad("not a .npy file (no NumPy magic at its start)".into());
+        return Err(NpyError::NotNpy);
     }
     let (len, at) = match start[6] {
         1 => (u64::from(u16::from_le_bytes([start[8], start[9]])), 10u64),
@@ -77,20 +120,16 @@ fn check(path: &Path) -> Result<Header, String> {
             ])),
             12,
         ),
-        _ => return bad("its .npy header is cut short".into()),
+        _ => return Err(NpyError::CutShort),
     };
     if at + len > file_bytes {
-        return bad(format!(
-            "its .npy header says it is {len} bytes long, the file holds {file_bytes} in all"
-        ));
+        return Err(NpyError::HeaderPastEnd { len, file_bytes });
     }
     if at + len < got as u64 {
-        return bad(format!(
-            "its .npy header says it is {len} bytes long, too short for one"
-        ));
+        return Err(NpyError::HeaderTooShort { len });
     }
     let mut text = vec![0u8; (at + len - got as u64) as usize];
-    f.read_exact(&mut text).map_err(|e| e.to_string())?;
+    f.read_exact(&mut text)?;
     let all: Vec<u8> = start[..got].iter().chain(&text).copied().collect();
     let header = String::from_utf8_lossy(&all[at as usize..]).into_owned();
     let descr = quoted_after(&header, "'descr'").unwrap_or_default();
@@ -110,11 +149,11 @@ fn check(path: &Path) -> Result<Header, String> {
             .try_fold(item, |n, &d| n.checked_mul(d))
             .filter(|&n| n <= file_bytes - (at + len));
         if declared.is_none() {
-            return bad(format!(
-                "its header declares shape {shape:?} of {item}-byte values, more than the \
-                 {} bytes of data the file holds (a truncated or damaged file)",
-                file_bytes - (at + len)
-            ));
+            return Err(NpyError::DataPastEnd {
+                shape,
+                item,
+                data_bytes: file_bytes - (at + len),
+            });
         }
     }
     Ok(Header { descr, float_bytes })
@@ -186,7 +225,7 @@ mod tests {
             "{'descr': '<f4', 'fortran_order': False, 'shape': (200000, 200000), }",
             16,
         );
-        let e = read_as_f32(&huge).unwrap_err();
+        let e = read_as_f32(&huge).unwrap_err().to_string();
         assert!(
             e.contains("declares shape [200000, 200000] of 4-byte values"),
             "{e}"
@@ -200,6 +239,7 @@ mod tests {
         );
         assert!(read_as_f64(&overflow)
             .unwrap_err()
+            .to_string()
             .contains("declares shape"));
         let f4 = file(
             d,
@@ -222,7 +262,7 @@ mod tests {
             "{'descr': '|i1', 'fortran_order': False, 'shape': (4,), }",
             4,
         );
-        let e = read_as_f32(&i1).unwrap_err();
+        let e = read_as_f32(&i1).unwrap_err().to_string();
         assert!(
             e.contains("its values are '|i1'; give an array of f32 or f64"),
             "{e}"
@@ -233,26 +273,27 @@ mod tests {
             "{'fortran_order': False, 'shape': (2,), }",
             8,
         );
-        let e = read_as_f32(&untyped).unwrap_err();
+        let e = read_as_f32(&untyped).unwrap_err().to_string();
         assert!(
             e.contains("not a readable .npy array") && e.contains("descr"),
             "{e}"
         );
         let damaged = file(d, "bad.npy", "{'descr': '<f4', 'shape': (2, ", 8);
-        let e = read_as_f32(&damaged).unwrap_err();
+        let e = read_as_f32(&damaged).unwrap_err().to_string();
         assert!(
             e.contains("not a readable .npy array") && !e.contains('\n'),
             "{e}"
         );
         std::fs::write(d.join("short.npy"), b"\x93NUMPY\x01\x00\xff\x7f{").unwrap();
-        let e = read_as_f32(&d.join("short.npy")).unwrap_err();
+        let e = read_as_f32(&d.join("short.npy")).unwrap_err().to_string();
         assert!(e.contains("header says it is 32767 bytes long"), "{e}");
         std::fs::write(d.join("tiny.npy"), b"\x93NUMPY\x01\x00\x01\x00{}\n").unwrap();
-        let e = read_as_f32(&d.join("tiny.npy")).unwrap_err();
+        let e = read_as_f32(&d.join("tiny.npy")).unwrap_err().to_string();
         assert!(e.contains("1 bytes long, too short"), "{e}");
         std::fs::write(d.join("text.npy"), b"hello").unwrap();
         assert!(read_as_f32(&d.join("text.npy"))
             .unwrap_err()
+            .to_string()
             .contains("no NumPy magic"));
     }
 }

@@ -31,6 +31,29 @@ pub enum OutputError {
     },
 }
 
+/// Why snapshot files cannot be written where their pattern says.
+#[derive(Debug, Error)]
+pub enum SnapshotError {
+    /// Snapshots every 0 iterations.
+    #[error("snapshots every 0 iterations: give --snapshot-every 1 or more")]
+    EveryZero,
+    /// The pattern has no `{iter}`.
+    #[error("snapshot pattern '{0}' has no {{iter}}: every snapshot would overwrite the last (e.g. out/field_{{iter}}.npy)")]
+    NoIter(String),
+    /// A snapshot's directory could not be made.
+    #[error("cannot create snapshot directory {}: {source}", dir.display())]
+    Dir {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// The first snapshot file could not be created, or has no known
+    /// format.
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
 /// A cell made of `COMPONENTS` scalars that output formats can write.
 pub trait OutputCell: Cell {
     /// One component.
@@ -101,29 +124,28 @@ impl Snapshots {
     /// Checks the pattern (it has `{iter}`, a known extension, and its
     /// first file can be created, its directory made if missing) before
     /// the run.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SnapshotError> {
         if self.every == 0 {
-            return Err("snapshots every 0 iterations: give --snapshot-every 1 or more".into());
+            return Err(SnapshotError::EveryZero);
         }
         if !self.pattern.contains("{iter}") {
-            return Err(format!(
-                "snapshot pattern '{}' has no {{iter}}: every snapshot would overwrite the last (e.g. out/field_{{iter}}.npy)",
-                self.pattern
-            ));
+            return Err(SnapshotError::NoIter(self.pattern.clone()));
         }
         let first = self.path(self.every);
         Snapshots::make_dir(&first)?;
-        check_writable(&first).map_err(|e| e.to_string())?;
+        check_writable(&first)?;
         Ok(())
     }
 
     /// Makes the directory a snapshot file goes in, where missing: a
     /// pattern may put `{iter}` in a directory's name, so each snapshot
     /// may need its own.
-    pub fn make_dir(file: &std::path::Path) -> Result<(), String> {
+    pub fn make_dir(file: &std::path::Path) -> Result<(), SnapshotError> {
         match file.parent().filter(|d| !d.as_os_str().is_empty()) {
-            Some(dir) => std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create snapshot directory {}: {e}", dir.display())),
+            Some(dir) => std::fs::create_dir_all(dir).map_err(|source| SnapshotError::Dir {
+                dir: dir.to_path_buf(),
+                source,
+            }),
             None => Ok(()),
         }
     }
@@ -136,13 +158,9 @@ impl Snapshots {
 
 /// Errors unless `path` can be created or written, checked before a long run
 /// rather than after it; leaves no file behind that was not there.
-pub fn check_creatable(path: &Path) -> Result<(), String> {
+pub fn check_creatable(path: &Path) -> Result<(), std::io::Error> {
     let existed = path.exists();
-    File::options()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| e.to_string())?;
+    File::options().append(true).create(true).open(path)?;
     if !existed {
         let _ = std::fs::remove_file(path);
     }
@@ -152,9 +170,9 @@ pub fn check_creatable(path: &Path) -> Result<(), String> {
 /// Checks that `path` has a known extension and can be created.
 pub fn check_writable(path: &Path) -> Result<Format, OutputError> {
     let f = Format::from_path(path)?;
-    check_creatable(path).map_err(|why| OutputError::Write {
+    check_creatable(path).map_err(|e| OutputError::Write {
         path: path.display().to_string(),
-        why,
+        why: e.to_string(),
     })?;
     Ok(f)
 }
@@ -200,13 +218,13 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
             std::fs::write(path, bytemuck::cast_slice::<T::Scalar, u8>(scalars))
                 .map_err(|e| err(e.to_string()))
         }
-        Format::Vti => write_vti::<T>(path, grid.shape(), scalars).map_err(err),
+        Format::Vti => write_vti::<T>(path, grid.shape(), scalars).map_err(|e| err(e.to_string())),
         Format::Pgm => match grid.shape() {
             &[rows, cols] if T::COMPONENTS == 1 => {
                 let values: Vec<f64> = scalars.iter().map(|&s| s.into()).collect();
                 crate::pgm::write(path, rows, cols, &values).map_err(|e| match e {
-                    crate::pgm::PgmError::Io { why, .. }
-                    | crate::pgm::PgmError::Format { why, .. } => err(why),
+                    crate::pgm::PgmError::Io { why, .. } => err(why),
+                    crate::pgm::PgmError::Format { why, .. } => err(why.to_string()),
                 })
             }
             shape => Err(err(format!(
@@ -218,25 +236,33 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
     }
 }
 
+/// Why a field cannot be written as VTK image data.
+#[derive(Debug, Error)]
+enum VtiError {
+    #[error("VTK image data holds 1- to 3-d fields, not {0}-d")]
+    Dims(usize),
+    #[error("{0} cells is too many for VTK")]
+    TooMany(usize),
+    #[error("{0}")]
+    Export(#[from] vtkio::Error),
+}
+
 /// VTK image data: VTK's x runs fastest, so it is the array's last axis.
 fn write_vti<T: OutputCell>(
     path: &Path,
     shape: &[usize],
     scalars: &[T::Scalar],
-) -> Result<(), String> {
+) -> Result<(), VtiError> {
     use vtkio::model::{
         Attribute, Attributes, ByteOrder, DataSet, Extent, IOBuffer, ImageDataPiece, Piece,
         Version, Vtk,
     };
     if shape.is_empty() || shape.len() > 3 {
-        return Err(format!(
-            "VTK image data holds 1- to 3-d fields, not {}-d",
-            shape.len()
-        ));
+        return Err(VtiError::Dims(shape.len()));
     }
     let mut last = [0i32; 3];
     for (d, &n) in shape.iter().rev().enumerate() {
-        last[d] = i32::try_from(n).map_err(|_| format!("{n} cells is too many for VTK"))? - 1;
+        last[d] = i32::try_from(n).map_err(|_| VtiError::TooMany(n))? - 1;
     }
     // Inclusive point ranges: vtkio writes `Dims` one point too long.
     let extent = || Extent::Ranges([0..=last[0], 0..=last[1], 0..=last[2]]);
@@ -266,7 +292,7 @@ fn write_vti<T: OutputCell>(
             }))],
         },
     };
-    vtk.export(path).map_err(|e| e.to_string())
+    Ok(vtk.export(path)?)
 }
 
 /// A result that can be written without knowing its cell type: what an

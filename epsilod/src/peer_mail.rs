@@ -9,13 +9,10 @@ use controllers::{DeviceMessage, PeerDomain};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-/// Set to `1`, every halo goes through the host: to compare, or to rule
-/// the device path out when a result looks wrong.
-pub(crate) const HOST_HALOS_VAR: &str = "EPSILOD_HOST_HALOS";
-
 /// The mailbox of one run's virtual processes in this process.
 pub(crate) struct PeerMail {
-    /// [`HOST_HALOS_VAR`] is set: nothing shares.
+    /// Every halo goes through the host (`RunOptions::host_halos`): nothing
+    /// shares.
     off: bool,
     /// Each local virtual process's domain, once its device is open.
     domains: Mutex<Vec<Option<PeerDomain>>>,
@@ -24,11 +21,11 @@ pub(crate) struct PeerMail {
 }
 
 impl PeerMail {
-    /// A mailbox for a run of `procs` virtual processes.
-    pub(crate) fn new(procs: usize) -> PeerMail {
-        let off = std::env::var(HOST_HALOS_VAR).is_ok_and(|v| v == "1");
+    /// A mailbox for a run of `procs` virtual processes; with `off`, one
+    /// that never shares.
+    pub(crate) fn new(procs: usize, off: bool) -> PeerMail {
         if off {
-            tracing::info!("{HOST_HALOS_VAR}=1: every halo goes through the host");
+            tracing::info!("host halos: every halo goes through the host");
         }
         PeerMail {
             off,
@@ -93,7 +90,7 @@ mod tests {
 
     #[test]
     fn only_processes_here_on_one_domain_share() {
-        let mail = PeerMail::new(4);
+        let mail = PeerMail::new(4, false);
         mail.register(0, domain(1));
         mail.register(1, domain(1));
         mail.register(2, domain(2));
@@ -102,5 +99,13 @@ mod tests {
         assert!(!mail.shared(0, 2), "other domains");
         assert!(!mail.shared(3, 3), "no domain");
         assert!(!mail.shared(0, 9), "not here");
+    }
+
+    #[test]
+    fn a_mailbox_for_host_halos_never_shares() {
+        let mail = PeerMail::new(2, true);
+        mail.register(0, domain(1));
+        mail.register(1, domain(1));
+        assert!(!mail.shared(0, 1));
     }
 }

@@ -30,7 +30,94 @@ pub enum PgmError {
         /// The file.
         path: String,
         /// What is wrong, and where.
-        why: String,
+        why: PgmSyntax,
+    },
+}
+
+/// What makes bytes not a PGM image, and where.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PgmSyntax {
+    /// No `P2` or `P5` at the start.
+    #[error("it does not start with P2 or P5")]
+    Magic,
+    /// The magic number runs into what follows.
+    #[error("expected white space after the magic number")]
+    SpaceAfterMagic,
+    /// The file ends before a number of the header or a pixel.
+    #[error("the file ends before the {what}")]
+    EndsBefore {
+        /// The number missing.
+        what: String,
+    },
+    /// Something other than a decimal number where one belongs.
+    #[error("expected the {what} at byte {at}, a decimal number")]
+    NotANumber {
+        /// The number expected.
+        what: String,
+        /// Where.
+        at: usize,
+    },
+    /// A number over its limit.
+    #[error("the {what} at byte {at} is over {max}")]
+    Over {
+        /// The number.
+        what: String,
+        /// Where.
+        at: usize,
+        /// Its limit.
+        max: u32,
+    },
+    /// A width or height of 0.
+    #[error("the image is {cols}x{rows}: it has no pixels")]
+    NoPixels {
+        /// The width.
+        cols: usize,
+        /// The height.
+        rows: usize,
+    },
+    /// A maximum grey value of 0.
+    #[error("the maximum grey value is 0: it must be 1 to 65535")]
+    MaxvalZero,
+    /// More pixels than are read.
+    #[error("{cols}x{rows} pixels is too many")]
+    TooMany {
+        /// The width.
+        cols: usize,
+        /// The height.
+        rows: usize,
+    },
+    /// A binary image's header not ended by one white-space byte.
+    #[error("expected one white-space byte after the maximum grey value")]
+    SpaceAfterMaxval,
+    /// A binary image with fewer pixel bytes than its size needs.
+    #[error("{got} bytes of pixels, {cols}x{rows} need {need}")]
+    ShortData {
+        /// The bytes there.
+        got: usize,
+        /// The width.
+        cols: usize,
+        /// The height.
+        rows: usize,
+        /// The bytes needed.
+        need: usize,
+    },
+    /// A binary pixel over the maximum grey value.
+    #[error("pixel {index} is {value}, over the maximum grey value {maxval}")]
+    PixelOver {
+        /// The pixel, counted row after row.
+        index: usize,
+        /// Its value.
+        value: u16,
+        /// The maximum grey value.
+        maxval: u16,
+    },
+    /// A text pixel that is wrong, with the maximum grey value beside it.
+    #[error("{cause} (the maximum grey value is {maxval})")]
+    Pixel {
+        /// What is wrong with it.
+        cause: Box<PgmSyntax>,
+        /// The maximum grey value.
+        maxval: u16,
     },
 }
 
@@ -81,7 +168,7 @@ impl Tokens<'_> {
     }
 
     /// The next decimal number, at most `max`; `what` names it in errors.
-    fn number(&mut self, what: &str, max: u32) -> Result<u32, String> {
+    fn number(&mut self, what: &str, max: u32) -> Result<u32, PgmSyntax> {
         self.skip_space();
         let start = self.at;
         let mut v: u32 = 0;
@@ -90,24 +177,29 @@ impl Tokens<'_> {
             self.at += 1;
         }
         if self.at == start {
+            let what = what.to_string();
             return Err(match self.bytes.get(self.at) {
-                None => format!("the file ends before the {what}"),
-                Some(_) => format!("expected the {what} at byte {start}, a decimal number"),
+                None => PgmSyntax::EndsBefore { what },
+                Some(_) => PgmSyntax::NotANumber { what, at: start },
             });
         }
         if v > max {
-            return Err(format!("the {what} at byte {start} is over {max}"));
+            return Err(PgmSyntax::Over {
+                what: what.to_string(),
+                at: start,
+                max,
+            });
         }
         Ok(v)
     }
 }
 
 /// Parses a PGM file's bytes.
-pub fn parse(bytes: &[u8]) -> Result<Image, String> {
+pub fn parse(bytes: &[u8]) -> Result<Image, PgmSyntax> {
     let binary = match bytes.get(..2) {
         Some(b"P2") => false,
         Some(b"P5") => true,
-        _ => return Err("it does not start with P2 or P5".into()),
+        _ => return Err(PgmSyntax::Magic),
     };
     let mut t = Tokens { bytes, at: 2 };
     if !t
@@ -115,7 +207,7 @@ pub fn parse(bytes: &[u8]) -> Result<Image, String> {
         .get(2)
         .is_some_and(|b| b.is_ascii_whitespace() || *b == b'#')
     {
-        return Err("expected white space after the magic number".into());
+        return Err(PgmSyntax::SpaceAfterMagic);
     }
     // Sizes past a billion pixels are refused before allocating.
     const MAX_SIDE: u32 = 1 << 20;
@@ -123,29 +215,31 @@ pub fn parse(bytes: &[u8]) -> Result<Image, String> {
     let rows = t.number("height", MAX_SIDE)? as usize;
     let maxval = t.number("maximum grey value", 65535)?;
     if cols == 0 || rows == 0 {
-        return Err(format!("the image is {cols}x{rows}: it has no pixels"));
+        return Err(PgmSyntax::NoPixels { cols, rows });
     }
     if maxval == 0 {
-        return Err("the maximum grey value is 0: it must be 1 to 65535".into());
+        return Err(PgmSyntax::MaxvalZero);
     }
     let count = rows
         .checked_mul(cols)
         .filter(|&n| n <= 1 << 30)
-        .ok_or_else(|| format!("{cols}x{rows} pixels is too many"))?;
+        .ok_or(PgmSyntax::TooMany { cols, rows })?;
     let maxval = maxval as u16;
     let pixels = if binary {
         // Exactly one white-space byte ends the header.
         if !t.bytes.get(t.at).is_some_and(u8::is_ascii_whitespace) {
-            return Err("expected one white-space byte after the maximum grey value".into());
+            return Err(PgmSyntax::SpaceAfterMaxval);
         }
         let data = &t.bytes[t.at + 1..];
         let wide = maxval > 255;
         let need = count * if wide { 2 } else { 1 };
         if data.len() < need {
-            return Err(format!(
-                "{} bytes of pixels, {cols}x{rows} need {need}",
-                data.len()
-            ));
+            return Err(PgmSyntax::ShortData {
+                got: data.len(),
+                cols,
+                rows,
+                need,
+            });
         }
         let pixels: Vec<u16> = if wide {
             data[..need]
@@ -156,10 +250,11 @@ pub fn parse(bytes: &[u8]) -> Result<Image, String> {
             data[..need].iter().map(|&b| u16::from(b)).collect()
         };
         if let Some(i) = pixels.iter().position(|&p| p > maxval) {
-            return Err(format!(
-                "pixel {i} is {}, over the maximum grey value {maxval}",
-                pixels[i]
-            ));
+            return Err(PgmSyntax::PixelOver {
+                index: i,
+                value: pixels[i],
+                maxval,
+            });
         }
         pixels
     } else {
@@ -167,7 +262,10 @@ pub fn parse(bytes: &[u8]) -> Result<Image, String> {
         for i in 0..count {
             let v = t
                 .number(&format!("pixel {i}"), u32::from(maxval))
-                .map_err(|e| format!("{e} (the maximum grey value is {maxval})"))?;
+                .map_err(|e| PgmSyntax::Pixel {
+                    cause: Box::new(e),
+                    maxval,
+                })?;
             pixels.push(v as u16);
         }
         pixels
@@ -259,7 +357,7 @@ mod tests {
                 "pixel 0 is 10, over the maximum grey value 9",
             ),
         ] {
-            let e = parse(text).unwrap_err();
+            let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(why), "{:?}: {e}", String::from_utf8_lossy(text));
         }
         let e = read(Path::new("/no/such/image.pgm")).unwrap_err();

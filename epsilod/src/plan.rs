@@ -2,11 +2,12 @@
 //! executors carry out. Nothing in it changes once built, so every rank of a
 //! job can derive the same layout and owners from it.
 
-use crate::alb::Alb;
-use crate::checkpoint::{Checkpointing, Restart};
+use crate::checkpoint::Restart;
 use crate::devices::{DeviceKind, DeviceSpec};
 use crate::error::SetupError;
 use crate::job::JobInfo;
+pub use crate::options::Observer;
+use crate::options::RunOptions;
 use crate::report::{
     median, CheckpointRecord, DeviceIteration, IterationRecord, Report, ReportConfig, Summary,
 };
@@ -17,48 +18,43 @@ use hitmap::{Layout, Partition, Shape};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use std::sync::Arc;
 
-/// Told the number of iterations every local virtual process has finished,
-/// from the thread that started the run, every few milliseconds while it
-/// changes (a progress bar, a watchdog).
-pub type Observer = Arc<dyn Fn(u64) + Send + Sync>;
-
-/// A validated run.
-pub struct RunPlan<T> {
+/// What a run computes, whatever runs it: the grid, the stencil, the
+/// first values, and where the whole field goes during the run. The
+/// builder and the plan hold the same one.
+#[derive(Clone)]
+pub(crate) struct Problem<T> {
+    /// The global size, boundary included.
     pub(crate) size: Vec<usize>,
     pub(crate) stencil: Stencil<T>,
-    pub(crate) iters: u64,
     pub(crate) init: InitFn<T>,
-    pub(crate) devices: Vec<DeviceSpec>,
-    pub(crate) partition: Partition,
-    pub(crate) alb: Option<Alb>,
-    pub(crate) layout: Layout,
-    pub(crate) placement: Option<Vec<usize>>,
-    pub(crate) observer: Option<Observer>,
-    /// Pin devices' threads to cores of their own.
-    pub(crate) pin: bool,
     /// The interior of the level before the first (kernels reading `old2`).
     pub(crate) init_previous: Option<InitFn<T>>,
     /// `init` as a device kernel, for devices that launch it.
     pub(crate) device_init: Option<Arc<kernels::DeviceKernel>>,
-    /// Where and how often to write checkpoints.
-    pub(crate) checkpoint: Option<Checkpointing>,
+    /// Every so many iterations, the whole field to this function.
+    pub(crate) snapshot: Option<(u64, SnapshotFn<T>)>,
+}
+
+/// A validated run: the problem and options as given (the devices' weights
+/// possibly taken from the checkpoint it resumes) and what validation
+/// derived from them.
+pub struct RunPlan<T> {
+    pub(crate) problem: Problem<T>,
+    pub(crate) options: RunOptions,
+    /// How the interior is cut over the devices at the start.
+    pub(crate) layout: Layout,
     /// The checkpoint this run resumes from.
     pub(crate) restart: Option<Restart>,
     /// The first iteration this run computes (after a restart, the
     /// checkpoint's).
     pub(crate) start: u64,
-    /// Every so many iterations, the whole field to this function.
-    pub(crate) snapshot: Option<(u64, SnapshotFn<T>)>,
     /// Iterations between halo exchanges (ghost cells that many reaches
     /// deep); 1 exchanges every iteration. With `auto_depth`, the depth
     /// the run starts at.
-    pub(crate) halo_depth: usize,
+    pub(crate) depth: usize,
     /// `--halo-depth auto`: measure a few depths first, then run at the
     /// one the cost model chooses.
     pub(crate) auto_depth: bool,
-    /// The most iterations recorded one by one (`Skeleton::iteration_records`;
-    /// `None`: as many as the default budget gives each device).
-    pub(crate) iteration_records: Option<u64>,
 }
 
 /// Each checkpoint with the slowest process's time over it.
@@ -154,69 +150,51 @@ fn place<T: Clone>(grid: &mut ArrayD<T>, region: &Shape, cells: &[T]) {
 
 impl<T> RunPlan<T> {
     /// Validates a run: sizes against the stencil's boundary, devices, the
-    /// partition, ALB's need for weights, and block widths.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        size: Vec<usize>,
-        stencil: Stencil<T>,
-        iters: u64,
-        init: InitFn<T>,
-        devices: Vec<DeviceSpec>,
-        partition: Partition,
-        alb: Option<Alb>,
-        placement: Option<Vec<usize>>,
-        observer: Option<Observer>,
-    ) -> Result<RunPlan<T>, SetupError> {
-        let domain = interior(&size, &stencil)?;
-        if devices.is_empty() {
+    /// partition, ALB's need for weights, and block widths. The caller
+    /// derives the rest (restart, depth) and sets it.
+    pub(crate) fn new(problem: Problem<T>, options: RunOptions) -> Result<RunPlan<T>, SetupError> {
+        let domain = interior(&problem.size, &problem.stencil)?;
+        if options.devices.is_empty() {
             return Err(SetupError::NoDevices);
         }
-        if let Some(a) = &alb {
-            if !matches!(partition, Partition::Weighted(_)) {
+        if let Some(a) = &options.alb {
+            if !matches!(options.partition, Partition::Weighted(_)) {
                 return Err(SetupError::AlbNeedsWeights(a.name.clone()));
             }
         }
-        let weights: Vec<f64> = devices.iter().map(|d| d.weight).collect();
-        let layout = Layout::new(&domain, partition, devices.len(), Some(&weights))?;
-        let fp = stencil.kernel.footprint();
+        let weights: Vec<f64> = options.devices.iter().map(|d| d.weight).collect();
+        let layout = Layout::new(
+            &domain,
+            options.partition,
+            options.devices.len(),
+            Some(&weights),
+        )?;
+        let fp = problem.stencil.kernel.footprint();
         layout.check_width(fp.low(), fp.high())?;
         Ok(RunPlan {
-            size,
-            stencil,
-            iters,
-            init,
-            devices,
-            partition,
-            alb,
+            problem,
+            options,
             layout,
-            placement,
-            observer,
-            pin: false,
-            init_previous: None,
-            device_init: None,
-            checkpoint: None,
             restart: None,
             start: 0,
-            snapshot: None,
-            halo_depth: 1,
+            depth: 1,
             auto_depth: false,
-            iteration_records: None,
         })
     }
 
     /// The global size, boundary included.
     pub fn size(&self) -> &[usize] {
-        &self.size
+        &self.problem.size
     }
 
     /// Iterations.
     pub fn iterations(&self) -> u64 {
-        self.iters
+        self.options.iters
     }
 
     /// The devices, one virtual process each.
     pub fn devices(&self) -> &[DeviceSpec] {
-        &self.devices
+        &self.options.devices
     }
 
     /// How the interior is cut over the devices at the start.
@@ -249,7 +227,7 @@ impl<T> RunPlan<T> {
         // Host-mates as `cores::my_cores` counts them.
         let here = |r: usize| r == job.rank || job.hosts.get(r) == Some(&host);
         let cells = |p: usize| self.layout.block(p).card() as u64;
-        let cpu = |p: usize| matches!(self.devices[p].kind, DeviceKind::Cpu { .. });
+        let cpu = |p: usize| matches!(self.options.devices[p].kind, DeviceKind::Cpu { .. });
         let procs = || 0..owners.len();
         let running: u64 = 2 * procs()
             .filter(|&p| here(owners[p]) && cpu(p))
@@ -258,7 +236,7 @@ impl<T> RunPlan<T> {
         let mut ending: u64 = procs().filter(|&p| here(owners[p])).map(cells).sum();
         if here(0) {
             let elsewhere: u64 = procs().filter(|&p| !here(owners[p])).map(cells).sum();
-            ending += elsewhere + self.size.iter().map(|&w| w as u64).product::<u64>();
+            ending += elsewhere + self.problem.size.iter().map(|&w| w as u64).product::<u64>();
         }
         let need = running
             .max(ending)
@@ -277,16 +255,17 @@ impl<T> RunPlan<T> {
 
     /// The most iterations the run records one by one.
     pub(crate) fn records(&self) -> u64 {
-        self.iteration_records
-            .unwrap_or_else(|| default_records(self.devices.len()))
+        self.options
+            .iteration_records
+            .unwrap_or_else(|| default_records(self.options.devices.len()))
     }
 
     /// The rank of each virtual process in `job`, checked: every rank hosts
     /// at least one device with rows (or only devices given `weight=0`),
     /// and a rank hosting several can.
     pub(crate) fn owners(&self, job: &JobInfo) -> Result<Vec<usize>, SetupError> {
-        let (n, ranks) = (self.devices.len(), job.size);
-        let owners = match &self.placement {
+        let (n, ranks) = (self.options.devices.len(), job.size);
+        let owners = match &self.options.placement {
             None if ranks == 1 => vec![0; n],
             None => {
                 if ranks > n {
@@ -323,7 +302,8 @@ impl<T> RunPlan<T> {
             // others: refused where the size left it nothing, run where
             // its devices were given `weight=0` (ALB may give them rows,
             // as it may take every row of a rank).
-            let idle = |p: usize| self.layout.block(p).is_empty() && self.devices[p].weight > 0.0;
+            let idle =
+                |p: usize| self.layout.block(p).is_empty() && self.options.devices[p].weight > 0.0;
             if let Some(r) = (0..ranks).find(|&r| {
                 (0..n).all(|p| owners[p] != r || self.layout.block(p).is_empty())
                     && (0..n).any(|p| owners[p] == r && idle(p))
@@ -349,16 +329,20 @@ impl<T> RunPlan<T> {
     pub(crate) fn fingerprint(&self, owners: &[usize]) -> String {
         format!(
             "{} {} x {} iterations, devices [{}] on ranks {owners:?}, partition {}, alb {}",
-            self.stencil.name,
-            size_text(&self.size),
-            self.iters,
-            self.devices
+            self.problem.stencil.name,
+            size_text(&self.problem.size),
+            self.options.iters,
+            self.options
+                .devices
                 .iter()
                 .map(|d| d.to_string())
                 .collect::<Vec<_>>()
                 .join(" "),
-            self.partition,
-            self.alb.as_ref().map_or("none", |a| a.name.as_str())
+            self.options.partition,
+            self.options
+                .alb
+                .as_ref()
+                .map_or("none", |a| a.name.as_str())
         )
     }
 
@@ -380,7 +364,7 @@ impl<T> RunPlan<T> {
     {
         let blocks: Vec<_> = blocks.filter(|(b, _)| !b.is_empty()).collect();
         let covered: usize = blocks.iter().map(|(b, _)| b.card()).sum();
-        let inner = interior(&self.size, &self.stencil)
+        let inner = interior(&self.problem.size, &self.problem.stencil)
             .ok()
             .filter(|i| i.card() == covered && !i.is_empty());
         let mut grid = match inner {
@@ -388,11 +372,12 @@ impl<T> RunPlan<T> {
             // function is needed on the boundary only (on one thread, it
             // was most of a large run's setup).
             Some(inner) => {
-                let origin = vec![0; self.size.len()];
-                let mut grid = ArrayD::from_elem(IxDyn(&self.size), (self.init)(&origin));
-                for slab in boundary_slabs(&self.size, &inner) {
+                let origin = vec![0; self.problem.size.len()];
+                let mut grid =
+                    ArrayD::from_elem(IxDyn(&self.problem.size), (self.problem.init)(&origin));
+                for slab in boundary_slabs(&self.problem.size, &inner) {
                     let mut cells = Vec::with_capacity(slab.card());
-                    slab.for_each_index(|g| cells.push((self.init)(g)));
+                    slab.for_each_index(|g| cells.push((self.problem.init)(g)));
                     place(&mut grid, &slab, &cells);
                 }
                 grid
@@ -400,9 +385,10 @@ impl<T> RunPlan<T> {
             None => {
                 // Index by index through one buffer: a Vec per cell cost
                 // more than the init function on large grids.
-                let mut cells = Vec::with_capacity(self.size.iter().product());
-                Shape::from_sizes(&self.size).for_each_index(|g| cells.push((self.init)(g)));
-                ArrayD::from_shape_vec(IxDyn(&self.size), cells)
+                let mut cells = Vec::with_capacity(self.problem.size.iter().product());
+                Shape::from_sizes(&self.problem.size)
+                    .for_each_index(|g| cells.push((self.problem.init)(g)));
+                ArrayD::from_shape_vec(IxDyn(&self.problem.size), cells)
                     .expect("one value per cell of the global size")
             }
         };
@@ -416,7 +402,7 @@ impl<T> RunPlan<T> {
     /// Every process records the same rebalances and decisions, so they are
     /// taken from whichever came first, wherever it ran.
     pub(crate) fn report(&self, results: &[VpResult<T>], total: f64) -> Report {
-        let ran = self.iters.saturating_sub(self.start);
+        let ran = self.options.iters.saturating_sub(self.start);
         let every = record_every(ran, self.records());
         let recorded = results.iter().map(|r| r.stats.len()).min().unwrap_or(0);
         let iterations: Vec<IterationRecord> = (0..recorded)
@@ -458,19 +444,28 @@ impl<T> RunPlan<T> {
         let redistributions = first.map_or_else(Vec::new, |r| r.redistributions.clone());
         Report {
             config: ReportConfig {
-                stencil: self.stencil.name.clone(),
-                size: self.size.clone(),
-                iters: self.iters,
-                devices: self.devices.iter().map(|d| d.to_string()).collect(),
-                alb: self.alb.as_ref().map_or("none".into(), |a| a.name.clone()),
-                alb_window: self.alb.as_ref().map_or(heuristics::WINDOW, |a| a.window),
+                stencil: self.problem.stencil.name.clone(),
+                size: self.problem.size.clone(),
+                iters: self.options.iters,
+                devices: self.options.devices.iter().map(|d| d.to_string()).collect(),
+                alb: self
+                    .options
+                    .alb
+                    .as_ref()
+                    .map_or("none".into(), |a| a.name.clone()),
+                alb_window: self
+                    .options
+                    .alb
+                    .as_ref()
+                    .map_or(heuristics::WINDOW, |a| a.window),
                 times_direct_up_to: self
+                    .options
                     .alb
                     .as_ref()
                     .map_or(heuristics::gather::DIRECT_UP_TO, |a| a.direct_times_up_to),
-                alb_drop_below: self.alb.as_ref().map_or(0.0, |a| a.drop_below),
-                partition: self.partition.to_string(),
-                kernel: self.stencil.kind.to_string(),
+                alb_drop_below: self.options.alb.as_ref().map_or(0.0, |a| a.drop_below),
+                partition: self.options.partition.to_string(),
+                kernel: self.problem.stencil.kind.to_string(),
                 resumed_from: self.restart.as_ref().map(|_| self.start),
             },
             summary: Summary {
@@ -499,7 +494,7 @@ impl<T> RunPlan<T> {
             redistributions,
             heuristic: first.map_or_else(Vec::new, |r| r.decisions.clone()),
             checkpoints: checkpoint_records(results),
-            halo_depth: first.map_or(self.halo_depth, |r| r.depth),
+            halo_depth: first.map_or(self.depth, |r| r.depth),
             depth_trials: first.map_or_else(Vec::new, |r| r.depth_trials.clone()),
             failures: Vec::new(),
         }

@@ -101,14 +101,19 @@ impl From<DecisionOutcome> for String {
     }
 }
 
+/// A report's decision that names no outcome.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown decision '{0}'")]
+pub struct UnknownDecision(pub String);
+
 impl TryFrom<String> for DecisionOutcome {
-    type Error = String;
-    fn try_from(s: String) -> Result<DecisionOutcome, String> {
+    type Error = UnknownDecision;
+    fn try_from(s: String) -> Result<DecisionOutcome, UnknownDecision> {
         match s.as_str() {
             "rebalance" => Ok(DecisionOutcome::Rebalance),
             "keep" => Ok(DecisionOutcome::Keep),
             SKIPPED_TOO_THIN => Ok(DecisionOutcome::SkippedTooThin),
-            _ => Err(format!("unknown decision '{s}'")),
+            _ => Err(UnknownDecision(s)),
         }
     }
 }

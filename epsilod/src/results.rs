@@ -7,13 +7,13 @@ use hitmap::Shape;
 use serde::{Deserialize, Serialize};
 
 /// The most iterations a run records one by one by default, with at most
-/// [`RECORD_BUDGET`] records of devices in all (measured: a one-device run
-/// of a million iterations held 210 MB, 350 MB writing its 234 MB report;
-/// `Skeleton::iteration_records` sets another limit).
+/// [`RECORD_BUDGET`] records of devices in all, so a long run's records
+/// and report fit in memory (`Skeleton::iteration_records` sets another
+/// limit).
 pub(crate) const RECORDED_ITERATIONS: u64 = 1 << 20;
 
-/// Device-iterations recorded at most by default: a report of about 550 MB,
-/// well under what one MPI message carries it in.
+/// Device-iterations recorded at most by default: a report well under what
+/// one MPI message can carry.
 pub(crate) const RECORD_BUDGET: u64 = 1 << 22;
 
 /// Iterations recorded one by one by default on `devices` devices.

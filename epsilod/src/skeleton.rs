@@ -12,10 +12,11 @@ use crate::devices::DeviceSpec;
 use crate::error::{RunError, SetupError, VpError};
 use crate::executor::{execute, LocalJob, Outcome};
 use crate::job::JobInfo;
+pub use crate::options::{HaloDepth, OnFailure, RunOptions};
 use crate::output::{OutputCell, Snapshots};
-use crate::plan::{self, Observer, RunPlan};
+use crate::plan::{self, Problem, RunPlan};
 use crate::report::FailureRecord;
-use crate::stencil::{InitFn, SnapshotFn, Stencil};
+use crate::stencil::{SnapshotFailure, Stencil};
 use hitmap::{Partition, Shape};
 use kernels::Cell;
 use kernels::DeviceKernel;
@@ -23,182 +24,34 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Everything about a run that is not its stencil, size or init: what a
-/// driver (the command line, an app) sets the same way for any cell type.
-#[derive(Clone)]
-pub struct RunOptions {
-    /// Iterations.
-    pub iters: u64,
-    /// The devices, one virtual process each.
-    pub devices: Vec<DeviceSpec>,
-    /// How the interior is cut.
-    pub partition: Partition,
-    /// Load balancing, if any.
-    pub alb: Option<Alb>,
-    /// Under MPI, the rank of each device.
-    pub placement: Option<Vec<usize>>,
-    /// Told of progress.
-    pub observer: Option<Observer>,
-    /// Pin each device's threads to cores of its own (see
-    /// [`Skeleton::pin`]).
-    pub pin: bool,
-    /// Write checkpoints (see [`Skeleton::checkpoint`]).
-    pub checkpoint: Option<Checkpointing>,
-    /// Resume from the newest valid checkpoint in this directory (see
-    /// [`Skeleton::restart`]).
-    pub restart: Option<PathBuf>,
-    /// Snapshot files; applied by [`Skeleton::snapshot_files`], which
-    /// needs a cell type the output formats can write.
-    pub snapshots: Option<Snapshots>,
-    /// What to do when a device fails (see [`Skeleton::on_failure`]).
-    pub on_failure: OnFailure,
-    /// Iterations between halo exchanges (see [`Skeleton::halo_depth`]).
-    pub halo_depth: HaloDepth,
-    /// Measure CPU devices' kernel thread CPU time (see
-    /// [`Skeleton::cpu_time`]).
-    pub cpu_time: bool,
-}
-
-/// How deep the ghost cells go, in iterations between exchanges.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HaloDepth {
-    /// Exchange every `n` iterations (1: every iteration).
-    Depth(usize),
-    /// Measured: depths 1, 2, 4 and 8 take turns over the first 42
-    /// iterations, then the run goes on at the depth a cost model of those
-    /// times chooses (`heuristics::depth`). Runs under 126 iterations stay
-    /// at 1.
-    Auto,
-}
-
-impl Default for HaloDepth {
-    fn default() -> HaloDepth {
-        HaloDepth::Depth(1)
-    }
-}
-
-impl std::str::FromStr for HaloDepth {
-    type Err = String;
-    fn from_str(s: &str) -> Result<HaloDepth, String> {
-        match s {
-            "auto" => Ok(HaloDepth::Auto),
-            _ => match s.parse::<usize>() {
-                Ok(n) if (1..=64).contains(&n) => Ok(HaloDepth::Depth(n)),
-                _ => Err(format!("'{s}' is not auto or a whole number from 1 to 64")),
-            },
-        }
-    }
-}
-
-/// What a run does when a device fails mid-run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum OnFailure {
-    /// End the run with the error.
-    #[default]
-    Stop,
-    /// In one process: drop the device and go on over the others from the
-    /// last checkpoint (or the start), bit-identical to a run without the
-    /// failure.
-    Recover,
-}
-
-impl std::str::FromStr for OnFailure {
-    type Err = String;
-    fn from_str(s: &str) -> Result<OnFailure, String> {
-        match s {
-            "stop" => Ok(OnFailure::Stop),
-            "recover" => Ok(OnFailure::Recover),
-            _ => Err(format!("'{s}' is not stop or recover")),
-        }
-    }
-}
-
-impl Default for RunOptions {
-    /// The skeleton's defaults.
-    fn default() -> RunOptions {
-        RunOptions {
-            iters: 1,
-            devices: vec![DeviceSpec::cpu(crate::job::all_cores())],
-            partition: Partition::Multi,
-            alb: None,
-            placement: None,
-            observer: None,
-            pin: false,
-            checkpoint: None,
-            restart: None,
-            on_failure: OnFailure::Stop,
-            snapshots: None,
-            halo_depth: HaloDepth::Depth(1),
-            cpu_time: false,
-        }
-    }
-}
-
-/// Builder for one run.
+/// Builder for one run: what it computes and how it runs.
 pub struct Skeleton<T> {
-    size: Vec<usize>,
-    stencil: Stencil<T>,
-    iters: u64,
-    init: InitFn<T>,
-    init_previous: Option<InitFn<T>>,
-    device_init: Option<Arc<DeviceKernel>>,
-    devices: Vec<DeviceSpec>,
-    partition: Partition,
-    alb: Option<Alb>,
-    placement: Option<Vec<usize>>,
-    pin: bool,
-    observer: Option<Observer>,
-    checkpoint: Option<Checkpointing>,
-    restart: Option<PathBuf>,
-    on_failure: OnFailure,
-    snapshot: Option<(u64, SnapshotFn<T>)>,
-    halo_depth: HaloDepth,
-    cpu_time: bool,
-    iteration_records: Option<u64>,
+    problem: Problem<T>,
+    options: RunOptions,
 }
 
 impl<T: Cell> Skeleton<T> {
     /// A run over a global array of `size` (boundary cells included).
-    /// Defaults: 1 iteration, all-zero init, one CPU device on every core,
-    /// partition `m`, no load balancing.
+    /// Defaults: all-zero init and [`RunOptions::default`] (1 iteration,
+    /// one CPU device on every core, partition `m`, no load balancing).
     pub fn new(size: &[usize], stencil: Stencil<T>) -> Skeleton<T> {
         Skeleton {
-            size: size.to_vec(),
-            stencil,
-            iters: 1,
-            init: Arc::new(|_| T::zeroed()),
-            init_previous: None,
-            device_init: None,
-            devices: vec![DeviceSpec::cpu(crate::job::all_cores())],
-            partition: Partition::Multi,
-            alb: None,
-            placement: None,
-            observer: None,
-            pin: false,
-            checkpoint: None,
-            restart: None,
-            on_failure: OnFailure::Stop,
-            snapshot: None,
-            halo_depth: HaloDepth::Depth(1),
-            cpu_time: false,
-            iteration_records: None,
+            problem: Problem {
+                size: size.to_vec(),
+                stencil,
+                init: Arc::new(|_| T::zeroed()),
+                init_previous: None,
+                device_init: None,
+                snapshot: None,
+            },
+            options: RunOptions::default(),
         }
     }
 
-    /// Takes every option of `o`.
+    /// Takes every option of `o` (its snapshot files are applied by
+    /// [`snapshot_files`](Self::snapshot_files)).
     pub fn options(mut self, o: &RunOptions) -> Self {
-        self.iters = o.iters;
-        self.devices = o.devices.clone();
-        self.partition = o.partition;
-        self.alb = o.alb.clone();
-        self.placement = o.placement.clone();
-        self.observer = o.observer.clone();
-        self.pin = o.pin;
-        self.checkpoint = o.checkpoint.clone();
-        self.restart = o.restart.clone();
-        self.on_failure = o.on_failure;
-        self.halo_depth = o.halo_depth;
-        self.cpu_time = o.cpu_time;
+        self.options = o.clone();
         self
     }
 
@@ -206,17 +59,17 @@ impl<T: Cell> Skeleton<T> {
     /// into the report (`cpu_seconds`), beside the wall time: what a
     /// scaling model fits compute on where devices outnumber cores. Off by
     /// default, since it costs two system calls per launch (and per pool
-    /// task): 0.6 µs each on a virtual machine, where 2d4 130² over two
-    /// devices took 7-10 µs an iteration with them and 4.3 µs without.
+    /// task), which small grids feel (docs/benchmarks.md, "Kernel CPU time
+    /// only when asked").
     pub fn cpu_time(mut self, on: bool) -> Self {
-        self.cpu_time = on;
+        self.options.cpu_time = on;
         self
     }
 
     /// Records at most `max` iterations one by one in the report (by
     /// default 2^20, fewer beyond four devices: 2^22 device-iterations in
-    /// all; a one-device run of a million iterations holds 210 MB, 350 MB when
-    /// it writes its report). A longer run records one iteration in each
+    /// all, so that the records and the report fit in memory). A longer run
+    /// records one iteration in each
     /// block of k, the smallest k that keeps within `max`
     /// (`summary.iterations_recorded_every`), at a place that varies from
     /// block to block so the sample never lines up with ALB windows or
@@ -224,7 +77,7 @@ impl<T: Cell> Skeleton<T> {
     /// throughput stay exact; means, medians and the overhead are the
     /// sample's.
     pub fn iteration_records(mut self, max: u64) -> Self {
-        self.iteration_records = Some(max.max(1));
+        self.options.iteration_records = Some(max.max(1));
         self
     }
 
@@ -235,7 +88,7 @@ impl<T: Cell> Skeleton<T> {
     /// partition or rebalances. Not for kernels that read the previous time
     /// level (wavesim) yet.
     pub fn halo_depth(mut self, k: HaloDepth) -> Self {
-        self.halo_depth = k;
+        self.options.halo_depth = k;
         self
     }
 
@@ -246,9 +99,12 @@ impl<T: Cell> Skeleton<T> {
     pub fn snapshot(
         mut self,
         every: u64,
-        f: impl Fn(u64, ndarray::ArrayViewD<'_, T>) -> Result<(), String> + Send + Sync + 'static,
+        f: impl Fn(u64, ndarray::ArrayViewD<'_, T>) -> Result<(), SnapshotFailure>
+            + Send
+            + Sync
+            + 'static,
     ) -> Self {
-        self.snapshot = Some((every.max(1), Arc::new(f)));
+        self.problem.snapshot = Some((every.max(1), Arc::new(f)));
         self
     }
 
@@ -260,14 +116,14 @@ impl<T: Cell> Skeleton<T> {
     /// bit-identical to a run without the failure, and the report's
     /// `failures` says what was lost. Under MPI a failure ends the job.
     pub fn on_failure(mut self, f: OnFailure) -> Self {
-        self.on_failure = f;
+        self.options.on_failure = f;
         self
     }
 
     /// Writes a checkpoint into `dir` every `every` iterations (not after
     /// the last), keeping the last two; see [`crate::checkpoint`].
     pub fn checkpoint(mut self, every: u64, dir: impl Into<PathBuf>) -> Self {
-        self.checkpoint = Some(Checkpointing {
+        self.options.checkpoint = Some(Checkpointing {
             every,
             dir: dir.into(),
         });
@@ -281,7 +137,7 @@ impl<T: Cell> Skeleton<T> {
     /// run that was never interrupted. The init function still sets the
     /// boundary cells, which no iteration changes.
     pub fn restart(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.restart = Some(dir.into());
+        self.options.restart = Some(dir.into());
         self
     }
 
@@ -294,20 +150,29 @@ impl<T: Cell> Skeleton<T> {
     /// turn, and where the OS refuses, threads run unpinned. Results do not
     /// depend on it.
     pub fn pin(mut self, pin: bool) -> Self {
-        self.pin = pin;
+        self.options.pin = pin;
+        self
+    }
+
+    /// Sends every halo through the host, even between devices that share
+    /// memory (virtual devices on one GPU, devices of one OpenCL context),
+    /// to compare or to rule the device path out when a result looks
+    /// wrong. Off by default.
+    pub fn host_halos(mut self, on: bool) -> Self {
+        self.options.host_halos = on;
         self
     }
 
     /// Iterations to run.
     pub fn iterations(mut self, n: u64) -> Self {
-        self.iters = n;
+        self.options.iters = n;
         self
     }
 
     /// Every cell's first value, from its global index (boundary included;
     /// boundary cells keep it).
     pub fn init(mut self, f: impl Fn(&[i64]) -> T + Send + Sync + 'static) -> Self {
-        self.init = Arc::new(f);
+        self.problem.init = Arc::new(f);
         self
     }
 
@@ -317,7 +182,7 @@ impl<T: Cell> Skeleton<T> {
     /// instead of receiving them from the host. It must give the bits `init`
     /// gives; the others still use `init`.
     pub fn init_on_device(mut self, kernel: DeviceKernel) -> Self {
-        self.device_init = Some(Arc::new(kernel));
+        self.problem.device_init = Some(Arc::new(kernel));
         self
     }
 
@@ -326,71 +191,69 @@ impl<T: Cell> Skeleton<T> {
     /// level's interior cells at the first step, from their global index.
     /// Without it the first step sees the init there too.
     pub fn init_previous(mut self, f: impl Fn(&[i64]) -> T + Send + Sync + 'static) -> Self {
-        self.init_previous = Some(Arc::new(f));
+        self.problem.init_previous = Some(Arc::new(f));
         self
     }
 
     /// The devices, one virtual process each.
     pub fn devices(mut self, d: Vec<DeviceSpec>) -> Self {
-        self.devices = d;
+        self.options.devices = d;
         self
     }
 
     /// How the interior is cut over the devices.
     pub fn partition(mut self, p: Partition) -> Self {
-        self.partition = p;
+        self.options.partition = p;
         self
     }
 
     /// Automatic load balancing (needs a weighted partition, `w<d>`);
     /// `None` for none.
     pub fn alb(mut self, alb: impl Into<Option<Alb>>) -> Self {
-        self.alb = alb.into();
+        self.options.alb = alb.into();
         self
     }
 
     /// Under MPI: the rank hosting each device (default: device `i` on rank
     /// `i mod ranks`). Ignored in a single process.
     pub fn placement(mut self, ranks: Vec<usize>) -> Self {
-        self.placement = Some(ranks);
+        self.options.placement = Some(ranks);
         self
     }
 
     /// Told the iterations finished so far while the run goes on (see
     /// [`Observer`]); a progress bar, say.
     pub fn observe(mut self, f: impl Fn(u64) + Send + Sync + 'static) -> Self {
-        self.observer = Some(Arc::new(f));
+        self.options.observer = Some(Arc::new(f));
         self
     }
 
     /// The cells that are computed (the global array less its boundary).
     pub fn interior(&self) -> Result<Shape, SetupError> {
-        plan::interior(&self.size, &self.stencil)
+        plan::interior(&self.problem.size, &self.problem.stencil)
     }
 
     /// Validates the run: sizes, devices, partition, ALB, block widths.
     pub fn plan(&self) -> Result<RunPlan<T>, SetupError> {
-        self.plan_on(&self.devices, self.restart.as_deref())
+        self.plan_with(self.options.clone())
     }
 
-    fn plan_on(
-        &self,
-        devices: &[DeviceSpec],
-        restart: Option<&std::path::Path>,
-    ) -> Result<RunPlan<T>, SetupError> {
-        let halo_depth = match self.halo_depth {
+    /// Validates the run with `options` in place of the builder's (a
+    /// recovery's fewer devices and its restart).
+    fn plan_with(&self, mut options: RunOptions) -> Result<RunPlan<T>, SetupError> {
+        let stencil = &self.problem.stencil;
+        let depth = match options.halo_depth {
             HaloDepth::Depth(k) => k.max(1),
             HaloDepth::Auto => 1,
         };
-        let auto_depth =
-            self.halo_depth == HaloDepth::Auto && !self.stencil.kernel.reads_previous();
-        if halo_depth > 1 && self.stencil.kernel.reads_previous() {
+        let auto_depth = options.halo_depth == HaloDepth::Auto && !stencil.kernel.reads_previous();
+        if depth > 1 && stencil.kernel.reads_previous() {
             return Err(SetupError::HaloDepth(format!(
-                "halo depth {halo_depth}: '{}' reads the previous time level, which deep halos do not carry yet; use --halo-depth 1",
-                self.stencil.name
+                "halo depth {depth}: '{}' reads the previous time level, which deep halos do not carry yet; use --halo-depth 1",
+                stencil.name
             )));
         }
-        if let Some(c) = &self.checkpoint {
+        if let Some(c) = &options.checkpoint {
             if c.every == 0 {
                 return Err(SetupError::CheckpointEvery);
             }
@@ -400,51 +263,33 @@ impl<T: Cell> Skeleton<T> {
                 source,
             })?;
         }
-        let restart = match restart {
+        let restart = match &options.restart {
             Some(dir) => Some(self.find_restart(dir)?),
             None => None,
         };
-        let mut devices = devices.to_vec();
         if let Some(r) = &restart {
             // The same devices and partition resume from the layout the
             // checkpoint had (ALB's last weights); others start afresh.
             let m = &r.manifest;
-            let same = m.partition == self.partition.to_string()
-                && m.devices.len() == devices.len()
-                && m.weights.len() == devices.len()
+            let n = options.devices.len();
+            let same = m.partition == options.partition.to_string()
+                && m.devices.len() == n
+                && m.weights.len() == n
                 && m.weights.iter().all(|w| w.is_finite() && *w >= 0.0)
                 // A device ALB dropped resumes dropped.
                 && m.weights.iter().any(|w| *w > 0.0);
-            if same && matches!(self.partition, Partition::Weighted(_)) {
-                for (d, w) in devices.iter_mut().zip(&m.weights) {
+            if same && matches!(options.partition, Partition::Weighted(_)) {
+                for (d, w) in options.devices.iter_mut().zip(&m.weights) {
                     d.weight = *w;
                 }
             }
         }
-        RunPlan::new(
-            self.size.clone(),
-            self.stencil.clone(),
-            self.iters,
-            self.init.clone(),
-            devices,
-            self.partition,
-            self.alb.clone(),
-            self.placement.clone(),
-            self.observer.clone(),
-        )
-        .map(|mut plan| {
-            plan.pin = self.pin;
-            plan.init_previous = self.init_previous.clone();
-            plan.device_init = self.device_init.clone();
-            plan.checkpoint = self.checkpoint.clone();
-            plan.start = restart.as_ref().map_or(0, |r| r.manifest.iteration);
-            plan.snapshot = self.snapshot.clone();
-            plan.halo_depth = halo_depth;
-            plan.auto_depth = auto_depth;
-            plan.iteration_records = self.iteration_records;
-            plan.restart = restart;
-            plan
-        })
+        let mut plan = RunPlan::new(self.problem.clone(), options)?;
+        plan.start = restart.as_ref().map_or(0, |r| r.manifest.iteration);
+        plan.depth = depth;
+        plan.auto_depth = auto_depth;
+        plan.restart = restart;
+        Ok(plan)
     }
 
     /// Writes a snapshot file every `s.every` iterations (see
@@ -454,17 +299,18 @@ impl<T: Cell> Skeleton<T> {
     where
         T: OutputCell,
     {
-        s.check().map_err(SetupError::Snapshot)?;
+        s.check()?;
         let files = s.clone();
         Ok(self.snapshot(s.every, move |iter, grid| {
             let path = files.path(iter);
             Snapshots::make_dir(&path)?;
-            crate::output::write(&path, grid).map_err(|e| e.to_string())
+            crate::output::write(&path, grid)?;
+            Ok(())
         }))
     }
 
     fn find_restart(&self, dir: &std::path::Path) -> Result<Restart, SetupError> {
-        let levels = if self.stencil.kernel.reads_previous() {
+        let levels = if self.problem.stencil.kernel.reads_previous() {
             2
         } else {
             1
@@ -474,18 +320,18 @@ impl<T: Cell> Skeleton<T> {
             dir,
             &Expect {
                 interior: &interior,
-                stencil: &self.stencil.name,
+                stencil: &self.problem.stencil.name,
                 cell: std::any::type_name::<T>(),
                 cell_size: std::mem::size_of::<T>(),
-                size: &self.size,
+                size: &self.problem.size,
                 levels,
             },
         )?;
-        if r.manifest.iteration >= self.iters {
+        if r.manifest.iteration >= self.options.iters {
             return Err(CheckpointError::AtEnd {
                 path: r.path,
                 at: r.manifest.iteration,
-                iters: self.iters,
+                iters: self.options.iters,
             }
             .into());
         }
@@ -505,43 +351,42 @@ impl<T: Cell> Skeleton<T> {
     }
 
     fn run_on(&self, job: &JobInfo) -> Result<Outcome<T>, RunError> {
-        let _measuring = self.cpu_time.then(controllers::cpu_time::measure);
+        let _measuring = self.options.cpu_time.then(controllers::cpu_time::measure);
         if job.size > 1 {
             #[cfg(feature = "mpi")]
-            return execute(
-                self.plan_on(&self.devices, self.restart.as_deref()),
-                &crate::cluster::mpi::MpiJob::new(job),
-            );
+            return execute(self.plan(), &crate::cluster::mpi::MpiJob::new(job));
             #[cfg(not(feature = "mpi"))]
             return Err(SetupError::NoMpi { size: job.size }.into());
         }
         let started = Instant::now();
-        let mut devices = self.devices.clone();
-        let mut restart = self.restart.clone();
+        let mut options = self.options.clone();
         let mut failures = Vec::new();
         loop {
             let attempt = Instant::now();
             let out = execute(
-                self.plan_on(&devices, restart.as_deref()),
-                &LocalJob::<T>::new(job.clone(), devices.len()),
+                self.plan_with(options.clone()),
+                &LocalJob::<T>::new(job.clone(), options.devices.len()),
             );
             match out {
                 Err(RunError::Vp {
                     vp,
                     device,
                     cause: VpError::Device(e),
-                }) if self.on_failure == OnFailure::Recover && devices.len() > 1 => {
+                }) if self.options.on_failure == OnFailure::Recover
+                    && options.devices.len() > 1 =>
+                {
+                    let devices = &mut options.devices;
                     devices.remove(vp);
                     // Devices started without rows (weight=0) take over
                     // when no other is left.
                     if devices.iter().all(|d| d.weight == 0.0) {
                         devices.iter_mut().for_each(|d| d.weight = 1.0);
                     }
-                    let ckpt = self.checkpoint.as_ref().map(|c| c.dir.clone());
+                    let ckpt = self.options.checkpoint.as_ref().map(|c| c.dir.clone());
                     if let Some(dir) = ckpt.filter(|d| checkpoint::any_complete(d)) {
-                        restart = Some(dir);
+                        options.restart = Some(dir);
                     }
-                    let resumed_from = match &restart {
+                    let resumed_from = match &options.restart {
                         Some(dir) => self.find_restart(dir)?.manifest.iteration,
                         None => 0,
                     };

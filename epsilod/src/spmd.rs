@@ -6,7 +6,7 @@
 use crate::cluster::Cluster;
 use crate::error::{RunError, SetupError, VpError};
 use crate::executor::LocalJob;
-use crate::job::{all_cores, cores_here, Job, JobInfo, Wait};
+use crate::job::{all_cores, cores_here, Job, JobInfo, WaitPolicy};
 use hitmap::{Transport, TransportError};
 
 /// What each virtual process runs: its transport end in, its values out.
@@ -45,9 +45,8 @@ fn on_job<J: Job<f32>>(job: &J, owners: &[usize], body: &Body) -> Result<Vec<Vec
         .collect();
     // Wait as a run of as many one-thread devices here would: polling while
     // each process has a core. A ping-pong between blocked threads measures
-    // the wake-up of a sleeping core (18 us on a VM), not what a run pays
-    // (about 1 us).
-    let wait = Wait::for_threads(local.len(), cores_here(info, all_cores()));
+    // the wake-up of a sleeping core, not what a run pays.
+    let wait = WaitPolicy::for_threads(local.len(), cores_here(info, all_cores()));
     let failed = |vp: usize, cause: VpError| RunError::Vp {
         vp,
         device: "benchmark process".into(),

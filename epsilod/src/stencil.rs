@@ -12,10 +12,13 @@ use std::sync::Arc;
 /// Initial value of a cell from its global index (boundary cells included).
 pub type InitFn<T> = Arc<dyn Fn(&[i64]) -> T + Send + Sync>;
 
+/// Why a snapshot function could not take a snapshot: any error.
+pub type SnapshotFailure = Box<dyn std::error::Error + Send + Sync>;
+
 /// Told the whole field after an iteration (rank 0 only): writes a
 /// snapshot, or says why it could not.
 pub type SnapshotFn<T> =
-    Arc<dyn Fn(u64, ndarray::ArrayViewD<'_, T>) -> Result<(), String> + Send + Sync>;
+    Arc<dyn Fn(u64, ndarray::ArrayViewD<'_, T>) -> Result<(), SnapshotFailure> + Send + Sync>;
 
 /// Which kind of kernel computes a stencil (the report's `kernel` key).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

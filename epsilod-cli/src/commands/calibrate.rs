@@ -98,7 +98,7 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
             if cluster.is_root() {
                 write_report(&args.out, to_json(&machine))?;
             }
-            cluster.agree(Ok(String::new()))?;
+            cluster.agree(epsilod::cluster::Readiness::ready())?;
             run.weights_from = Some(args.out.clone());
         }
     }

@@ -51,9 +51,9 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
 
 /// Errors unless a report or table can be written at `path`.
 fn check_report_path(path: &std::path::Path) -> Result<(), CliError> {
-    epsilod::output::check_creatable(path).map_err(|why| CliError::Report {
+    epsilod::output::check_creatable(path).map_err(|e| CliError::Report {
         path: path.display().to_string(),
-        why,
+        why: e.to_string(),
     })
 }
 

@@ -8,7 +8,6 @@ use crate::init::init_spec;
 use crate::progress::Bar;
 use crate::sizes::{parse_size, size_text};
 use epsilod::devices::{load_device_file, one_cpu_per_rank, Placed};
-use epsilod::error::chain;
 use epsilod::output::Snapshots;
 use epsilod::{
     output, Alb, Checkpointing, Cluster, DeviceSpec, JobInfo, Report, RunOptions, Skeleton, Stencil,
@@ -254,7 +253,7 @@ fn aux_files(given: &[String], target: &Target, size: &[usize]) -> Result<AuxFil
         if out.iter().any(|(n, _)| n == name) {
             return Err(bad(format!("'{name}' is given twice")));
         }
-        let a = epsilod::npy::read_as_f32(Path::new(path)).map_err(bad)?;
+        let a = epsilod::npy::read_as_f32(Path::new(path)).map_err(|e| bad(e.to_string()))?;
         if a.shape() != size {
             return Err(bad(format!(
                 "the array is {:?}, the run's --size is {size:?}",
@@ -367,6 +366,8 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             on_failure: args.on_failure,
             halo_depth: args.halo_depth,
             cpu_time: args.cpu_time,
+            iteration_records: None,
+            host_halos: crate::run_env::host_halos(),
             snapshots: args
                 .snapshot_every
                 .zip(args.snapshot.clone())
@@ -386,12 +387,7 @@ pub fn run_config(
 ) -> Result<Report, CliError> {
     let checked = check(args, alb, cluster);
     if cluster.size() > 1 {
-        cluster.agree(
-            checked
-                .as_ref()
-                .map(|_| String::new())
-                .map_err(|e| chain(e)),
-        )?;
+        cluster.agree(epsilod::cluster::Readiness::of(&checked))?;
     }
     let Checked {
         target,

@@ -1,10 +1,10 @@
 //! Writing a checkpoint's block file: checksummed while it is written, with
 //! direct I/O where the file system allows it.
 //!
-//! Why direct I/O: measured on 2d4 4098^2 (64 MiB blocks) on a 2-core
-//! machine, a buffered write spent about 75 ms of CPU per block in the
-//! kernel's copy into the page cache (onto fresh pages each time), on a
-//! core the stencil wanted, and write-back read the pages once more;
+//! Why direct I/O: a buffered write spends CPU in the kernel's copy into
+//! the page cache (onto fresh pages each time), on a core the stencil
+//! wants, and write-back reads the pages once more (docs/benchmarks.md,
+//! "Checkpoints");
 //! `O_DIRECT` lets the disk take the bytes from the process's own buffer.
 //! Direct I/O asks for aligned buffers, file offsets and lengths, so the
 //! block goes through one small aligned buffer, where its checksum is taken
@@ -115,9 +115,9 @@ pub(crate) fn align_start<T: bytemuck::Pod>(v: &mut Vec<T>, cells: usize) -> usi
 }
 
 /// Snapshot buffers for `levels` blocks of `cells` cells, their pages
-/// already touched: a fresh 64 MiB buffer cost the first checkpoint
-/// 30-50 ms of page faults inside the loop (2d4 4098^2), which setup pays
-/// once instead. [`align_start`] then finds the same start and room.
+/// already touched: a fresh buffer's page faults would fall on the first
+/// checkpoint inside the loop; setup pays them once instead.
+/// [`align_start`] then finds the same start and room.
 pub(crate) fn prefaulted<T: bytemuck::Pod>(levels: usize, cells: usize) -> Vec<Vec<T>> {
     (0..levels)
         .map(|_| {
@@ -135,7 +135,7 @@ fn write_buffered(path: &Path, parts: &[&[u8]]) -> io::Result<u32> {
     let mut f = File::create(path)?;
     let mut hasher = crc32fast::Hasher::new();
     for part in parts {
-        // In pieces: one 64 MiB write took 9x longer than 1 MiB ones on an
+        // In pieces: one huge write was much slower than 1 MiB ones on an
         // overlay file system.
         for piece in part.chunks(PIECE) {
             hasher.update(piece);

@@ -19,7 +19,7 @@
 
 use crate::error::{ClusterError, RunError, SetupError};
 use crate::job::JobInfo;
-use serde::{Deserialize, Serialize};
+pub use crate::job::Readiness;
 use std::sync::Mutex;
 
 #[cfg(feature = "mpi")]
@@ -41,12 +41,15 @@ pub struct Cluster {
 /// `(rank, size)` when a launcher (OpenMPI's mpirun, a PMI-2 launcher such as
 /// `srun --mpi=pmi2` or MPICH's mpiexec) started
 /// this process as one of several, read from its environment, so it is
-/// known before (and without) MPI.
+/// known before (and without) MPI. The library's one read of the
+/// environment: [`Skeleton::run`](crate::Skeleton::run) in a process that
+/// never joined must still find out it is one of several ranks.
 pub fn launched() -> Option<(usize, usize)> {
     launched_from(|k| std::env::var(k).ok())
 }
 
-fn launched_from(var: impl Fn(&str) -> Option<String>) -> Option<(usize, usize)> {
+/// [`launched`] with the launcher's variables looked up by `var`.
+pub fn launched_from(var: impl Fn(&str) -> Option<String>) -> Option<(usize, usize)> {
     for (rank, size) in [
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
         ("PMI_RANK", "PMI_SIZE"),
@@ -150,11 +153,11 @@ impl Cluster {
         &self.info
     }
 
-    /// Every rank offers its own view of something (or why it has none);
-    /// all get the same verdict: the first failing rank's message, or a
-    /// mismatch naming the first rank whose view differs from rank 0's.
-    /// Alone, a process agrees with itself.
-    pub fn agree(&self, mine: Result<String, String>) -> Result<(), RunError> {
+    /// Every rank offers its readiness (or why it has none); all get the
+    /// same verdict: the first failing rank's message, or a mismatch naming
+    /// the first rank whose fingerprint differs from rank 0's. Alone, a
+    /// process agrees with itself.
+    pub fn agree(&self, mine: Readiness) -> Result<(), RunError> {
         agree(&self.info, mine)
     }
 
@@ -164,43 +167,30 @@ impl Cluster {
     }
 }
 
-/// A rank's view of a run, as the agreement sends it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) enum View {
-    /// The run it would start.
-    Ready(String),
-    /// Why it cannot start one.
-    Failed(String),
-}
-
-pub(crate) fn agree(info: &JobInfo, mine: Result<String, String>) -> Result<(), RunError> {
-    let view = match mine {
-        Ok(s) => View::Ready(s),
-        Err(e) => View::Failed(e),
-    };
+pub(crate) fn agree(info: &JobInfo, mine: Readiness) -> Result<(), RunError> {
     if info.size == 1 {
-        return verdict(&[view]);
+        return verdict(&[mine]);
     }
     #[cfg(feature = "mpi")]
     {
-        let bytes = serde_json::to_vec(&view).expect("views serialise");
+        let bytes = serde_json::to_vec(&mine).expect("readiness serialises");
         let all = mpi::all_gather_bytes(&bytes)
             .iter()
             .map(|b| {
                 serde_json::from_slice(b)
                     .map_err(|e| RunError::Mpi(format!("a rank's view arrived damaged: {e}")))
             })
-            .collect::<Result<Vec<View>, _>>()?;
+            .collect::<Result<Vec<Readiness>, _>>()?;
         verdict(&all)
     }
     #[cfg(not(feature = "mpi"))]
     Err(SetupError::NoMpi { size: info.size }.into())
 }
 
-/// The common verdict on every rank's view, in rank order.
-pub(crate) fn verdict(all: &[View]) -> Result<(), RunError> {
+/// The common verdict on every rank's readiness, in rank order.
+pub(crate) fn verdict(all: &[Readiness]) -> Result<(), RunError> {
     for (r, v) in all.iter().enumerate() {
-        if let View::Failed(e) = v {
+        if let Readiness::Failed(e) = v {
             return Err(if r == 0 {
                 RunError::Agreed(e.clone())
             } else {
@@ -211,8 +201,8 @@ pub(crate) fn verdict(all: &[View]) -> Result<(), RunError> {
             });
         }
     }
-    let text = |v: &View| match v {
-        View::Ready(s) | View::Failed(s) => s.clone(),
+    let text = |v: &Readiness| match v {
+        Readiness::Ready(s) | Readiness::Failed(s) => s.clone(),
     };
     if let Some(r) = all.iter().position(|v| *v != all[0]) {
         return Err(RunError::Mismatch {
@@ -325,7 +315,7 @@ mod tests {
             "{e}"
         );
         let job = JobInfo::first_of_two();
-        let e = agree(&job, Ok("ready".into())).expect_err("no MPI");
+        let e = agree(&job, Readiness::Ready("ready".into())).expect_err("no MPI");
         assert!(
             matches!(e, RunError::Setup(SetupError::NoMpi { size: 2 })),
             "{e}"
@@ -335,11 +325,11 @@ mod tests {
     #[test]
     fn verdicts_name_the_rank() {
         let v = |xs: &[&str]| {
-            let views: Vec<View> = xs
+            let views: Vec<Readiness> = xs
                 .iter()
                 .map(|s| match s.strip_prefix("err:") {
-                    Some(e) => View::Failed(e.to_string()),
-                    None => View::Ready(s.to_string()),
+                    Some(e) => Readiness::Failed(e.to_string()),
+                    None => Readiness::Ready(s.to_string()),
                 })
                 .collect();
             verdict(&views).map_err(|e| e.to_string())

@@ -8,7 +8,7 @@
 
 use super::print_error;
 use crate::error::{chain, RunError, VpError};
-use crate::job::{Job, JobInfo, Wait};
+use crate::job::{Job, JobInfo, Readiness, WaitPolicy};
 use crate::report::Report;
 use crate::results::{VpMeta, VpResult};
 use hitmap::{MpiTransport, Placement, MAX_TAG};
@@ -43,7 +43,7 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
         self.info
     }
 
-    fn agree(&self, mine: Result<String, String>) -> Result<(), RunError> {
+    fn agree(&self, mine: Readiness) -> Result<(), RunError> {
         super::agree(self.info, mine)
     }
 
@@ -56,7 +56,7 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
 
     // How a receive waits is MPI's progress engine's business (Open MPI
     // polls): the policy is not ours to apply here.
-    fn endpoint(&self, p: usize, _wait: Wait) -> Result<MpiTransport<T>, VpError> {
+    fn endpoint(&self, p: usize, _wait: WaitPolicy) -> Result<MpiTransport<T>, VpError> {
         let placement = self
             .placement
             .get()

@@ -57,7 +57,7 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
         let snap = Snapshot {
             iter: it,
             rebalances: a.rebalances,
-            remaining: self.run.iters - 1 - it,
+            remaining: self.run.options.iters - 1 - it,
             devices: &holding,
         };
         // A dropped device that would now come back asks for a rebalance
@@ -125,7 +125,7 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
                 "load balancing needs a weighted partition (w<d>)".into(),
             )));
         };
-        let fp = self.run.stencil.kernel.footprint();
+        let fp = self.run.problem.stencil.kernel.footprint();
         let Some((weights, new)) =
             relayout(&old, &proposed, fp.low(), fp.high()).map_err(|e| self.fail(e.into()))?
         else {
@@ -137,6 +137,7 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
             levels: self.levels(),
             slab_cells: self
                 .run
+                .options
                 .alb
                 .as_ref()
                 .map_or(crate::alb::SLAB_BYTES, |a| a.slab_bytes)
@@ -206,7 +207,7 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
     /// The time levels a rebalance moves: the current state, and the level
     /// before for kernels that read it.
     fn levels(&self) -> Vec<BufferId> {
-        if self.run.stencil.kernel.reads_previous() {
+        if self.run.problem.stencil.kernel.reads_previous() {
             vec![self.cur, self.next]
         } else {
             vec![self.cur]
@@ -376,10 +377,8 @@ pub(super) struct AlbState {
 
 /// A heuristic check as the loop records it: the values keep their static
 /// names, so a check allocates no strings and no map;
-/// [`Check::into_record`] gives the report's form after the loop. (ALB's
-/// cost an iteration, one device beside an idle one on 130², 50000
-/// iterations: 1.0-1.1 us against 1.4-3.2 us with the report's form built
-/// at every check.)
+/// [`Check::into_record`] gives the report's form after the loop, since
+/// building it at every check was most of ALB's cost an iteration.
 pub(super) struct Check {
     iter: u64,
     decision: DecisionOutcome,

@@ -30,7 +30,7 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
             lengths.extend(crate::depth_trials::CANDIDATES);
         } else if self.depth > 1 {
             let mut it = start;
-            while it < self.run.iters {
+            while it < self.run.options.iters {
                 let len = self.period_len(it);
                 lengths.insert(len);
                 it += len as u64;
@@ -49,10 +49,10 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
     /// short by the end of the run and by the next snapshot or checkpoint
     /// (which need every block at their iteration).
     pub(super) fn period_len(&self, it: u64) -> usize {
-        let mut end = (it + self.depth as u64).min(self.run.iters);
+        let mut end = (it + self.depth as u64).min(self.run.options.iters);
         let cuts = [
-            self.run.snapshot.as_ref().map(|s| s.0),
-            self.run.checkpoint.as_ref().map(|c| c.every),
+            self.run.problem.snapshot.as_ref().map(|s| s.0),
+            self.run.options.checkpoint.as_ref().map(|c| c.every),
         ];
         for every in cuts.into_iter().flatten().filter(|&e| e > 0) {
             end = end.min((it / every + 1) * every);
@@ -279,7 +279,7 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
     /// computed. Cheaper than receiving them, and the same values.
     pub(super) fn fit_aux(&mut self, extent: &Shape, spare: &[i64]) -> Result<(), RunError> {
         let held = self.geometry.extent.clone();
-        let fields = self.run.stencil.kernel.aux_fields();
+        let fields = self.run.problem.stencil.kernel.aux_fields();
         for (&b, f) in self.aux.iter().zip(fields) {
             self.device
                 .resize(b, extent, spare)

@@ -38,12 +38,12 @@ fn fill_init<T: Cell>(
     [first, second]: [BufferId; 2],
     region: &Shape,
 ) -> Result<(), DeviceError> {
-    if let Some(k) = &run.device_init {
+    if let Some(k) = &run.problem.device_init {
         if device.fill_device(first, region, k)? && device.fill_device(second, region, k)? {
             return Ok(());
         }
     }
-    device.fill(first, region, run.init.as_ref())?;
+    device.fill(first, region, run.problem.init.as_ref())?;
     device.copy_region(first, second, region)
 }
 
@@ -76,8 +76,8 @@ struct Vp<'a, T, X> {
     pending: Option<PendingBlock<T>>,
     /// Process 0: the last checkpoint's commit, waiting for its blocks.
     committing: Option<Committing>,
-    /// Snapshot buffers, touched at setup and reused (fresh pages cost
-    /// more than the copy: 48 ms of 64 MB).
+    /// Snapshot buffers, touched at setup and reused: fresh pages cost
+    /// more than the copy.
     snapshots: Vec<Vec<T>>,
     /// Halo messages sent.
     messages: u64,
@@ -93,7 +93,7 @@ struct Vp<'a, T, X> {
     /// reaches deep).
     depth: usize,
     /// How long receives poll before blocking while the device holds rows
-    /// (the process's policy, `cores::Wait`).
+    /// (the process's policy, `job::WaitPolicy`).
     spin: std::time::Duration,
 }
 
@@ -122,9 +122,8 @@ pub(crate) fn run<T: Cell, X: Transport<T>>(
 impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     /// Receives poll while this device holds no rows, whatever the
     /// process's policy, so the process whose times it waits for every
-    /// period never pays the wake-up of a blocked thread (measured on an
-    /// H200 beside a dropped 15-thread CPU device, blocking as 17 threads on
-    /// 16 cores: 5 us of a GPU's 0.17 ms iteration). Where that device's
+    /// period never pays the wake-up of a blocked thread, which shows
+    /// beside a GPU's short iterations. Where that device's
     /// own pool made the threads outnumber the cores, the pool is idle now
     /// and the poll takes no core from anyone; elsewhere it yields the core
     /// at every poll after the first 50 us.
@@ -170,10 +169,10 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             device: device_name.clone(),
             cause,
         };
-        let fp = run.stencil.kernel.footprint();
+        let fp = run.problem.stencil.kernel.footprint();
         let reach_low: Vec<i64> = fp.low().iter().map(|&x| x as i64).collect();
         let reach_high: Vec<i64> = fp.high().iter().map(|&x| x as i64).collect();
-        let global = Shape::from_sizes(&run.size);
+        let global = Shape::from_sizes(&run.problem.size);
         let interior = run.layout.domain().clone();
         let transport_spin = transport.spin();
         let geo = geometry(
@@ -183,19 +182,21 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             &reach_low,
             &reach_high,
             &global,
-            run.halo_depth,
+            run.depth,
         )
         .map_err(|e| fail(e.into()))?;
         let err = |e: DeviceError| fail(e.into());
-        let spare = spare_rows(run.alb.as_ref(), &geo);
+        let spare = spare_rows(run.options.alb.as_ref(), &geo);
         let capacity = geo.extent.expand(&spare, &spare).intersect(&global);
         // Before any buffer: the kernel decides how a GPU lays its cells
         // out (components in planes where it can read them so).
-        let kernel = device.load(run.stencil.kernel.clone()).map_err(err)?;
+        let kernel = device
+            .load(run.problem.stencil.kernel.clone())
+            .map_err(err)?;
         let cur = device.alloc(&geo.extent, &capacity).map_err(err)?;
         let next = device.alloc(&geo.extent, &capacity).map_err(err)?;
         fill_init(device.as_mut(), run, [cur, next], &geo.extent).map_err(err)?;
-        if let Some(prev) = &run.init_previous {
+        if let Some(prev) = &run.problem.init_previous {
             // Boundary cells are the init's in both buffers: after a swap
             // they are read as neighbours.
             device
@@ -218,7 +219,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         // Read-only fields are computed where they are read, halo cells
         // included: no messages, now or after a rebalance.
         let mut aux = Vec::new();
-        for f in run.stencil.kernel.aux_fields() {
+        for f in run.problem.stencil.kernel.aux_fields() {
             let b = device.alloc(&geo.extent, &capacity).map_err(err)?;
             device.fill(b, &geo.extent, f.as_ref()).map_err(err)?;
             aux.push(b);
@@ -227,9 +228,9 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             device.bind_aux(kernel, &aux).map_err(err)?;
         }
         // Only where a checkpoint falls before the end.
-        let snapshots = match &run.checkpoint {
-            Some(c) if c.every < run.iters => {
-                let levels = if run.stencil.kernel.reads_previous() {
+        let snapshots = match &run.options.checkpoint {
+            Some(c) if c.every < run.options.iters => {
+                let levels = if run.problem.stencil.kernel.reads_previous() {
                     2
                 } else {
                     1
@@ -262,7 +263,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             device_messages: 0,
             mail,
             recycled_dev: Vec::new(),
-            depth: run.halo_depth.max(1),
+            depth: run.depth.max(1),
             spin: transport_spin,
         };
         vp.wait_by_rows();
@@ -270,13 +271,14 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     }
 
     fn run(&mut self) -> Result<VpResult<T>, RunError> {
-        let (start, iters) = (self.run.start, self.run.iters);
+        let (start, iters) = (self.run.start, self.run.options.iters);
         let every = record_every(iters.saturating_sub(start), self.run.records());
         let mut stats =
             Vec::with_capacity(iters.saturating_sub(start).div_ceil(every).min(1 << 20) as usize);
         let mut checkpoints = Vec::new();
         let mut alb = self
             .run
+            .options
             .alb
             .as_ref()
             .map(|a| AlbState::new(a, self.p, self.geometry.layout.procs(), start, iters));
@@ -341,12 +343,12 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
                 }
             }
             it += len as u64;
-            if let Some(every) = self.run.snapshot.as_ref().map(|s| s.0) {
+            if let Some(every) = self.run.problem.snapshot.as_ref().map(|s| s.0) {
                 if it % every == 0 {
                     self.snapshot(it)?;
                 }
             }
-            if let Some(every) = self.run.checkpoint.as_ref().map(|c| c.every) {
+            if let Some(every) = self.run.options.checkpoint.as_ref().map(|c| c.every) {
                 if it % every == 0 && it < iters {
                     checkpoints.push(self.checkpoint(it, alb.as_ref())?);
                 }
@@ -403,7 +405,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     ) -> Result<(Geometry, Vec<i64>), RunError> {
         let geo = geometry(
             layout,
-            self.run.stencil.kernel.footprint(),
+            self.run.problem.stencil.kernel.footprint(),
             self.p,
             &self.reach_low,
             &self.reach_high,
@@ -411,7 +413,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             depth,
         )
         .map_err(|e| self.fail(e.into()))?;
-        let spare = spare_rows(self.run.alb.as_ref(), &geo);
+        let spare = spare_rows(self.run.options.alb.as_ref(), &geo);
         for b in [self.cur, self.next] {
             self.device
                 .resize(b, &geo.extent, &spare)

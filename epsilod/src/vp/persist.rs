@@ -43,8 +43,13 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
         let grid = self
             .run
             .assemble_blocks((0..layout.procs()).map(|q| (layout.block(q), parts[q].as_slice())));
-        if let Some((_, f)) = &self.run.snapshot {
-            f(iter, grid.view()).map_err(|why| self.fail(VpError::Snapshot { iter, why }))?;
+        if let Some((_, f)) = &self.run.problem.snapshot {
+            f(iter, grid.view()).map_err(|e| {
+                self.fail(VpError::Snapshot {
+                    iter,
+                    why: e.to_string(),
+                })
+            })?;
         }
         Ok(())
     }
@@ -74,11 +79,11 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
     ) -> Result<CheckpointRecord, RunError> {
         let t0 = Instant::now();
         self.finish_checkpoint()?;
-        let Some(c) = self.run.checkpoint.clone() else {
+        let Some(c) = self.run.options.checkpoint.clone() else {
             return Err(self.fail(VpError::Protocol("no checkpoint configured".into())));
         };
         let block = self.geometry.block.clone();
-        let levels = if self.run.stencil.kernel.reads_previous() {
+        let levels = if self.run.problem.stencil.kernel.reads_previous() {
             vec![self.cur, self.next]
         } else {
             vec![self.cur]
@@ -135,13 +140,19 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
             }
             let m = Manifest {
                 format: checkpoint::FORMAT,
-                stencil: self.run.stencil.name.clone(),
+                stencil: self.run.problem.stencil.name.clone(),
                 cell: std::any::type_name::<T>().to_string(),
-                size: self.run.size.clone(),
+                size: self.run.problem.size.clone(),
                 iteration: iter,
                 levels: nlevels,
-                devices: self.run.devices.iter().map(|d| d.to_string()).collect(),
-                partition: self.run.partition.to_string(),
+                devices: self
+                    .run
+                    .options
+                    .devices
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect(),
+                partition: self.run.options.partition.to_string(),
                 weights: (0..procs).map(|q| self.rows_of(q) as f64).collect(),
                 heuristic: alb.map(|a| a.heuristic.name().to_string()),
                 rebalances: alb.map_or(0, |a| a.rebalances),
