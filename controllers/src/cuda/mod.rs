@@ -85,7 +85,7 @@ impl CudaRuntime {
 
     /// The stream of `lane`: a side-lane launch comes after everything
     /// issued on the main stream so far.
-    fn stream(&self, lane: Lane) -> Result<Arc<CudaStream>, DeviceError> {
+    fn lane_stream(&self, lane: Lane) -> Result<Arc<CudaStream>, DeviceError> {
         match lane {
             Lane::Main => Ok(self.stream.clone()),
             Lane::Side => {
@@ -251,7 +251,7 @@ impl DeviceRuntime for CudaRuntime {
         groups: [usize; 3],
         group: usize,
     ) -> Result<(CudaEvent, CudaEvent), DeviceError> {
-        let stream = self.stream(lane)?;
+        let stream = self.lane_stream(lane)?;
         let cfg = fused_config(groups, group)?;
         let (src, dst) = (src.ptr, dst.ptr);
         let mut b = stream.launch_builder(kernel);
@@ -287,7 +287,7 @@ impl DeviceRuntime for CudaRuntime {
                 longs.len()
             )));
         }
-        let stream = self.stream(lane)?;
+        let stream = self.lane_stream(lane)?;
         if grid.contains(&0) {
             return no_launch(&stream);
         }
