@@ -164,11 +164,11 @@ impl LaunchArgs {
     /// The integer arguments in ABI order (for APIs that take them packed).
     pub fn longs(&self) -> [i64; LONG_ARGS] {
         let mut out = [0; LONG_ARGS];
-        let longs = ARGS.iter().filter_map(|(_, k)| match k {
+        let integers = ARGS.iter().filter_map(|(_, k)| match k {
             ArgKind::Long(l) => Some(self.value(*l)),
             ArgKind::Buffer(_) => None,
         });
-        for (o, v) in out.iter_mut().zip(longs) {
+        for (o, v) in out.iter_mut().zip(integers) {
             *o = v;
         }
         out

@@ -357,7 +357,7 @@ impl DeviceKernel {
         }
         s += "}\n";
         // The entry point.
-        let longs: Vec<String> = arg_names(nd, k)
+        let integer_params: Vec<String> = arg_names(nd, k)
             .iter()
             .map(|n| format!("const index_t {n}"))
             .collect();
@@ -365,7 +365,7 @@ impl DeviceKernel {
             s,
             "{} void {FUSED_KERNEL_NAME}({g}const cell* {r}src, {g}cell* {r}dst, {})\n{{\n",
             dialect.kernel_qualifier(),
-            longs.join(", ")
+            integer_params.join(", ")
         );
         let la = dialect.local_array();
         let _ = writeln!(s, "    {la} cell f_a[{cells}];");
