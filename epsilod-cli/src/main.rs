@@ -7,12 +7,12 @@
 mod args;
 mod commands;
 mod error;
-mod init;
 mod machine_file;
 mod plot;
 mod progress;
 mod sizes;
 mod stats;
+mod target;
 mod view;
 
 use args::Cli;
