@@ -7,7 +7,7 @@
 //! runs along (the original's sizes coincide for the cubic runs it reports).
 
 use crate::{App, AppOutcome};
-use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
+use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
 use hitmap::{Footprint, Shape};
 use kernels::{CellDecl, Custom, DeviceKernel, DeviceScalar, Neighbourhood, Table};
 use std::sync::Arc;
@@ -248,7 +248,7 @@ impl App for GasSim {
         _params: &crate::Params,
         options: &RunOptions,
         cluster: &Cluster,
-    ) -> Result<AppOutcome, RunError> {
+    ) -> Result<AppOutcome, crate::AppError> {
         let user = [0, 1, 2].map(|d| size[d] - 2);
         let skeleton = Skeleton::new(size, stencil()).init(init(user));
         crate::run_to_output(skeleton, options, cluster, Some(user_domain(user)))

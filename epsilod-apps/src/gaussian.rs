@@ -15,7 +15,7 @@
 //! Muesli's); `(float)(int)sum` is written `trunc(sum) + 0`, its value
 //! wherever the C is defined (|sum| < 2^31) and defined everywhere.
 
-use crate::{App, AppOutcome, Param, Params};
+use crate::{App, AppError, AppOutcome, Param, ParamError, Params};
 use epsilod::error::SetupError;
 use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
 use hitmap::{Footprint, Shape};
@@ -193,11 +193,11 @@ pub fn load(path: &Path) -> Result<(usize, usize, Vec<f32>), String> {
 pub struct Gaussian;
 
 impl Gaussian {
-    fn kw(params: &Params) -> usize {
-        params.get("kw") as usize
+    fn kw(params: &Params) -> Result<usize, ParamError> {
+        Ok(params.get("kw")? as usize)
     }
-    fn sigma(params: &Params) -> f32 {
-        params.get("sigma") as f32
+    fn sigma(params: &Params) -> Result<f32, ParamError> {
+        Ok(params.get("sigma")? as f32)
     }
 }
 
@@ -211,7 +211,7 @@ impl App for Gaussian {
     fn ndims(&self) -> usize {
         2
     }
-    fn check_size(&self, _size: &[usize]) -> Result<(), String> {
+    fn check_size(&self, _size: &[usize]) -> Result<(), AppError> {
         // Any image of at least one pixel: the border is added to it.
         Ok(())
     }
@@ -229,33 +229,36 @@ impl App for Gaussian {
             },
         ]
     }
-    fn check_params(&self, params: &Params) -> Result<(), String> {
-        let kw = params.get("kw");
+    fn check_params(&self, params: &Params) -> Result<(), ParamError> {
+        let kw = params.get("kw")?;
         if kw.fract() != 0.0 || !KW_RANGE.contains(&(kw as usize)) || kw < 0.0 {
-            return Err(format!(
-                "--param kw={kw}: the kernel width is a whole number 2 to 31"
-            ));
+            return Err(ParamError::OutOfRange {
+                name: "kw",
+                value: kw.to_string(),
+                want: "the kernel width is a whole number 2 to 31",
+            });
         }
-        let sigma = Gaussian::sigma(params);
+        let sigma = Gaussian::sigma(params)?;
         if !(sigma > 0.0 && sigma.is_finite()) {
             // As an f32: 1e300 is infinite there and 1e-300 is 0.
-            let v = params.get("sigma");
+            let v = params.get("sigma")?;
             let shown = match v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
                 true => format!("{v:e}"),
                 false => v.to_string(),
             };
-            return Err(format!(
-                "--param sigma={shown}: sigma must be a number above 0 that an f32 holds \
-                 (1.2e-38 to 3.4e38)"
-            ));
+            return Err(ParamError::OutOfRange {
+                name: "sigma",
+                value: shown,
+                want: "sigma must be a number above 0 that an f32 holds (1.2e-38 to 3.4e38)",
+            });
         }
         Ok(())
     }
     fn input(&self) -> Option<&'static str> {
         Some("the image to blur, .pgm (P2 or P5) or a 2-d .npy array")
     }
-    fn size_of_input(&self, input: &Path) -> Result<Vec<usize>, String> {
-        let (rows, cols, _) = load(input)?;
+    fn size_of_input(&self, input: &Path) -> Result<Vec<usize>, AppError> {
+        let (rows, cols, _) = load(input).map_err(|why| AppError::Input { why })?;
         Ok(vec![rows, cols])
     }
     fn run(
@@ -264,8 +267,8 @@ impl App for Gaussian {
         params: &Params,
         options: &RunOptions,
         cluster: &Cluster,
-    ) -> Result<AppOutcome, RunError> {
-        let (kw, sigma) = (Gaussian::kw(params), Gaussian::sigma(params));
+    ) -> Result<AppOutcome, AppError> {
+        let (kw, sigma) = (Gaussian::kw(params)?, Gaussian::sigma(params)?);
         let (rows, cols) = (size[0], size[1]);
         let pixels = match params.input() {
             None => test_image(rows, cols),
@@ -280,7 +283,8 @@ impl App for Gaussian {
                 if (r, c) != (rows, cols) {
                     return Err(input(format!(
                         "the image is {r}x{c}, the run is for {rows}x{cols}"
-                    )));
+                    ))
+                    .into());
                 }
                 px
             }

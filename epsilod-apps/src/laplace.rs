@@ -4,7 +4,7 @@
 //! OpenCL and CUDA devices.
 
 use crate::{App, AppOutcome};
-use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
+use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
 use kernels::expr::build::{num, u, E};
 use kernels::ExprSpec;
 
@@ -76,7 +76,7 @@ impl App for Laplace {
         _params: &crate::Params,
         options: &RunOptions,
         cluster: &Cluster,
-    ) -> Result<AppOutcome, RunError> {
+    ) -> Result<AppOutcome, crate::AppError> {
         let skeleton = Skeleton::new(size, stencil(size)).init(init(size));
         crate::run_to_output(skeleton, options, cluster, None)
     }

@@ -4,21 +4,30 @@
 //!
 //! An app brings its stencil (often a custom kernel and cell type), its
 //! init, its size rules and the part of the grid that is its result; the
-//! driver brings the rest of the run as [`RunOptions`].
+//! driver brings the rest of the run as [`RunOptions`]. A library stencil
+//! or spec file runs as an app too ([`StencilApp`]), so a driver has one
+//! path for all of them.
 // Deny rather than forbid: a hand-written device kernel asserts that its
 // body matches its footprint through `DeviceKernel::new`, an unsafe fn, and
 // that one call (gas::device_kernel) is allowed where it is made.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod array_cells;
+pub mod error;
 pub mod gas;
 pub mod gaussian;
 pub mod laplace;
 pub mod poisson;
+pub mod stencil_app;
 pub mod wavesim;
 
+pub use array_cells::SUPPORTED_COMPONENTS;
+pub use error::{AppError, ParamError};
+pub use stencil_app::{StencilApp, StencilSource};
+
 use epsilod::output::{OutputCell, OutputGrid, Region};
-use epsilod::{Cluster, Report, RunError, RunOptions, Skeleton};
+use epsilod::{Cluster, Report, RunOptions, Skeleton};
 use hitmap::Shape;
 
 /// What an app run gives back.
@@ -32,15 +41,25 @@ pub struct AppOutcome {
 /// An application runnable by name.
 pub trait App: Sync {
     /// Its name on the command line.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// One line for `epsilod list`.
     fn about(&self) -> &'static str;
     /// Dimensions of its grid.
     fn ndims(&self) -> usize;
     /// Errors (with the reason) unless it can run on a global array of
     /// `size` (boundary included).
-    fn check_size(&self, size: &[usize]) -> Result<(), String> {
+    fn check_size(&self, size: &[usize]) -> Result<(), AppError> {
         three_per_dimension(self.name(), size)
+    }
+    /// Cells of the global array's boundary per dimension, which a run
+    /// never updates; none for an app whose domain is its own.
+    fn boundary(&self) -> Vec<usize> {
+        vec![0; self.ndims()]
+    }
+    /// Whether it is a library stencil or spec file, which takes no
+    /// `--param` (and says so in other words than an app without any).
+    fn is_stencil(&self) -> bool {
+        false
     }
     /// The numbers it takes (`epsilod run APP --param name=value`).
     fn params(&self) -> &'static [Param] {
@@ -48,7 +67,7 @@ pub trait App: Sync {
     }
     /// Errors (with the reason) unless `params` suit it, beyond each being
     /// a number (whole numbers, ranges).
-    fn check_params(&self, _params: &Params) -> Result<(), String> {
+    fn check_params(&self, _params: &Params) -> Result<(), ParamError> {
         Ok(())
     }
     /// What its input file is (`epsilod run APP --input FILE`), if it
@@ -57,8 +76,10 @@ pub trait App: Sync {
         None
     }
     /// The size (as `--size` means it for this app) of a run on `input`.
-    fn size_of_input(&self, _input: &std::path::Path) -> Result<Vec<usize>, String> {
-        Err(format!("{} reads no input file", self.name()))
+    fn size_of_input(&self, _input: &std::path::Path) -> Result<Vec<usize>, AppError> {
+        Err(AppError::NoInput {
+            app: self.name().to_string(),
+        })
     }
     /// Runs on a global array of `size` in `cluster`.
     fn run(
@@ -67,7 +88,7 @@ pub trait App: Sync {
         params: &Params,
         options: &RunOptions,
         cluster: &Cluster,
-    ) -> Result<AppOutcome, RunError>;
+    ) -> Result<AppOutcome, AppError>;
 }
 
 /// A number an app takes, with its default.
@@ -84,6 +105,8 @@ pub struct Param {
 /// and its input file, if given.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Params {
+    /// The app's name, for errors.
+    app: String,
     values: std::collections::BTreeMap<String, f64>,
     input: Option<std::path::PathBuf>,
 }
@@ -92,7 +115,12 @@ impl Params {
     /// `app`'s defaults, overridden by `given` (`name=value` each): an
     /// unknown name, a value that is not a finite number, or a name given
     /// twice is an error naming it.
-    pub fn parse(app: &dyn App, given: &[String]) -> Result<Params, String> {
+    pub fn parse(app: &dyn App, given: &[String]) -> Result<Params, ParamError> {
+        if app.is_stencil() && !given.is_empty() {
+            return Err(ParamError::NotAnApp {
+                target: app.name().to_string(),
+            });
+        }
         let known = app.params();
         let mut values: std::collections::BTreeMap<String, f64> = known
             .iter()
@@ -102,27 +130,32 @@ impl Params {
         for text in given {
             let (name, value) = text
                 .split_once('=')
-                .ok_or_else(|| format!("--param {text}: write name=value"))?;
+                .ok_or_else(|| ParamError::NotNameValue { text: text.clone() })?;
             if !known.iter().any(|p| p.name == name) {
-                let names: Vec<&str> = known.iter().map(|p| p.name).collect();
-                return Err(if names.is_empty() {
-                    format!("--param {name}: {} takes no parameters", app.name())
-                } else {
-                    format!("--param {name}: {} takes {}", app.name(), names.join(", "))
+                return Err(ParamError::NotTaken {
+                    app: app.name().to_string(),
+                    name: name.to_string(),
+                    known: known.iter().map(|p| p.name).collect(),
                 });
             }
             if !seen.insert(name) {
-                return Err(format!("--param {name} is given twice"));
+                return Err(ParamError::Twice {
+                    name: name.to_string(),
+                });
             }
             let v: f64 = value
                 .trim()
                 .parse()
                 .ok()
                 .filter(|v: &f64| v.is_finite())
-                .ok_or_else(|| format!("--param {name}={value}: not a finite number"))?;
+                .ok_or_else(|| ParamError::NotFinite {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                })?;
             values.insert(name.to_string(), v);
         }
         let params = Params {
+            app: app.name().to_string(),
             values,
             input: None,
         };
@@ -138,9 +171,15 @@ impl Params {
         }
     }
 
-    /// The value of `name` (a parameter the app declared).
-    pub fn get(&self, name: &str) -> f64 {
-        self.values.get(name).copied().unwrap_or(f64::NAN)
+    /// The value of `name`; an error unless the app declared it.
+    pub fn get(&self, name: &str) -> Result<f64, ParamError> {
+        self.values
+            .get(name)
+            .copied()
+            .ok_or_else(|| ParamError::Unknown {
+                app: self.app.clone(),
+                name: name.to_string(),
+            })
     }
 
     /// The input file, if given.
@@ -156,7 +195,7 @@ pub(crate) fn run_to_output<T: OutputCell>(
     options: &RunOptions,
     cluster: &Cluster,
     region: Option<Shape>,
-) -> Result<AppOutcome, RunError> {
+) -> Result<AppOutcome, AppError> {
     let mut skeleton = skeleton.options(options);
     if let Some(s) = &options.snapshots {
         skeleton = skeleton.snapshot_files(s)?;
@@ -176,11 +215,11 @@ pub(crate) fn run_to_output<T: OutputCell>(
 
 /// Errors unless every dimension has room for a 1-cell boundary each side
 /// and an interior.
-pub(crate) fn three_per_dimension(app: &str, size: &[usize]) -> Result<(), String> {
+pub(crate) fn three_per_dimension(app: &str, size: &[usize]) -> Result<(), AppError> {
     if size.iter().any(|&s| s < 3) {
-        return Err(format!(
-            "{app} needs at least 3 cells per dimension (a 1-cell boundary each side)"
-        ));
+        return Err(AppError::TooSmall {
+            app: app.to_string(),
+        });
     }
     Ok(())
 }
@@ -208,8 +247,18 @@ mod tests {
     #[test]
     fn params_take_defaults_and_say_what_is_wrong() {
         let w = find("wavesim").unwrap();
-        assert_eq!(Params::parse(w, &[]).unwrap().get("dt"), 0.25);
-        assert_eq!(Params::parse(w, &["dt=0.1".into()]).unwrap().get("dt"), 0.1);
+        assert_eq!(Params::parse(w, &[]).unwrap().get("dt"), Ok(0.25));
+        assert_eq!(
+            Params::parse(w, &["dt=0.1".into()]).unwrap().get("dt"),
+            Ok(0.1)
+        );
+        assert_eq!(
+            Params::parse(w, &[]).unwrap().get("dx"),
+            Err(ParamError::Unknown {
+                app: "wavesim".into(),
+                name: "dx".into()
+            })
+        );
         for (bad, why) in [
             ("dt", "write name=value"),
             ("step=1", "wavesim takes dt"),
@@ -217,16 +266,21 @@ mod tests {
             ("dt=inf", "not a finite number"),
         ] {
             assert!(
-                Params::parse(w, &[bad.into()]).unwrap_err().contains(why),
+                Params::parse(w, &[bad.into()])
+                    .unwrap_err()
+                    .to_string()
+                    .contains(why),
                 "{bad}"
             );
         }
         assert!(Params::parse(w, &["dt=1".into(), "dt=2".into()])
             .unwrap_err()
+            .to_string()
             .contains("twice"));
         let g = find("gas-sim").unwrap();
         assert!(Params::parse(g, &["x=1".into()])
             .unwrap_err()
+            .to_string()
             .contains("takes no parameters"));
     }
 

@@ -4,7 +4,7 @@
 //! so the kernel runs, with the same bits, on any device and partition.
 
 use crate::{App, AppOutcome};
-use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
+use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
 use kernels::expr::build::{g, num, select, u, E};
 use kernels::ExprSpec;
 
@@ -83,7 +83,7 @@ impl App for Poisson {
         _params: &crate::Params,
         options: &RunOptions,
         cluster: &Cluster,
-    ) -> Result<AppOutcome, RunError> {
+    ) -> Result<AppOutcome, crate::AppError> {
         let skeleton = Skeleton::new(size, stencil(size)).init(init(size));
         crate::run_to_output(skeleton, options, cluster, None)
     }

@@ -6,7 +6,7 @@
 //! balancing moves both levels, so a rebalanced run keeps its bits.
 
 use crate::{App, AppOutcome};
-use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
+use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
 use hitmap::Shape;
 use kernels::expr::build::{g, num, old2, select, u, E};
 use kernels::ExprSpec;
@@ -130,9 +130,9 @@ impl App for WaveSim {
         params: &crate::Params,
         options: &RunOptions,
         cluster: &Cluster,
-    ) -> Result<AppOutcome, RunError> {
+    ) -> Result<AppOutcome, crate::AppError> {
         // As the original reads it: decimal to double, then to float.
-        let dt = params.get("dt") as f32;
+        let dt = params.get("dt")? as f32;
         let skeleton = Skeleton::new(size, stencil(size, dt))
             .init(init(size))
             .init_previous(init_previous(size, dt));

@@ -34,15 +34,10 @@ pub enum CliError {
         /// Every app's name.
         apps: String,
     },
-    /// A spec file whose cells have a number of components (`cell = N`)
-    /// the binary was not built for.
-    #[error("{path} has cells of {n} components (cell = {n}): epsilod runs cells of 2, 3, 4, 9, 19 or 27 components; run it from Rust, Stencil::<[f32; {n}]>::from_expr (docs/stencils.md)")]
-    ArrayCells {
-        /// The spec file.
-        path: String,
-        /// Its components per cell.
-        n: usize,
-    },
+    /// An app (or library stencil or spec file run as one) that cannot be
+    /// set up or run.
+    #[error(transparent)]
+    App(#[from] epsilod_apps::AppError),
     /// A spec file with array cells given to a command that models scalar
     /// runs (`signature`, `calibrate`, `simulate`).
     #[error("{path} has cells of {n} components (cell = {n}): this command models runs of scalar cells; `epsilod run` runs it")]
@@ -102,7 +97,10 @@ pub enum CliError {
     Replay(String),
 
     #[error("{0} (see 'epsilod list')")]
-    Param(String),
+    Param(#[from] epsilod_apps::ParamError),
+
+    #[error("--input is for apps that read a file; '{0}' reads none (see 'epsilod list')")]
+    InputNotRead(String),
 
     #[error(transparent)]
     LearnedMethod(#[from] models::learned::UnknownMethod),

@@ -7,13 +7,13 @@
 mod args;
 mod commands;
 mod error;
-mod init;
 mod machine_file;
 mod plot;
 mod progress;
 mod run_env;
 mod sizes;
 mod stats;
+mod target;
 mod view;
 
 use args::Cli;

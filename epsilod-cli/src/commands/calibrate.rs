@@ -4,11 +4,12 @@
 //! under mpirun; between a GPU's memory and the host's, transfers each
 //! way), fits them with `models::calibrate`, and writes the machine JSON.
 
-use super::run::{layout_of, ndims_of, run_config};
+use super::run::{layout_of, run_config};
 use super::{check_report_path, write_report};
 use crate::args::{CalibrateArgs, RunArgs};
 use crate::error::CliError;
 use crate::sizes::{parse_size, size_text};
+use crate::target::ndims_of;
 use epsilod::spmd::run_vps;
 use epsilod::{Cluster, DeviceKind, DeviceSpec};
 use hitmap::{Footprint, Layout};

@@ -1,7 +1,6 @@
 //! One module per command.
 
 mod calibrate;
-mod cells;
 mod commbench;
 mod compare;
 mod fit_comm;

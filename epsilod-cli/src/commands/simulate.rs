@@ -4,7 +4,6 @@
 //! on simulated runs.
 
 use super::compare::split_heuristics;
-use super::run::{ndims_of, stencil_of};
 use super::{check_report_path, write_report};
 use crate::args::SimulateArgs;
 use crate::error::CliError;
@@ -12,6 +11,7 @@ use crate::machine_file::load_machine;
 use crate::plot::load_report;
 use crate::sizes::parse_size;
 use crate::stats;
+use crate::target::{ndims_of, stencil_of};
 use epsilod::report::{
     median, DecisionOutcome, DecisionRecord, DeviceIteration, FailureRecord, IterationRecord,
     Redistribution, ReportConfig, Summary,
