@@ -8,6 +8,7 @@
 //! so every entry point probes them first and answers
 //! [`DeviceError::Unavailable`] instead.
 
+use crate::device_spec::{GpuDevice, GpuOptions, Listing};
 use crate::error::DeviceError;
 use crate::gpu::fused::MAX_OVERHEAD;
 use crate::gpu::runs::{RunShape, Tuner, TUNE_CELLS};
@@ -25,13 +26,6 @@ use kernels::device::{FUSED_KERNEL_NAME, KERNEL_NAME};
 use kernels::{Cell, Dialect};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-/// Names a launch shape `bx,by,rows` every launch of the process uses,
-/// instead of the shapes timed per kernel: for measuring the shapes.
-const LAUNCH_VAR: &str = "EPSILOD_CUDA_LAUNCH";
-
-/// When set, each kernel's timed shapes and the one chosen go to stderr.
-const LOG_VAR: &str = "EPSILOD_CUDA_LAUNCH_LOG";
 
 /// The largest copy staged through a device's pinned host buffer; larger
 /// ones (a rebalance's bulk rows) go straight from the caller's memory.
@@ -222,8 +216,11 @@ pub struct CudaRuntime {
     image: CodeImage,
     /// Page-locked host memory halos and small moves are staged in.
     pinned: Option<PinnedHostSlice<u8>>,
-    /// The shape [`LAUNCH_VAR`] names, if set.
+    /// The shape of every launch, where one was forced
+    /// ([`CudaRuntime::with_launch`]).
     forced: Option<RunShape>,
+    /// Whether to log the shapes timed and chosen.
+    log_launch: bool,
     /// Shapes tried and chosen, by kernel and grid.
     tuner: Tuner<Events>,
     /// Each compiled kernel's largest block, by its function handle.
@@ -249,6 +246,20 @@ impl<T: Cell> GpuController<CudaRuntime, T> {
 }
 
 impl CudaRuntime {
+    /// Every launch in `shape`, where given, instead of the shapes timed
+    /// per kernel: for measuring the shapes.
+    pub fn with_launch(mut self, shape: Option<RunShape>) -> CudaRuntime {
+        self.forced = shape;
+        self
+    }
+
+    /// Logs (`info`) each kernel's timed shapes and the one chosen, where
+    /// `on`.
+    pub fn with_launch_log(mut self, on: bool) -> CudaRuntime {
+        self.log_launch = on;
+        self
+    }
+
     /// `source` compiled by NVRTC for this device (cached per process) and
     /// its function `name`, with its block hints.
     fn function(
@@ -367,14 +378,6 @@ impl CudaRuntime {
         let side = ctx.new_stream().map_err(backend)?;
         let name = ctx.name().map_err(backend)?;
         let arch = ctx.compute_capability().map_err(backend)?;
-        let forced = match std::env::var(LAUNCH_VAR) {
-            Ok(v) => Some(RunShape::parse(&v).map_err(|e| {
-                DeviceError::Unavailable(format!(
-                    "{LAUNCH_VAR}={e}; unset it to let each kernel's shape be timed"
-                ))
-            })?),
-            Err(_) => None,
-        };
         Ok(CudaRuntime {
             desc: format!("cuda:device={device} ({name})"),
             ordinal: device,
@@ -386,7 +389,8 @@ impl CudaRuntime {
                 Some(v) => CodeImage::for_versions(driver_version()?, v),
                 None => CodeImage::Ptx,
             },
-            forced,
+            forced: None,
+            log_launch: false,
             pinned: None,
             tuner: Tuner::default(),
             max_threads: HashMap::new(),
@@ -758,7 +762,9 @@ impl DeviceRuntime for CudaRuntime {
                 };
                 let (shape, trial) = self.tuner.next(key, grid, max, seconds)?;
                 if let Some((grid, timed)) = self.tuner.take_decided() {
-                    log_choice(grid, &timed, shape);
+                    if self.log_launch {
+                        log_choice(grid, &timed, shape);
+                    }
                 }
                 if trial {
                     // Events of its own: the launch's pair goes to the
@@ -796,12 +802,8 @@ impl DeviceRuntime for CudaRuntime {
     }
 }
 
-/// Tells stderr what the candidates of a launch ran at and which was chosen,
-/// when [`LOG_VAR`] is set.
+/// Logs what the candidates of a launch ran at and which was chosen.
 fn log_choice(grid: [usize; 3], timed: &[(RunShape, f64)], chosen: RunShape) {
-    if std::env::var_os(LOG_VAR).is_none() {
-        return;
-    }
     let cells = grid.iter().product::<usize>() as f64;
     let all: Vec<String> = timed
         .iter()
@@ -815,7 +817,7 @@ fn log_choice(grid: [usize; 3], timed: &[(RunShape, f64)], chosen: RunShape) {
             )
         })
         .collect();
-    eprintln!(
+    log::info!(
         "cuda launch {grid:?}: {} -> {}x{}x{}",
         all.join(", "),
         chosen.block[0],
@@ -906,6 +908,52 @@ impl Drop for CudaRuntime {
         let _ = self.side.synchronize();
         let _ = self.stream.synchronize();
     }
+}
+
+/// Opens a CUDA device for the registry ([`crate::registry`]).
+pub(crate) fn open<T: Cell>(
+    d: &GpuDevice,
+    o: &GpuOptions,
+) -> Result<Box<dyn crate::Controller<T>>, DeviceError> {
+    let rt = CudaRuntime::new(d.device)?
+        .with_launch(o.launch)
+        .with_launch_log(o.log_launch);
+    let c = GpuController::with_runtime(rt).with_fused_log(o.log_fused);
+    Ok(Box::new(match o.layout {
+        Some(l) => c.with_cell_layout(l),
+        None => c,
+    }))
+}
+
+/// Every CUDA device, for `epsilod list`.
+pub(crate) fn list() -> Listing {
+    let devs = match devices() {
+        Ok(d) => d,
+        Err(e) => return Listing::Note(e.to_string()),
+    };
+    if devs.is_empty() {
+        return Listing::Note("the driver reports no CUDA device".into());
+    }
+    let about = |d: &CudaDeviceInfo| {
+        let nvrtc = match d.nvrtc_version {
+            Some((major, minor)) => format!("NVRTC {major}.{minor}"),
+            None => "no NVRTC (cannot compile kernels)".into(),
+        };
+        format!(
+            "{}: {:.1} GiB, compute {}.{}, driver CUDA {}.{}, {nvrtc}",
+            d.name,
+            d.memory as f64 / (1u64 << 30) as f64,
+            d.compute_capability.0,
+            d.compute_capability.1,
+            d.driver_version / 1000,
+            d.driver_version % 1000 / 10,
+        )
+    };
+    Listing::Devices(
+        devs.iter()
+            .map(|d| (format!("cuda:device={}", d.ordinal), about(d)))
+            .collect(),
+    )
 }
 
 #[cfg(test)]

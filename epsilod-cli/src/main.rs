@@ -8,6 +8,7 @@ mod args;
 mod commands;
 mod error;
 mod init;
+mod knobs;
 mod machine_file;
 mod plot;
 mod progress;
@@ -28,6 +29,7 @@ fn main() {
 
 /// Runs the command line; returns the process exit status.
 fn run() -> i32 {
+    knobs::install_log();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),

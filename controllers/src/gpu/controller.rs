@@ -61,13 +61,14 @@ pub struct GpuController<R: DeviceRuntime, T> {
     planes: Option<Planes>,
     /// The layout asked for ([`GpuController::with_cell_layout`]).
     layout: Option<CellLayout>,
+    /// Whether to log each fused kernel chosen ([`GpuController::with_fused_log`]).
+    log_fused: bool,
     _cell: PhantomData<fn() -> T>,
 }
 
-/// `cells` or `planes`: how every GPU controller not told otherwise lays
-/// out array cells for kernels that can read them in planes (by default,
-/// planes on GPUs and whole cells on CPU implementations), to compare the
-/// two in one binary.
+/// `cells` or `planes`: the variable with which the command line lays out
+/// array cells on every GPU device not told otherwise, to compare the two
+/// in one binary (named in the error that asks for it).
 pub const CELL_LAYOUT_VAR: &str = "EPSILOD_CELL_LAYOUT";
 
 impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
@@ -83,14 +84,21 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             inits: HashMap::new(),
             planes: None,
             layout: None,
+            log_fused: false,
             _cell: PhantomData,
         }
     }
 
     /// Array cells in `layout` for kernels that run in it, whatever the
-    /// device or [`CELL_LAYOUT_VAR`] would choose.
+    /// device would choose.
     pub fn with_cell_layout(mut self, layout: CellLayout) -> Self {
         self.layout = Some(layout);
+        self
+    }
+
+    /// Logs (`info`) each fused kernel chosen, with its tile, where `on`.
+    pub fn with_fused_log(mut self, on: bool) -> Self {
+        self.log_fused = on;
         self
     }
 
@@ -122,16 +130,13 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     }
 
     /// The layout asked of array cells: by [`Self::with_cell_layout`], else
-    /// by [`CELL_LAYOUT_VAR`] (other values are ignored), else planes on a
-    /// GPU and whole cells on a CPU implementation.
+    /// planes on a GPU and whole cells on a CPU implementation.
     fn asked_layout(&self) -> CellLayout {
-        self.layout
-            .unwrap_or_else(|| match std::env::var(CELL_LAYOUT_VAR).as_deref() {
-                Ok("cells") => CellLayout::Cells,
-                Ok("planes") => CellLayout::Planes,
-                _ if self.rt.is_gpu() => CellLayout::Planes,
-                _ => CellLayout::Cells,
-            })
+        self.layout.unwrap_or(if self.rt.is_gpu() {
+            CellLayout::Planes
+        } else {
+            CellLayout::Cells
+        })
     }
 
     /// Fused kernels get at most `local_bytes` of work-group memory (0: no
@@ -207,8 +212,8 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
                 }
                 break;
             }
-            if std::env::var_os("EPSILOD_FUSED_LOG").is_some() {
-                eprintln!(
+            if self.log_fused {
+                log::info!(
                     "{}: kernel '{}' fused {k} times: {shape:?}",
                     self.rt.describe(),
                     source.name()
@@ -225,7 +230,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             break;
         }
         if fuses < steps && steps <= MAX_FUSED_STEPS && limits.is_some() {
-            eprintln!(
+            log::warn!(
                 "{}: kernel '{}' fuses {fuses} of {steps} steps per launch (its cones for more \
                  do not fit {} bytes of work-group memory); the others run in further launches",
                 self.rt.describe(),
