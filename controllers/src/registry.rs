@@ -1,7 +1,7 @@
 //! The backends device strings may name (`cpu`, `opencl:platform=0`,
 //! `cuda:device=1`): each one's name, the options its devices take, and,
 //! where this build has it, its runtime (how to open a device and list
-//! them). A GPU backend registers with one line in [`gpu_backends!`] and
+//! them). A GPU backend registers with one line in `gpu_backends!` and
 //! its runtime module's `open` and `list`.
 
 use crate::controller::Controller;
