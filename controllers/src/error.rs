@@ -28,6 +28,22 @@ pub enum DeviceError {
     BadOption(String),
     #[error("device backend failure: {0}")]
     Backend(String),
+    /// A runtime without fused kernels was asked for one.
+    #[error("{api} has no fused kernels")]
+    NoFusedKernels {
+        /// The runtime's API.
+        api: &'static str,
+    },
+    /// A backend whose cargo feature this build left out.
+    #[error(
+        "device kind '{kind}' is not available in this build: rebuild with --features {feature}"
+    )]
+    NotBuilt {
+        /// The backend.
+        kind: &'static str,
+        /// The feature that builds it.
+        feature: &'static str,
+    },
     /// The device's API cannot be used on this machine (no driver, no such
     /// device): one line saying what is missing.
     #[error("{0}")]

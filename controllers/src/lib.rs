@@ -3,7 +3,8 @@
 //! Backends: `cpu` (rayon) always; `opencl` and `cuda` behind their features, each a
 //! [`gpu::DeviceRuntime`] under the shared [`gpu::GpuController`].
 //! [`Slowdown`] wraps any backend to emulate a slower device, [`FailAt`] one
-//! that fails mid-run.
+//! that fails mid-run. [`registry`] names every backend, reads device
+//! options into a typed [`device_spec`], and opens and lists devices.
 
 pub mod conformance;
 mod controller;
@@ -11,6 +12,7 @@ pub mod cpu;
 pub mod cpu_time;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod device_spec;
 mod error;
 pub mod fail_at;
 mod fill;
@@ -19,6 +21,7 @@ mod launch;
 #[cfg(feature = "opencl")]
 pub mod opencl;
 pub mod peer;
+pub mod registry;
 pub mod roofline;
 pub mod slowdown;
 

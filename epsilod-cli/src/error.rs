@@ -122,6 +122,14 @@ pub enum CliError {
     /// `calibrate` was asked something it cannot do.
     #[error("cannot calibrate: {0}")]
     Calibrate(String),
+    /// A launch shape variable that does not parse.
+    #[error("{var}={why}; unset it to let each kernel's shape be timed")]
+    LaunchShape {
+        /// The variable.
+        var: &'static str,
+        /// What is wrong with its value.
+        why: controllers::gpu::runs::ShapeError,
+    },
     /// `list --measure` could not time a device.
     #[error("cannot measure: {0}")]
     Measure(String),

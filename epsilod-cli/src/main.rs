@@ -7,10 +7,10 @@
 mod args;
 mod commands;
 mod error;
+mod knobs;
 mod machine_file;
 mod plot;
 mod progress;
-mod run_env;
 mod sizes;
 mod stats;
 mod target;
@@ -30,9 +30,7 @@ fn main() {
 /// Runs the command line; returns the process exit status.
 fn run() -> i32 {
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(knobs::log_filter())
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .try_init();

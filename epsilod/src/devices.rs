@@ -2,36 +2,16 @@
 //! and the TOML device file. Both fill one [`DeviceOptions`], checked in one
 //! place.
 
-use crate::error::SetupError;
+use crate::error::{DeviceSpecError, SetupError};
 use crate::job::{all_cores, rank_share, JobInfo};
-use controllers::{Controller, CpuController, DeviceError, FailAt, Slowdown};
+use controllers::registry::{self, BackendOptions};
+use controllers::{Controller, DeviceError, FailAt, Slowdown};
 use kernels::{Cell, CellLayout};
 use serde::Deserialize;
 use std::fmt;
 use std::path::Path;
 
-/// Which device, of which backend.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DeviceKind {
-    /// Host cores on a rayon pool.
-    Cpu {
-        /// Threads of its pool; `None` (`cpu` with no `threads=`): its share
-        /// of the cores the run's other devices leave, see [`share_cores`].
-        threads: Option<usize>,
-    },
-    /// An OpenCL device (feature `opencl`), as `epsilod list` numbers them.
-    OpenCl {
-        /// Platform number.
-        platform: usize,
-        /// Device number on that platform.
-        device: usize,
-    },
-    /// A CUDA device (feature `cuda`).
-    Cuda {
-        /// Device ordinal.
-        device: usize,
-    },
-}
+pub use controllers::registry::{DeviceKind, GpuDevice, GpuOptions, MAX_THREADS};
 
 /// An emulated slow device: every kernel takes `factor` times as long from
 /// iteration `from_iter` on.
@@ -56,8 +36,13 @@ pub struct DeviceSpec {
     pub fail: Option<u64>,
     /// How an OpenCL or CUDA device lays out cells with components for
     /// kernels that can read them in planes (`layout=planes|cells`);
-    /// `None`: the device's own choice (planes on GPUs).
+    /// `None`: `tuning`'s layout, else the device's own choice (planes on
+    /// GPUs).
     pub layout: Option<CellLayout>,
+    /// How a GPU device runs where its device string does not say: set by
+    /// the program (the command line from its environment), never written
+    /// in the device string.
+    pub tuning: GpuOptions,
 }
 
 /// The options a device may be given, however they were written: the
@@ -112,7 +97,7 @@ pub fn share_cores(devices: &[DeviceSpec], cores: usize) -> Vec<DeviceSpec> {
         .iter()
         .map(|d| match d.kind {
             DeviceKind::Cpu { threads } => threads.unwrap_or(0),
-            DeviceKind::OpenCl { .. } | DeviceKind::Cuda { .. } => 1,
+            DeviceKind::Gpu(_) => 1,
         })
         .sum();
     let sharing = devices.iter().filter(|d| auto(d)).count();
@@ -137,35 +122,44 @@ pub fn share_cores(devices: &[DeviceSpec], cores: usize) -> Vec<DeviceSpec> {
 impl DeviceSpec {
     /// A CPU device of `threads` threads.
     pub fn cpu(threads: usize) -> DeviceSpec {
-        DeviceSpec {
-            kind: DeviceKind::Cpu {
-                threads: Some(threads),
-            },
-            weight: 1.0,
-            slowdown: None,
-            fail: None,
-            layout: None,
-        }
+        DeviceSpec::of(DeviceKind::Cpu {
+            threads: Some(threads),
+        })
     }
 
     /// A CPU device taking its share of the cores the run's other devices
     /// leave (`cpu` with no `threads=`; see [`share_cores`]).
     pub fn cpu_share() -> DeviceSpec {
+        DeviceSpec::of(DeviceKind::Cpu { threads: None })
+    }
+
+    /// Device `kind` with every other option at its default.
+    fn of(kind: DeviceKind) -> DeviceSpec {
         DeviceSpec {
-            kind: DeviceKind::Cpu { threads: None },
+            kind,
             weight: 1.0,
             slowdown: None,
             fail: None,
             layout: None,
+            tuning: GpuOptions::default(),
         }
+    }
+
+    /// This device, run as `tuning` says where it is a GPU device (see
+    /// [`DeviceSpec::tuning`]).
+    pub fn tuned(self, tuning: GpuOptions) -> DeviceSpec {
+        DeviceSpec { tuning, ..self }
     }
 
     /// Parses `kind[:key=value,...]`.
     pub fn parse(text: &str) -> Result<DeviceSpec, SetupError> {
-        let bad = |why: String| SetupError::Device {
+        Self::parse_options(text).map_err(|why| SetupError::Device {
             spec: text.to_string(),
             why,
-        };
+        })
+    }
+
+    fn parse_options(text: &str) -> Result<DeviceSpec, DeviceSpecError> {
         let (kind, opts) = text.split_once(':').unwrap_or((text, ""));
         let mut o = DeviceOptions::default();
         let mut seen: Vec<String> = Vec::new();
@@ -175,99 +169,60 @@ impl DeviceSpec {
                 Some(at) => format!("fail={at}"),
                 None => opt.to_string(),
             };
-            let opt = opt.as_str();
             let (k, v) = opt
                 .split_once('=')
-                .ok_or_else(|| bad(format!("option '{opt}' is not key=value")))?;
+                .ok_or_else(|| DeviceSpecError::NotKeyValue(opt.clone()))?;
             if seen.iter().any(|s| s == k) {
-                return Err(bad(format!("option '{k}' is given twice: give it once")));
+                return Err(DeviceSpecError::Twice(k.to_string()));
             }
             seen.push(k.to_string());
             let int = |v: &str| {
-                v.parse::<usize>()
-                    .map_err(|_| bad(format!("{k}={v}: expected a whole number >= 0")))
+                v.parse::<usize>().map_err(|_| DeviceSpecError::NotWhole {
+                    key: k.to_string(),
+                    value: v.to_string(),
+                })
             };
             match k {
                 "threads" => o.threads = Some(int(v)?),
                 "platform" => o.platform = Some(int(v)?),
                 "device" => o.device = Some(int(v)?),
-                "weight" => o.weight = Some(parse_weight(v).map_err(bad)?),
-                "slowdown" => o.slowdown = Some(parse_slowdown(v).map_err(bad)?),
-                "layout" => o.layout = Some(parse_layout(v).map_err(bad)?),
+                "weight" => o.weight = Some(parse_weight(v)?),
+                "slowdown" => o.slowdown = Some(parse_slowdown(v)?),
+                "layout" => o.layout = Some(registry::parse_layout(v)?),
                 "fail" => {
-                    o.fail = Some(v.parse::<u64>().map_err(|_| {
-                        bad(format!(
-                            "fail@{v}: expected the iteration to fail at, a whole number >= 0"
-                        ))
-                    })?)
+                    o.fail = Some(
+                        v.parse::<u64>()
+                            .map_err(|_| DeviceSpecError::FailAt(v.to_string()))?,
+                    )
                 }
-                _ => {
-                    return Err(bad(format!(
-                    "unknown option '{k}' (options: threads, platform, device, weight, slowdown, fail@ITER, layout)"
-                )))
-                }
+                _ => return Err(DeviceSpecError::UnknownOption(k.to_string())),
             }
         }
-        DeviceSpec::from_options(kind, &o).map_err(bad)
+        DeviceSpec::from_options(kind, &o)
     }
 
-    /// A device of `kind` (`cpu`, `opencl`, `cuda`) with options `o`,
-    /// checked: each kind takes only its own options.
-    pub fn from_options(kind: &str, o: &DeviceOptions) -> Result<DeviceSpec, String> {
-        let kind = match kind {
-            "cpu" => {
-                if o.platform.is_some() || o.device.is_some() {
-                    return Err("cpu devices take threads=, not platform=/device=".into());
-                }
-                if o.layout.is_some() {
-                    return Err(
-                        "cpu devices keep cells whole: layout= is for opencl and cuda devices"
-                            .into(),
-                    );
-                }
-                DeviceKind::Cpu {
-                    threads: o.threads.map(check_threads).transpose()?,
-                }
-            }
-            "opencl" => {
-                if o.threads.is_some() {
-                    return Err("opencl devices take platform= and device=, not threads=".into());
-                }
-                DeviceKind::OpenCl {
-                    platform: o.platform.unwrap_or(0),
-                    device: o.device.unwrap_or(0),
-                }
-            }
-            "cuda" => {
-                if o.threads.is_some() || o.platform.is_some() {
-                    return Err("cuda devices take device= only".into());
-                }
-                DeviceKind::Cuda {
-                    device: o.device.unwrap_or(0),
-                }
-            }
-            _ => {
-                // `opencl,weight=2`: options after a comma instead of a colon.
-                let hint = match kind.split_once(',') {
-                    Some((k, rest)) if ["cpu", "opencl", "cuda"].contains(&k) => {
-                        format!("; options follow a colon: {k}:{rest}")
-                    }
-                    _ => String::new(),
-                };
-                return Err(format!(
-                    "unknown device kind '{kind}' (use cpu, opencl or cuda{hint})"
-                ));
-            }
-        };
+    /// A device of backend `kind` (`cpu`, `opencl`, `cuda`: see
+    /// [`controllers::registry`]) with options `o`, checked: each backend
+    /// takes only its own options.
+    pub fn from_options(kind: &str, o: &DeviceOptions) -> Result<DeviceSpec, DeviceSpecError> {
+        let kind = registry::device_kind(
+            kind,
+            &BackendOptions {
+                threads: o.threads,
+                platform: o.platform,
+                device: o.device,
+                layout: o.layout,
+            },
+        )?;
         if let Some(w) = o.weight {
             check_weight(w, &w.to_string())?;
         }
         Ok(DeviceSpec {
-            kind,
             weight: o.weight.unwrap_or(1.0),
             slowdown: o.slowdown,
             fail: o.fail,
             layout: o.layout,
+            ..DeviceSpec::of(kind)
         })
     }
 
@@ -279,44 +234,22 @@ impl DeviceSpec {
     }
 
     /// [`build`](Self::build), a CPU device's pool pinned to `cores` (see
-    /// [`CpuController::pinned`]; nothing pinned where empty).
+    /// [`controllers::CpuController::pinned`]; nothing pinned where empty).
     pub fn build_pinned<T: Cell>(
         &self,
         cores: &[usize],
     ) -> Result<Box<dyn Controller<T>>, DeviceError> {
-        let base: Box<dyn Controller<T>> = match self.kind {
-            DeviceKind::Cpu { threads } => Box::new(CpuController::<T>::pinned(
-                threads.unwrap_or_else(all_cores),
-                cores,
-            )?),
-            #[cfg(feature = "opencl")]
-            DeviceKind::OpenCl { platform, device } => {
-                let c = controllers::OpenClController::<T>::new(platform, device)?;
-                Box::new(match self.layout {
-                    Some(l) => c.with_cell_layout(l),
-                    None => c,
-                })
+        let base = match &self.kind {
+            DeviceKind::Cpu { threads } => {
+                registry::open_cpu(threads.unwrap_or_else(all_cores), cores)?
             }
-            #[cfg(not(feature = "opencl"))]
-            DeviceKind::OpenCl { .. } => {
-                return Err(DeviceError::Backend(
-                    "device kind 'opencl' is not available in this build: rebuild with --features opencl".into(),
-                ))
-            }
-            #[cfg(feature = "cuda")]
-            DeviceKind::Cuda { device } => {
-                let c = controllers::CudaController::<T>::new(device)?;
-                Box::new(match self.layout {
-                    Some(l) => c.with_cell_layout(l),
-                    None => c,
-                })
-            }
-            #[cfg(not(feature = "cuda"))]
-            DeviceKind::Cuda { .. } => {
-                return Err(DeviceError::Backend(
-                    "device kind 'cuda' is not available in this build: rebuild with --features cuda".into(),
-                ))
-            }
+            DeviceKind::Gpu(device) => registry::open_gpu(
+                device,
+                &GpuOptions {
+                    layout: self.layout.or(self.tuning.layout),
+                    ..self.tuning
+                },
+            )?,
         };
         let slowed: Box<dyn Controller<T>> = match self.slowdown {
             None => base,
@@ -329,45 +262,15 @@ impl DeviceSpec {
     }
 }
 
-/// The most threads one CPU device may have: beyond the largest nodes'
-/// cores, threads only take turns, and spawning tens of thousands took
-/// minutes before the run began.
-pub const MAX_THREADS: usize = 1024;
-
-fn check_threads(t: usize) -> Result<usize, String> {
-    if t == 0 {
-        Err("threads=0: a device needs at least one thread".into())
-    } else if t > MAX_THREADS {
-        Err(format!(
-            "threads={t}: a device may have at most {MAX_THREADS} threads (give as many as it has cores)"
-        ))
-    } else {
-        Ok(t)
-    }
-}
-
-fn parse_weight(v: &str) -> Result<f64, String> {
+fn parse_weight(v: &str) -> Result<f64, DeviceSpecError> {
     check_weight(v.parse::<f64>().unwrap_or(f64::NAN), v)
 }
 
-fn check_weight(w: f64, text: &str) -> Result<f64, String> {
+fn check_weight(w: f64, text: &str) -> Result<f64, DeviceSpecError> {
     if w.is_finite() && w >= 0.0 {
         Ok(w)
     } else {
-        Err(format!(
-            "weight={text}: expected a number >= 0 (0 starts the device with no rows)"
-        ))
-    }
-}
-
-/// `planes` or `cells`.
-fn parse_layout(v: &str) -> Result<CellLayout, String> {
-    match v {
-        "planes" => Ok(CellLayout::Planes),
-        "cells" => Ok(CellLayout::Cells),
-        _ => Err(format!(
-            "layout={v}: expected planes (each component of every cell together) or cells (cells whole)"
-        )),
+        Err(DeviceSpecError::Weight(text.to_string()))
     }
 }
 
@@ -382,22 +285,16 @@ pub(crate) fn short(text: &str) -> String {
 }
 
 /// `F` or `F@ITER`.
-fn parse_slowdown(v: &str) -> Result<SlowdownSpec, String> {
+fn parse_slowdown(v: &str) -> Result<SlowdownSpec, DeviceSpecError> {
     let (f, from) = v.split_once('@').unwrap_or((v, "0"));
     let max = controllers::slowdown::MAX_FACTOR;
     let factor = match f.parse::<f64>() {
         Ok(x) if (1.0..=max).contains(&x) => x,
-        _ => {
-            return Err(format!(
-                "slowdown={}: the factor must be a number from 1 to {max} (e.g. slowdown=3 or \
-                 slowdown=3@300)",
-                short(v)
-            ))
-        }
+        _ => return Err(DeviceSpecError::SlowdownFactor(short(v))),
     };
-    let from_iter = from.parse::<u64>().map_err(|_| {
-        format!("slowdown={v}: the iteration after '@' must be a whole number >= 0")
-    })?;
+    let from_iter = from
+        .parse::<u64>()
+        .map_err(|_| DeviceSpecError::SlowdownFrom(v.to_string()))?;
     Ok(SlowdownSpec { factor, from_iter })
 }
 
@@ -408,10 +305,7 @@ impl fmt::Display for DeviceSpec {
             DeviceKind::Cpu {
                 threads: Some(threads),
             } => write!(f, "cpu:threads={threads}")?,
-            DeviceKind::OpenCl { platform, device } => {
-                write!(f, "opencl:platform={platform},device={device}")?
-            }
-            DeviceKind::Cuda { device } => write!(f, "cuda:device={device}")?,
+            DeviceKind::Gpu(device) => write!(f, "{device}")?,
         }
         if self.weight != 1.0 {
             write!(f, ",weight={}", self.weight)?;
@@ -578,6 +472,10 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
         path: name.to_string(),
         why,
     };
+    let bad = |why: DeviceSpecError| SetupError::DeviceTable {
+        path: name.to_string(),
+        why,
+    };
     let file: DeviceFileToml =
         toml::from_str(text).map_err(|e| err(kernels::spec::toml_reason(text, &e)))?;
     if file.device.is_empty() {
@@ -589,10 +487,8 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
         .map(|d| {
             let slowdown = match &d.slowdown {
                 None => None,
-                Some(FileSlowdown::Factor(x)) => {
-                    Some(parse_slowdown(&x.to_string()).map_err(&err)?)
-                }
-                Some(FileSlowdown::Text(t)) => Some(parse_slowdown(t).map_err(&err)?),
+                Some(FileSlowdown::Factor(x)) => Some(parse_slowdown(&x.to_string()).map_err(bad)?),
+                Some(FileSlowdown::Text(t)) => Some(parse_slowdown(t).map_err(bad)?),
             };
             let options = DeviceOptions {
                 threads: d.threads,
@@ -604,15 +500,15 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
                 layout: d
                     .layout
                     .as_deref()
-                    .map(parse_layout)
+                    .map(registry::parse_layout)
                     .transpose()
-                    .map_err(&err)?,
+                    .map_err(|e| bad(e.into()))?,
             };
             if d.host.as_deref() == Some("") {
                 return Err(err("host = \"\": name a host, or \"*\" for any".into()));
             }
             Ok(Entry {
-                spec: DeviceSpec::from_options(&d.kind, &options).map_err(&err)?,
+                spec: DeviceSpec::from_options(&d.kind, &options).map_err(bad)?,
                 host: d.host.clone(),
                 rank: d.rank,
             })
@@ -642,8 +538,8 @@ mod tests {
             }
             let spec = DeviceSpec::parse(kind).unwrap();
             match spec.build::<f32>() {
-                Err(DeviceError::Backend(e)) => assert_eq!(
-                    e,
+                Err(e @ DeviceError::NotBuilt { .. }) => assert_eq!(
+                    e.to_string(),
                     format!("device kind '{kind}' is not available in this build: rebuild with --features {kind}")
                 ),
                 Err(e) => panic!("{kind}: {e}"),
@@ -770,14 +666,19 @@ mod tests {
             DeviceSpec::parse("opencl:platform=1,device=2")
                 .unwrap()
                 .kind,
-            DeviceKind::OpenCl {
-                platform: 1,
+            DeviceKind::Gpu(GpuDevice {
+                backend: "opencl",
+                platform: Some(1),
                 device: 2
-            }
+            })
         );
         assert_eq!(
             DeviceSpec::parse("cuda").unwrap().kind,
-            DeviceKind::Cuda { device: 0 }
+            DeviceKind::Gpu(GpuDevice {
+                backend: "cuda",
+                platform: None,
+                device: 0
+            })
         );
         for (text, layout) in [
             (
@@ -791,6 +692,22 @@ mod tests {
             assert_eq!(d.to_string(), text, "written back as read");
         }
         assert_eq!(DeviceSpec::parse("opencl").unwrap().layout, None);
+    }
+
+    /// The program's tuning reaches the build, not the device string (the
+    /// report's device names).
+    #[test]
+    fn tuning_is_not_written_in_the_device_string() {
+        let d = DeviceSpec::parse("cuda:device=1")
+            .unwrap()
+            .tuned(GpuOptions {
+                layout: Some(CellLayout::Cells),
+                log_fused: true,
+                ..GpuOptions::default()
+            });
+        assert_eq!(d.to_string(), "cuda:device=1");
+        assert_eq!(d.layout, None);
+        assert!(d.tuning.log_fused);
     }
 
     #[test]

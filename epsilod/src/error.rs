@@ -2,9 +2,53 @@
 //! one, how to fix it. Causes stay typed (`#[source]`): print a whole chain
 //! with [`chain`].
 
+use controllers::registry::OptionError;
 use controllers::DeviceError;
 use hitmap::{HitmapError, TransportError};
 use thiserror::Error;
+
+/// What is wrong with a device string or a device file's table.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum DeviceSpecError {
+    /// An option its backend does not take, or no such backend.
+    #[error(transparent)]
+    Backend(#[from] OptionError),
+    /// An option without `=`.
+    #[error("option '{0}' is not key=value")]
+    NotKeyValue(String),
+    /// An option given twice.
+    #[error("option '{0}' is given twice: give it once")]
+    Twice(String),
+    /// A count that is not a whole number.
+    #[error("{key}={value}: expected a whole number >= 0")]
+    NotWhole {
+        /// The option.
+        key: String,
+        /// Its value, as given.
+        value: String,
+    },
+    /// A weight below 0 or not a number.
+    #[error("weight={0}: expected a number >= 0 (0 starts the device with no rows)")]
+    Weight(String),
+    /// A slowdown factor out of range (the text given, shortened where
+    /// long).
+    #[error(
+        "slowdown={0}: the factor must be a number from 1 to {max} (e.g. slowdown=3 or slowdown=3@300)",
+        max = controllers::slowdown::MAX_FACTOR
+    )]
+    SlowdownFactor(String),
+    /// A slowdown's iteration that is not a whole number.
+    #[error("slowdown={0}: the iteration after '@' must be a whole number >= 0")]
+    SlowdownFrom(String),
+    /// A failure's iteration that is not a whole number.
+    #[error("fail@{0}: expected the iteration to fail at, a whole number >= 0")]
+    FailAt(String),
+    /// No such option.
+    #[error(
+        "unknown option '{0}' (options: threads, platform, device, weight, slowdown, fail@ITER, layout)"
+    )]
+    UnknownOption(String),
+}
 
 /// A run that cannot start: found before any device is touched.
 #[derive(Debug, Error)]
@@ -15,7 +59,15 @@ pub enum SetupError {
         /// The text given.
         spec: String,
         /// What is wrong with it.
-        why: String,
+        why: DeviceSpecError,
+    },
+    /// A device file's table that does not make a device.
+    #[error("bad device file {path}: {why}")]
+    DeviceTable {
+        /// The file.
+        path: String,
+        /// What is wrong with the table.
+        why: DeviceSpecError,
     },
     /// A device file that cannot be read or placed.
     #[error("bad device file {path}: {why}")]

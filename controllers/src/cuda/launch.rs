@@ -10,9 +10,6 @@ use cudarc::driver::{
 };
 use kernels::device::abi::{ArgKind, BufferArg, ARGS};
 
-/// When set, each kernel's timed shapes and the one chosen go to stderr.
-const LOG_VAR: &str = "EPSILOD_CUDA_LAUNCH_LOG";
-
 /// A launch's pair of events: its start and its end on its stream.
 pub(super) type Events = (CudaEvent, CudaEvent);
 
@@ -68,12 +65,8 @@ pub(super) fn fused_config(groups: [usize; 3], group: usize) -> Result<LaunchCon
     })
 }
 
-/// Tells stderr what the candidates of a launch ran at and which was chosen,
-/// when [`LOG_VAR`] is set.
+/// Logs (`info`) what the candidates of a launch ran at and which was chosen.
 pub(super) fn log_choice(grid: [usize; 3], timed: &[(RunShape, f64)], chosen: RunShape) {
-    if std::env::var_os(LOG_VAR).is_none() {
-        return;
-    }
     let cells = grid.iter().product::<usize>() as f64;
     let all: Vec<String> = timed
         .iter()
@@ -87,7 +80,7 @@ pub(super) fn log_choice(grid: [usize; 3], timed: &[(RunShape, f64)], chosen: Ru
             )
         })
         .collect();
-    eprintln!(
+    tracing::info!(
         "cuda launch {grid:?}: {} -> {}x{}x{}",
         all.join(", "),
         chosen.block[0],

@@ -12,6 +12,7 @@ mod compile;
 mod driver;
 mod launch;
 mod memory;
+mod register;
 
 use crate::error::{backend, DeviceError};
 use crate::gpu::runs::{RunShape, Tuner};
@@ -28,13 +29,10 @@ use kernels::device::{FUSED_KERNEL_NAME, KERNEL_NAME};
 use kernels::{Cell, Dialect};
 use launch::{fused_config, fused_limits, launch_shaped, log_choice, no_launch, Events};
 pub use memory::CudaBuffer;
+pub(crate) use register::{list, open};
 use memory::{check_piece, copy_device, HostCopies};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// Names a launch shape `bx,by,rows` every launch of the process uses,
-/// instead of the shapes timed per kernel: for measuring the shapes.
-const LAUNCH_VAR: &str = "EPSILOD_CUDA_LAUNCH";
 
 /// One CUDA device: its (primary) context and two streams, one per
 /// [`Lane`]; buffers are allocated, copied and freed on the main one.
@@ -51,8 +49,11 @@ pub struct CudaRuntime {
     image: CodeImage,
     /// Copies to and from host memory, staged where they are small.
     copies: HostCopies,
-    /// The shape [`LAUNCH_VAR`] names, if set.
+    /// The shape of every launch, where one was forced
+    /// ([`CudaRuntime::with_launch`]).
     forced: Option<RunShape>,
+    /// Whether to log the shapes timed and chosen.
+    log_launch: bool,
     /// Shapes tried and chosen, by kernel and grid.
     tuner: Tuner<Events>,
     /// Each compiled kernel's largest block, by its function handle.
@@ -70,6 +71,20 @@ impl<T: Cell> GpuController<CudaRuntime, T> {
 }
 
 impl CudaRuntime {
+    /// Every launch in `shape`, where given, instead of the shapes timed
+    /// per kernel: for measuring the shapes.
+    pub fn with_launch(mut self, shape: Option<RunShape>) -> CudaRuntime {
+        self.forced = shape;
+        self
+    }
+
+    /// Logs (`info`) each kernel's timed shapes and the one chosen, where
+    /// `on`.
+    pub fn with_launch_log(mut self, on: bool) -> CudaRuntime {
+        self.log_launch = on;
+        self
+    }
+
     /// `source` compiled by NVRTC for this device (cached per process) and
     /// its function `name`, with its block hints.
     fn function(
@@ -139,14 +154,6 @@ impl CudaRuntime {
         let side = ctx.new_stream().map_err(backend)?;
         let name = ctx.name().map_err(backend)?;
         let arch = ctx.compute_capability().map_err(backend)?;
-        let forced = match std::env::var(LAUNCH_VAR) {
-            Ok(v) => Some(RunShape::parse(&v).map_err(|e| {
-                DeviceError::Unavailable(format!(
-                    "{LAUNCH_VAR}={e}; unset it to let each kernel's shape be timed"
-                ))
-            })?),
-            Err(_) => None,
-        };
         Ok(CudaRuntime {
             desc: format!("cuda:device={device} ({name})"),
             ordinal: device,
@@ -159,7 +166,8 @@ impl CudaRuntime {
                 Some(v) => CodeImage::for_versions(driver_version()?, v),
                 None => CodeImage::Ptx,
             },
-            forced,
+            forced: None,
+            log_launch: false,
             tuner: Tuner::default(),
             max_threads: HashMap::new(),
         })
@@ -308,7 +316,7 @@ impl DeviceRuntime for CudaRuntime {
             grid,
             seconds,
         )?;
-        if let Some((grid, timed)) = choice.decided {
+        if let Some((grid, timed)) = choice.decided.filter(|_| self.log_launch) {
             log_choice(grid, &timed, choice.shape);
         }
         let shape = (choice.shape, choice.z_block);

@@ -42,13 +42,14 @@ pub struct GpuController<R: DeviceRuntime, T> {
     pub(super) planes: Option<Planes>,
     /// The layout asked for ([`GpuController::with_cell_layout`]).
     pub(super) layout: Option<CellLayout>,
+    /// Whether to log each fused kernel chosen ([`GpuController::with_fused_log`]).
+    pub(super) log_fused: bool,
     _cell: PhantomData<fn() -> T>,
 }
 
-/// `cells` or `planes`: how every GPU controller not told otherwise lays
-/// out array cells for kernels that can read them in planes (by default,
-/// planes on GPUs and whole cells on CPU implementations), to compare the
-/// two in one binary.
+/// `cells` or `planes`: the variable with which the command line lays out
+/// array cells on every GPU device not told otherwise, to compare the two
+/// in one binary (named in the error that asks for it).
 pub const CELL_LAYOUT_VAR: &str = "EPSILOD_CELL_LAYOUT";
 
 impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
@@ -64,14 +65,21 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             inits: HashMap::new(),
             planes: None,
             layout: None,
+            log_fused: false,
             _cell: PhantomData,
         }
     }
 
     /// Array cells in `layout` for kernels that run in it, whatever the
-    /// device or [`CELL_LAYOUT_VAR`] would choose.
+    /// device would choose.
     pub fn with_cell_layout(mut self, layout: CellLayout) -> Self {
         self.layout = Some(layout);
+        self
+    }
+
+    /// Logs (`info`) each fused kernel chosen, with its tile, where `on`.
+    pub fn with_fused_log(mut self, on: bool) -> Self {
+        self.log_fused = on;
         self
     }
 
@@ -85,11 +93,9 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     /// The layout for a controller whose first kernel is `device`, where
     /// it can read cells in planes (an array cell, a body written with the
     /// accessors): on a GPU, planes, so that a warp's loads of one
-    /// component of neighbouring cells coalesce (gas-sim's 19-float cells
-    /// read as whole structs ran at a third of the copy bandwidth on an
-    /// H100); on a CPU implementation, whole cells (planes ran gas-sim
-    /// 130x130x34 2.1x slower on PoCL). What was asked wins; whole
-    /// cells for every other kernel.
+    /// component of neighbouring cells coalesce; on a CPU implementation,
+    /// whole cells, which its caches prefer (docs/benchmarks.md). What was
+    /// asked wins; whole cells for every other kernel.
     fn choose_planes(&self, device: &DeviceKernel) -> Planes {
         match device.cell().components() {
             Some(n)
@@ -103,16 +109,13 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     }
 
     /// The layout asked of array cells: by [`Self::with_cell_layout`], else
-    /// by [`CELL_LAYOUT_VAR`] (other values are ignored), else planes on a
-    /// GPU and whole cells on a CPU implementation.
+    /// planes on a GPU and whole cells on a CPU implementation.
     fn asked_layout(&self) -> CellLayout {
-        self.layout
-            .unwrap_or_else(|| match std::env::var(CELL_LAYOUT_VAR).as_deref() {
-                Ok("cells") => CellLayout::Cells,
-                Ok("planes") => CellLayout::Planes,
-                _ if self.rt.is_gpu() => CellLayout::Planes,
-                _ => CellLayout::Cells,
-            })
+        self.layout.unwrap_or(if self.rt.is_gpu() {
+            CellLayout::Planes
+        } else {
+            CellLayout::Cells
+        })
     }
 
     /// The runtime underneath.

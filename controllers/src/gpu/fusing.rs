@@ -86,8 +86,8 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
                 }
                 break;
             }
-            if std::env::var_os("EPSILOD_FUSED_LOG").is_some() {
-                eprintln!(
+            if self.log_fused {
+                tracing::info!(
                     "{}: kernel '{}' fused {k} times: {shape:?}",
                     self.rt.describe(),
                     source.name()
@@ -104,7 +104,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             break;
         }
         if fuses < steps && steps <= MAX_FUSED_STEPS && limits.is_some() {
-            eprintln!(
+            tracing::warn!(
                 "{}: kernel '{}' fuses {fuses} of {steps} steps per launch (its cones for more \
                  do not fit {} bytes of work-group memory); the others run in further launches",
                 self.rt.describe(),

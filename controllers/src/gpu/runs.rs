@@ -8,6 +8,18 @@
 //! only `dst`) can be launched once per candidate to time them.
 
 use std::collections::HashMap;
+use thiserror::Error;
+
+/// A launch shape that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ShapeError {
+    /// Not three numbers.
+    #[error("'{0}' is not three whole numbers bx,by,rows")]
+    NotThree(String),
+    /// A zero, or a block over 1024 threads.
+    #[error("'{0}': bx, by and rows must be positive and bx * by at most 1024")]
+    OutOfRange(String),
+}
 
 /// Threads per block along x and y, and rows per thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -48,21 +60,19 @@ impl RunShape {
     }
 
     /// Parses `bx,by,rows` (as `EPSILOD_CUDA_LAUNCH` takes it).
-    pub fn parse(s: &str) -> Result<RunShape, String> {
+    pub fn parse(s: &str) -> Result<RunShape, ShapeError> {
         let v: Vec<usize> = s
             .split(',')
             .map(|p| p.trim().parse::<usize>())
             .collect::<Result<_, _>>()
-            .map_err(|_| format!("'{s}' is not three whole numbers bx,by,rows"))?;
+            .map_err(|_| ShapeError::NotThree(s.to_string()))?;
         match v[..] {
             [bx, by, rows] if bx > 0 && by > 0 && rows > 0 && bx * by <= 1024 => Ok(RunShape {
                 block: [bx, by],
                 rows,
             }),
-            [_, _, _] => Err(format!(
-                "'{s}': bx, by and rows must be positive and bx * by at most 1024"
-            )),
-            _ => Err(format!("'{s}' is not three whole numbers bx,by,rows")),
+            [_, _, _] => Err(ShapeError::OutOfRange(s.to_string())),
+            _ => Err(ShapeError::NotThree(s.to_string())),
         }
     }
 }
@@ -340,7 +350,7 @@ mod tests {
             })
         );
         for bad in ["", "128,1", "a,b,c", "0,1,1", "64,32,1", "1,1,1,1"] {
-            let e = RunShape::parse(bad).unwrap_err();
+            let e = RunShape::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
     }

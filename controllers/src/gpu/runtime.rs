@@ -164,10 +164,7 @@ pub trait DeviceRuntime: Send {
         longs: usize,
     ) -> Result<Compiled<Self::Kernel>, DeviceError> {
         let _ = (source, longs);
-        Err(DeviceError::BadOption(format!(
-            "{} has no fused kernels",
-            Self::API
-        )))
+        Err(DeviceError::NoFusedKernels { api: Self::API })
     }
 
     /// Enqueues a fused kernel on `lane` with arguments `(src, dst,
@@ -191,10 +188,7 @@ pub trait DeviceRuntime: Send {
         group: usize,
     ) -> Result<Self::Timing, DeviceError> {
         let _ = (lane, kernel, src, dst, longs, groups, group);
-        Err(DeviceError::BadOption(format!(
-            "{} has no fused kernels",
-            Self::API
-        )))
+        Err(DeviceError::NoFusedKernels { api: Self::API })
     }
 
     /// Waits for every command issued so far, on both lanes.

@@ -5,6 +5,7 @@
 
 mod build;
 mod devices;
+mod register;
 
 use crate::error::{backend, DeviceError};
 use crate::gpu::fused::MAX_OVERHEAD;
@@ -12,6 +13,7 @@ use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, FusedLimits, GpuController,
 use build::Target;
 use devices::open;
 pub use devices::platforms;
+pub(crate) use register::{list, open};
 use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
 use kernels::{Cell, Dialect};
 use ocl::enums::ProfilingInfo;

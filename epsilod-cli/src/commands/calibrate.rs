@@ -495,7 +495,7 @@ fn measure_host_links(
         if matches!(spec.kind, DeviceKind::Cpu { .. }) {
             continue;
         }
-        let device = spec
+        let device = crate::knobs::tune_one(spec)?
             .build::<f32>()
             .map_err(|e| CliError::Calibrate(format!("device {d} ({name}): {e}")))?;
         gpus.push((d, name, device));

@@ -1,79 +1,33 @@
 //! `epsilod list`: the library stencils, the apps, the load-balancing
-//! heuristics (from their registry) and the devices found.
+//! heuristics and the devices of every backend (each from its registry).
 
-use epsilod::job::all_cores;
+use controllers::registry::{self, Listing};
 use kernels::Library;
-
-#[cfg(feature = "opencl")]
-fn opencl_devices() -> String {
-    let plats = controllers::opencl::platforms();
-    if plats.is_empty() {
-        return "  opencl  no platform found (install one, e.g. pocl-opencl-icd)\n".into();
-    }
-    let mut s = String::new();
-    for (p, (name, devs)) in plats.iter().enumerate() {
-        for (d, dev) in devs.iter().enumerate() {
-            s += &format!("  opencl:platform={p},device={d}  {name}: {dev}\n");
-        }
-    }
-    s
-}
-
-#[cfg(not(feature = "opencl"))]
-fn opencl_devices() -> String {
-    "  opencl  not in this build (rebuild with --features opencl)\n".into()
-}
-
-#[cfg(feature = "cuda")]
-fn cuda_devices() -> String {
-    let devs = match controllers::cuda::devices() {
-        Ok(d) => d,
-        Err(e) => return format!("  cuda    {e}\n"),
-    };
-    if devs.is_empty() {
-        return "  cuda    the driver reports no CUDA device\n".into();
-    }
-    let mut s = String::new();
-    for d in devs {
-        let nvrtc = match d.nvrtc_version {
-            Some((major, minor)) => format!("NVRTC {major}.{minor}"),
-            None => "no NVRTC (cannot compile kernels)".into(),
-        };
-        s += &format!(
-            "  cuda:device={}  {}: {:.1} GiB, compute {}.{}, driver CUDA {}.{}, {nvrtc}\n",
-            d.ordinal,
-            d.name,
-            d.memory as f64 / (1u64 << 30) as f64,
-            d.compute_capability.0,
-            d.compute_capability.1,
-            d.driver_version / 1000,
-            d.driver_version % 1000 / 10,
-        );
-    }
-    s
-}
-
-#[cfg(not(feature = "cuda"))]
-fn cuda_devices() -> String {
-    "  cuda    not in this build (rebuild with --features cuda)\n".into()
-}
 
 /// `epsilod list --measure`: each CUDA device's copy bandwidth and the 2d4
 /// f32 kernel against it, over a grid of `size` (a GPU figure is only
 /// meaningful as a fraction of its own device's roofline).
 #[cfg(feature = "cuda")]
 pub fn measure(size: [usize; 2]) -> Result<String, crate::error::CliError> {
-    use controllers::{roofline, CudaController};
+    use controllers::registry::GpuDevice;
+    use controllers::roofline;
     use kernels::{library_kernel, KernelChoice};
     let devices = controllers::cuda::devices().map_err(device_error)?;
+    // Tuned as a run's devices are (a forced launch shape).
+    let tuning = crate::knobs::gpu_options(true)?;
+    let gpu = |device| GpuDevice {
+        backend: "cuda",
+        platform: None,
+        device,
+    };
     let mut s = format!(
         "measured ({}x{} f32, 40 launches each, the last 20 timed):\n",
         size[0], size[1]
     );
     for d in devices {
-        let mut c = CudaController::<f32>::new(d.ordinal).map_err(device_error)?;
+        let mut c = registry::open_gpu::<f32>(&gpu(d.ordinal), &tuning).map_err(device_error)?;
         let k = library_kernel::<f32>(Library::S2d4, KernelChoice::Specialized);
-        let r = roofline::measure(&mut c, k.into(), &size, 20).map_err(device_error)?;
+        let r = roofline::measure(&mut *c, k.into(), &size, 20).map_err(device_error)?;
         s += &format!(
             "  cuda:device={}  copy {:.1} GB/s; 2d4 {:.1} G cell updates/s = {:.2} of the copy roofline (8 bytes a cell)\n",
             d.ordinal,
@@ -142,12 +96,17 @@ pub fn list() -> String {
         }
     }
     s += "stencil spec files: epsilod run my-stencil.toml (name, low, high, weights, factor)\n";
-    s += &format!(
-        "devices:\n  cpu     {} core(s): cpu, cpu:threads=T\n",
-        all_cores()
-    );
-    s += &opencl_devices();
-    s += &cuda_devices();
+    s += "devices:\n";
+    for (backend, listing) in registry::list() {
+        match listing {
+            Listing::Note(note) => s += &format!("  {backend:<7} {note}\n"),
+            Listing::Devices(devices) => {
+                for (spec, about) in devices {
+                    s += &format!("  {spec}  {about}\n");
+                }
+            }
+        }
+    }
     s
 }
 

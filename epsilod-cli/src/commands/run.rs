@@ -61,7 +61,7 @@ fn size_of(args: &RunArgs, app: &dyn App) -> Result<Vec<usize>, CliError> {
 /// The devices and, when a device file places them on ranks, their ranks.
 /// Given neither, one CPU device per rank on its share of its host's cores.
 fn devices(args: &RunArgs, job: &JobInfo) -> Result<Placed, CliError> {
-    Ok(match (&args.device_file, args.devices.is_empty()) {
+    let (specs, placement) = match (&args.device_file, args.devices.is_empty()) {
         (Some(_), false) => return Err(CliError::DevicesTwice),
         (Some(f), true) => load_device_file(f)?.place(&job.hosts)?,
         (None, false) => (
@@ -72,7 +72,8 @@ fn devices(args: &RunArgs, job: &JobInfo) -> Result<Placed, CliError> {
             None,
         ),
         (None, true) => one_cpu_per_rank(job),
-    })
+    };
+    Ok((crate::knobs::tune(specs)?, placement))
 }
 
 /// Model-seeded partition: each device's weight becomes its cells in the
@@ -184,7 +185,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             halo_depth: args.halo_depth,
             cpu_time: args.cpu_time,
             iteration_records: None,
-            host_halos: crate::run_env::host_halos(),
+            host_halos: crate::knobs::host_halos(),
             snapshots: args
                 .snapshot_every
                 .zip(args.snapshot.clone())
