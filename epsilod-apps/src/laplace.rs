@@ -23,9 +23,8 @@ pub fn coefficients(size: &[usize]) -> [f32; 4] {
 /// u[j+1])))`.
 pub fn update(size: &[usize]) -> E {
     let [r0, r1, r2, r3] = coefficients(size).map(|r| num(f64::from(r)));
-    let i = (r3.clone() * u(&[-1, 0, 0])) + (r3.clone() * u(&[1, 0, 0]));
-    let jk = (((r2.clone() * u(&[0, 0, -1])) + (r2.clone() * u(&[0, 0, 1])))
-        + (r3.clone() * u(&[0, -1, 0])))
+    let i = (r3 * u(&[-1, 0, 0])) + (r3 * u(&[1, 0, 0]));
+    let jk = (((r2 * u(&[0, 0, -1])) + (r2 * u(&[0, 0, 1]))) + (r3 * u(&[0, -1, 0])))
         + (r3 * u(&[0, 1, 0]));
     (0.5 * r0) * ((r2 * i) + (r1 * jk))
 }

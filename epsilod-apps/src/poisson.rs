@@ -31,9 +31,8 @@ pub fn update(size: &[usize]) -> E {
         select(at(3 * s0 / 4, 3 * s1 / 4), -2500.0, 0.0),
     );
     let (dx2, dy2) = (num(f64::from(dx2)), num(f64::from(dy2)));
-    let sum =
-        (dy2.clone() * (u(&[-1, 0]) + u(&[1, 0]))) + (dx2.clone() * (u(&[0, -1]) + u(&[0, 1])));
-    (sum - ((b * dx2.clone()) * dy2.clone())) / (2.0 * (dx2 + dy2))
+    let sum = (dy2 * (u(&[-1, 0]) + u(&[1, 0]))) + (dx2 * (u(&[0, -1]) + u(&[0, 1])));
+    (sum - ((b * dx2) * dy2)) / (2.0 * (dx2 + dy2))
 }
 
 /// The stencil for a grid of `size` (boundary included).

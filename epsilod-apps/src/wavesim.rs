@@ -64,13 +64,12 @@ impl Wave {
 pub fn update(size: &[usize], dt: f32) -> E {
     let w = Wave::new(size);
     let c = u(&[0, 0]);
-    let up = select(g(0).lt((w.sy) as f64), u(&[1, 0]), c.clone());
-    let um = select(g(0).gt(1.0), u(&[-1, 0]), c.clone());
-    let rp = select(g(1).lt((w.sx) as f64), u(&[0, 1]), c.clone());
-    let rm = select(g(1).gt(1.0), u(&[0, -1]), c.clone());
+    let up = select(g(0).lt((w.sy) as f64), u(&[1, 0]), c);
+    let um = select(g(0).gt(1.0), u(&[-1, 0]), c);
+    let rp = select(g(1).lt((w.sx) as f64), u(&[0, 1]), c);
+    let rm = select(g(1).gt(1.0), u(&[0, -1]), c);
     let k = num(f64::from((dt / 1.0) * (dt / 1.0)));
-    let lap = (k.clone() * ((up - c.clone()) - (c.clone() - um)))
-        + (k * ((rp - c.clone()) - (c.clone() - rm)));
+    let lap = (k * ((up - c) - (c - um))) + (k * ((rp - c) - (c - rm)));
     ((2.0 * c) - old2()) + lap
 }
 

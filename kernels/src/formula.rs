@@ -19,7 +19,9 @@ pub enum Formula {
     Num(f64),
     /// A left-to-right sum, from the first term.
     Sum(Vec<Formula>),
+    /// `a * b`.
     Mul(Box<Formula>, Box<Formula>),
+    /// `a / b`.
     Div(Box<Formula>, Box<Formula>),
     /// The operand, computed in the cell type, widened to double:
     /// everything combined with it computes in double, and the update is
@@ -96,7 +98,7 @@ impl Formula {
     /// # Panics
     ///
     /// On a formula that is not `sum / number` with number weights.
-    pub fn spec(&self, name: &str) -> StencilSpec {
+    pub(crate) fn spec(&self, name: &str) -> StencilSpec {
         let Formula::Div(sum, factor) = self else {
             panic!("a weighted formula is a sum over a number")
         };
@@ -145,6 +147,10 @@ impl Formula {
     /// The update of one cell, computed as the device code and the
     /// specialised kernels compute it: `read` gives the old cell at an
     /// offset.
+    ///
+    /// # Panics
+    ///
+    /// On an empty sum.
     pub fn value<T: Real>(&self, read: &dyn Fn(&[i64]) -> T) -> T {
         match self.eval(read, self.is_double()) {
             Value::Cell(v) => v,

@@ -361,7 +361,7 @@ impl ExprSpec {
             params: BTreeMap::new(),
             lets: Vec::new(),
             components: None,
-            update: vec![update.0],
+            update: vec![update.expr()],
             aux: Vec::new(),
         };
         spec.check_reads()?;
@@ -382,8 +382,9 @@ impl ExprSpec {
         }
         self.aux = Vec::new();
         for (name, e) in fields {
+            let e = e.expr();
             let mut reads_grid = false;
-            e.0.visit(&mut |x| {
+            e.visit(&mut |x| {
                 reads_grid |= matches!(
                     x,
                     Expr::Cell(..) | Expr::Old2(_) | Expr::Aux(..) | Expr::Let(_)
@@ -396,7 +397,7 @@ impl ExprSpec {
                     "an aux field is computed once: it may read g[d], n[d] and numbers only",
                 ));
             }
-            self.aux.push((name.to_string(), e.0));
+            self.aux.push((name.to_string(), e));
         }
         if let Some(i) = self.undeclared_aux() {
             return Err(bad(
