@@ -11,7 +11,7 @@ use crate::error::{backend, DeviceError};
 use crate::gpu::fused::MAX_OVERHEAD;
 use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, FusedLimits, GpuController, Lane};
 use build::Target;
-use devices::open;
+use devices::open as open_device;
 pub use devices::platforms;
 pub(crate) use register::{list, open};
 use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
@@ -48,7 +48,7 @@ impl<T: Cell> GpuController<OclRuntime, T> {
 impl OclRuntime {
     /// Opens device `device` of platform `platform`.
     pub fn new(platform: usize, device: usize) -> Result<OclRuntime, DeviceError> {
-        let opened = open(platform, device)?;
+        let opened = open_device(platform, device)?;
         Ok(OclRuntime {
             desc: format!(
                 "opencl:platform={platform},device={device} ({})",
