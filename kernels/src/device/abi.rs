@@ -176,8 +176,8 @@ impl LaunchArgs {
 
     /// The global grid covering the region exactly: x along dimension 3,
     /// y along dimension 2, z over dimensions 0 and 1. A grid rounded up
-    /// from it is legal too: threads outside the region return
-    /// ([`bounds_guard`](super::Dialect::bounds_guard)).
+    /// from it is legal only in dialects with a
+    /// [`bounds_guard`](super::Dialect::bounds_guard).
     pub fn grid(&self) -> [usize; 3] {
         let n = self.extents.map(|e| e as usize);
         [n[3], n[2], n[0] * n[1]]

@@ -4,9 +4,9 @@
 //! from `src`), the cell's C declaration and read-only tables. [`source`]
 //! wraps it in one dialect: preamble, tables, the signature written from the
 //! ABI ([`abi::ARGS`]) and a prologue that finds the thread's cell `c`. In
-//! every dialect the prologue returns early outside the launch region
-//! ([`Dialect::bounds_guard`]), so grids may be rounded up to whole groups
-//! (CUDA's always are). All of this C, bodies
+//! dialects whose grids are rounded up to whole blocks (CUDA) the prologue
+//! returns early outside the launch region; OpenCL launches are exact and
+//! go unguarded ([`Dialect::bounds_guard`]). All of this C, bodies
 //! included, is written by one emitter, [`emit`]; [`exprs`] gives the
 //! library stencils' kernels from their [`Formula`](crate::Formula)s.
 //!
