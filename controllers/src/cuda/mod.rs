@@ -29,8 +29,8 @@ use kernels::device::{FUSED_KERNEL_NAME, KERNEL_NAME};
 use kernels::{Cell, Dialect};
 use launch::{fused_config, fused_limits, launch_shaped, log_choice, no_launch, Events};
 pub use memory::CudaBuffer;
-pub(crate) use register::{list, open};
 use memory::{check_piece, copy_device, HostCopies};
+pub(crate) use register::{list, open};
 use std::collections::HashMap;
 use std::sync::Arc;
 

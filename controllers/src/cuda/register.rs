@@ -51,4 +51,3 @@ pub(crate) fn list() -> Listing {
             .collect(),
     )
 }
-

@@ -13,11 +13,11 @@ use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, FusedLimits, GpuController,
 use build::Target;
 use devices::open as open_device;
 pub use devices::platforms;
-pub(crate) use register::{list, open};
 use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
 use kernels::{Cell, Dialect};
 use ocl::enums::ProfilingInfo;
 use ocl::{Buffer, Context, Device, Event, Queue};
+pub(crate) use register::{list, open};
 
 /// An OpenCL device: its context and two in-order, profiling queues, one
 /// per [`Lane`].
