@@ -36,6 +36,18 @@ pub struct Backend {
     pub takes: Takes,
     /// The cargo feature that builds its runtime; `None`: always built.
     pub feature: Option<&'static str>,
+    /// Whether builds without it name it.
+    pub shown: Shown,
+}
+
+/// Where a backend is named: in every build, or only in those that have it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shown {
+    /// Listed by every build, with how to add it where it is not built.
+    Always,
+    /// A stand-in for tests and examples (`mock`): a build without it
+    /// neither lists it nor takes it, and says how to add it.
+    WhenBuilt,
 }
 
 /// A device string's backend options that its backend does not take.
@@ -80,8 +92,15 @@ pub enum OptionError {
     Layout(String),
 }
 
-/// `; options follow a colon: opencl:weight=0` for `opencl,weight=0`.
+/// `; options follow a colon: opencl:weight=0` for `opencl,weight=0`, and
+/// how to build in a backend that this build does not name.
 fn options_hint(kind: &str) -> String {
+    if let Some(b) = GPU_BACKENDS.iter().find(|b| b.name == kind && !named(b)) {
+        return format!(
+            "; {kind} is not in this build: rebuild with --features {}",
+            feature_of(b.name)
+        );
+    }
     match kind.split_once(',') {
         Some((k, rest)) if backends().any(|b| b.name == k) => {
             format!("; options follow a colon: {k}:{rest}")
@@ -95,21 +114,35 @@ pub const CPU: Backend = Backend {
     name: "cpu",
     takes: Takes::Threads,
     feature: None,
+    shown: Shown::Always,
 };
 
 /// Registers the GPU backends, one line each: name, the options its
-/// devices take, the cargo feature that builds it, and its runtime module,
-/// which has `open(&GpuDevice, &GpuOptions)` and `list()`. A build without
-/// the feature still reads the backend's device strings, and says how to
-/// add it where one is opened or listed.
+/// devices take, the cargo feature that builds it, where it is named
+/// ([`Shown`]), and its runtime module, which has
+/// `open(&GpuDevice, &GpuOptions)` and `list()`. A build without the
+/// feature still reads an `Always` backend's device strings, and says how
+/// to add it where one is opened or listed.
 macro_rules! gpu_backends {
-    ($($name:literal takes $takes:ident, feature $feature:literal => $module:ident;)*) => {
-        /// The GPU backends, in the order `epsilod list` shows them.
+    ($($name:literal takes $takes:ident, feature $feature:literal, shown $shown:ident
+        => $($module:ident)::+;)*) => {
+        /// Every GPU backend, in the order `epsilod list` shows them; those
+        /// this build does not name too ([`backends`] has only the named).
         pub const GPU_BACKENDS: &[Backend] = &[$(Backend {
             name: $name,
             takes: Takes::$takes,
             feature: Some($feature),
+            shown: Shown::$shown,
         }),*];
+
+        /// Whether this build has `backend`'s runtime.
+        fn built(backend: &str) -> bool {
+            match backend {
+                $(#[cfg(feature = $feature)]
+                $name => true,)*
+                _ => false,
+            }
+        }
 
         /// Opens `device` where this build has its backend.
         fn open_built<T: Cell>(
@@ -120,7 +153,7 @@ macro_rules! gpu_backends {
             let _ = options;
             match device.backend {
                 $(#[cfg(feature = $feature)]
-                $name => Some(crate::$module::open(device, options)),)*
+                $name => Some(crate::$($module)::+::open(device, options)),)*
                 _ => None,
             }
         }
@@ -129,7 +162,7 @@ macro_rules! gpu_backends {
         fn list_built(backend: &str) -> Option<Listing> {
             match backend {
                 $(#[cfg(feature = $feature)]
-                $name => Some(crate::$module::list()),)*
+                $name => Some(crate::$($module)::+::list()),)*
                 _ => None,
             }
         }
@@ -137,13 +170,19 @@ macro_rules! gpu_backends {
 }
 
 gpu_backends! {
-    "opencl" takes PlatformAndDevice, feature "opencl" => opencl;
-    "cuda" takes Device, feature "cuda" => cuda;
+    "opencl" takes PlatformAndDevice, feature "opencl", shown Always => opencl;
+    "cuda" takes Device, feature "cuda", shown Always => cuda;
+    "mock" takes Device, feature "mock", shown WhenBuilt => gpu::mock_register;
 }
 
-/// Every backend, the CPU first.
+/// Whether this build names `backend` (in device strings and listings).
+fn named(backend: &Backend) -> bool {
+    backend.shown == Shown::Always || built(backend.name)
+}
+
+/// Every backend this build names, the CPU first.
 pub fn backends() -> impl Iterator<Item = &'static Backend> {
-    std::iter::once(&CPU).chain(GPU_BACKENDS)
+    std::iter::once(&CPU).chain(GPU_BACKENDS.iter().filter(|b| named(b)))
 }
 
 /// The device of backend `name` with options `o`, checked: each backend
@@ -152,7 +191,8 @@ pub fn device_kind(name: &str, o: &BackendOptions) -> Result<DeviceKind, OptionE
     let Some(backend) = backends().find(|b| b.name == name) else {
         return Err(OptionError::UnknownKind {
             kind: name.to_string(),
-            known: names(backends(), "or"),
+            // The backends every build has; a stand-in is not advertised.
+            known: names(backends().filter(|b| b.shown == Shown::Always), "or"),
         });
     };
     let not_taken = |takes| OptionError::NotTaken {
@@ -174,7 +214,7 @@ pub fn device_kind(name: &str, o: &BackendOptions) -> Result<DeviceKind, OptionE
             if o.layout.is_some() {
                 return Err(OptionError::NoLayout {
                     backend: backend.name,
-                    gpus: names(GPU_BACKENDS.iter(), "and"),
+                    gpus: names(GPU_BACKENDS.iter().filter(|b| named(b)), "and"),
                 });
             }
             Ok(DeviceKind::Cpu {
@@ -242,7 +282,8 @@ pub fn open_gpu<T: Cell>(
 }
 
 fn feature_of(backend: &str) -> &'static str {
-    backends()
+    std::iter::once(&CPU)
+        .chain(GPU_BACKENDS)
         .find(|b| b.name == backend)
         .and_then(|b| b.feature)
         .unwrap_or("")
@@ -254,7 +295,7 @@ pub fn list() -> Vec<(&'static str, Listing)> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cpu = Listing::Note(format!("{cores} core(s): cpu, cpu:threads=T"));
     std::iter::once((CPU.name, cpu))
-        .chain(GPU_BACKENDS.iter().map(|b| {
+        .chain(backends().skip(1).map(|b| {
             let listing = list_built(b.name).unwrap_or_else(|| {
                 Listing::Note(format!(
                     "not in this build (rebuild with --features {})",
@@ -307,6 +348,26 @@ mod tests {
     #[test]
     fn lists_every_backend() {
         let names: Vec<&str> = list().iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["cpu", "opencl", "cuda"]);
+        let mut want = vec!["cpu", "opencl", "cuda"];
+        if cfg!(feature = "mock") {
+            want.push("mock");
+        }
+        assert_eq!(names, want);
+    }
+
+    /// The mock is named only where built, and otherwise refused with how
+    /// to build it in.
+    #[test]
+    fn the_mock_is_named_only_where_built() {
+        let parsed = device_kind("mock", &BackendOptions::default());
+        if cfg!(feature = "mock") {
+            assert!(matches!(parsed, Ok(DeviceKind::Gpu(d)) if d.backend == "mock"));
+        } else {
+            assert_eq!(
+                parsed.unwrap_err().to_string(),
+                "unknown device kind 'mock' (use cpu, opencl or cuda; \
+                 mock is not in this build: rebuild with --features mock)"
+            );
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! A runtime in host memory, so the GPU controller (plans, geometry,
-//! bookkeeping) passes the conformance suite without a device: copies apply
+//! bookkeeping) passes the conformance suite without a device, and the
+//! `mock` backend ([`super::mock_register`]) runs whole skeletons: copies apply
 //! each piece's spans, and "compiling" finds the Rust kernel whose generated
 //! source is that text, which launches then run with `Kernel::apply` on the
 //! region decoded back from the kernel arguments. Fused kernels run as
@@ -12,6 +13,7 @@ use super::geometry::{region_from_longs, GroupHints};
 use super::runtime::{Compiled, DeviceRuntime, Lane};
 use crate::error::DeviceError;
 use hitmap::Shape;
+use kernels::device::abi::{ArgKind, LongArg, ARGS};
 use kernels::device::{FusedArgs, FusedShape};
 use kernels::{library_kernel, Cell, Dialect, Frame, Kernel, KernelChoice, Library, Real};
 use std::collections::HashMap;
@@ -21,9 +23,14 @@ use std::time::Instant;
 
 type Mem<T> = Arc<Mutex<Vec<T>>>;
 
-/// Host memory posing as a device that knows every library kernel.
+/// The Rust kernel of each device source the mock can "compile", shared
+/// so a kernel can be taught through `&self` (the controller owns the
+/// runtime).
+type Known<T> = Arc<Mutex<HashMap<String, Arc<dyn Kernel<T>>>>>;
+
+/// Host memory posing as a device that knows every kernel it was taught.
 pub struct MockRuntime<T> {
-    known: HashMap<String, Arc<dyn Kernel<T>>>,
+    known: Known<T>,
     /// Pretend to be a GPU, so launches get the groups GPUs get, and
     /// copy within the device (a CPU-like one goes through the host).
     gpu: bool,
@@ -45,17 +52,22 @@ pub struct MockRuntime<T> {
 impl<T: Real> MockRuntime<T> {
     /// A mock that compiles the library's kernels, of both kinds.
     pub fn new(gpu: bool) -> MockRuntime<T> {
-        let mut known = HashMap::new();
+        let mock = MockRuntime::taught_nothing(gpu);
         for lib in Library::ALL {
             for choice in [KernelChoice::Specialized, KernelChoice::Generic] {
-                let k: Arc<dyn Kernel<T>> = Arc::from(library_kernel::<T>(lib, choice));
-                if let Some(device) = k.device_kernel() {
-                    known.insert(device.source(Self::DIALECT), k);
-                }
+                mock.learn(&Arc::from(library_kernel::<T>(lib, choice)));
             }
         }
+        mock
+    }
+}
+
+impl<T: Cell> MockRuntime<T> {
+    /// A mock that compiles only the kernels it is then taught
+    /// ([`MockRuntime::learn`]): any cell type, not only reals.
+    pub fn taught_nothing(gpu: bool) -> MockRuntime<T> {
         MockRuntime {
-            known,
+            known: Known::default(),
             gpu,
             copies_within: 0,
             lanes: Vec::new(),
@@ -67,15 +79,19 @@ impl<T: Real> MockRuntime<T> {
     }
 
     /// The same mock, also compiling `kernel`'s device code.
-    pub fn knowing(mut self, kernel: Arc<dyn Kernel<T>>) -> MockRuntime<T> {
-        if let Some(device) = kernel.device_kernel() {
-            self.known.insert(device.source(Self::DIALECT), kernel);
-        }
+    pub fn knowing(self, kernel: Arc<dyn Kernel<T>>) -> MockRuntime<T> {
+        self.learn(&kernel);
         self
     }
-}
 
-impl<T: Cell> MockRuntime<T> {
+    /// Compiles `kernel`'s device code from now on, as whole cells: its
+    /// launches run the Rust kernel, which reads cells whole.
+    pub fn learn(&self, kernel: &Arc<dyn Kernel<T>>) {
+        if let Some(device) = kernel.device_kernel() {
+            lock(&self.known).insert(device.source(Self::DIALECT), kernel.clone());
+        }
+    }
+
     /// The bytes of the buffers alive now.
     pub fn live_bytes(&self) -> usize {
         self.buffers
@@ -205,7 +221,23 @@ fn run_fused<T: Cell>(
     }
 }
 
-fn lock<T>(m: &Mem<T>) -> std::sync::MutexGuard<'_, Vec<T>> {
+/// The global index of a launch's first cell, from its kernel arguments
+/// (what [`region_from_longs`] leaves out).
+fn origin_from_longs(longs: &[i64], nd: usize) -> Vec<i64> {
+    let mut origin = [0i64; 4];
+    let kinds = ARGS.iter().filter_map(|(_, k)| match k {
+        ArgKind::Long(l) => Some(*l),
+        ArgKind::Buffer(_) => None,
+    });
+    for (kind, &v) in kinds.zip(longs) {
+        if let LongArg::Origin(d) = kind {
+            origin[d] = v;
+        }
+    }
+    origin[4 - nd..].to_vec()
+}
+
+fn lock<V>(m: &Mutex<V>) -> std::sync::MutexGuard<'_, V> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -292,8 +324,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
     }
 
     fn compile(&mut self, source: &str) -> Result<Compiled<Self::Kernel>, DeviceError> {
-        let kernel = self
-            .known
+        let kernel = lock(&self.known)
             .get(source)
             .cloned()
             .ok_or_else(|| DeviceError::Backend("not a library kernel".into()))?;
@@ -326,8 +357,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         self.fused_compiles += 1;
         let shape = FusedShape::from_source(source)
             .ok_or_else(|| DeviceError::Backend("not a fused kernel".into()))?;
-        let kernel = self
-            .known
+        let kernel = lock(&self.known)
             .values()
             .find(|k| {
                 k.device_kernel()
@@ -398,7 +428,12 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         let kernel = &kernel.kernel;
         let nd = kernel.footprint().ndims();
         let (ext, local) = region_from_longs(longs, nd, s.len());
-        let frame = Frame::row_major(&ext);
+        // Kernels that read the global index need the allocation's.
+        let region_origin = origin_from_longs(longs, nd);
+        let origin: Vec<i64> = (0..nd)
+            .map(|d| region_origin[d] - local[d].start as i64)
+            .collect();
+        let frame = Frame::row_major(&ext).with_origin(&origin);
         let plane = frame.plane();
         let slab = &mut d[local[0].start * plane..local[0].end * plane];
         let aux: Vec<_> = aux.iter().map(|a| lock(a)).collect();

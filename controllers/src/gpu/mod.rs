@@ -6,7 +6,8 @@
 //! component) and [`GpuController`], whose fused-step planning, peer messages,
 //! init kernels and transfers have modules of their own. An API is a
 //! [`DeviceRuntime`]: buffers, copies, compile, launch, timing; `opencl` and
-//! `cuda` are two.
+//! `cuda` are two, and `mock` (host memory, behind its feature) a third that
+//! needs no device.
 
 mod controller;
 pub mod copy_plan;
@@ -15,8 +16,10 @@ mod fusing;
 pub mod geometry;
 mod init;
 mod loaded;
-#[cfg(test)]
-mod mock;
+#[cfg(any(test, feature = "mock"))]
+pub mod mock;
+#[cfg(feature = "mock")]
+pub(crate) mod mock_register;
 pub mod module_cache;
 mod peers;
 pub mod planes;

@@ -17,6 +17,23 @@ controller_conformance!(cpu_small_fills, <T> CpuController::<T>::new(1).unwrap()
 // The trait's own copy between buffers (through the host), and its other
 // defaults, as a controller written outside this crate has them.
 controller_conformance!(trait_defaults, <T> Defaults::of(CpuController::<T>::new(2).unwrap()));
+// The mock backend, opened by its device string as a run opens any device.
+#[cfg(feature = "mock")]
+controller_conformance!(mock, <T> open_mock::<T>());
+
+/// `mock:device=0` through the registry, as a run opens it.
+#[cfg(feature = "mock")]
+fn open_mock<T: kernels::Cell>() -> Box<dyn Controller<T>> {
+    use controllers::registry::{device_kind, open_gpu, BackendOptions, DeviceKind};
+    let options = BackendOptions {
+        device: Some(0),
+        ..BackendOptions::default()
+    };
+    match device_kind("mock", &options) {
+        Ok(DeviceKind::Gpu(d)) => open_gpu(&d, &Default::default()).expect("open mock:device=0"),
+        other => panic!("mock:device=0 is a GPU device: {other:?}"),
+    }
+}
 
 /// A controller implementing only what the trait requires (and auxiliary
 /// fields, which the suite checks), by its inner one: every other method

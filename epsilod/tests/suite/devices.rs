@@ -22,97 +22,62 @@ fn devices(specs: &[&str]) -> Vec<DeviceSpec> {
 /// attributes...; test attributes...)`; the kind is what `--device` takes
 /// (`opencl`, and `opencl:slowdown=3` is built from it). The module's
 /// attributes gate it on a feature; the test attributes go on each test (an
-/// `#[ignore]` for hardware CI does not have).
+/// `#[ignore]` for hardware CI does not have). A kind that cannot run some
+/// tests names those it runs after `=>`.
 macro_rules! device_suite {
     ($m:ident, $kind:literal $(, #[$attr:meta])* $(; #[$test_attr:meta])*) => {
+        device_suite!($m, $kind $(, #[$attr])* $(; #[$test_attr])* =>
+            every_library_stencil_alone_and_mixed
+            launches_large_enough_to_tune
+            load_balancing_with_a_cpu
+            rebalancing_every_few_iterations
+            deep_halos
+            initial_cells_computed_on_the_device
+            halos_in_device_memory
+            recovering_from_a_failed_device
+            rust_only_kernels_say_they_need_a_cpu_device
+            expression_kernels_agree_everywhere
+            global_index_in_expressions
+            auxiliary_fields
+            a_kernel_that_fails_to_compile_shows_the_build_log);
+    };
+    ($m:ident, $kind:literal $(, #[$attr:meta])* $(; #[$test_attr:meta])* => $($test:ident)*) => {
         $(#[$attr])*
         mod $m {
             #[allow(unused_imports)]
             use super::*;
 
-            #[test]
-            $(#[$test_attr])*
-            fn every_library_stencil_alone_and_mixed() {
-                super::every_library_stencil_alone_and_mixed($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn launches_large_enough_to_tune() {
-                super::launches_large_enough_to_tune($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn load_balancing_with_a_cpu() {
-                super::load_balancing_with_a_cpu($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn rebalancing_every_few_iterations() {
-                super::rebalancing_every_few_iterations($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn deep_halos() {
-                super::deep_halos($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn initial_cells_computed_on_the_device() {
-                super::initial_cells_computed_on_the_device($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn halos_in_device_memory() {
-                super::halos_in_device_memory($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn recovering_from_a_failed_device() {
-                super::recovering_from_a_failed_device($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn rust_only_kernels_say_they_need_a_cpu_device() {
-                super::rust_only_kernels_say_they_need_a_cpu_device($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn expression_kernels_agree_everywhere() {
-                super::expression_kernels_agree_everywhere($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn global_index_in_expressions() {
-                super::global_index_in_expressions($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn auxiliary_fields() {
-                super::auxiliary_fields($kind);
-            }
-
-            #[test]
-            $(#[$test_attr])*
-            fn a_kernel_that_fails_to_compile_shows_the_build_log() {
-                super::a_kernel_that_fails_to_compile_shows_the_build_log($kind);
-            }
+            device_suite!(@each $kind [$(#[$test_attr])*] $($test)*);
         }
+    };
+    (@each $kind:literal [$($attrs:tt)*]) => {};
+    (@each $kind:literal [$($attrs:tt)*] $test:ident $($rest:ident)*) => {
+        #[test]
+        $($attrs)*
+        fn $test() {
+            super::$test($kind);
+        }
+        device_suite!(@each $kind [$($attrs)*] $($rest)*);
     };
 }
 
 device_suite!(opencl, "opencl", #[cfg(feature = "opencl")]);
 device_suite!(cuda, "cuda", #[cfg(feature = "cuda")]; #[ignore = "needs an NVIDIA GPU"]);
+// The mock (host memory posing as a GPU) runs kernels' Rust code and
+// compiles no C: init kernels, which have no Rust code, and build logs are
+// OpenCL's and CUDA's to test.
+device_suite!(mock, "mock", #[cfg(feature = "mock")] =>
+    every_library_stencil_alone_and_mixed
+    launches_large_enough_to_tune
+    load_balancing_with_a_cpu
+    rebalancing_every_few_iterations
+    deep_halos
+    halos_in_device_memory
+    recovering_from_a_failed_device
+    rust_only_kernels_say_they_need_a_cpu_device
+    expression_kernels_agree_everywhere
+    global_index_in_expressions
+    auxiliary_fields);
 
 #[allow(dead_code)]
 fn every_library_stencil_alone_and_mixed(kind: &str) {

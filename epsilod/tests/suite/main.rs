@@ -3,6 +3,7 @@
 
 mod alb;
 mod checkpoint;
+mod custom_heuristic;
 mod deep_halos;
 mod devices;
 mod launch;

@@ -1,0 +1,185 @@
+//! How the backend registry opens and lists the mock: host memory posing as
+//! one GPU, so every layer above the runtime (registry, controller,
+//! skeleton) runs on any machine, through the path a real backend takes.
+
+use super::mock::MockRuntime;
+use super::GpuController;
+use crate::controller::{BufferId, Controller, KernelId};
+use crate::device_spec::{GpuDevice, GpuOptions, Listing};
+use crate::error::DeviceError;
+use crate::peer::{DeviceMessage, PeerDomain};
+use hitmap::Shape;
+use kernels::{Cell, CellLayout, DeviceKernel, Kernel};
+use std::sync::Arc;
+
+/// Opens the mock's one device for the registry ([`crate::registry`]).
+pub(crate) fn open<T: Cell>(
+    d: &GpuDevice,
+    o: &GpuOptions,
+) -> Result<Box<dyn Controller<T>>, DeviceError> {
+    if d.device != 0 {
+        return Err(DeviceError::Unavailable(format!(
+            "mock:device={}: the mock has one device, mock:device=0",
+            d.device
+        )));
+    }
+    // Its launches run Rust kernels, which read cells whole.
+    if o.layout == Some(CellLayout::Planes) {
+        return Err(DeviceError::BadOption(
+            "mock devices keep cells whole: layout=planes is for opencl and cuda".into(),
+        ));
+    }
+    let inner = GpuController::with_runtime(MockRuntime::taught_nothing(true))
+        .with_cell_layout(CellLayout::Cells)
+        .with_fused_log(o.log_fused);
+    Ok(Box::new(MockDevice { inner }))
+}
+
+/// The mock's one device, for `epsilod list`.
+pub(crate) fn list() -> Listing {
+    Listing::Devices(vec![(
+        "mock:device=0".into(),
+        "host memory posing as a GPU (runs the kernels' Rust code)".into(),
+    )])
+}
+
+/// The GPU controller on a mock runtime that is taught each kernel as it
+/// is loaded: a real runtime compiles any source, the mock only those
+/// whose Rust kernel it holds.
+struct MockDevice<T: Cell> {
+    inner: GpuController<MockRuntime<T>, T>,
+}
+
+impl<T: Cell> Controller<T> for MockDevice<T> {
+    fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
+        self.inner.runtime().learn(&kernel);
+        self.inner.load(kernel)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn alloc(&mut self, extent: &Shape, capacity: &Shape) -> Result<BufferId, DeviceError> {
+        self.inner.alloc(extent, capacity)
+    }
+    fn free(&mut self, buf: BufferId) -> Result<(), DeviceError> {
+        self.inner.free(buf)
+    }
+    fn extent(&self, buf: BufferId) -> Result<Shape, DeviceError> {
+        self.inner.extent(buf)
+    }
+    fn resize(
+        &mut self,
+        buf: BufferId,
+        extent: &Shape,
+        spare: &[i64],
+    ) -> Result<bool, DeviceError> {
+        self.inner.resize(buf, extent, spare)
+    }
+    fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
+        self.inner.write(buf, region, data)
+    }
+    fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
+        self.inner.read(buf, region, out)
+    }
+    fn copy_region(
+        &mut self,
+        from: BufferId,
+        to: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.inner.copy_region(from, to, region)
+    }
+    fn fill(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        f: &(dyn Fn(&[i64]) -> T + Sync),
+    ) -> Result<(), DeviceError> {
+        self.inner.fill(buf, region, f)
+    }
+    fn fill_device(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        init: &DeviceKernel,
+    ) -> Result<bool, DeviceError> {
+        self.inner.fill_device(buf, region, init)
+    }
+    fn peer_domain(&self) -> Option<PeerDomain> {
+        self.inner.peer_domain()
+    }
+    fn cell_layout(&self) -> CellLayout {
+        self.inner.cell_layout()
+    }
+    fn pack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        reuse: Option<DeviceMessage>,
+    ) -> Result<DeviceMessage, DeviceError> {
+        self.inner.pack_peer(buf, regions, reuse)
+    }
+    fn unpack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        msg: &DeviceMessage,
+    ) -> Result<(), DeviceError> {
+        self.inner.unpack_peer(buf, regions, msg)
+    }
+    fn bind_aux(&mut self, kernel: KernelId, aux: &[BufferId]) -> Result<(), DeviceError> {
+        self.inner.bind_aux(kernel, aux)
+    }
+    fn launch(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.inner.launch(kernel, src, dst, region)
+    }
+    fn launch_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.inner.launch_overlapped(kernel, src, dst, region)
+    }
+    fn fused_steps(&self) -> usize {
+        self.inner.fused_steps()
+    }
+    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
+        self.inner.prepare_steps(kernel, steps)
+    }
+    fn launch_steps(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        self.inner.launch_steps(kernel, src, dst, steps)
+    }
+    fn launch_steps_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        self.inner.launch_steps_overlapped(kernel, src, dst, steps)
+    }
+    fn wait(&mut self) -> Result<(), DeviceError> {
+        self.inner.wait()
+    }
+    fn take_kernel_seconds(&mut self) -> f64 {
+        self.inner.take_kernel_seconds()
+    }
+    fn set_iteration(&mut self, iter: u64) {
+        self.inner.set_iteration(iter)
+    }
+}
