@@ -4,9 +4,8 @@
 //! OpenCL and CUDA devices.
 
 use crate::{App, AppOutcome};
-use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
-use kernels::expr::build::{num, u, E};
-use kernels::ExprSpec;
+use epsilod::expr::{num, u, E};
+use epsilod::{Cluster, ExprSpec, RunOptions, Skeleton, Stencil};
 
 /// The coefficients, computed in f32 as EPSILOD computes them from the
 /// global size (boundary included): `h = 1/(S-1)` per dimension,
