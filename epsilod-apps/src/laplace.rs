@@ -1,6 +1,6 @@
 //! EPSILOD's laplace (apps.md §1.3): 3-d Jacobi for ∇²u = 0 with
 //! anisotropic spacing, in Devito's order. The kernel is written once, in
-//! Rust ([`kernels::expr::build`]), and runs with the same bits on CPU,
+//! Rust ([`epsilod::expr`]), and runs with the same bits on CPU,
 //! OpenCL and CUDA devices.
 
 use crate::{App, AppOutcome};

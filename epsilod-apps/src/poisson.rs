@@ -1,6 +1,6 @@
 //! EPSILOD's poisson (apps.md §1.2): 2-d Jacobi for ∇²u = b with two point
 //! sources, translated from Devito. Written once in Rust
-//! ([`kernels::expr::build`]): the sources are found by the global index,
+//! ([`epsilod::expr`]): the sources are found by the global index,
 //! so the kernel runs, with the same bits, on any device and partition.
 
 use crate::{App, AppOutcome};
