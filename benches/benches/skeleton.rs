@@ -6,8 +6,7 @@
 
 use benches::hand_2d4_iterations;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use epsilod::{DeviceSpec, Partition, Skeleton, Stencil};
-use kernels::{KernelChoice, Library};
+use epsilod::{DeviceSpec, KernelChoice, Library, Partition, Skeleton, Stencil};
 use std::time::Duration;
 
 const N: usize = 4098;

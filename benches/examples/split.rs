@@ -16,8 +16,7 @@
 //!     [--reps 5] [--configs 1x2,2x1,1x4,2x2,4x1] [--pin]
 //! ```
 
-use epsilod::{DeviceSpec, Partition, Skeleton, Stencil};
-use kernels::{KernelChoice, Library};
+use epsilod::{DeviceSpec, KernelChoice, Library, Partition, Skeleton, Stencil};
 use std::collections::BTreeMap;
 
 /// `D x T`: devices and threads per device.

@@ -6,6 +6,7 @@
 //! that fails mid-run. [`registry`] names every backend, reads device
 //! options into a typed [`device_spec`], and opens and lists devices.
 
+#[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod controller;
 pub mod cpu;

@@ -4,8 +4,7 @@
 //! D3Q19 and D3Q27 lattices); others run from Rust (`Stencil::<[f32; N]>`).
 
 use crate::{run_to_output, AppError, AppOutcome};
-use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
-use kernels::{ExprSpec, InitSpec};
+use epsilod::{Cluster, ExprSpec, InitSpec, RunOptions, Skeleton, Stencil};
 
 /// The components per cell a [`crate::StencilApp`] runs.
 pub const SUPPORTED_COMPONENTS: &[usize] = &[2, 3, 4, 9, 19, 27];

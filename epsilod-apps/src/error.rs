@@ -104,7 +104,7 @@ pub enum AppError {
     },
     /// A spec that cannot be bound to the run's domain.
     #[error(transparent)]
-    Spec(#[from] kernels::SpecError),
+    Spec(#[from] epsilod::SpecError),
     /// An auxiliary field's values that the kernel cannot take.
     #[error("--aux {name}: {why}")]
     Aux {

@@ -7,9 +7,10 @@
 //! runs along (the original's sizes coincide for the cubic runs it reports).
 
 use crate::{App, AppOutcome};
-use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
-use hitmap::{Footprint, Shape};
-use kernels::{CellDecl, Custom, DeviceKernel, DeviceScalar, Neighbourhood, Table};
+use epsilod::{
+    CellDecl, Cluster, Custom, DeviceKernel, DeviceScalar, Footprint, Neighbourhood, RunOptions,
+    Shape, Skeleton, Stencil, Table,
+};
 use std::sync::Arc;
 
 /// One lattice site: its 19 populations.
@@ -291,8 +292,8 @@ mod tests {
     #[test]
     fn the_device_kernel_is_one_body_for_every_dialect() {
         let k = device_kernel();
-        for d in kernels::Dialect::ALL {
-            let planes = k.source_in(d, kernels::CellLayout::Planes).unwrap();
+        for d in epsilod::Dialect::ALL {
+            let planes = k.source_in(d, epsilod::CellLayout::Planes).unwrap();
             assert!(planes.contains(k.body()), "{d}: in planes");
             assert!(
                 planes.contains("#define PART_AT(p, i, q) ((p)[(i) + (index_t)(q) * np])"),

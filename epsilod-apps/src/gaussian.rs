@@ -17,9 +17,10 @@
 
 use crate::{App, AppError, AppOutcome, Param, ParamError, Params};
 use epsilod::error::SetupError;
-use epsilod::{Cluster, RunError, RunOptions, Skeleton, Stencil};
-use hitmap::{Footprint, Shape};
-use kernels::{CellDecl, Custom, DeviceKernel, DeviceScalar, Neighbourhood, Table};
+use epsilod::{
+    CellDecl, Cluster, Custom, DeviceKernel, DeviceScalar, Footprint, Neighbourhood, RunError,
+    RunOptions, Shape, Skeleton, Stencil, Table,
+};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -320,7 +321,7 @@ mod tests {
     fn the_device_body_reads_its_footprint_in_double() {
         let k = device_kernel(5, 1.0);
         assert!(k.needs_fp64());
-        let src = k.source(kernels::Dialect::OpenCl);
+        let src = k.source(epsilod::Dialect::OpenCl);
         assert!(src.contains("cl_khr_fp64"), "{src}");
         assert!(
             src.contains("sum = (float)((double)sum + (double)p / 6.283185307179586);"),

@@ -1,12 +1,11 @@
 //! EPSILOD's laplace (apps.md §1.3): 3-d Jacobi for ∇²u = 0 with
 //! anisotropic spacing, in Devito's order. The kernel is written once, in
-//! Rust ([`kernels::expr::build`]), and runs with the same bits on CPU,
+//! Rust ([`epsilod::expr`]), and runs with the same bits on CPU,
 //! OpenCL and CUDA devices.
 
 use crate::{App, AppOutcome};
-use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
-use kernels::expr::build::{num, u, E};
-use kernels::ExprSpec;
+use epsilod::expr::{num, u, E};
+use epsilod::{Cluster, ExprSpec, RunOptions, Skeleton, Stencil};
 
 /// The coefficients, computed in f32 as EPSILOD computes them from the
 /// global size (boundary included): `h = 1/(S-1)` per dimension,

@@ -27,8 +27,7 @@ pub use error::{AppError, ParamError};
 pub use stencil_app::{StencilApp, StencilSource};
 
 use epsilod::output::{OutputCell, OutputGrid, Region};
-use epsilod::{Cluster, Report, RunOptions, Skeleton};
-use hitmap::Shape;
+use epsilod::{Cluster, Report, RunOptions, Shape, Skeleton};
 
 /// What an app run gives back.
 pub struct AppOutcome {
@@ -290,7 +289,7 @@ mod tests {
             assert_eq!(find(a.name()).map(|f| f.name()), Some(a.name()));
             assert_eq!(all().iter().filter(|b| b.name() == a.name()).count(), 1);
             // Apps must not shadow library stencils.
-            assert!(kernels::Library::by_name(a.name()).is_none());
+            assert!(epsilod::Library::by_name(a.name()).is_none());
         }
         assert!(find("no-such-app").is_none());
     }

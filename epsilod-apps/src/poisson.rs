@@ -1,12 +1,11 @@
 //! EPSILOD's poisson (apps.md §1.2): 2-d Jacobi for ∇²u = b with two point
 //! sources, translated from Devito. Written once in Rust
-//! ([`kernels::expr::build`]): the sources are found by the global index,
+//! ([`epsilod::expr`]): the sources are found by the global index,
 //! so the kernel runs, with the same bits, on any device and partition.
 
 use crate::{App, AppOutcome};
-use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
-use kernels::expr::build::{g, num, select, u, E};
-use kernels::ExprSpec;
+use epsilod::expr::{g, num, select, u, E};
+use epsilod::{Cluster, ExprSpec, RunOptions, Skeleton, Stencil};
 
 /// `(dx, dy)` computed in f32 as the original does: `(2 - 0) / (S0 - 1)`
 /// along dimension 0, `(1 - 0) / (S1 - 1)` along dimension 1.

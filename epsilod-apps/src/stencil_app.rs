@@ -4,8 +4,10 @@
 //! from files) are set on it before it runs.
 
 use crate::{array_cells, run_to_output, App, AppError, AppOutcome, Params};
-use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
-use kernels::{AnySpec, ExprKernel, ExprSpec, InitSpec, KernelChoice, Library};
+use epsilod::{
+    AnySpec, Cluster, ExprKernel, ExprSpec, InitSpec, KernelChoice, Library, RunOptions, Skeleton,
+    Stencil,
+};
 use std::sync::Arc;
 
 /// What a [`StencilApp`] runs.

@@ -6,10 +6,8 @@
 //! balancing moves both levels, so a rebalanced run keeps its bits.
 
 use crate::{App, AppOutcome};
-use epsilod::{Cluster, RunOptions, Skeleton, Stencil};
-use hitmap::Shape;
-use kernels::expr::build::{g, num, old2, select, u, E};
-use kernels::ExprSpec;
+use epsilod::expr::{g, num, old2, select, u, E};
+use epsilod::{Cluster, ExprSpec, RunOptions, Shape, Skeleton, Stencil};
 
 /// Celerity's and EPSILOD's default time step.
 pub const DT: f32 = 0.25;

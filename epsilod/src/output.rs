@@ -2,12 +2,12 @@
 //! `%042.40f`), raw little-endian `.dat`, VTK's `.vti` and, for 2-d
 //! scalar fields, `.pgm` images ([`crate::pgm`]). Output functions are part of
 //! the skeleton's contract (EPSILOD's takes them), so they live here, not
-//! in the command line.
+//! in the command line. `.npy` needs the cargo feature `npy` and `.vti` the
+//! feature `vtk`; a build without one answers [`OutputError::NotBuilt`].
 
 use hitmap::Shape;
 use kernels::Cell;
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
-use ndarray_npy::WritableElement;
+use ndarray::{ArrayD, ArrayViewD};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -21,6 +21,13 @@ pub enum OutputError {
         "unknown output format '{0}': use a file name ending in .npy, .txt, .dat, .vti or .pgm"
     )]
     Format(String),
+    /// The format's writer is behind a cargo feature this build lacks.
+    #[error(
+        "writing {} files needs epsilod built with its '{}' feature",
+        .0.extension(),
+        .0.feature().unwrap_or_default()
+    )]
+    NotBuilt(Format),
     /// The file could not be created or written.
     #[error("cannot write output {path}: {why}")]
     Write {
@@ -56,8 +63,8 @@ pub enum SnapshotError {
 
 /// A cell made of `COMPONENTS` scalars that output formats can write.
 pub trait OutputCell: Cell {
-    /// One component.
-    type Scalar: Cell + WritableElement + Into<f64>;
+    /// One component: f32 or f64 for `.npy` and `.vti`.
+    type Scalar: Cell + Into<f64>;
     /// Components per cell (a column of its own in `.npy`).
     const COMPONENTS: usize;
 }
@@ -106,6 +113,46 @@ impl Format {
             Some("vti") => Ok(Format::Vti),
             Some("pgm") => Ok(Format::Pgm),
             _ => Err(OutputError::Format(path.display().to_string())),
+        }
+    }
+
+    /// The file name extension, with its dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Npy => ".npy",
+            Format::Txt => ".txt",
+            Format::Dat => ".dat",
+            Format::Vti => ".vti",
+            Format::Pgm => ".pgm",
+        }
+    }
+
+    /// The cargo feature of epsilod that builds this format's writer, if
+    /// it needs one.
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            Format::Npy => Some("npy"),
+            Format::Vti => Some("vtk"),
+            Format::Txt | Format::Dat | Format::Pgm => None,
+        }
+    }
+
+    /// Whether this build can write the format.
+    pub fn is_built(self) -> bool {
+        match self {
+            Format::Npy => cfg!(feature = "npy"),
+            Format::Vti => cfg!(feature = "vtk"),
+            Format::Txt | Format::Dat | Format::Pgm => true,
+        }
+    }
+
+    /// The format a file name's extension names, if this build can write it.
+    fn writable(path: &Path) -> Result<Format, OutputError> {
+        let f = Format::from_path(path)?;
+        if f.is_built() {
+            Ok(f)
+        } else {
+            Err(OutputError::NotBuilt(f))
         }
     }
 }
@@ -167,9 +214,10 @@ pub fn check_creatable(path: &Path) -> Result<(), std::io::Error> {
     Ok(())
 }
 
-/// Checks that `path` has a known extension and can be created.
+/// Checks that `path` has a known extension this build can write and can
+/// be created.
 pub fn check_writable(path: &Path) -> Result<Format, OutputError> {
-    let f = Format::from_path(path)?;
+    let f = Format::writable(path)?;
     check_creatable(path).map_err(|e| OutputError::Write {
         path: path.display().to_string(),
         why: e.to_string(),
@@ -192,14 +240,13 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
     let cells: Vec<T> = grid.iter().copied().collect();
     let scalars: &[T::Scalar] = bytemuck::cast_slice(&cells);
     match format {
+        #[cfg(feature = "npy")]
         Format::Npy => {
             let mut shape = grid.shape().to_vec();
             if T::COMPONENTS > 1 {
                 shape.push(T::COMPONENTS);
             }
-            let arr = ArrayD::from_shape_vec(IxDyn(&shape), scalars.to_vec())
-                .map_err(|e| err(e.to_string()))?;
-            ndarray_npy::write_npy(path, &arr).map_err(|e| err(e.to_string()))
+            write_npy(path, &shape, floats(scalars).map_err(err)?).map_err(err)
         }
         Format::Txt => {
             let f = File::create(path).map_err(|e| err(e.to_string()))?;
@@ -218,7 +265,15 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
             std::fs::write(path, bytemuck::cast_slice::<T::Scalar, u8>(scalars))
                 .map_err(|e| err(e.to_string()))
         }
-        Format::Vti => write_vti::<T>(path, grid.shape(), scalars).map_err(|e| err(e.to_string())),
+        #[cfg(not(feature = "npy"))]
+        Format::Npy => Err(OutputError::NotBuilt(format)),
+        #[cfg(feature = "vtk")]
+        Format::Vti => {
+            let values = floats(scalars).map_err(err)?;
+            write_vti(path, grid.shape(), T::COMPONENTS, values).map_err(err)
+        }
+        #[cfg(not(feature = "vtk"))]
+        Format::Vti => Err(OutputError::NotBuilt(format)),
         Format::Pgm => match grid.shape() {
             &[rows, cols] if T::COMPONENTS == 1 => {
                 let values: Vec<f64> = scalars.iter().map(|&s| s.into()).collect();
@@ -236,7 +291,48 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
     }
 }
 
+/// A cell's scalars as the floats they are: `.npy` and `.vti` hold f32 or
+/// f64 values.
+#[cfg(any(feature = "npy", feature = "vtk"))]
+enum Floats<'a> {
+    F32(&'a [f32]),
+    F64(&'a [f64]),
+}
+
+#[cfg(any(feature = "npy", feature = "vtk"))]
+fn floats<S: Cell>(scalars: &[S]) -> Result<Floats<'_>, String> {
+    use std::any::TypeId;
+    if TypeId::of::<S>() == TypeId::of::<f32>() {
+        Ok(Floats::F32(bytemuck::cast_slice(scalars)))
+    } else if TypeId::of::<S>() == TypeId::of::<f64>() {
+        Ok(Floats::F64(bytemuck::cast_slice(scalars)))
+    } else {
+        Err(format!(
+            "{} values: .npy and .vti files hold f32 or f64",
+            std::any::type_name::<S>()
+        ))
+    }
+}
+
+#[cfg(feature = "npy")]
+fn write_npy(path: &Path, shape: &[usize], values: Floats<'_>) -> Result<(), String> {
+    fn npy<A: ndarray_npy::WritableElement + Clone>(
+        path: &Path,
+        shape: &[usize],
+        values: &[A],
+    ) -> Result<(), String> {
+        let arr = ArrayD::from_shape_vec(ndarray::IxDyn(shape), values.to_vec())
+            .map_err(|e| e.to_string())?;
+        ndarray_npy::write_npy(path, &arr).map_err(|e| e.to_string())
+    }
+    match values {
+        Floats::F32(v) => npy(path, shape, v),
+        Floats::F64(v) => npy(path, shape, v),
+    }
+}
+
 /// Why a field cannot be written as VTK image data.
+#[cfg(feature = "vtk")]
 #[derive(Debug, Error)]
 enum VtiError {
     #[error("VTK image data holds 1- to 3-d fields, not {0}-d")]
@@ -248,10 +344,22 @@ enum VtiError {
 }
 
 /// VTK image data: VTK's x runs fastest, so it is the array's last axis.
-fn write_vti<T: OutputCell>(
+#[cfg(feature = "vtk")]
+fn write_vti(
     path: &Path,
     shape: &[usize],
-    scalars: &[T::Scalar],
+    components: usize,
+    values: Floats<'_>,
+) -> Result<(), String> {
+    vti(path, shape, components, values).map_err(|e| e.to_string())
+}
+
+#[cfg(feature = "vtk")]
+fn vti(
+    path: &Path,
+    shape: &[usize],
+    components: usize,
+    values: Floats<'_>,
 ) -> Result<(), VtiError> {
     use vtkio::model::{
         Attribute, Attributes, ByteOrder, DataSet, Extent, IOBuffer, ImageDataPiece, Piece,
@@ -266,13 +374,12 @@ fn write_vti<T: OutputCell>(
     }
     // Inclusive point ranges: vtkio writes `Dims` one point too long.
     let extent = || Extent::Ranges([0..=last[0], 0..=last[1], 0..=last[2]]);
-    // The scalar types are f32 and f64.
-    let data = if std::mem::size_of::<T::Scalar>() == 4 {
-        IOBuffer::from(bytemuck::cast_slice::<T::Scalar, f32>(scalars).to_vec())
-    } else {
-        IOBuffer::from(bytemuck::cast_slice::<T::Scalar, f64>(scalars).to_vec())
+    let data = match values {
+        Floats::F32(v) => IOBuffer::from(v.to_vec()),
+        Floats::F64(v) => IOBuffer::from(v.to_vec()),
     };
-    let point = Attribute::scalars("field", T::COMPONENTS as u32).with_data(data);
+    let components = u32::try_from(components).map_err(|_| VtiError::TooMany(components))?;
+    let point = Attribute::scalars("field", components).with_data(data);
     let vtk = Vtk {
         version: Version::new(),
         title: String::new(),
@@ -332,8 +439,10 @@ mod tests {
 
     /// What ParaView would read: the extent (x = the last axis) and the
     /// values in order, for a scalar and a 19-component field.
+    #[cfg(feature = "vtk")]
     #[test]
     fn vti_files_read_back_as_written() {
+        use ndarray::IxDyn;
         use vtkio::model::{Attribute, DataSet, IOBuffer, Piece};
         let dir = tempfile::tempdir().unwrap();
         let read = |path: &Path| {
@@ -395,6 +504,56 @@ mod tests {
         );
     }
 
+    /// A format whose writer this build lacks is a typed error naming
+    /// the feature, before and at the write, and no file.
+    #[test]
+    fn formats_without_their_feature_are_typed_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let grid = ArrayD::from_elem(ndarray::IxDyn(&[2, 3]), 1.0f32);
+        for (name, built) in [
+            ("a.npy", cfg!(feature = "npy")),
+            ("a.vti", cfg!(feature = "vtk")),
+        ] {
+            let path = dir.path().join(name);
+            assert_eq!(check_writable(&path).is_ok(), built, "{name}");
+            match write(&path, grid.view()) {
+                Ok(()) => assert!(built, "{name}"),
+                Err(e @ OutputError::NotBuilt(f)) => {
+                    assert!(!built, "{name}");
+                    assert!(!path.exists(), "{name}");
+                    let feature = f.feature().unwrap();
+                    assert!(
+                        e.to_string().contains(&format!("'{feature}' feature")),
+                        "{e}"
+                    );
+                }
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+    }
+
+    /// f64 fields read back as written (f32 ones are the command line's
+    /// tests').
+    #[cfg(feature = "npy")]
+    #[test]
+    fn npy_files_read_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let grid = ArrayD::from_shape_fn(ndarray::IxDyn(&[3, 4]), |ix| {
+            (ix[0] * 10 + ix[1]) as f64 / 3.0
+        });
+        let path = dir.path().join("a.npy");
+        write(&path, grid.view()).unwrap();
+        assert_eq!(crate::npy::read_as_f64(&path).unwrap(), grid);
+        let cells = ArrayD::from_shape_fn(ndarray::IxDyn(&[2]), |ix| [ix[0] as f32, 0.5]);
+        write(&path, cells.view()).unwrap();
+        let back = crate::npy::read_as_f32(&path).unwrap();
+        assert_eq!(back.shape(), &[2, 2]);
+        assert_eq!(
+            back.iter().copied().collect::<Vec<_>>(),
+            [0.0, 0.5, 1.0, 0.5]
+        );
+    }
+
     #[test]
     fn formats_from_names() {
         assert_eq!(Format::from_path(Path::new("a.npy")).unwrap(), Format::Npy);
@@ -403,7 +562,7 @@ mod tests {
             Err(OutputError::Format(_))
         ));
         assert!(matches!(
-            check_writable(Path::new("/nonexistent-dir/x.npy")),
+            check_writable(Path::new("/nonexistent-dir/x.txt")),
             Err(OutputError::Write { .. })
         ));
     }

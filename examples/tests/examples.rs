@@ -1,7 +1,7 @@
 //! The example programs run as their docs say and give the reference results.
 
+use epsilod::{basic_init, Library};
 use kernels::reference;
-use kernels::{basic_init, Library};
 use std::process::Command;
 
 #[test]

@@ -2,9 +2,8 @@
 //! Rust apps' output byte for byte: the spec's update with the app's
 //! initial levels, written as the app's output, on several layouts.
 
-use epsilod::{output, DeviceSpec, Partition, Skeleton, Stencil};
+use epsilod::{output, AnySpec, DeviceSpec, ExprSpec, Partition, Skeleton, Stencil};
 use epsilod_apps::wavesim;
-use kernels::{AnySpec, ExprSpec};
 use std::path::Path;
 
 fn spec(name: &str) -> ExprSpec {

@@ -134,8 +134,8 @@ fn gas_sim_in_planes_across_devices_and_rebalances() {
 /// whole and in planes) and mixed with a CPU device.
 #[test]
 fn the_gassim_spec_on_opencl_matches_the_app_on_the_cpu() {
+    use epsilod::AnySpec;
     use epsilod_apps::gas;
-    use kernels::AnySpec;
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs/gassim.toml");
     let AnySpec::Expr(spec) = AnySpec::load(&path).unwrap() else {

@@ -6,8 +6,9 @@
 
 use anyhow::{bail, Result};
 use clap::Parser;
-use epsilod::{output, DeviceSpec, Partition, Skeleton, Stencil};
-use kernels::{basic_init, KernelChoice, Library};
+use epsilod::{
+    basic_init, output, DeviceSpec, KernelChoice, Library, Partition, Skeleton, Stencil,
+};
 
 #[derive(Parser)]
 struct Args {

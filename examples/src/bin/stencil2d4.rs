@@ -4,8 +4,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use epsilod::{output, DeviceSpec, Partition, Skeleton, Stencil};
-use kernels::{KernelChoice, Library};
+use epsilod::{output, DeviceSpec, KernelChoice, Library, Partition, Skeleton, Stencil};
 
 #[derive(Parser)]
 struct Args {

@@ -5,8 +5,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use epsilod::{DeviceSpec, Partition, Skeleton, Stencil};
-use kernels::{KernelChoice, Library};
+use epsilod::{DeviceSpec, KernelChoice, Library, Partition, Skeleton, Stencil};
 
 #[derive(Parser)]
 struct Args {
