@@ -29,7 +29,9 @@ pub use controller::{BufferId, Controller, KernelId};
 pub use cpu::CpuController;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaController;
-pub use error::DeviceError;
+pub use error::{
+    BackendError, DeviceError, Failure, ForeignError, Mismatch, OptionError, Unavailable,
+};
 pub use fail_at::FailAt;
 pub use gpu::GpuController;
 #[cfg(feature = "opencl")]
