@@ -1,6 +1,6 @@
 //! The device interface every backend implements.
 
-use crate::error::{DeviceError, Mismatch, OptionError};
+use crate::error::{BadOption, DeviceError, Mismatch};
 use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::Shape;
 use kernels::{DeviceKernel, Kernel};
@@ -123,7 +123,7 @@ pub trait Controller<T>: Send {
         let _ = kernel;
         match aux {
             [] => Ok(()),
-            _ => Err(OptionError::NoAuxFields {
+            _ => Err(BadOption::NoAuxFields {
                 device: self.describe(),
             }
             .into()),
@@ -178,7 +178,7 @@ pub trait Controller<T>: Send {
     ) -> Result<(), DeviceError> {
         match steps {
             [one] => self.launch(kernel, src, dst, one),
-            _ => Err(OptionError::NoFusing {
+            _ => Err(BadOption::NoFusing {
                 device: self.describe(),
                 steps: steps.len(),
             }
@@ -215,7 +215,7 @@ pub trait Controller<T>: Send {
 }
 
 fn no_peers(device: &str) -> DeviceError {
-    OptionError::NoPeers {
+    BadOption::NoPeers {
         device: device.to_string(),
     }
     .into()

@@ -62,7 +62,7 @@ pub enum DeviceError {
         bound: usize,
     },
     #[error("bad device option: {0}")]
-    BadOption(#[from] OptionError),
+    BadOption(#[from] BadOption),
     #[error("device backend failure: {0}")]
     Backend(#[from] BackendError),
     /// A runtime without fused kernels was asked for one.
@@ -109,7 +109,7 @@ pub enum Mismatch {
 /// A request the device cannot take: a setting out of range, or a launch
 /// it does not do.
 #[derive(Debug, Clone, PartialEq, Error)]
-pub enum OptionError {
+pub enum BadOption {
     #[error("{device} takes no auxiliary fields")]
     NoAuxFields { device: String },
     #[error("{device} cannot fuse {steps} iterations into one launch")]

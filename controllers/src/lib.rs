@@ -30,7 +30,7 @@ pub use cpu::CpuController;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaController;
 pub use error::{
-    BackendError, DeviceError, Failure, ForeignError, Mismatch, OptionError, Unavailable,
+    BackendError, BadOption, DeviceError, Failure, ForeignError, Mismatch, Unavailable,
 };
 pub use fail_at::FailAt;
 pub use gpu::GpuController;

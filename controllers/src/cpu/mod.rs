@@ -7,7 +7,7 @@ mod fused;
 
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::cpu_time;
-use crate::error::{BackendError, DeviceError, ForeignError, Mismatch, OptionError};
+use crate::error::{BackendError, BadOption, DeviceError, ForeignError, Mismatch};
 use hitmap::{Shape, Tile};
 use kernels::{Cell, Frame, Kernel};
 use rayon::prelude::*;
@@ -194,7 +194,7 @@ impl<T: Cell> CpuController<T> {
     /// Where the OS refuses, a thread runs unpinned.
     pub fn pinned(threads: usize, cores: &[usize]) -> Result<CpuController<T>, DeviceError> {
         if threads == 0 {
-            return Err(OptionError::NoThreads.into());
+            return Err(BadOption::NoThreads.into());
         }
         let pool = if threads > 1 {
             let cores = cores.to_vec();
@@ -448,14 +448,14 @@ impl<T: Cell> Controller<T> for CpuController<T> {
             };
         }
         if steps.len() > MAX_FUSED {
-            return Err(OptionError::TooManySteps {
+            return Err(BadOption::TooManySteps {
                 steps: steps.len(),
                 most: MAX_FUSED,
             }
             .into());
         }
         if let Some(w) = steps.windows(2).find(|w| !w[0].contains_shape(&w[1])) {
-            return Err(OptionError::NotNested {
+            return Err(BadOption::NotNested {
                 inner: w[1].clone(),
                 outer: w[0].clone(),
             }
@@ -465,7 +465,7 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         if !aux.is_empty() || !k.aux_fields().is_empty() {
             // The fused waves compute in windows of their own geometry, which
             // an auxiliary field's buffer does not have.
-            return Err(OptionError::FusedAux {
+            return Err(BadOption::FusedAux {
                 kernel: k.name().to_string(),
             }
             .into());

@@ -9,7 +9,7 @@ use super::runtime::{Compiled, DeviceRuntime, Lane};
 use super::slots::{check_alloc, ResizePlan, Slot, Slots};
 use super::transfer::{move_cells, read_region, write_region};
 use crate::controller::{BufferId, Controller, KernelId};
-use crate::error::{BackendError, DeviceError, Mismatch, OptionError};
+use crate::error::{BackendError, BadOption, DeviceError, Mismatch};
 use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::{HitmapError, Shape};
 use kernels::device::MAX_FUSED_STEPS;
@@ -358,7 +358,7 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         let source = device
             .source_in(R::DIALECT, planes.layout())
             .ok_or_else(|| {
-                DeviceError::from(OptionError::CellLayout {
+                DeviceError::from(BadOption::CellLayout {
                     kernel: kernel.name().to_string(),
                     api: R::API,
                     var: CELL_LAYOUT_VAR,

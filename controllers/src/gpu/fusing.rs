@@ -7,7 +7,7 @@ use super::loaded::Fused;
 use super::runtime::{DeviceRuntime, Lane};
 use super::transfer::move_cells;
 use crate::controller::{BufferId, Controller, KernelId};
-use crate::error::{BackendError, DeviceError, Mismatch, OptionError};
+use crate::error::{BackendError, BadOption, DeviceError, Mismatch};
 use hitmap::Shape;
 use kernels::device::{FusedArgs, MAX_FUSED_STEPS};
 use kernels::{Cell, CellLayout};
@@ -134,7 +134,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         let fused = loaded
             .fused
             .get(&steps.len())
-            .ok_or_else(|| DeviceError::from(OptionError::NoFusedKernel { steps: steps.len() }))?;
+            .ok_or_else(|| DeviceError::from(BadOption::NoFusedKernel { steps: steps.len() }))?;
         let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
         let local = steps
             .iter()
@@ -194,7 +194,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             _ => {}
         }
         if self.fused_steps() < steps.len() {
-            return Err(OptionError::FusesFewer {
+            return Err(BadOption::FusesFewer {
                 device: self.describe(),
                 steps: steps.len(),
                 most: self.fused_steps(),
@@ -202,14 +202,14 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             .into());
         }
         if let Some(w) = steps.windows(2).find(|w| !w[0].contains_shape(&w[1])) {
-            return Err(OptionError::NotNested {
+            return Err(BadOption::NotNested {
                 inner: w[1].clone(),
                 outer: w[0].clone(),
             }
             .into());
         }
         if let Some(r) = steps.iter().find(|r| !r.is_contiguous()) {
-            return Err(OptionError::NotContiguous { region: r.clone() }.into());
+            return Err(BadOption::NotContiguous { region: r.clone() }.into());
         }
         let source = self
             .kernels
@@ -220,7 +220,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         if !source.aux_fields().is_empty() {
             // The fused kernel's tiles have their own geometry, which an
             // auxiliary field's buffer does not have.
-            return Err(OptionError::FusedAux {
+            return Err(BadOption::FusedAux {
                 kernel: source.name().to_string(),
             }
             .into());

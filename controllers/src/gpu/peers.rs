@@ -4,7 +4,7 @@ use super::controller::GpuController;
 use super::runtime::DeviceRuntime;
 use super::transfer::copy_within;
 use crate::controller::{BufferId, Controller};
-use crate::error::{DeviceError, OptionError};
+use crate::error::{BadOption, DeviceError};
 use crate::peer::DeviceMessage;
 use hitmap::Shape;
 use kernels::Cell;
@@ -20,7 +20,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     ) -> Result<DeviceMessage, DeviceError> {
         let domain = self
             .peer_domain()
-            .ok_or(OptionError::NoSharedMemory { api: R::API })?;
+            .ok_or(BadOption::NoSharedMemory { api: R::API })?;
         let size = std::mem::size_of::<T>();
         let lens: Vec<usize> = regions.iter().map(|r| r.card() * size).collect();
         // Buffers of a message that came in, where they fit: a neighbour's
@@ -29,7 +29,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             Some(m) if m.domain == domain && m.lens == lens && m.parts.is::<Vec<R::Buffer>>() => *m
                 .parts
                 .downcast::<Vec<R::Buffer>>()
-                .map_err(|_| OptionError::ForeignMessage { api: R::API })?,
+                .map_err(|_| BadOption::ForeignMessage { api: R::API })?,
             Some(m) => {
                 // Copies out of it may still run on this device's lanes,
                 // and a CUDA buffer is freed on the stream it came from.
@@ -51,7 +51,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             slot.check_region(r)?;
             // The part is laid out over the region itself: packed.
             if !copy_within(&mut self.rt, planes, (&slot.buf, &slot.alloc), (part, r), r)? {
-                return Err(OptionError::NoCopyWithin {
+                return Err(BadOption::NoCopyWithin {
                     api: R::API,
                     region: r.clone(),
                 }
@@ -76,7 +76,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         msg: &DeviceMessage,
     ) -> Result<(), DeviceError> {
         if Some(&msg.domain) != self.peer_domain().as_ref() {
-            return Err(OptionError::OtherMemory {
+            return Err(BadOption::OtherMemory {
                 domain: msg.domain.clone(),
             }
             .into());
@@ -84,7 +84,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         let size = std::mem::size_of::<T>();
         let lens: Vec<usize> = regions.iter().map(|r| r.card() * size).collect();
         if lens != msg.lens {
-            return Err(OptionError::RegionBytes {
+            return Err(BadOption::RegionBytes {
                 got: msg.lens.clone(),
                 want: lens,
             }
@@ -92,7 +92,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         }
         let planes = self.planes();
         if msg.planes != planes.count() {
-            return Err(OptionError::Planes {
+            return Err(BadOption::Planes {
                 got: msg.planes,
                 here: planes.count(),
             }
@@ -101,12 +101,12 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         let parts = msg
             .parts
             .downcast_ref::<Vec<R::Buffer>>()
-            .ok_or(OptionError::ForeignMessage { api: R::API })?;
+            .ok_or(BadOption::ForeignMessage { api: R::API })?;
         let slot = self.slots.get(buf)?;
         for (r, part) in regions.iter().zip(parts) {
             slot.check_region(r)?;
             if !copy_within(&mut self.rt, planes, (part, r), (&slot.buf, &slot.alloc), r)? {
-                return Err(OptionError::NoCopyWithin {
+                return Err(BadOption::NoCopyWithin {
                     api: R::API,
                     region: r.clone(),
                 }

@@ -1,6 +1,6 @@
 //! OpenCL platforms and devices: discovery, one thread at a time, and one context per device.
 
-use crate::error::{backend, BackendError, DeviceError, OptionError};
+use crate::error::{backend, BackendError, BadOption, DeviceError};
 use ocl::{flags, Context, Device, Platform, Queue};
 
 /// Platform and device discovery is not safe to run from several threads at
@@ -53,14 +53,14 @@ pub(super) fn open(platform: usize, device: usize) -> Result<Opened, DeviceError
         return Err(BackendError::NoOpenClPlatform.into());
     }
     let plat = *plats.get(platform).ok_or_else(|| {
-        DeviceError::from(OptionError::NoPlatform {
+        DeviceError::from(BadOption::NoPlatform {
             platform,
             count: plats.len(),
         })
     })?;
     let devs = Device::list_all(plat).map_err(backend("OpenCL"))?;
     let dev = *devs.get(device).ok_or_else(|| {
-        DeviceError::from(OptionError::NoDevice {
+        DeviceError::from(BadOption::NoDevice {
             platform,
             device,
             count: devs.len(),
