@@ -1,6 +1,6 @@
 //! The device interface every backend implements.
 
-use crate::error::DeviceError;
+use crate::error::{BadOption, DeviceError, Mismatch};
 use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::Shape;
 use kernels::{DeviceKernel, Kernel};
@@ -123,10 +123,10 @@ pub trait Controller<T>: Send {
         let _ = kernel;
         match aux {
             [] => Ok(()),
-            _ => Err(DeviceError::BadOption(format!(
-                "{} takes no auxiliary fields",
-                self.describe()
-            ))),
+            _ => Err(BadOption::NoAuxFields {
+                device: self.describe(),
+            }
+            .into()),
         }
     }
     /// Computes `region` (global indices) of `dst` from `src`, which must be
@@ -178,11 +178,11 @@ pub trait Controller<T>: Send {
     ) -> Result<(), DeviceError> {
         match steps {
             [one] => self.launch(kernel, src, dst, one),
-            _ => Err(DeviceError::BadOption(format!(
-                "{} cannot fuse {} iterations into one launch",
-                self.describe(),
-                steps.len()
-            ))),
+            _ => Err(BadOption::NoFusing {
+                device: self.describe(),
+                steps: steps.len(),
+            }
+            .into()),
         }
     }
     /// Readies whatever [`Controller::launch_steps`] of `steps` iterations
@@ -215,17 +215,21 @@ pub trait Controller<T>: Send {
 }
 
 fn no_peers(device: &str) -> DeviceError {
-    DeviceError::BadOption(format!("{device} exchanges no halos in device memory"))
+    BadOption::NoPeers {
+        device: device.to_string(),
+    }
+    .into()
 }
 
 /// Errors unless a copy of `region` goes between two distinct buffers
 /// (what [`Controller::copy_region`] promises every implementation checks).
 pub(crate) fn check_copy(from: BufferId, to: BufferId, region: &Shape) -> Result<(), DeviceError> {
     if from == to {
-        return Err(DeviceError::BufferMismatch(format!(
-            "a copy of {region} from buffer {} into itself",
-            from.0
-        )));
+        return Err(Mismatch::CopyIntoItself {
+            region: region.clone(),
+            buffer: from.0,
+        }
+        .into());
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Emulated device failures, for testing recovery on one machine.
 
 use crate::controller::{forward_memory, BufferId, Controller, KernelId};
-use crate::error::DeviceError;
+use crate::error::{DeviceError, Failure};
 use hitmap::Shape;
 
 /// Wraps any controller so that every launch from iteration `at` on fails,
@@ -21,10 +21,11 @@ impl<C> FailAt<C> {
 
     fn check(&self) -> Result<(), DeviceError> {
         if self.iter >= self.at {
-            Err(DeviceError::Failed(format!(
-                "emulated failure at iteration {} (fail@{})",
-                self.iter, self.at
-            )))
+            Err(Failure::Emulated {
+                iter: self.iter,
+                at: self.at,
+            }
+            .into())
         } else {
             Ok(())
         }

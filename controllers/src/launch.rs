@@ -1,6 +1,6 @@
 //! The checks every backend makes before a launch, in one place.
 
-use crate::error::DeviceError;
+use crate::error::{DeviceError, Mismatch};
 use hitmap::{HitmapError, Shape};
 use kernels::{check_launch, Frame, Kernel};
 use smallvec::SmallVec;
@@ -17,9 +17,11 @@ pub(crate) fn validate<T>(
 ) -> Result<Vec<Range<usize>>, DeviceError> {
     let ((src_alloc, src_extent), (dst_alloc, dst_extent)) = (src, dst);
     if src_alloc != dst_alloc {
-        return Err(DeviceError::BufferMismatch(format!(
-            "{src_alloc} vs {dst_alloc}"
-        )));
+        return Err(Mismatch::Allocations {
+            src: src_alloc.clone(),
+            dst: dst_alloc.clone(),
+        }
+        .into());
     }
     if region.is_empty() {
         return Ok(vec![0..0; region.ndims()]);
@@ -33,8 +35,8 @@ pub(crate) fn validate<T>(
     let fp = kernel.footprint();
     if !fp.reads_within(region, src_extent) {
         return Err(DeviceError::ReadsOutside {
-            region: region.to_string(),
-            extent: src_extent.to_string(),
+            region: region.clone(),
+            extent: src_extent.clone(),
         });
     }
     let local: Vec<Range<usize>> = region
@@ -72,14 +74,16 @@ pub(crate) fn validate_aux<T>(
     let fp = kernel.footprint();
     for &(alloc, extent) in aux {
         if alloc != src_alloc {
-            return Err(DeviceError::BufferMismatch(format!(
-                "an aux field over {alloc}, the source over {src_alloc}"
-            )));
+            return Err(Mismatch::AuxAllocation {
+                aux: alloc.clone(),
+                src: src_alloc.clone(),
+            }
+            .into());
         }
         if !fp.reads_within(region, extent) {
             return Err(DeviceError::ReadsOutside {
-                region: region.to_string(),
-                extent: extent.to_string(),
+                region: region.clone(),
+                extent: extent.clone(),
             });
         }
     }

@@ -30,7 +30,9 @@ pub use controller::{BufferId, Controller, KernelId};
 pub use cpu::CpuController;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaController;
-pub use error::DeviceError;
+pub use error::{
+    BackendError, BadOption, DeviceError, Failure, ForeignError, Mismatch, Unavailable,
+};
 pub use fail_at::FailAt;
 pub use gpu::GpuController;
 #[cfg(feature = "opencl")]

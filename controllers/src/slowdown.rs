@@ -1,7 +1,7 @@
 //! Emulated slow devices for load-balancing experiments on one machine.
 
 use crate::controller::{forward_memory, BufferId, Controller, KernelId};
-use crate::error::DeviceError;
+use crate::error::{BadOption, DeviceError};
 use hitmap::Shape;
 use std::time::{Duration, Instant};
 
@@ -42,9 +42,11 @@ pub const MAX_FACTOR: f64 = 1000.0;
 impl<C> Slowdown<C> {
     pub fn new(inner: C, factor: f64, from_iter: u64) -> Result<Slowdown<C>, DeviceError> {
         if !(1.0..=MAX_FACTOR).contains(&factor) {
-            return Err(DeviceError::BadOption(format!(
-                "slowdown {factor:e} is not allowed: it must be a number from 1 to {MAX_FACTOR}"
-            )));
+            return Err(BadOption::Slowdown {
+                factor,
+                most: MAX_FACTOR,
+            }
+            .into());
         }
         Ok(Slowdown {
             inner,

@@ -84,8 +84,9 @@ pub enum AppError {
     /// An input file that cannot be used (the caller names the file).
     #[error("{why}")]
     Input {
-        /// What is wrong with it.
-        why: String,
+        /// What is wrong with it: the app's own error.
+        #[source]
+        why: Box<dyn std::error::Error + Send + Sync>,
     },
     /// An input file given to an app that reads none.
     #[error("{app} reads no input file")]

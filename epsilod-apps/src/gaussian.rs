@@ -162,31 +162,60 @@ pub fn test_image(rows: usize, cols: usize) -> Vec<f32> {
         .collect()
 }
 
+/// What is wrong with an input image (the caller names the file).
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Read(std::io::Error),
+    /// A `.pgm` file that is not a PGM image.
+    #[error("not a PGM image: {0}")]
+    NotPgm(#[source] epsilod::pgm::PgmSyntax),
+    /// A `.npy` file that cannot be read as numbers.
+    #[error(transparent)]
+    Npy(#[from] epsilod::npy::NpyError),
+    /// An array that is not a 2-d image with pixels.
+    #[error("an image is a 2-d array with pixels, this one has shape {0:?}")]
+    NotTwoD(Vec<usize>),
+    /// Neither `.pgm` nor `.npy`.
+    #[error("give an image as .pgm or .npy")]
+    Extension,
+    /// An image of another size than the run's.
+    #[error("the image is {rows}x{cols}, the run is for {run_rows}x{run_cols}")]
+    Size {
+        /// The image's rows.
+        rows: usize,
+        /// The image's columns.
+        cols: usize,
+        /// The run's rows.
+        run_rows: usize,
+        /// The run's columns.
+        run_cols: usize,
+    },
+}
+
 /// An image file: a PGM, or a 2-d `.npy` array of f32 or f64 (rounded to
 /// f32). Rows, columns and the pixels, row-major; errors say what is
 /// wrong with the file (the caller names it).
-pub fn load(path: &Path) -> Result<(usize, usize, Vec<f32>), String> {
+pub fn load(path: &Path) -> Result<(usize, usize, Vec<f32>), ImageError> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("pgm") => {
             let img = epsilod::pgm::read(path).map_err(|e| match e {
-                epsilod::pgm::PgmError::Io { why, .. } => why,
-                epsilod::pgm::PgmError::Format { why, .. } => format!("not a PGM image: {why}"),
+                epsilod::pgm::PgmError::Io { why, .. } => ImageError::Read(why),
+                epsilod::pgm::PgmError::Format { why, .. } => ImageError::NotPgm(why),
             })?;
             let px = img.pixels.iter().map(|&p| f32::from(p)).collect();
             Ok((img.rows, img.cols, px))
         }
         Some("npy") => {
-            let two_d = |shape: &[usize]| match shape {
-                &[r, c] if r > 0 && c > 0 => Ok((r, c)),
-                s => Err(format!(
-                    "an image is a 2-d array with pixels, this one has shape {s:?}"
-                )),
+            let a = epsilod::npy::read_as_f32(path)?;
+            let (r, c) = match *a.shape() {
+                [r, c] if r > 0 && c > 0 => (r, c),
+                ref s => return Err(ImageError::NotTwoD(s.to_vec())),
             };
-            let a = epsilod::npy::read_as_f32(path).map_err(|e| e.to_string())?;
-            let (r, c) = two_d(a.shape())?;
             Ok((r, c, a.iter().copied().collect()))
         }
-        _ => Err("give an image as .pgm or .npy".into()),
+        _ => Err(ImageError::Extension),
     }
 }
 
@@ -259,7 +288,7 @@ impl App for Gaussian {
         Some("the image to blur, .pgm (P2 or P5) or a 2-d .npy array")
     }
     fn size_of_input(&self, input: &Path) -> Result<Vec<usize>, AppError> {
-        let (rows, cols, _) = load(input).map_err(|why| AppError::Input { why })?;
+        let (rows, cols, _) = load(input).map_err(|why| AppError::Input { why: Box::new(why) })?;
         Ok(vec![rows, cols])
     }
     fn run(
@@ -274,17 +303,20 @@ impl App for Gaussian {
         let pixels = match params.input() {
             None => test_image(rows, cols),
             Some(path) => {
-                let input = |why: String| {
+                let input = |why: ImageError| {
                     RunError::Setup(SetupError::Input {
                         path: path.display().to_string(),
-                        why,
+                        why: Box::new(why),
                     })
                 };
                 let (r, c, px) = load(path).map_err(input)?;
                 if (r, c) != (rows, cols) {
-                    return Err(input(format!(
-                        "the image is {r}x{c}, the run is for {rows}x{cols}"
-                    ))
+                    return Err(input(ImageError::Size {
+                        rows: r,
+                        cols: c,
+                        run_rows: rows,
+                        run_cols: cols,
+                    })
                     .into());
                 }
                 px

@@ -2,11 +2,11 @@
 //! and the TOML device file. Both fill one [`DeviceOptions`], checked in one
 //! place.
 
-use crate::error::{DeviceSpecError, SetupError};
+use crate::error::{DeviceFileError, DeviceSpecError, SetupError};
 use crate::job::{all_cores, rank_share, JobInfo};
 use controllers::registry::{self, BackendOptions};
 use controllers::{Controller, DeviceError, FailAt, Slowdown};
-use kernels::{Cell, CellLayout};
+use kernels::{Cell, CellLayout, TomlError};
 use serde::Deserialize;
 use std::fmt;
 use std::path::Path;
@@ -411,7 +411,7 @@ impl DeviceFile {
         if selected < self.entries.len() {
             return Err(SetupError::DeviceFile {
                 path: self.path.clone(),
-                why: "some [[device]] tables name a host or rank and some do not: give every table a host (\"*\" for any) or a rank".into(),
+                why: DeviceFileError::MixedPlacement,
             });
         }
         let mut specs = Vec::new();
@@ -445,11 +445,10 @@ impl DeviceFile {
         {
             return Err(SetupError::DeviceFile {
                 path: self.path.clone(),
-                why: format!(
-                    "a [[device]] is for rank {}, but the job has {} rank(s)",
-                    e.rank.unwrap_or(0),
-                    hosts.len()
-                ),
+                why: DeviceFileError::RankOutsideJob {
+                    rank: e.rank.unwrap_or(0),
+                    ranks: hosts.len(),
+                },
             });
         }
         Ok((specs, Some(owners)))
@@ -461,14 +460,14 @@ pub fn load_device_file(path: &Path) -> Result<DeviceFile, SetupError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| SetupError::DeviceFile {
         path: name.clone(),
-        why: e.to_string(),
+        why: DeviceFileError::Read(e),
     })?;
     parse_device_file(&text, &name)
 }
 
 /// Parses a device file's text (`name` is for messages).
 pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupError> {
-    let err = |why: String| SetupError::DeviceFile {
+    let err = |why: DeviceFileError| SetupError::DeviceFile {
         path: name.to_string(),
         why,
     };
@@ -477,9 +476,9 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
         why,
     };
     let file: DeviceFileToml =
-        toml::from_str(text).map_err(|e| err(kernels::spec::toml_reason(text, &e)))?;
+        toml::from_str(text).map_err(|e| err(TomlError::new(text, e).into()))?;
     if file.device.is_empty() {
-        return Err(err("no [[device]] tables".into()));
+        return Err(err(DeviceFileError::NoTables));
     }
     let entries = file
         .device
@@ -505,7 +504,7 @@ pub fn parse_device_file(text: &str, name: &str) -> Result<DeviceFile, SetupErro
                     .map_err(|e| bad(e.into()))?,
             };
             if d.host.as_deref() == Some("") {
-                return Err(err("host = \"\": name a host, or \"*\" for any".into()));
+                return Err(err(DeviceFileError::EmptyHost));
             }
             Ok(Entry {
                 spec: DeviceSpec::from_options(&d.kind, &options).map_err(bad)?,

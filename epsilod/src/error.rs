@@ -75,7 +75,8 @@ pub enum SetupError {
         /// The file.
         path: String,
         /// What is wrong with it.
-        why: String,
+        #[source]
+        why: DeviceFileError,
     },
     /// A run needs at least one device.
     #[error("no devices given: give at least one device")]
@@ -160,8 +161,9 @@ pub enum SetupError {
     Input {
         /// The file.
         path: String,
-        /// What is wrong.
-        why: String,
+        /// What is wrong: the app's own error.
+        #[source]
+        why: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Checkpoints every 0 iterations.
     #[error("checkpoints every 0 iterations: give --checkpoint-every 1 or more")]
@@ -176,6 +178,34 @@ pub enum SetupError {
         rank: usize,
         /// Devices placed on it.
         devices: usize,
+    },
+}
+
+/// Why a device file cannot be read or placed.
+#[derive(Debug, Error)]
+pub enum DeviceFileError {
+    /// The file could not be read.
+    #[error(transparent)]
+    Read(std::io::Error),
+    /// Not TOML, or not `[[device]]` tables.
+    #[error(transparent)]
+    Toml(#[from] kernels::TomlError),
+    /// No devices in it.
+    #[error("no [[device]] tables")]
+    NoTables,
+    /// `host = ""`.
+    #[error("host = \"\": name a host, or \"*\" for any")]
+    EmptyHost,
+    /// Some tables placed, some not.
+    #[error("some [[device]] tables name a host or rank and some do not: give every table a host (\"*\" for any) or a rank")]
+    MixedPlacement,
+    /// A table for a rank past the job's last.
+    #[error("a [[device]] is for rank {rank}, but the job has {ranks} rank(s)")]
+    RankOutsideJob {
+        /// The table's rank.
+        rank: usize,
+        /// Ranks in the job.
+        ranks: usize,
     },
 }
 
@@ -202,12 +232,14 @@ pub enum VpError {
     Snapshot {
         /// The iteration.
         iter: u64,
-        /// What went wrong.
-        why: String,
+        /// What went wrong: the snapshot function's own error.
+        #[source]
+        why: crate::stencil::SnapshotFailure,
     },
-    /// Its thread could not be started.
+    /// Its thread could not be started (the system's reason; no
+    /// `#[source]`, as the message shows it before its hint).
     #[error("its thread could not start: {0} (fewer devices, or a higher limit on threads)")]
-    Thread(String),
+    Thread(std::io::Error),
     /// Its thread panicked.
     #[error("it panicked (a bug: please report it)")]
     Panicked,

@@ -180,7 +180,7 @@ fn run_local<T: Cell, J: Job<T>>(
                         let error = RunError::Vp {
                             vp: p,
                             device: spec.to_string(),
-                            cause: VpError::Thread(e.to_string()),
+                            cause: VpError::Thread(e),
                         };
                         job.on_failure(&error);
                         error

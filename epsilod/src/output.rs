@@ -278,7 +278,7 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
             &[rows, cols] if T::COMPONENTS == 1 => {
                 let values: Vec<f64> = scalars.iter().map(|&s| s.into()).collect();
                 crate::pgm::write(path, rows, cols, &values).map_err(|e| match e {
-                    crate::pgm::PgmError::Io { why, .. } => err(why),
+                    crate::pgm::PgmError::Io { why, .. } => err(why.to_string()),
                     crate::pgm::PgmError::Format { why, .. } => err(why.to_string()),
                 })
             }

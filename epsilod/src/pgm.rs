@@ -14,7 +14,7 @@ use std::path::Path;
 use thiserror::Error;
 
 /// Why an image could not be read or written.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Error)]
 pub enum PgmError {
     /// The file could not be opened, read or written.
     #[error("{path}: {why}")]
@@ -22,7 +22,8 @@ pub enum PgmError {
         /// The file.
         path: String,
         /// The system's reason.
-        why: String,
+        #[source]
+        why: std::io::Error,
     },
     /// The file is not a PGM image as the format defines it.
     #[error("{path} is not a PGM image: {why}")]
@@ -138,7 +139,7 @@ pub struct Image {
 pub fn read(path: &Path) -> Result<Image, PgmError> {
     let bytes = std::fs::read(path).map_err(|e| PgmError::Io {
         path: path.display().to_string(),
-        why: e.to_string(),
+        why: e,
     })?;
     parse(&bytes).map_err(|why| PgmError::Format {
         path: path.display().to_string(),
@@ -286,7 +287,7 @@ pub fn write(path: &Path, rows: usize, cols: usize, values: &[f64]) -> Result<()
     assert_eq!(values.len(), rows * cols, "an image of rows x cols values");
     let io = |e: std::io::Error| PgmError::Io {
         path: path.display().to_string(),
-        why: e.to_string(),
+        why: e,
     };
     let grey: Vec<u16> = values
         .iter()

@@ -67,7 +67,7 @@ fn on_job<J: Job<f32>>(job: &J, owners: &[usize], body: &Body) -> Result<Vec<Vec
                     .map_err(|e| {
                         // Its endpoint goes, so the others fail, not hang.
                         drop(job.endpoint(p, wait));
-                        failed(p, VpError::Thread(e.to_string()))
+                        failed(p, VpError::Thread(e))
                     })
             })
             .collect();

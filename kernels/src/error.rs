@@ -27,7 +27,18 @@ pub enum SpecError {
     #[error("cannot read stencil spec {path}: {reason}")]
     Io { path: String, reason: String },
     #[error("invalid stencil spec {path}: {reason}")]
-    Parse { path: String, reason: String },
+    Parse { path: String, reason: ParseReason },
+}
+
+/// What makes a spec file's text not a spec.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ParseReason {
+    /// Not TOML, or not the tables a spec has.
+    #[error(transparent)]
+    Toml(#[from] crate::toml_error::TomlError),
+    /// TOML whose values do not make a spec.
+    #[error(transparent)]
+    Spec(Box<SpecError>),
 }
 
 #[derive(Debug, Clone, PartialEq, Error)]

@@ -17,11 +17,12 @@ pub mod limits;
 pub mod reference;
 pub mod spec;
 pub mod specialized;
+pub mod toml_error;
 
 pub use cell::{Cell, Real};
 pub use custom::{Custom, Neighbourhood};
 pub use device::{CellDecl, CellLayout, DeviceKernel, DeviceScalar, Dialect, Table};
-pub use error::{KernelError, SpecError};
+pub use error::{KernelError, ParseReason, SpecError};
 pub use expr::{ExprCell, ExprKernel, ExprSpec};
 pub use formula::Formula;
 pub use frame::{for_each_row, Frame};
@@ -31,6 +32,7 @@ pub use kernel::{check_launch, launch_serial, AuxField, Kernel};
 pub use library::{basic_init, random_value, Library};
 pub use spec::{AnySpec, StencilSpec};
 pub use specialized::Specialized;
+pub use toml_error::TomlError;
 
 use std::str::FromStr;
 

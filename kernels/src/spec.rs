@@ -1,7 +1,8 @@
 //! Stencil descriptions: extents, weights and a factor, validated.
 
-use crate::error::SpecError;
+use crate::error::{ParseReason, SpecError};
 use crate::limits::{MAX_DIMS, MAX_EXTENT};
+use crate::toml_error::TomlError;
 use hitmap::{Footprint, Shape};
 use serde::Deserialize;
 use std::path::Path;
@@ -206,7 +207,7 @@ impl StencilSpec {
     pub fn from_toml(text: &str, origin: &str) -> Result<StencilSpec, SpecError> {
         let raw: RawWeighted = toml::from_str(text).map_err(|e| SpecError::Parse {
             path: origin.to_string(),
-            reason: toml_reason(text, &e),
+            reason: ParseReason::Toml(TomlError::new(text, e)),
         })?;
         let s = StencilSpec {
             factor: raw.factor.unwrap_or_else(|| raw.weights.iter().sum()),
@@ -219,7 +220,7 @@ impl StencilSpec {
             SpecError::Parse { .. } => e,
             other => SpecError::Parse {
                 path: origin.to_string(),
-                reason: other.to_string(),
+                reason: ParseReason::Spec(Box::new(other)),
             },
         })?;
         Ok(s)
@@ -255,28 +256,6 @@ impl StencilSpec {
             self.ndims(),
             self.terms().into_iter().map(|(o, _)| o).collect(),
         )
-    }
-}
-
-/// A TOML error of `text` on one line, with where it is: `line 3, column
-/// 7: invalid table header; expected ...`. Spec files, device files and
-/// inventories share it, so every TOML mistake reads alike.
-pub fn toml_reason(text: &str, e: &toml::de::Error) -> String {
-    let what = e
-        .message()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ");
-    match e.span() {
-        Some(span) => {
-            let before = &text[..span.start.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let column = before.chars().rev().take_while(|&c| c != '\n').count() + 1;
-            format!("line {line}, column {column}: {what}")
-        }
-        None => what,
     }
 }
 

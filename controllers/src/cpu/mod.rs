@@ -7,7 +7,7 @@ mod fused;
 
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::cpu_time;
-use crate::error::DeviceError;
+use crate::error::{BackendError, BadOption, DeviceError, ForeignError, Mismatch};
 use hitmap::{Shape, Tile};
 use kernels::{Cell, Frame, Kernel};
 use rayon::prelude::*;
@@ -139,7 +139,7 @@ fn operands<'a, T>(
             return Err(DeviceError::UnknownBuffer(b.0));
         }
         if ids[..i].contains(b) {
-            return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+            return Err(Mismatch::SameBuffer.into());
         }
     }
     // Disjoint borrows: each slot is visited once.
@@ -194,7 +194,7 @@ impl<T: Cell> CpuController<T> {
     /// Where the OS refuses, a thread runs unpinned.
     pub fn pinned(threads: usize, cores: &[usize]) -> Result<CpuController<T>, DeviceError> {
         if threads == 0 {
-            return Err(DeviceError::BadOption("threads must be at least 1".into()));
+            return Err(BadOption::NoThreads.into());
         }
         let pool = if threads > 1 {
             let cores = cores.to_vec();
@@ -209,7 +209,7 @@ impl<T: Cell> CpuController<T> {
                         }
                     })
                     .build()
-                    .map_err(|e| DeviceError::Backend(e.to_string()))?,
+                    .map_err(|e| BackendError::ThreadPool(ForeignError::new(e)))?,
             )
         } else {
             None
@@ -448,25 +448,27 @@ impl<T: Cell> Controller<T> for CpuController<T> {
             };
         }
         if steps.len() > MAX_FUSED {
-            return Err(DeviceError::BadOption(format!(
-                "{} iterations in one launch: at most {MAX_FUSED}",
-                steps.len()
-            )));
+            return Err(BadOption::TooManySteps {
+                steps: steps.len(),
+                most: MAX_FUSED,
+            }
+            .into());
         }
         if let Some(w) = steps.windows(2).find(|w| !w[0].contains_shape(&w[1])) {
-            return Err(DeviceError::BadOption(format!(
-                "fused steps must be nested: {} is not within {}",
-                w[1], w[0]
-            )));
+            return Err(BadOption::NotNested {
+                inner: w[1].clone(),
+                outer: w[0].clone(),
+            }
+            .into());
         }
         let Operands { k, s, d, aux } = operands(&self.kernels, &mut self.bufs, kernel, src, dst)?;
         if !aux.is_empty() || !k.aux_fields().is_empty() {
             // The fused waves compute in windows of their own geometry, which
             // an auxiliary field's buffer does not have.
-            return Err(DeviceError::BadOption(format!(
-                "kernel '{}' reads auxiliary fields: one iteration per launch",
-                k.name()
-            )));
+            return Err(BadOption::FusedAux {
+                kernel: k.name().to_string(),
+            }
+            .into());
         }
         let local = steps
             .iter()

@@ -1,6 +1,6 @@
 //! NVRTC: kernels compiled to PTX or cubin for a device, once per process, and loaded.
 
-use crate::error::{backend, DeviceError};
+use crate::error::{backend, BackendError, DeviceError, ForeignError};
 use crate::gpu::module_cache::ModuleCache;
 use crate::gpu::{Compiled, GroupHints};
 use cudarc::driver::sys;
@@ -75,7 +75,9 @@ pub(super) fn load(
                     ..Default::default()
                 };
                 let ptx = compile_ptx_with_opts(source, opts)
-                    .map_err(|e| DeviceError::Backend(format!("NVRTC: {e}")))?
+                    .map_err(|e| BackendError::Nvrtc {
+                        source: ForeignError::new(e),
+                    })?
                     .to_src();
                 Code::Ptx(ptx)
             }
@@ -89,16 +91,16 @@ pub(super) fn load(
         Code::Ptx(src) => Ptx::from_src(src),
         Code::Cubin(bin) => Ptx::from_binary(bin),
     };
-    let module = ctx.load_module(ptx).map_err(backend)?;
-    let kernel = module.load_function(name).map_err(backend)?;
+    let module = ctx.load_module(ptx).map_err(backend("CUDA"))?;
+    let kernel = module.load_function(name).map_err(backend("CUDA"))?;
     // Register pressure can lower a kernel's block limit below the
     // device's 1024 threads; asking the function is exact.
     let max = kernel
         .get_attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-        .map_err(backend)?;
+        .map_err(backend("CUDA"))?;
     let multiple = ctx
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_WARP_SIZE)
-        .map_err(backend)?;
+        .map_err(backend("CUDA"))?;
     Ok(Compiled {
         kernel,
         hints: GroupHints {
@@ -112,9 +114,11 @@ pub(super) fn load(
 /// to a cubin, through NVRTC's own calls: cudarc's compile gives PTX only.
 fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, DeviceError> {
     use cudarc::nvrtc::{result, sys as nv};
-    let fail = |what: &str| DeviceError::Backend(format!("NVRTC: {what}"));
-    let src = std::ffi::CString::new(source).map_err(|_| fail("the source holds a NUL byte"))?;
-    let prog = result::create_program(&src, None).map_err(|e| fail(&e.to_string()))?;
+    let fail = |e: result::NvrtcError| BackendError::Nvrtc {
+        source: ForeignError::new(e),
+    };
+    let src = std::ffi::CString::new(source).map_err(|_| BackendError::NulInSource)?;
+    let prog = result::create_program(&src, None).map_err(fail)?;
     // SAFETY: `prog` was just created and is destroyed once, below; the
     // options are plain strings, copied by the call.
     let compiled = unsafe { result::compile_program(prog, options) };
@@ -129,17 +133,21 @@ fn compile_cubin(source: &str, options: &[String]) -> Result<Vec<u8>, DeviceErro
                         .into_owned()
                 })
                 .unwrap_or_default();
-            Err(fail(&format!("{e}: {log}")))
+            Err(BackendError::NvrtcCompile {
+                status: ForeignError::new(e),
+                log,
+            }
+            .into())
         }
         Ok(()) => {
             let mut size = 0usize;
             // SAFETY: `prog` compiled; `size` is a valid out-pointer.
             let r = unsafe { nv::nvrtcGetCUBINSize(prog, &mut size) };
-            r.result().map_err(|e| fail(&e.to_string()))?;
+            r.result().map_err(fail)?;
             let mut bin = vec![0u8; size];
             // SAFETY: `bin` holds the `size` bytes NVRTC said it writes.
             let r = unsafe { nv::nvrtcGetCUBIN(prog, bin.as_mut_ptr().cast()) };
-            r.result().map(|()| bin).map_err(|e| fail(&e.to_string()))
+            r.result().map(|()| bin).map_err(|e| fail(e).into())
         }
     };
     // SAFETY: `prog` is live and not used after this.

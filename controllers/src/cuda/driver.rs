@@ -1,6 +1,6 @@
 //! The CUDA driver and NVRTC libraries: probes that they load, their versions, and the devices.
 
-use crate::error::{backend, DeviceError};
+use crate::error::{backend, DeviceError, Unavailable};
 use cudarc::driver::sys;
 use cudarc::driver::CudaContext;
 
@@ -12,10 +12,7 @@ pub(super) fn probe_driver() -> Result<(), DeviceError> {
     if unsafe { sys::is_culib_present() } {
         Ok(())
     } else {
-        Err(DeviceError::Unavailable(
-            "no CUDA driver found (libcuda.so.1): install the NVIDIA driver, or use cpu/opencl devices"
-                .into(),
-        ))
+        Err(Unavailable::NoCudaDriver.into())
     }
 }
 
@@ -26,11 +23,7 @@ pub(super) fn probe_nvrtc() -> Result<(), DeviceError> {
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         Ok(())
     } else {
-        Err(DeviceError::Unavailable(
-            "no NVRTC library found (libnvrtc.so): install the CUDA runtime libraries (e.g. the \
-             cuda-nvrtc package); no full toolkit is needed"
-                .into(),
-        ))
+        Err(Unavailable::NoNvrtc.into())
     }
 }
 
@@ -56,7 +49,7 @@ pub(super) fn driver_version() -> Result<i32, DeviceError> {
     let mut v = 0;
     // SAFETY: the driver was probed; `v` is a valid out-pointer.
     let r = unsafe { sys::cuDriverGetVersion(&mut v) };
-    r.result().map_err(backend)?;
+    r.result().map_err(backend("CUDA"))?;
     Ok(v)
 }
 
@@ -71,17 +64,17 @@ pub(super) fn nvrtc_version() -> Option<(i32, i32)> {
 /// Every CUDA device of this machine, or why there are none to use.
 pub fn devices() -> Result<Vec<CudaDeviceInfo>, DeviceError> {
     probe_driver()?;
-    let count = CudaContext::device_count().map_err(backend)?;
+    let count = CudaContext::device_count().map_err(backend("CUDA"))?;
     let driver_version = driver_version()?;
     let nvrtc_version = nvrtc_version();
     (0..count.max(0) as usize)
         .map(|ordinal| {
-            let ctx = CudaContext::new(ordinal).map_err(backend)?;
+            let ctx = CudaContext::new(ordinal).map_err(backend("CUDA"))?;
             Ok(CudaDeviceInfo {
                 ordinal,
-                name: ctx.name().map_err(backend)?,
-                memory: ctx.total_mem().map_err(backend)?,
-                compute_capability: ctx.compute_capability().map_err(backend)?,
+                name: ctx.name().map_err(backend("CUDA"))?,
+                memory: ctx.total_mem().map_err(backend("CUDA"))?,
+                compute_capability: ctx.compute_capability().map_err(backend("CUDA"))?,
                 driver_version,
                 nvrtc_version,
             })

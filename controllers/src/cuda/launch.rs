@@ -1,6 +1,6 @@
 //! CUDA launch shapes: block and grid dimensions, device limits for fused kernels, shaped launches.
 
-use crate::error::{backend, DeviceError};
+use crate::error::{backend, BackendError, DeviceError};
 use crate::gpu::fused::MAX_OVERHEAD;
 use crate::gpu::runs::RunShape;
 use crate::gpu::FusedLimits;
@@ -16,8 +16,8 @@ pub(super) type Events = (CudaEvent, CudaEvent);
 /// Nothing to run; still two recorded events so timing stays uniform.
 pub(super) fn no_launch(stream: &CudaStream) -> Result<Events, DeviceError> {
     let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let a = stream.record_event(flags).map_err(backend)?;
-    let b = stream.record_event(flags).map_err(backend)?;
+    let a = stream.record_event(flags).map_err(backend("CUDA"))?;
+    let b = stream.record_event(flags).map_err(backend("CUDA"))?;
     Ok((a, b))
 }
 
@@ -47,11 +47,7 @@ pub(super) fn fused_config(groups: [usize; 3], group: usize) -> Result<LaunchCon
         u32::try_from(n)
             .ok()
             .filter(|&v| v as usize <= most)
-            .ok_or_else(|| {
-                DeviceError::Backend(format!(
-                    "a fused launch of {groups:?} blocks is too large for CUDA"
-                ))
-            })
+            .ok_or_else(|| DeviceError::from(BackendError::FusedLaunchTooLarge { groups }))
     };
     Ok(LaunchConfig {
         grid_dim: (
@@ -105,9 +101,7 @@ pub(super) unsafe fn launch_shaped(
 ) -> Result<(CudaEvent, CudaEvent), DeviceError> {
     let blocks = shape.blocks(grid, z_block);
     let dim = |n: usize| {
-        u32::try_from(n).map_err(|_| {
-            DeviceError::Backend(format!("a launch of {grid:?} is too large for CUDA"))
-        })
+        u32::try_from(n).map_err(|_| DeviceError::from(BackendError::LaunchTooLarge { grid }))
     };
     let cfg = LaunchConfig {
         grid_dim: (dim(blocks[0])?, dim(blocks[1])?, dim(blocks[2])?),
@@ -127,11 +121,7 @@ pub(super) unsafe fn launch_shaped(
             ArgKind::Buffer(BufferArg::Dst) => b.arg(&dst),
             ArgKind::Long(_) => match longs.next() {
                 Some(v) => b.arg(v),
-                None => {
-                    return Err(DeviceError::Backend(
-                        "fewer integer kernel arguments than the ABI has".into(),
-                    ))
-                }
+                None => return Err(BackendError::TooFewArgs.into()),
             },
         };
     }
@@ -144,6 +134,6 @@ pub(super) unsafe fn launch_shaped(
     // auxiliary fields' device addresses); the
     // buffers outlive the launch because the controller finishes both
     // streams before freeing any, and `Drop` synchronises.
-    let events = unsafe { b.launch(cfg) }.map_err(backend)?;
-    events.ok_or_else(|| DeviceError::Backend("CUDA launch recorded no events".into()))
+    let events = unsafe { b.launch(cfg) }.map_err(backend("CUDA"))?;
+    events.ok_or_else(|| BackendError::NoEvents { api: "CUDA" }.into())
 }

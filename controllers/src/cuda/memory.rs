@@ -1,6 +1,6 @@
 //! CUDA device memory: byte buffers, and copies between them and host memory or each other.
 
-use crate::error::{backend, DeviceError};
+use crate::error::{backend, BackendError, DeviceError};
 use crate::gpu::staging::{stage, Stage};
 use crate::gpu::CopyPiece;
 use cudarc::driver::sys;
@@ -21,7 +21,7 @@ impl CudaBuffer {
         // The driver rejects empty allocations.
         // SAFETY: the contents are unspecified, as the trait allows; `u8`
         // has no invalid bit patterns.
-        let slice = unsafe { stream.alloc::<u8>(bytes.max(1)) }.map_err(backend)?;
+        let slice = unsafe { stream.alloc::<u8>(bytes.max(1)) }.map_err(backend("CUDA"))?;
         let ptr = slice.device_ptr(stream).0;
         Ok(CudaBuffer { slice, ptr })
     }
@@ -125,9 +125,9 @@ impl HostCopies {
             // for host and device memory types); the stream is synchronised
             // below before `host` can go.
             let r = unsafe { sys::cuMemcpy2DAsync_v2(&desc, self.stream.cu_stream()) };
-            r.result().map_err(backend)?;
+            r.result().map_err(backend("CUDA"))?;
         }
-        self.stream.synchronize().map_err(backend)?;
+        self.stream.synchronize().map_err(backend("CUDA"))?;
         if let (Some(pinned), false) = (staged, to_device) {
             // SAFETY: as above, the other way; the copy into the staging
             // buffer completed with the stream.
@@ -146,13 +146,13 @@ impl HostCopies {
                 // SAFETY: the contents are unspecified until written, and every
                 // use writes before it reads. Not write-combined: the host reads
                 // halos back from it.
-                let p =
-                    unsafe { self.ctx.alloc_pinned_with_flags::<u8>(len, 0) }.map_err(backend)?;
+                let p = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(len, 0) }
+                    .map_err(backend("CUDA"))?;
                 self.pinned = Some(p);
             }
         }
         match self.pinned.as_mut() {
-            Some(p) => p.as_mut_ptr().map(Some).map_err(backend),
+            Some(p) => p.as_mut_ptr().map(Some).map_err(backend("CUDA")),
             None => Ok(None),
         }
     }
@@ -183,7 +183,7 @@ pub(super) fn copy_device(
             let r = unsafe {
                 sys::cuMemcpyDtoDAsync_v2(to.ptr + b as u64, from.ptr + a as u64, bytes, stream)
             };
-            r.result().map_err(backend)?;
+            r.result().map_err(backend("CUDA"))?;
             Ok(true)
         }
         (CopyPiece::Rect(a), CopyPiece::Rect(b)) if a.size == b.size => {
@@ -212,7 +212,7 @@ pub(super) fn copy_device(
                 // host and array pointers, as the driver wants for
                 // device memory); the buffers outlive the copy.
                 let r = unsafe { sys::cuMemcpy2DAsync_v2(&desc, stream) };
-                r.result().map_err(backend)?;
+                r.result().map_err(backend("CUDA"))?;
             }
             Ok(true)
         }
@@ -234,9 +234,11 @@ pub(super) fn check_piece(
     if fits {
         Ok(())
     } else {
-        Err(DeviceError::Backend(format!(
-            "copy {piece:?} with {host} host bytes does not fit a buffer of {} bytes",
-            buf.slice.len()
-        )))
+        Err(BackendError::CopyOutside {
+            piece: format!("{piece:?}"),
+            host,
+            bytes: buf.slice.len(),
+        }
+        .into())
     }
 }

@@ -14,7 +14,7 @@ mod launch;
 mod memory;
 mod register;
 
-use crate::error::{backend, DeviceError};
+use crate::error::{backend, BackendError, DeviceError, Unavailable};
 use crate::gpu::runs::{RunShape, Tuner};
 use crate::gpu::tuning::choose;
 use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, FusedLimits, GpuController, Lane};
@@ -104,7 +104,7 @@ impl CudaRuntime {
         match lane {
             Lane::Main => Ok(self.stream.clone()),
             Lane::Side => {
-                self.side.join(&self.stream).map_err(backend)?;
+                self.side.join(&self.stream).map_err(backend("CUDA"))?;
                 Ok(self.side.clone())
             }
         }
@@ -126,13 +126,11 @@ impl CudaRuntime {
     pub fn new(device: usize) -> Result<CudaRuntime, DeviceError> {
         probe_driver()?;
         probe_nvrtc()?;
-        let count = CudaContext::device_count().map_err(backend)?.max(0) as usize;
+        let count = CudaContext::device_count().map_err(backend("CUDA"))?.max(0) as usize;
         if device >= count {
-            return Err(DeviceError::Unavailable(format!(
-                "no CUDA device {device}: this machine has {count}"
-            )));
+            return Err(Unavailable::NoCudaDevice { device, count }.into());
         }
-        let ctx = CudaContext::new(device).map_err(backend)?;
+        let ctx = CudaContext::new(device).map_err(backend("CUDA"))?;
         // Ordering comes from the main stream, and side-stream launches
         // join it first (see `launch`); cudarc's per-allocation event
         // tracking would only add events to every launch.
@@ -148,12 +146,15 @@ impl CudaRuntime {
         // priority a strip's blocks start before the
         // blocks still waiting of an inner kernel launched earlier (another
         // virtual device's on this GPU), so its halos leave sooner.
-        ctx.bind_to_thread().map_err(backend)?;
-        let (_, highest) = cudarc::driver::result::stream::get_priority_range().map_err(backend)?;
-        let stream = ctx.new_stream_with_priority(highest).map_err(backend)?;
-        let side = ctx.new_stream().map_err(backend)?;
-        let name = ctx.name().map_err(backend)?;
-        let arch = ctx.compute_capability().map_err(backend)?;
+        ctx.bind_to_thread().map_err(backend("CUDA"))?;
+        let (_, highest) =
+            cudarc::driver::result::stream::get_priority_range().map_err(backend("CUDA"))?;
+        let stream = ctx
+            .new_stream_with_priority(highest)
+            .map_err(backend("CUDA"))?;
+        let side = ctx.new_stream().map_err(backend("CUDA"))?;
+        let name = ctx.name().map_err(backend("CUDA"))?;
+        let arch = ctx.compute_capability().map_err(backend("CUDA"))?;
         Ok(CudaRuntime {
             desc: format!("cuda:device={device} ({name})"),
             ordinal: device,
@@ -274,8 +275,8 @@ impl DeviceRuntime for CudaRuntime {
         // kernel's (two device addresses, then `long long`s); the buffers
         // outlive the launch because the controller finishes both streams
         // before freeing any, and `Drop` synchronises.
-        let events = unsafe { b.launch(cfg) }.map_err(backend)?;
-        events.ok_or_else(|| DeviceError::Backend("CUDA launch recorded no events".into()))
+        let events = unsafe { b.launch(cfg) }.map_err(backend("CUDA"))?;
+        events.ok_or_else(|| BackendError::NoEvents { api: "CUDA" }.into())
     }
 
     unsafe fn launch(
@@ -290,10 +291,11 @@ impl DeviceRuntime for CudaRuntime {
         group: Option<[usize; 3]>,
     ) -> Result<(CudaEvent, CudaEvent), DeviceError> {
         if longs.len() != LONG_ARGS {
-            return Err(DeviceError::Backend(format!(
-                "{} integer kernel arguments given, the kernel ABI has {LONG_ARGS}",
-                longs.len()
-            )));
+            return Err(BackendError::ArgCount {
+                given: longs.len(),
+                abi: LONG_ARGS,
+            }
+            .into());
         }
         let stream = self.lane_stream(lane)?;
         if grid.contains(&0) {
@@ -306,7 +308,7 @@ impl DeviceRuntime for CudaRuntime {
         let seconds = |(a, b): &Events| {
             a.elapsed_ms(b)
                 .map(|ms| f64::from(ms) * 1e-3)
-                .map_err(backend)
+                .map_err(backend("CUDA"))
         };
         let choice = choose(
             &mut self.tuner,
@@ -324,11 +326,11 @@ impl DeviceRuntime for CudaRuntime {
             // Events of its own: the launch's pair goes to the
             // controller's kernel time.
             let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-            let start = stream.record_event(flags).map_err(backend)?;
+            let start = stream.record_event(flags).map_err(backend("CUDA"))?;
             // SAFETY: the caller's guarantee covers every shape,
             // since each computes exactly the cells of `grid`.
             let timing = unsafe { launch_shaped(&stream, kernel, buffers, longs, grid, shape)? };
-            let end = stream.record_event(flags).map_err(backend)?;
+            let end = stream.record_event(flags).map_err(backend("CUDA"))?;
             self.tuner.record(key, grid, choice.shape, (start, end));
             return Ok(timing);
         }
@@ -338,8 +340,8 @@ impl DeviceRuntime for CudaRuntime {
     }
 
     fn finish(&mut self) -> Result<(), DeviceError> {
-        self.side.synchronize().map_err(backend)?;
-        self.stream.synchronize().map_err(backend)
+        self.side.synchronize().map_err(backend("CUDA"))?;
+        self.stream.synchronize().map_err(backend("CUDA"))
     }
 
     fn elapsed_seconds(&mut self, timings: Vec<(CudaEvent, CudaEvent)>) -> f64 {

@@ -9,7 +9,7 @@ use super::runtime::{Compiled, DeviceRuntime, Lane};
 use super::slots::{check_alloc, ResizePlan, Slot, Slots};
 use super::transfer::{move_cells, read_region, write_region};
 use crate::controller::{BufferId, Controller, KernelId};
-use crate::error::DeviceError;
+use crate::error::{BackendError, BadOption, DeviceError, Mismatch};
 use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::{HitmapError, Shape};
 use kernels::device::MAX_FUSED_STEPS;
@@ -137,7 +137,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             .ok_or(DeviceError::UnknownKernel(kernel.0))?;
         let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
         if src == dst {
-            return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+            return Err(Mismatch::SameBuffer.into());
         }
         let aux = loaded
             .aux
@@ -145,9 +145,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             .map(|&b| self.slots.get(b))
             .collect::<Result<Vec<_>, _>>()?;
         if loaded.aux.iter().any(|&b| b == src || b == dst) {
-            return Err(DeviceError::BufferMismatch(
-                "an aux field is its own buffer".into(),
-            ));
+            return Err(Mismatch::AuxIsItself.into());
         }
         let aux_shapes: Vec<_> = aux.iter().map(|a| (&a.alloc, &a.extent)).collect();
         crate::launch::validate_aux(loaded.source.as_ref(), &s.alloc, &aux_shapes, region)?;
@@ -351,32 +349,25 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
 
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
         let device = kernel.device_kernel().ok_or_else(|| {
-            DeviceError::Backend(format!(
-                "kernel '{}' has no device code for {}: custom Rust kernels run on cpu devices \
-                 unless given one (Custom::with_device_kernel)",
-                kernel.name(),
-                R::API
-            ))
+            DeviceError::from(BackendError::NoDeviceCode {
+                kernel: kernel.name().to_string(),
+                api: R::API,
+            })
         })?;
         let planes = self.planes.unwrap_or_else(|| self.choose_planes(&device));
-        let source = device.source_in(R::DIALECT, planes.layout()).ok_or_else(|| {
-            DeviceError::BadOption(format!(
-                "kernel '{}' reads whole cells, but this {} device holds its cells in planes \
-                 for the kernel loaded first: run it on a device of its own, or set {CELL_LAYOUT_VAR}=cells",
-                kernel.name(),
-                R::API
-            ))
-        })?;
-        let compiled = self.rt.compile(&source).map_err(|e| {
-            let why = match e {
-                DeviceError::Backend(why) => why,
-                other => other.to_string(),
-            };
-            DeviceError::Backend(format!(
-                "kernel '{}' failed to build for {}: {why}",
-                kernel.name(),
-                R::API
-            ))
+        let source = device
+            .source_in(R::DIALECT, planes.layout())
+            .ok_or_else(|| {
+                DeviceError::from(BadOption::CellLayout {
+                    kernel: kernel.name().to_string(),
+                    api: R::API,
+                    var: CELL_LAYOUT_VAR,
+                })
+            })?;
+        let compiled = self.rt.compile(&source).map_err(|e| BackendError::Build {
+            kernel: kernel.name().to_string(),
+            api: R::API,
+            cause: Box::new(e),
         })?;
         self.planes = Some(planes);
         self.kernels.push(Loaded {

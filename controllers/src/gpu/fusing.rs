@@ -7,7 +7,7 @@ use super::loaded::Fused;
 use super::runtime::{DeviceRuntime, Lane};
 use super::transfer::move_cells;
 use crate::controller::{BufferId, Controller, KernelId};
-use crate::error::DeviceError;
+use crate::error::{BackendError, BadOption, DeviceError, Mismatch};
 use hitmap::Shape;
 use kernels::device::{FusedArgs, MAX_FUSED_STEPS};
 use kernels::{Cell, CellLayout};
@@ -67,11 +67,12 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             };
             let longs = FusedArgs::arg_count(low.len(), k);
             let compiled = self.rt.compile_fused(&text, longs).map_err(|e| {
-                DeviceError::Backend(format!(
-                    "kernel '{}' fused {k} times failed to build for {}: {e}",
-                    source.name(),
-                    R::API
-                ))
+                DeviceError::from(BackendError::FusedBuild {
+                    kernel: source.name().to_string(),
+                    steps: k,
+                    api: R::API,
+                    source: Box::new(e),
+                })
             })?;
             let max = compiled.hints.max;
             if max != 0 && max < shape.group_size() {
@@ -130,9 +131,10 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             .kernels
             .get(kernel.0)
             .ok_or(DeviceError::UnknownKernel(kernel.0))?;
-        let fused = loaded.fused.get(&steps.len()).ok_or_else(|| {
-            DeviceError::BadOption(format!("no fused kernel of {} steps", steps.len()))
-        })?;
+        let fused = loaded
+            .fused
+            .get(&steps.len())
+            .ok_or_else(|| DeviceError::from(BadOption::NoFusedKernel { steps: steps.len() }))?;
         let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
         let local = steps
             .iter()
@@ -192,23 +194,22 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             _ => {}
         }
         if self.fused_steps() < steps.len() {
-            return Err(DeviceError::BadOption(format!(
-                "{} cannot fuse {} iterations into one launch (at most {})",
-                self.describe(),
-                steps.len(),
-                self.fused_steps()
-            )));
+            return Err(BadOption::FusesFewer {
+                device: self.describe(),
+                steps: steps.len(),
+                most: self.fused_steps(),
+            }
+            .into());
         }
         if let Some(w) = steps.windows(2).find(|w| !w[0].contains_shape(&w[1])) {
-            return Err(DeviceError::BadOption(format!(
-                "fused steps must be nested: {} is not within {}",
-                w[1], w[0]
-            )));
+            return Err(BadOption::NotNested {
+                inner: w[1].clone(),
+                outer: w[0].clone(),
+            }
+            .into());
         }
         if let Some(r) = steps.iter().find(|r| !r.is_contiguous()) {
-            return Err(DeviceError::BadOption(format!(
-                "fused steps must be contiguous regions: {r}"
-            )));
+            return Err(BadOption::NotContiguous { region: r.clone() }.into());
         }
         let source = self
             .kernels
@@ -219,15 +220,15 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         if !source.aux_fields().is_empty() {
             // The fused kernel's tiles have their own geometry, which an
             // auxiliary field's buffer does not have.
-            return Err(DeviceError::BadOption(format!(
-                "kernel '{}' reads auxiliary fields: one iteration per launch",
-                source.name()
-            )));
+            return Err(BadOption::FusedAux {
+                kernel: source.name().to_string(),
+            }
+            .into());
         }
         {
             let (s, d) = (self.slots.get(src)?, self.slots.get(dst)?);
             if src == dst {
-                return Err(DeviceError::BufferMismatch("the same buffer twice".into()));
+                return Err(Mismatch::SameBuffer.into());
             }
             for r in steps {
                 crate::launch::validate(

@@ -4,7 +4,7 @@ use super::controller::GpuController;
 use super::geometry::plan_launch;
 use super::runtime::{DeviceRuntime, Lane};
 use crate::controller::BufferId;
-use crate::error::DeviceError;
+use crate::error::{BadOption, DeviceError};
 use hitmap::Shape;
 use kernels::{Cell, DeviceKernel};
 
@@ -24,11 +24,11 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             return Ok(false);
         }
         if init.cell().bytes() != std::mem::size_of::<T>() {
-            return Err(DeviceError::BadOption(format!(
-                "an init kernel of {}-byte cells for {}-byte cells",
-                init.cell().bytes(),
-                std::mem::size_of::<T>()
-            )));
+            return Err(BadOption::InitCell {
+                init: init.cell().bytes(),
+                cell: std::mem::size_of::<T>(),
+            }
+            .into());
         }
         let slot = self.slots.get(buf)?;
         slot.check_region(region)?;

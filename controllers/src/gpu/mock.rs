@@ -11,7 +11,7 @@ use super::copy_plan::CopyPiece;
 use super::fused::{FusedLimits, MAX_OVERHEAD};
 use super::geometry::{region_from_longs, GroupHints};
 use super::runtime::{Compiled, DeviceRuntime, Lane};
-use crate::error::DeviceError;
+use crate::error::{BackendError, DeviceError};
 use hitmap::Shape;
 use kernels::device::abi::{ArgKind, LongArg, ARGS};
 use kernels::device::{FusedArgs, FusedShape};
@@ -263,9 +263,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         self.buffers.retain(|b| b.strong_count() > 0);
         let live = self.live_bytes() + cells * std::mem::size_of::<T>();
         if self.memory.is_some_and(|m| live > m) {
-            return Err(DeviceError::Backend(format!(
-                "out of memory: {bytes} bytes more would make {live}"
-            )));
+            return Err(BackendError::OutOfMemory { bytes, live }.into());
         }
         self.peak_bytes = self.peak_bytes.max(live);
         let buf = Arc::new(Mutex::new(vec![T::zeroed(); cells]));
@@ -327,7 +325,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         let kernel = lock(&self.known)
             .get(source)
             .cloned()
-            .ok_or_else(|| DeviceError::Backend("not a library kernel".into()))?;
+            .ok_or(BackendError::NotLibraryKernel)?;
         Ok(Compiled {
             kernel: MockKernel {
                 kernel,
@@ -355,8 +353,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         longs: usize,
     ) -> Result<Compiled<Self::Kernel>, DeviceError> {
         self.fused_compiles += 1;
-        let shape = FusedShape::from_source(source)
-            .ok_or_else(|| DeviceError::Backend("not a fused kernel".into()))?;
+        let shape = FusedShape::from_source(source).ok_or(BackendError::NotFusedKernel)?;
         let kernel = lock(&self.known)
             .values()
             .find(|k| {
@@ -365,7 +362,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
                     .is_some_and(|s| s == source)
             })
             .cloned()
-            .ok_or_else(|| DeviceError::Backend("not a library kernel fused".into()))?;
+            .ok_or(BackendError::NotLibraryKernelFused)?;
         assert_eq!(longs, FusedArgs::arg_count(shape.ndims(), shape.steps));
         Ok(Compiled {
             kernel: MockKernel {

@@ -6,7 +6,7 @@ use super::mock::MockRuntime;
 use super::GpuController;
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::device_spec::{GpuDevice, GpuOptions, Listing};
-use crate::error::DeviceError;
+use crate::error::{BadOption, DeviceError, Unavailable};
 use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::Shape;
 use kernels::{Cell, CellLayout, DeviceKernel, Kernel};
@@ -18,16 +18,13 @@ pub(crate) fn open<T: Cell>(
     o: &GpuOptions,
 ) -> Result<Box<dyn Controller<T>>, DeviceError> {
     if d.device != 0 {
-        return Err(DeviceError::Unavailable(format!(
-            "mock:device={}: the mock has one device, mock:device=0",
-            d.device
-        )));
+        return Err(DeviceError::Unavailable(Unavailable::NoMockDevice {
+            device: d.device,
+        }));
     }
     // Its launches run Rust kernels, which read cells whole.
     if o.layout == Some(CellLayout::Planes) {
-        return Err(DeviceError::BadOption(
-            "mock devices keep cells whole: layout=planes is for opencl and cuda".into(),
-        ));
+        return Err(DeviceError::BadOption(BadOption::MockCellsWhole));
     }
     let inner = GpuController::with_runtime(MockRuntime::taught_nothing(true))
         .with_cell_layout(CellLayout::Cells)

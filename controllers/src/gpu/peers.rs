@@ -4,7 +4,7 @@ use super::controller::GpuController;
 use super::runtime::DeviceRuntime;
 use super::transfer::copy_within;
 use crate::controller::{BufferId, Controller};
-use crate::error::DeviceError;
+use crate::error::{BadOption, DeviceError};
 use crate::peer::DeviceMessage;
 use hitmap::Shape;
 use kernels::Cell;
@@ -20,7 +20,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
     ) -> Result<DeviceMessage, DeviceError> {
         let domain = self
             .peer_domain()
-            .ok_or_else(|| foreign(format!("{} shares no device memory", R::API)))?;
+            .ok_or(BadOption::NoSharedMemory { api: R::API })?;
         let size = std::mem::size_of::<T>();
         let lens: Vec<usize> = regions.iter().map(|r| r.card() * size).collect();
         // Buffers of a message that came in, where they fit: a neighbour's
@@ -29,7 +29,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             Some(m) if m.domain == domain && m.lens == lens && m.parts.is::<Vec<R::Buffer>>() => *m
                 .parts
                 .downcast::<Vec<R::Buffer>>()
-                .map_err(|_| foreign(format!("not from a {} device", R::API)))?,
+                .map_err(|_| BadOption::ForeignMessage { api: R::API })?,
             Some(m) => {
                 // Copies out of it may still run on this device's lanes,
                 // and a CUDA buffer is freed on the stream it came from.
@@ -51,10 +51,11 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             slot.check_region(r)?;
             // The part is laid out over the region itself: packed.
             if !copy_within(&mut self.rt, planes, (&slot.buf, &slot.alloc), (part, r), r)? {
-                return Err(foreign(format!(
-                    "{} cannot copy {r} within the device",
-                    R::API
-                )));
+                return Err(BadOption::NoCopyWithin {
+                    api: R::API,
+                    region: r.clone(),
+                }
+                .into());
             }
         }
         self.rt.finish()?;
@@ -75,46 +76,43 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         msg: &DeviceMessage,
     ) -> Result<(), DeviceError> {
         if Some(&msg.domain) != self.peer_domain().as_ref() {
-            return Err(foreign(format!(
-                "packed in {:?}, not this device's memory",
-                msg.domain
-            )));
+            return Err(BadOption::OtherMemory {
+                domain: msg.domain.clone(),
+            }
+            .into());
         }
         let size = std::mem::size_of::<T>();
         let lens: Vec<usize> = regions.iter().map(|r| r.card() * size).collect();
         if lens != msg.lens {
-            return Err(foreign(format!(
-                "regions of {:?} bytes, {lens:?} expected",
-                msg.lens
-            )));
+            return Err(BadOption::RegionBytes {
+                got: msg.lens.clone(),
+                want: lens,
+            }
+            .into());
         }
         let planes = self.planes();
         if msg.planes != planes.count() {
-            return Err(foreign(format!(
-                "cells in {} planes, this device lays them out in {}",
-                msg.planes,
-                planes.count()
-            )));
+            return Err(BadOption::Planes {
+                got: msg.planes,
+                here: planes.count(),
+            }
+            .into());
         }
         let parts = msg
             .parts
             .downcast_ref::<Vec<R::Buffer>>()
-            .ok_or_else(|| foreign(format!("not from a {} device", R::API)))?;
+            .ok_or(BadOption::ForeignMessage { api: R::API })?;
         let slot = self.slots.get(buf)?;
         for (r, part) in regions.iter().zip(parts) {
             slot.check_region(r)?;
             if !copy_within(&mut self.rt, planes, (part, r), (&slot.buf, &slot.alloc), r)? {
-                return Err(foreign(format!(
-                    "{} cannot copy {r} within the device",
-                    R::API
-                )));
+                return Err(BadOption::NoCopyWithin {
+                    api: R::API,
+                    region: r.clone(),
+                }
+                .into());
             }
         }
         Ok(())
     }
-}
-
-/// Why a peer message cannot be used here.
-fn foreign(why: String) -> DeviceError {
-    DeviceError::BadOption(format!("device message: {why}"))
 }

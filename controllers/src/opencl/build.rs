@@ -28,7 +28,9 @@ impl Target<'_> {
                 .cmplr_opt(opts)
                 .build(self.context)
         };
-        build(&options).or_else(|_| build("")).map_err(backend)
+        build(&options)
+            .or_else(|_| build(""))
+            .map_err(backend("OpenCL"))
     }
 
     /// A built kernel with its work-group hints on this device.
@@ -65,7 +67,7 @@ impl Target<'_> {
         }
         // Auxiliary field buffers follow the ABI's arguments: as many as
         // the compiled kernel declares beyond them.
-        let probe = ocl::core::create_kernel(&program, KERNEL_NAME).map_err(backend)?;
+        let probe = ocl::core::create_kernel(&program, KERNEL_NAME).map_err(backend("OpenCL"))?;
         let declared = match ocl::core::get_kernel_info(&probe, ocl::enums::KernelInfo::NumArgs) {
             Ok(ocl::enums::KernelInfoResult::NumArgs(n)) => n as usize,
             _ => ARGS.len(),
@@ -73,7 +75,7 @@ impl Target<'_> {
         for _ in ARGS.len()..declared {
             b.arg(None::<&Buffer<u8>>);
         }
-        self.hinted(b.build().map_err(backend)?)
+        self.hinted(b.build().map_err(backend("OpenCL"))?)
     }
 
     /// A fused kernel (`FUSED_KERNEL_NAME`: `src`, `dst` and `longs`
@@ -92,6 +94,6 @@ impl Target<'_> {
         for _ in 0..longs {
             b.arg(0i64);
         }
-        self.hinted(b.build().map_err(backend)?)
+        self.hinted(b.build().map_err(backend("OpenCL"))?)
     }
 }

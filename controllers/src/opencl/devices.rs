@@ -1,6 +1,6 @@
 //! OpenCL platforms and devices: discovery, one thread at a time, and one context per device.
 
-use crate::error::{backend, DeviceError};
+use crate::error::{backend, BackendError, BadOption, DeviceError};
 use ocl::{flags, Context, Device, Platform, Queue};
 
 /// Platform and device discovery is not safe to run from several threads at
@@ -50,22 +50,21 @@ pub(super) fn open(platform: usize, device: usize) -> Result<Opened, DeviceError
     let _one = DISCOVERY.lock().unwrap_or_else(|e| e.into_inner());
     let plats = Platform::list();
     if plats.is_empty() {
-        return Err(DeviceError::Backend(
-            "no OpenCL platform found: install one (e.g. Debian's pocl-opencl-icd)".into(),
-        ));
+        return Err(BackendError::NoOpenClPlatform.into());
     }
     let plat = *plats.get(platform).ok_or_else(|| {
-        DeviceError::BadOption(format!(
-            "no OpenCL platform {platform}: there are {}",
-            plats.len()
-        ))
+        DeviceError::from(BadOption::NoPlatform {
+            platform,
+            count: plats.len(),
+        })
     })?;
-    let devs = Device::list_all(plat).map_err(backend)?;
+    let devs = Device::list_all(plat).map_err(backend("OpenCL"))?;
     let dev = *devs.get(device).ok_or_else(|| {
-        DeviceError::BadOption(format!(
-            "no device {device} on OpenCL platform {platform}: it has {}",
-            devs.len()
-        ))
+        DeviceError::from(BadOption::NoDevice {
+            platform,
+            device,
+            count: devs.len(),
+        })
     })?;
     let (context, context_id) = {
         let mut contexts = CONTEXTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -79,14 +78,16 @@ pub(super) fn open(platform: usize, device: usize) -> Result<Opened, DeviceError
                     .platform(plat)
                     .devices(dev)
                     .build()
-                    .map_err(backend)?;
+                    .map_err(backend("OpenCL"))?;
                 contexts.push(((platform, device), c.clone()));
                 (c, contexts.len() as u64 - 1)
             }
         }
     };
-    let queue = Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE)).map_err(backend)?;
-    let side = Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE)).map_err(backend)?;
+    let queue = Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE))
+        .map_err(backend("OpenCL"))?;
+    let side = Queue::new(&context, dev, Some(flags::QUEUE_PROFILING_ENABLE))
+        .map_err(backend("OpenCL"))?;
     let name = dev.name().unwrap_or_else(|_| "?".into());
     let gpu = matches!(
         dev.info(ocl::enums::DeviceInfo::Type),

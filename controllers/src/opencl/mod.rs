@@ -7,7 +7,7 @@ mod build;
 mod devices;
 mod register;
 
-use crate::error::{backend, DeviceError};
+use crate::error::{backend, BackendError, DeviceError};
 use crate::gpu::fused::MAX_OVERHEAD;
 use crate::gpu::{Compiled, CopyPiece, DeviceRuntime, FusedLimits, GpuController, Lane};
 use build::Target;
@@ -101,7 +101,7 @@ impl DeviceRuntime for OclRuntime {
             .queue(self.queue.clone())
             .len(bytes.max(1))
             .build()
-            .map_err(backend)
+            .map_err(backend("OpenCL"))
     }
 
     fn write(
@@ -123,7 +123,7 @@ impl DeviceRuntime for OclRuntime {
             ),
             CopyPiece::Run { offset, .. } => cmd.offset(offset),
         };
-        cmd.enq().map_err(backend)
+        cmd.enq().map_err(backend("OpenCL"))
     }
 
     fn read(
@@ -145,7 +145,7 @@ impl DeviceRuntime for OclRuntime {
             ),
             CopyPiece::Run { offset, .. } => cmd.offset(offset),
         };
-        cmd.enq().map_err(backend)
+        cmd.enq().map_err(backend("OpenCL"))
     }
 
     fn copy_within(
@@ -187,7 +187,7 @@ impl DeviceRuntime for OclRuntime {
             }
             _ => return Ok(false),
         };
-        cmd.enq().map_err(backend)?;
+        cmd.enq().map_err(backend("OpenCL"))?;
         Ok(true)
     }
 
@@ -235,14 +235,18 @@ impl DeviceRuntime for OclRuntime {
         groups: [usize; 3],
         group: usize,
     ) -> Result<Event, DeviceError> {
-        kernel.set_arg(0, src).map_err(backend)?;
-        kernel.set_arg(1, dst).map_err(backend)?;
+        kernel.set_arg(0, src).map_err(backend("OpenCL"))?;
+        kernel.set_arg(1, dst).map_err(backend("OpenCL"))?;
         for (i, v) in longs.iter().enumerate() {
-            kernel.set_arg(2 + i, *v).map_err(backend)?;
+            kernel.set_arg(2 + i, *v).map_err(backend("OpenCL"))?;
         }
         let after = match lane {
             Lane::Main => None,
-            Lane::Side => Some(self.queue.enqueue_marker::<Event>(None).map_err(backend)?),
+            Lane::Side => Some(
+                self.queue
+                    .enqueue_marker::<Event>(None)
+                    .map_err(backend("OpenCL"))?,
+            ),
         };
         let mut ev = Event::empty();
         let cmd = kernel
@@ -258,7 +262,7 @@ impl DeviceRuntime for OclRuntime {
         // for these arguments lie inside both buffers, which the kernel's
         // arguments retain until the command completes.
         unsafe {
-            cmd.enq().map_err(backend)?;
+            cmd.enq().map_err(backend("OpenCL"))?;
         }
         Ok(ev)
     }
@@ -275,10 +279,11 @@ impl DeviceRuntime for OclRuntime {
         group: Option<[usize; 3]>,
     ) -> Result<Event, DeviceError> {
         if longs.len() != LONG_ARGS {
-            return Err(DeviceError::Backend(format!(
-                "{} integer kernel arguments given, the kernel ABI has {LONG_ARGS}",
-                longs.len()
-            )));
+            return Err(BackendError::ArgCount {
+                given: longs.len(),
+                abi: LONG_ARGS,
+            }
+            .into());
         }
         let mut longs = longs.iter().copied();
         for (i, (_, kind)) in ARGS.iter().enumerate() {
@@ -287,15 +292,21 @@ impl DeviceRuntime for OclRuntime {
                 ArgKind::Buffer(BufferArg::Dst) => kernel.set_arg(i, dst),
                 ArgKind::Long(_) => kernel.set_arg(i, longs.next().unwrap_or_default()),
             }
-            .map_err(backend)?;
+            .map_err(backend("OpenCL"))?;
         }
         for (i, buf) in aux.iter().enumerate() {
-            kernel.set_arg(ARGS.len() + i, *buf).map_err(backend)?;
+            kernel
+                .set_arg(ARGS.len() + i, *buf)
+                .map_err(backend("OpenCL"))?;
         }
         // A side-lane launch starts after the main lane's earlier commands.
         let after = match lane {
             Lane::Main => None,
-            Lane::Side => Some(self.queue.enqueue_marker::<Event>(None).map_err(backend)?),
+            Lane::Side => Some(
+                self.queue
+                    .enqueue_marker::<Event>(None)
+                    .map_err(backend("OpenCL"))?,
+            ),
         };
         let mut ev = Event::empty();
         let cmd = kernel.cmd().global_work_size(grid).enew(&mut ev);
@@ -312,14 +323,14 @@ impl DeviceRuntime for OclRuntime {
         // buffers are retained by the kernel's arguments (and by OpenCL)
         // until the command completes.
         unsafe {
-            cmd.enq().map_err(backend)?;
+            cmd.enq().map_err(backend("OpenCL"))?;
         }
         Ok(ev)
     }
 
     fn finish(&mut self) -> Result<(), DeviceError> {
-        self.side.finish().map_err(backend)?;
-        self.queue.finish().map_err(backend)
+        self.side.finish().map_err(backend("OpenCL"))?;
+        self.queue.finish().map_err(backend("OpenCL"))
     }
 
     fn elapsed_seconds(&mut self, timings: Vec<Event>) -> f64 {

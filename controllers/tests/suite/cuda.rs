@@ -26,7 +26,7 @@ fn no_driver_or_no_device_is_an_error_not_a_panic() {
     match controllers::cuda::devices() {
         Err(e) => {
             assert!(
-                matches!(&e, DeviceError::Unavailable(m) if m.contains("no CUDA driver")),
+                matches!(&e, DeviceError::Unavailable(m) if m.to_string().contains("no CUDA driver")),
                 "{e}"
             );
             let open = CudaController::<f32>::new(0).err();

@@ -163,11 +163,15 @@ fn images_load_from_pgm_and_npy() {
     );
     let flat = ndarray::Array1::from_vec(vec![1.0f32, 2.0]);
     ndarray_npy::write_npy(&npy, &flat).unwrap();
-    assert!(gaussian::load(&npy).unwrap_err().contains("2-d"));
+    assert!(gaussian::load(&npy)
+        .unwrap_err()
+        .to_string()
+        .contains("2-d"));
     let ints = ndarray::Array2::from_shape_vec((1, 1), vec![7i32]).unwrap();
     ndarray_npy::write_npy(&npy, &ints).unwrap();
     assert!(gaussian::load(&npy).is_err());
     assert!(gaussian::load(&dir.path().join("a.png"))
         .unwrap_err()
+        .to_string()
         .contains(".pgm or .npy"));
 }

@@ -19,7 +19,7 @@ pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
         path: path.clone(),
         why: format!(
             "not a device inventory (see docs/modelling.md): {}",
-            kernels::spec::toml_reason(&text, &e)
+            kernels::TomlError::new(&text, e)
         ),
     })?;
     let global = parse_size(&args.size, args.size.split('x').count())?;

@@ -44,12 +44,7 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
             .run
             .assemble_blocks((0..layout.procs()).map(|q| (layout.block(q), parts[q].as_slice())));
         if let Some((_, f)) = &self.run.problem.snapshot {
-            f(iter, grid.view()).map_err(|e| {
-                self.fail(VpError::Snapshot {
-                    iter,
-                    why: e.to_string(),
-                })
-            })?;
+            f(iter, grid.view()).map_err(|e| self.fail(VpError::Snapshot { iter, why: e }))?;
         }
         Ok(())
     }

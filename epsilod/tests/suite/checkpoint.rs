@@ -499,7 +499,7 @@ fn snapshots_are_the_field_at_their_iteration_on_any_layout() {
         Err(RunError::Vp {
             cause: VpError::Snapshot { iter: 2, why },
             ..
-        }) => assert_eq!(why, "disk full"),
+        }) => assert_eq!(why.to_string(), "disk full"),
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a failing snapshot went unnoticed"),
     }

@@ -34,10 +34,11 @@ mod rows;
 use crate::cell::Real;
 use crate::device::emit::expression::{spec_kernel, SpecBody};
 use crate::device::DeviceKernel;
-use crate::error::SpecError;
+use crate::error::{ParseReason, SpecError};
 use crate::frame::Frame;
 use crate::kernel::{AuxField, Kernel};
 use crate::spec::check_extents;
+use crate::toml_error::TomlError;
 use hitmap::Footprint;
 use parse::{Kind, Scope};
 use serde::Deserialize;
@@ -236,11 +237,11 @@ impl ExprSpec {
     pub fn from_toml(text: &str, origin: &str) -> Result<ExprSpec, SpecError> {
         let in_file = |e: SpecError| SpecError::Parse {
             path: origin.to_string(),
-            reason: e.to_string(),
+            reason: ParseReason::Spec(Box::new(e)),
         };
         let raw: Raw = toml::from_str(text).map_err(|e| SpecError::Parse {
             path: origin.to_string(),
-            reason: crate::spec::toml_reason(text, &e),
+            reason: ParseReason::Toml(TomlError::new(text, e)),
         })?;
         ExprSpec::new(raw).map_err(in_file)
     }
