@@ -123,7 +123,11 @@ fn a_failed_device_is_recovered_from_on_the_command_line() {
     assert!(std::fs::read(&full).unwrap() == std::fs::read(&rec).unwrap());
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
-    assert_eq!(report["failures"][0]["resumed_from"], 20);
+    // The newest checkpoint complete when the device failed: 20, or 15
+    // where 20's commit still waited for a block and was cancelled with the
+    // run (process 0 waits for 15's commit before it writes 20).
+    let resumed = &report["failures"][0]["resumed_from"];
+    assert!(resumed == 20 || resumed == 15, "resumed from {resumed}");
     assert_eq!(report["failures"][0]["devices_left"], 1);
 }
 
