@@ -239,6 +239,16 @@ pub(crate) fn check_copy(from: BufferId, to: BufferId, region: &Shape) -> Result
 /// timing, like [`crate::Slowdown`]) leaves as it is.
 macro_rules! forward_memory {
     ($inner:ident) => {
+        $crate::controller::forward_memory!($inner, but load);
+        fn load(
+            &mut self,
+            kernel: std::sync::Arc<dyn kernels::Kernel<T>>,
+        ) -> Result<$crate::KernelId, $crate::DeviceError> {
+            self.$inner.load(kernel)
+        }
+    };
+    // All of them but `load`, for a wrapper that must see each kernel.
+    ($inner:ident, but load) => {
         fn alloc(
             &mut self,
             extent: &hitmap::Shape,
@@ -321,12 +331,6 @@ macro_rules! forward_memory {
             msg: &$crate::DeviceMessage,
         ) -> Result<(), $crate::DeviceError> {
             self.$inner.unpack_peer(buf, regions, msg)
-        }
-        fn load(
-            &mut self,
-            kernel: std::sync::Arc<dyn kernels::Kernel<T>>,
-        ) -> Result<$crate::KernelId, $crate::DeviceError> {
-            self.$inner.load(kernel)
         }
         fn bind_aux(
             &mut self,

@@ -7,9 +7,8 @@ use super::GpuController;
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::device_spec::{GpuDevice, GpuOptions, Listing};
 use crate::error::{BadOption, DeviceError, Unavailable};
-use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::Shape;
-use kernels::{Cell, CellLayout, DeviceKernel, Kernel};
+use kernels::{Cell, CellLayout, Kernel};
 use std::sync::Arc;
 
 /// Opens the mock's one device for the registry ([`crate::registry`]).
@@ -56,78 +55,7 @@ impl<T: Cell> Controller<T> for MockDevice<T> {
     fn describe(&self) -> String {
         self.inner.describe()
     }
-    fn alloc(&mut self, extent: &Shape, capacity: &Shape) -> Result<BufferId, DeviceError> {
-        self.inner.alloc(extent, capacity)
-    }
-    fn free(&mut self, buf: BufferId) -> Result<(), DeviceError> {
-        self.inner.free(buf)
-    }
-    fn extent(&self, buf: BufferId) -> Result<Shape, DeviceError> {
-        self.inner.extent(buf)
-    }
-    fn resize(
-        &mut self,
-        buf: BufferId,
-        extent: &Shape,
-        spare: &[i64],
-    ) -> Result<bool, DeviceError> {
-        self.inner.resize(buf, extent, spare)
-    }
-    fn write(&mut self, buf: BufferId, region: &Shape, data: &[T]) -> Result<(), DeviceError> {
-        self.inner.write(buf, region, data)
-    }
-    fn read(&mut self, buf: BufferId, region: &Shape, out: &mut Vec<T>) -> Result<(), DeviceError> {
-        self.inner.read(buf, region, out)
-    }
-    fn copy_region(
-        &mut self,
-        from: BufferId,
-        to: BufferId,
-        region: &Shape,
-    ) -> Result<(), DeviceError> {
-        self.inner.copy_region(from, to, region)
-    }
-    fn fill(
-        &mut self,
-        buf: BufferId,
-        region: &Shape,
-        f: &(dyn Fn(&[i64]) -> T + Sync),
-    ) -> Result<(), DeviceError> {
-        self.inner.fill(buf, region, f)
-    }
-    fn fill_device(
-        &mut self,
-        buf: BufferId,
-        region: &Shape,
-        init: &DeviceKernel,
-    ) -> Result<bool, DeviceError> {
-        self.inner.fill_device(buf, region, init)
-    }
-    fn peer_domain(&self) -> Option<PeerDomain> {
-        self.inner.peer_domain()
-    }
-    fn cell_layout(&self) -> CellLayout {
-        self.inner.cell_layout()
-    }
-    fn pack_peer(
-        &mut self,
-        buf: BufferId,
-        regions: &[Shape],
-        reuse: Option<DeviceMessage>,
-    ) -> Result<DeviceMessage, DeviceError> {
-        self.inner.pack_peer(buf, regions, reuse)
-    }
-    fn unpack_peer(
-        &mut self,
-        buf: BufferId,
-        regions: &[Shape],
-        msg: &DeviceMessage,
-    ) -> Result<(), DeviceError> {
-        self.inner.unpack_peer(buf, regions, msg)
-    }
-    fn bind_aux(&mut self, kernel: KernelId, aux: &[BufferId]) -> Result<(), DeviceError> {
-        self.inner.bind_aux(kernel, aux)
-    }
+    crate::controller::forward_memory!(inner, but load);
     fn launch(
         &mut self,
         kernel: KernelId,
@@ -169,9 +97,6 @@ impl<T: Cell> Controller<T> for MockDevice<T> {
         steps: &[Shape],
     ) -> Result<(), DeviceError> {
         self.inner.launch_steps_overlapped(kernel, src, dst, steps)
-    }
-    fn wait(&mut self) -> Result<(), DeviceError> {
-        self.inner.wait()
     }
     fn take_kernel_seconds(&mut self) -> f64 {
         self.inner.take_kernel_seconds()
