@@ -71,7 +71,7 @@ pub fn image_region(rows: usize, cols: usize, kw: usize) -> Shape {
 }
 
 /// The offsets one step reads: rows and columns `-kw/2 .. kw - 1 - kw/2`.
-fn offsets(kw: usize) -> Vec<[i64; 2]> {
+pub fn offsets(kw: usize) -> Vec<[i64; 2]> {
     let off = radius(kw) as i64;
     (0..kw as i64)
         .flat_map(|a| (0..kw as i64).map(move |b| [a - off, b - off]))
@@ -330,37 +330,5 @@ impl App for Gaussian {
             cluster,
             Some(image_region(rows, cols, kw)),
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn weights_follow_the_original_formula() {
-        let w = weights(5, 1.0);
-        assert_eq!(w.len(), 25);
-        // Row 2, column 2: dr = dc = -0.5, so exp(-0.25).
-        assert_eq!(w[2 * 5 + 2], (-0.25f32).exp());
-        // Half a pixel off centre: (2, 2) and (3, 3) weigh the same, (1, 1) not.
-        assert_eq!(w[2 * 5 + 2], w[3 * 5 + 3]);
-        assert_ne!(w[5 + 1], w[3 * 5 + 3]);
-        assert_eq!(norm(1.0), std::f64::consts::TAU);
-    }
-
-    #[test]
-    fn the_device_body_reads_its_footprint_in_double() {
-        let k = device_kernel(5, 1.0);
-        assert!(k.needs_fp64());
-        let src = k.source(epsilod::Dialect::OpenCl);
-        assert!(src.contains("cl_khr_fp64"), "{src}");
-        assert!(
-            src.contains("sum = (float)((double)sum + (double)p / 6.283185307179586);"),
-            "{src}"
-        );
-        assert!(src.contains("(index_t)(a - 2) * s2"), "{src}");
-        assert_eq!(offsets(4).first(), Some(&[-2, -2]));
-        assert_eq!(offsets(4).last(), Some(&[1, 1]));
     }
 }

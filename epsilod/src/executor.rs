@@ -15,7 +15,7 @@ use crate::plan::RunPlan;
 use crate::report::Report;
 use crate::results::VpResult;
 use crate::vp;
-use hitmap::{in_process, InProcess};
+use hitmap::{in_process, InProcess, Transport};
 use kernels::Cell;
 use ndarray::{ArrayD, IxDyn};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,9 +44,9 @@ impl<T> Outcome<T> {
 }
 
 /// Runs `plan` (or agrees to fail with its error) on `job`.
-pub(crate) fn execute<T: Cell, J: Job<T>>(
+pub(crate) fn execute<T: Cell>(
     plan: Result<RunPlan<T>, SetupError>,
-    job: &J,
+    job: &dyn Job<T>,
 ) -> Result<Outcome<T>, RunError> {
     let started = Instant::now();
     // Everything that can fail on one rank alone is settled before any rank
@@ -105,10 +105,10 @@ pub(crate) fn execute<T: Cell, J: Job<T>>(
 
 /// Runs the virtual processes `local`, one thread each, telling the job of
 /// the first failure and the plan's observer of progress.
-fn run_local<T: Cell, J: Job<T>>(
+fn run_local<T: Cell>(
     plan: &RunPlan<T>,
     local: &[usize],
-    job: &J,
+    job: &dyn Job<T>,
 ) -> Vec<Result<VpResult<T>, RunError>> {
     let progress = AtomicU64::new(0);
     let cores = cores_here(job.info(), all_cores());
@@ -274,8 +274,6 @@ impl<T: Cell> LocalJob<T> {
 }
 
 impl<T: Cell> Job<T> for LocalJob<T> {
-    type Endpoint = InProcess<T>;
-
     fn info(&self) -> &JobInfo {
         &self.info
     }
@@ -288,7 +286,7 @@ impl<T: Cell> Job<T> for LocalJob<T> {
         Ok(())
     }
 
-    fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<InProcess<T>, VpError> {
+    fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<Box<dyn Transport<T>>, VpError> {
         let mut ep = self
             .endpoints
             .lock()
@@ -300,7 +298,7 @@ impl<T: Cell> Job<T> for LocalJob<T> {
             WaitPolicy::PollThenBlock => hitmap::SPIN,
             WaitPolicy::Block => Duration::ZERO,
         });
-        Ok(ep)
+        Ok(Box::new(ep))
     }
 
     fn gather(
@@ -360,7 +358,6 @@ mod tests {
     }
 
     impl<T: Cell> Job<T> for SimRank<T> {
-        type Endpoint = InProcess<T>;
         fn info(&self) -> &JobInfo {
             &self.info
         }
@@ -377,8 +374,8 @@ mod tests {
         fn place(&self, _owners: &[usize]) -> Result<(), RunError> {
             Ok(())
         }
-        fn endpoint(&self, p: usize, _wait: WaitPolicy) -> Result<InProcess<T>, VpError> {
-            Ok(self.endpoints.lock().unwrap()[p].take().unwrap())
+        fn endpoint(&self, p: usize, _wait: WaitPolicy) -> Result<Box<dyn Transport<T>>, VpError> {
+            Ok(Box::new(self.endpoints.lock().unwrap()[p].take().unwrap()))
         }
         fn gather(
             &self,

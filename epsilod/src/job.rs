@@ -165,9 +165,6 @@ impl Readiness {
 
 /// The processes a run spans and how they talk.
 pub(crate) trait Job<T: Cell>: Sync {
-    /// A virtual process's end of the transport.
-    type Endpoint: Transport<T>;
-
     /// This process's place in the job.
     fn info(&self) -> &JobInfo;
     /// Every rank offers its view of the run; all get the same verdict.
@@ -178,7 +175,7 @@ pub(crate) trait Job<T: Cell>: Sync {
     /// `wait` says whether its receives may poll before they block (see
     /// [`WaitPolicy`]); a transport whose waiting is not its own (MPI's progress
     /// engine) may ignore it.
-    fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<Self::Endpoint, VpError>;
+    fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<Box<dyn Transport<T>>, VpError>;
     /// Whether a failure must be acted on at once (`on_failure`), because
     /// peers elsewhere could otherwise wait for it forever.
     fn fails_fast(&self) -> bool {

@@ -37,7 +37,7 @@ fn run_vps_on(info: &JobInfo, per_rank: usize, body: &Body) -> Result<Vec<Vec<f6
     )
 }
 
-fn on_job<J: Job<f32>>(job: &J, owners: &[usize], body: &Body) -> Result<Vec<Vec<f64>>, RunError> {
+fn on_job(job: &dyn Job<f32>, owners: &[usize], body: &Body) -> Result<Vec<Vec<f64>>, RunError> {
     job.place(owners)?;
     let info: &JobInfo = job.info();
     let local: Vec<usize> = (0..owners.len())
@@ -59,7 +59,7 @@ fn on_job<J: Job<f32>>(job: &J, owners: &[usize], body: &Body) -> Result<Vec<Vec
                 std::thread::Builder::new()
                     .spawn_scoped(s, move || {
                         let mut ep = job.endpoint(p, wait).map_err(|e| failed(p, e))?;
-                        let mine = body(&mut ep).map_err(|e| failed(p, e.into()))?;
+                        let mine = body(&mut *ep).map_err(|e| failed(p, e.into()))?;
                         // Every process learns every result through the
                         // transport itself: no rank-0 gather to special-case.
                         ep.all_gather(&mine).map_err(|e| failed(p, e.into()))

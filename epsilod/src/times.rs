@@ -56,9 +56,9 @@ impl TimesGather {
     /// iteration `mine`: starts its gather, advances the others, and
     /// returns the period whose gather completed with every process's
     /// time, in rank order.
-    pub(crate) fn advance<T, X: Transport<T>>(
+    pub(crate) fn advance<T>(
         &mut self,
-        t: &mut X,
+        t: &mut dyn Transport<T>,
         period: Range<u64>,
         mine: f64,
     ) -> Result<Option<Gathered>, GatherError> {
@@ -101,7 +101,7 @@ impl TimesGather {
     /// Completes every gather in flight, so that no message is left
     /// unreceived when the run ends: the rounds go on without new periods,
     /// in the same order on every process.
-    pub(crate) fn finish<T, X: Transport<T>>(&mut self, t: &mut X) -> Result<(), GatherError> {
+    pub(crate) fn finish<T>(&mut self, t: &mut dyn Transport<T>) -> Result<(), GatherError> {
         match self.how {
             Gather::Direct => {
                 if let Some((before, _, _)) = self.inflight.pop_front() {
@@ -124,10 +124,7 @@ impl TimesGather {
     /// One round of every tree gather in flight: the round sent at the
     /// last period end is received, and the next one sent. Returns the
     /// gather that completed, in rank order.
-    fn next_round<T, X: Transport<T>>(
-        &mut self,
-        t: &mut X,
-    ) -> Result<Option<Gathered>, GatherError> {
+    fn next_round<T>(&mut self, t: &mut dyn Transport<T>) -> Result<Option<Gathered>, GatherError> {
         let (me, procs) = (self.me, self.procs);
         let rounds = gather::rounds(procs);
         for (p, held, done) in self.inflight.iter_mut() {

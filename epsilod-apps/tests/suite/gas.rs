@@ -181,3 +181,62 @@ fn the_collision_conserves_density_and_momentum_and_keeps_equilibrium() {
         }
     }
 }
+
+#[test]
+fn tables_are_consistent() {
+    for q in 0..19 {
+        let (a, b) = (gas::E[q], gas::E[gas::OPPOSITE[q]]);
+        assert_eq!([a[0] + b[0], a[1] + b[1], a[2] + b[2]], [0, 0, 0]);
+    }
+    // At rest, feq is each direction's weight times the density.
+    let w: f32 = (0..19).map(|q| gas::feq(q, 1.0, [0.0; 3])).sum();
+    assert!((w - 1.0).abs() < 1e-6);
+    // feq conserves density and momentum (to rounding).
+    let v = [0.05, -0.02, 0.01];
+    let p: f32 = (0..19).map(|q| gas::feq(q, 1.3, v)).sum();
+    assert!((p - 1.3).abs() < 1e-5, "{p}");
+    let mx: f32 = (0..19)
+        .map(|q| gas::E[q][0] as f32 * gas::feq(q, 1.3, v))
+        .sum();
+    assert!((mx - 1.3 * 0.05).abs() < 1e-5, "{mx}");
+}
+
+#[test]
+fn init_geometry() {
+    let user = [60, 60, 30];
+    let f = gas::init(user);
+    assert_eq!(f(&[0, 5, 5]), [0.0; 19], "border");
+    assert_eq!(f(&[5, 1, 5])[0], f32::INFINITY, "x = 0: inflow");
+    assert_eq!(f(&[5, 59, 5])[0], f32::NEG_INFINITY, "x = s-2: wall");
+    assert_eq!(f(&[5, 60, 5])[0], f32::INFINITY, "x = s-1: keep");
+    assert_eq!(f(&[51, 51, 9])[0], f32::NEG_INFINITY, "sphere centre");
+    let fluid = f(&[20, 20, 20]);
+    assert_eq!(fluid[0], gas::feq(0, 1.0, [0.1, 0.0, 0.0]));
+}
+
+#[test]
+fn the_device_kernel_is_one_body_for_every_dialect() {
+    let k = gas::device_kernel();
+    for d in epsilod::Dialect::ALL {
+        let planes = k.source_in(d, epsilod::CellLayout::Planes).unwrap();
+        assert!(planes.contains(k.body()), "{d}: in planes");
+        assert!(
+            planes.contains("#define PART_AT(p, i, q) ((p)[(i) + (index_t)(q) * np])"),
+            "{planes}"
+        );
+        let s = k.source(d);
+        assert!(s.contains(k.body()), "{d}");
+        assert!(
+            s.contains(
+                "int OPP[19] = {0, 2, 1, 4, 3, 6, 5, 10, 9, 8, 7, 14, 13, 12, 11, 18, 17, 16, 15};"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains("float W[19] = {0.33333334f, 0.055555556f,"),
+            "{s}"
+        );
+    }
+    assert!(!k.body().contains("__global") && !k.body().contains("long"));
+    assert_eq!(k.cell().bytes(), std::mem::size_of::<GasCell>());
+}

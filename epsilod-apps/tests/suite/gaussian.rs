@@ -175,3 +175,30 @@ fn images_load_from_pgm_and_npy() {
         .to_string()
         .contains(".pgm or .npy"));
 }
+
+#[test]
+fn weights_follow_the_original_formula() {
+    let w = gaussian::weights(5, 1.0);
+    assert_eq!(w.len(), 25);
+    // Row 2, column 2: dr = dc = -0.5, so exp(-0.25).
+    assert_eq!(w[2 * 5 + 2], (-0.25f32).exp());
+    // Half a pixel off centre: (2, 2) and (3, 3) weigh the same, (1, 1) not.
+    assert_eq!(w[2 * 5 + 2], w[3 * 5 + 3]);
+    assert_ne!(w[5 + 1], w[3 * 5 + 3]);
+    assert_eq!(gaussian::norm(1.0), std::f64::consts::TAU);
+}
+
+#[test]
+fn the_device_body_reads_its_footprint_in_double() {
+    let k = gaussian::device_kernel(5, 1.0);
+    assert!(k.needs_fp64());
+    let src = k.source(epsilod::Dialect::OpenCl);
+    assert!(src.contains("cl_khr_fp64"), "{src}");
+    assert!(
+        src.contains("sum = (float)((double)sum + (double)p / 6.283185307179586);"),
+        "{src}"
+    );
+    assert!(src.contains("(index_t)(a - 2) * s2"), "{src}");
+    assert_eq!(gaussian::offsets(4).first(), Some(&[-2, -2]));
+    assert_eq!(gaussian::offsets(4).last(), Some(&[1, 1]));
+}

@@ -7,4 +7,5 @@ mod gaussian;
 mod laplace;
 mod opencl;
 mod poisson;
+mod registry;
 mod wavesim;

@@ -11,7 +11,7 @@ use crate::error::{chain, RunError, VpError};
 use crate::job::{Job, JobInfo, Readiness, WaitPolicy};
 use crate::report::Report;
 use crate::results::{VpMeta, VpResult};
-use hitmap::{MpiTransport, Placement, MAX_TAG};
+use hitmap::{MpiTransport, Placement, Transport, MAX_TAG};
 use kernels::Cell;
 use mpi::datatype::PartitionMut;
 use mpi::topology::SimpleCommunicator;
@@ -37,8 +37,6 @@ impl<'a> MpiJob<'a> {
 }
 
 impl<T: Cell> Job<T> for MpiJob<'_> {
-    type Endpoint = MpiTransport<T>;
-
     fn info(&self) -> &JobInfo {
         self.info
     }
@@ -56,12 +54,12 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
 
     // How a receive waits is MPI's progress engine's business (Open MPI
     // polls): the policy is not ours to apply here.
-    fn endpoint(&self, p: usize, _wait: WaitPolicy) -> Result<MpiTransport<T>, VpError> {
+    fn endpoint(&self, p: usize, _wait: WaitPolicy) -> Result<Box<dyn Transport<T>>, VpError> {
         let placement = self
             .placement
             .get()
             .ok_or_else(|| VpError::Protocol("endpoints before placement".into()))?;
-        Ok(MpiTransport::<T>::new(p, placement.clone())?)
+        Ok(Box::new(MpiTransport::<T>::new(p, placement.clone())?))
     }
 
     fn fails_fast(&self) -> bool {

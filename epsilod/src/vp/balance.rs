@@ -11,11 +11,11 @@ use crate::tag::Tag;
 use crate::times::TimesGather;
 use controllers::BufferId;
 use heuristics::{relayout, Cycle, Heuristic, Rebalanced, Roster, Snapshot};
-use hitmap::{Partition, RedistributionPlan, Transport};
+use hitmap::{Partition, RedistributionPlan};
 use kernels::Cell;
 use std::time::Instant;
 
-impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
+impl<T: Cell> Vp<'_, T> {
     /// ALB after the period of `len` iterations from `first` (kernel
     /// seconds `compute`): share the time, read the others' of the period
     /// the gather delivers now (`crate::times`), and, once the windows are
@@ -40,7 +40,7 @@ impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
         let peers = self.geometry.layout.procs();
         let previous = a
             .times
-            .advance(&mut self.transport, period.clone(), mine)
+            .advance(&mut *self.transport, period.clone(), mine)
             .map_err(|e| self.gather_err(e))?;
         let comm = tg.elapsed().as_secs_f64();
         let previous = previous

@@ -9,11 +9,11 @@ use crate::error::{RunError, VpError};
 use crate::report::DepthTrial;
 use crate::tag::Tag;
 use controllers::BufferId;
-use hitmap::{Shape, Transport};
+use hitmap::Shape;
 use kernels::Cell;
 use std::time::Instant;
 
-impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
+impl<T: Cell> Vp<'_, T> {
     /// Has the device prepare the fused launches of the periods ahead
     /// (a GPU compiles a fused kernel at its first launch: about 0.25 s
     /// with NVRTC on an H200, which fell inside the timed loop): every

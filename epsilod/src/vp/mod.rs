@@ -52,14 +52,14 @@ fn dense(r: &Shape) -> bool {
     r.sigs().iter().all(|s| s.stride() == 1)
 }
 
-struct Vp<'a, T, X> {
+struct Vp<'a, T> {
     run: &'a RunPlan<T>,
     progress: &'a AtomicU64,
     /// This process's number.
     p: usize,
     device_name: String,
     device: Box<dyn Controller<T>>,
-    transport: X,
+    transport: Box<dyn Transport<T>>,
     kernel: KernelId,
     cur: BufferId,
     next: BufferId,
@@ -99,14 +99,14 @@ struct Vp<'a, T, X> {
 
 /// Runs virtual process `p` of `run` on the device `spec` describes.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run<T: Cell, X: Transport<T>>(
+pub(crate) fn run<T: Cell>(
     run: &RunPlan<T>,
     progress: &AtomicU64,
     mail: &PeerMail,
     spec: &DeviceSpec,
     cores: &[usize],
     p: usize,
-    transport: X,
+    transport: Box<dyn Transport<T>>,
 ) -> Result<VpResult<T>, RunError> {
     let fail = |cause: VpError| RunError::Vp {
         vp: p,
@@ -119,7 +119,7 @@ pub(crate) fn run<T: Cell, X: Transport<T>>(
     vp.run()
 }
 
-impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
+impl<'a, T: Cell> Vp<'a, T> {
     /// Receives poll while this device holds no rows, whatever the
     /// process's policy, so the process whose times it waits for every
     /// period never pays the wake-up of a blocked thread, which shows
@@ -162,8 +162,8 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
         p: usize,
         device_name: String,
         mut device: Box<dyn Controller<T>>,
-        transport: X,
-    ) -> Result<Vp<'a, T, X>, RunError> {
+        transport: Box<dyn Transport<T>>,
+    ) -> Result<Vp<'a, T>, RunError> {
         let fail = |cause: VpError| RunError::Vp {
             vp: p,
             device: device_name.clone(),
@@ -361,7 +361,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
             Some(mut a) => {
                 // Collect the last times, so no message is left behind.
                 a.times
-                    .finish(&mut self.transport)
+                    .finish(&mut *self.transport)
                     .map_err(|e| self.gather_err(e))?;
                 a.heuristic.end();
                 (a.redistributions, a.checks)
@@ -435,7 +435,7 @@ impl<'a, T: Cell, X: Transport<T>> Vp<'a, T, X> {
     }
 }
 
-impl<T, X> Drop for Vp<'_, T, X> {
+impl<T> Drop for Vp<'_, T> {
     /// A run that failed must leave no checkpoint thread behind: its writes
     /// finish, and a commit still waiting for blocks is abandoned, so a
     /// recovery restarting from the checkpoint directory meets no stray

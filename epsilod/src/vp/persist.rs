@@ -7,11 +7,10 @@ use crate::checkpoint::{self, BlockEntry, Manifest};
 use crate::error::{RunError, VpError};
 use crate::report::CheckpointRecord;
 use crate::tag::Tag;
-use hitmap::Transport;
 use kernels::Cell;
 use std::time::Instant;
 
-impl<T: Cell, X: Transport<T>> Vp<'_, T, X> {
+impl<T: Cell> Vp<'_, T> {
     /// Sends this process's block to process 0, which assembles the field
     /// and hands it to the snapshot function.
     pub(super) fn snapshot(&mut self, iter: u64) -> Result<(), RunError> {
