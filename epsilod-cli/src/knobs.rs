@@ -7,6 +7,7 @@ use crate::error::CliError;
 use controllers::gpu::runs::RunShape;
 use epsilod::devices::{DeviceKind, DeviceSpec, GpuOptions};
 use kernels::CellLayout;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 
 /// `cells` or `planes`: how GPU devices not told otherwise by `layout=`
 /// lay out array cells (other values are ignored).
@@ -73,11 +74,13 @@ pub fn host_halos() -> bool {
 
 /// What the libraries log: `RUST_LOG`'s filter (warnings by default), and
 /// the devices' `info` lines where a log variable asks for them.
-pub fn log_filter() -> tracing_subscriber::EnvFilter {
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+pub fn log_filter() -> Targets {
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|s| s.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::WARN));
     match set(FUSED_LOG) || set(CUDA_LAUNCH_LOG) {
-        true => filter.add_directive("controllers=info".parse().expect("a fixed directive")),
+        true => filter.with_target("controllers", LevelFilter::INFO),
         false => filter,
     }
 }

@@ -22,6 +22,8 @@ use epsilod::cluster::{print_error, speaks};
 use epsilod::error::chain;
 use epsilod::Cluster;
 use std::io::IsTerminal;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 fn main() {
     std::process::exit(run());
@@ -30,9 +32,11 @@ fn main() {
 /// Runs the command line; returns the process exit status.
 fn run() -> i32 {
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(knobs::log_filter())
+        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .finish()
+        .with(knobs::log_filter())
         .try_init();
     // A negative number reaches the option's own check ("-1 is not in
     // 1..=64") instead of reading as an unknown option "-1".
