@@ -102,7 +102,7 @@ pub enum SetupError {
         size: usize,
     },
     /// Started by a launcher, but the program never joined the job.
-    #[error("this program was started by mpirun as one of {size} ranks but never joined the job: call epsilod::Cluster::join() at the start of main")]
+    #[error("this program was started by mpirun as one of {size} ranks but never joined the job: call epsilod::Cluster::join() at the start of main, with the launch that Launch::from_vars reads")]
     NotJoined {
         /// Ranks in the job.
         size: usize,

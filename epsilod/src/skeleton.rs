@@ -339,7 +339,8 @@ impl<T: Cell> Skeleton<T> {
     }
 
     /// Runs every iteration and gathers the result, in the job this process
-    /// joined with [`Cluster::join`] (alone if it joined none).
+    /// joined with [`Cluster::join`] (alone if it joined none, refused if
+    /// it [noted](crate::cluster::note_launch) a launch of several ranks).
     pub fn run(&self) -> Result<Outcome<T>, RunError> {
         self.run_on(&cluster::current()?)
     }

@@ -1,5 +1,6 @@
 //! A program started by mpirun must join the job before it runs anything:
-//! the launcher's environment is simulated, in a process of its own.
+//! the launcher's environment is simulated, in a process of its own, and
+//! the program tells the library what it reads there, as programs do.
 
 use epsilod::{RunError, SetupError, Skeleton, Stencil};
 use epsilod_testkit::process::in_own_process;
@@ -15,6 +16,7 @@ fn a_program_started_by_mpirun_that_never_joined_is_told_what_to_do() {
 }
 
 fn never_joined() {
+    epsilod::cluster::note_launch(epsilod::Launch::from_vars(|k| std::env::var(k).ok()));
     let e = Skeleton::new(
         &[10, 10],
         Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
