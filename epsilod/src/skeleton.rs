@@ -248,10 +248,10 @@ impl<T: Cell> Skeleton<T> {
         };
         let auto_depth = options.halo_depth == HaloDepth::Auto && !stencil.kernel.reads_previous();
         if depth > 1 && stencil.kernel.reads_previous() {
-            return Err(SetupError::HaloDepth(format!(
-                "halo depth {depth}: '{}' reads the previous time level, which deep halos do not carry yet; use --halo-depth 1",
-                stencil.name
-            )));
+            return Err(SetupError::HaloDepth {
+                depth,
+                stencil: stencil.name.clone(),
+            });
         }
         if let Some(c) = &options.checkpoint {
             if c.every == 0 {

@@ -18,6 +18,8 @@
 //! }
 //! ```
 
+#[cfg(feature = "mpi")]
+use crate::error::ControlError;
 use crate::error::{ClusterError, RunError, SetupError};
 use crate::job::JobInfo;
 pub use crate::job::Readiness;
@@ -62,7 +64,7 @@ impl Launch {
     ];
 
     /// The launch that the launcher's variables, looked up by `var`, tell
-    /// (`|k| std::env::var(k).ok()` in a program); [`ALONE`](Self::ALONE)
+    /// (a program passes its environment's lookup); [`ALONE`](Self::ALONE)
     /// where no launcher set them.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Launch {
         for (rank, size) in Launch::VARIABLES {
@@ -151,9 +153,7 @@ impl Cluster {
     fn join_mpi() -> Result<Cluster, ClusterError> {
         use ::mpi::traits::*;
         let (universe, threading) = ::mpi::initialize_with_threading(::mpi::Threading::Multiple)
-            .ok_or_else(|| {
-                ClusterError::Mpi("MPI was already initialised: join the cluster once".into())
-            })?;
+            .ok_or(ClusterError::MpiStarted)?;
         let world = universe.world();
         let host =
             ::mpi::environment::processor_name().unwrap_or_else(|_| crate::job::local_host());
@@ -218,10 +218,7 @@ pub(crate) fn agree(info: &JobInfo, mine: Readiness) -> Result<(), RunError> {
         let bytes = serde_json::to_vec(&mine).expect("readiness serialises");
         let all = mpi::all_gather_bytes(&bytes)
             .iter()
-            .map(|b| {
-                serde_json::from_slice(b)
-                    .map_err(|e| RunError::Mpi(format!("a rank's view arrived damaged: {e}")))
-            })
+            .map(|b| serde_json::from_slice(b).map_err(|e| RunError::Mpi(ControlError::View(e))))
             .collect::<Result<Vec<Readiness>, _>>()?;
         verdict(&all)
     }
@@ -347,7 +344,10 @@ mod tests {
         } else {
             assert!(matches!(e, SetupError::NoMpi { size: 2 }), "{e}");
         }
-        assert_eq!(unjoined(Launch { rank: 0, size: 1 }).unwrap(), JobInfo::alone());
+        assert_eq!(
+            unjoined(Launch { rank: 0, size: 1 }).unwrap(),
+            JobInfo::alone()
+        );
         assert_eq!(unjoined(Launch::ALONE).unwrap(), JobInfo::alone());
     }
 
@@ -356,7 +356,9 @@ mod tests {
     #[test]
     #[cfg(not(feature = "mpi"))]
     fn a_build_without_mpi_refuses_a_job_of_several_ranks() {
-        let e = Cluster::join_launched(Launch { rank: 1, size: 3 }).err().expect("no MPI");
+        let e = Cluster::join_launched(Launch { rank: 1, size: 3 })
+            .err()
+            .expect("no MPI");
         assert!(
             matches!(e, ClusterError::Setup(SetupError::NoMpi { size: 3 })),
             "{e}"
