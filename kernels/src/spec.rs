@@ -6,6 +6,7 @@ use crate::toml_error::TomlError;
 use hitmap::{Footprint, Shape};
 use serde::Deserialize;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Errors unless `low` and `high` give one extent each per dimension, for
 /// 1 to [`MAX_DIMS`] dimensions, each at most [`MAX_EXTENT`].
@@ -90,7 +91,7 @@ fn boundary(low: &[usize], high: &[usize]) -> Vec<usize> {
 fn read(path: &Path) -> Result<String, SpecError> {
     std::fs::read_to_string(path).map_err(|e| SpecError::Io {
         path: path.display().to_string(),
-        reason: e.to_string(),
+        source: Arc::new(e),
     })
 }
 
