@@ -64,3 +64,20 @@ pub fn library_kernel<T: Real>(lib: Library, choice: KernelChoice) -> Box<dyn Ke
         KernelChoice::Generic => Box::new(Generic::<T>::new(&lib.spec())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_kernel_is_a_typed_error_naming_the_choices() {
+        assert_eq!("generic".parse(), Ok(KernelChoice::Generic));
+        assert_eq!("specialised".parse(), Ok(KernelChoice::Specialized));
+        let e = "fast".parse::<KernelChoice>().unwrap_err();
+        assert_eq!(e, UnknownKernel("fast".into()));
+        assert_eq!(
+            e.to_string(),
+            "unknown kernel 'fast': use specialized or generic"
+        );
+    }
+}

@@ -345,6 +345,17 @@ mod tests {
             );
         }
         let e = StencilSpec::load(Path::new("/nonexistent/s.toml")).unwrap_err();
-        assert!(matches!(e, SpecError::Io { .. }));
+        // The system's error is kept, typed, as the cause.
+        match &e {
+            SpecError::Io { path, source } => {
+                assert_eq!(path, "/nonexistent/s.toml");
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("{other}"),
+        }
+        assert!(std::error::Error::source(&e).is_some());
+        assert!(e
+            .to_string()
+            .starts_with("cannot read stencil spec /nonexistent/s.toml: "));
     }
 }

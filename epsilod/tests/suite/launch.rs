@@ -38,3 +38,24 @@ fn never_joined() {
         assert!(e.to_string().contains("--features mpi"));
     }
 }
+
+/// The library reads no environment: a launcher's variables alone, never
+/// handed to it, leave a run alone (and complete), as in any process.
+#[test]
+fn the_launchers_variables_reach_the_library_only_through_the_program() {
+    in_own_process(
+        "launch::the_launchers_variables_reach_the_library_only_through_the_program",
+        &[("OMPI_COMM_WORLD_SIZE", "2"), ("OMPI_COMM_WORLD_RANK", "1")],
+        || {
+            let out = Skeleton::new(
+                &[10, 10],
+                Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+            )
+            .iterations(2)
+            .run()
+            .expect("a run alone");
+            assert!(out.is_root());
+            assert_eq!(out.grid.shape(), &[10, 10]);
+        },
+    );
+}
