@@ -28,8 +28,8 @@ pub(crate) fn validate<T>(
     }
     if !dst_extent.contains_shape(region) {
         return Err(DeviceError::Index(HitmapError::OutOfTile {
-            region: region.to_string(),
-            tile: dst_extent.to_string(),
+            region: region.clone(),
+            tile: dst_extent.clone(),
         }));
     }
     let fp = kernel.footprint();

@@ -54,12 +54,10 @@ pub enum Shown {
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum OptionError {
     /// No backend of that name.
-    #[error("unknown device kind '{kind}' (use {known}{})", options_hint(.kind))]
+    #[error("unknown device kind '{kind}' (use {}{})", known_kinds(), options_hint(.kind))]
     UnknownKind {
         /// The name given.
         kind: String,
-        /// The names there are, `a, b or c`.
-        known: String,
     },
     /// An option the backend does not take.
     #[error("{backend} devices take {takes}")]
@@ -70,12 +68,13 @@ pub enum OptionError {
         takes: &'static str,
     },
     /// `layout=` on a backend that keeps cells whole.
-    #[error("{backend} devices keep cells whole: layout= is for {gpus} devices")]
+    #[error(
+        "{backend} devices keep cells whole: layout= is for {} devices",
+        layout_kinds()
+    )]
     NoLayout {
         /// The backend.
         backend: &'static str,
-        /// The backends that take it, `a and b`.
-        gpus: String,
     },
     /// `threads=0`.
     #[error("threads=0: a device needs at least one thread")]
@@ -191,8 +190,6 @@ pub fn device_kind(name: &str, o: &BackendOptions) -> Result<DeviceKind, OptionE
     let Some(backend) = backends().find(|b| b.name == name) else {
         return Err(OptionError::UnknownKind {
             kind: name.to_string(),
-            // The backends every build has; a stand-in is not advertised.
-            known: names(backends().filter(|b| b.shown == Shown::Always), "or"),
         });
     };
     let not_taken = |takes| OptionError::NotTaken {
@@ -214,7 +211,6 @@ pub fn device_kind(name: &str, o: &BackendOptions) -> Result<DeviceKind, OptionE
             if o.layout.is_some() {
                 return Err(OptionError::NoLayout {
                     backend: backend.name,
-                    gpus: names(GPU_BACKENDS.iter().filter(|b| named(b)), "and"),
                 });
             }
             Ok(DeviceKind::Cpu {
@@ -233,6 +229,17 @@ pub fn device_kind(name: &str, o: &BackendOptions) -> Result<DeviceKind, OptionE
 }
 
 /// `a, b or c`.
+/// The kinds a device string may name, `a, b or c`: those every build
+/// has (a stand-in is not advertised).
+fn known_kinds() -> String {
+    names(backends().filter(|b| b.shown == Shown::Always), "or")
+}
+
+/// The backends that take `layout=`, `a and b`.
+fn layout_kinds() -> String {
+    names(GPU_BACKENDS.iter().filter(|b| named(b)), "and")
+}
+
 fn names<'a>(backends: impl Iterator<Item = &'a Backend>, last: &str) -> String {
     let names: Vec<&str> = backends.map(|b| b.name).collect();
     match names.split_last() {

@@ -553,7 +553,7 @@ fn parse_drop_below(s: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_kernel(s: &str) -> Result<KernelChoice, String> {
+fn parse_kernel(s: &str) -> Result<KernelChoice, kernels::UnknownKernel> {
     s.parse::<KernelChoice>()
 }
 

@@ -1,11 +1,12 @@
-//! The environment variables that tune a run and ask for diagnostics, read
-//! here once: the libraries never read the environment; they take these as
+//! The environment variables that tune a run, ask for diagnostics or tell
+//! how a launcher started the process, read here once: the libraries never read the environment; they take these as
 //! typed options ([`GpuOptions`], `RunOptions::host_halos`) and log through
 //! `tracing`, whose filter [`log_filter`] sets.
 
 use crate::error::CliError;
 use controllers::gpu::runs::RunShape;
 use epsilod::devices::{DeviceKind, DeviceSpec, GpuOptions};
+use epsilod::Launch;
 use kernels::CellLayout;
 use tracing_subscriber::filter::{LevelFilter, Targets};
 
@@ -63,6 +64,12 @@ pub fn gpu_options(cuda: bool) -> Result<GpuOptions, CliError> {
         log_fused: set(FUSED_LOG),
         log_launch: set(CUDA_LAUNCH_LOG),
     })
+}
+
+/// How a launcher (mpirun, srun) started this process, from its variables
+/// ([`Launch::VARIABLES`]).
+pub fn launch() -> Launch {
+    Launch::from_vars(|k| std::env::var(k).ok())
 }
 
 /// `EPSILOD_HOST_HALOS=1` sends every halo through the host, even between

@@ -18,7 +18,7 @@ mod view;
 
 use args::Cli;
 use clap::{CommandFactory, FromArgMatches};
-use epsilod::cluster::{print_error, speaks};
+use epsilod::cluster::print_error;
 use epsilod::error::chain;
 use epsilod::Cluster;
 use std::io::IsTerminal;
@@ -40,19 +40,20 @@ fn run() -> i32 {
         .try_init();
     // A negative number reaches the option's own check ("-1 is not in
     // 1..=64") instead of reading as an unknown option "-1".
+    let launch = knobs::launch();
     let command = Cli::command().mut_subcommands(|s| s.allow_negative_numbers(true));
     let cli = match command
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m))
     {
         Ok(c) => c,
-        Err(e) => return bad_arguments(e),
+        Err(e) => return bad_arguments(e, launch.prints_for_all_ranks()),
     };
-    // Under mpirun every rank runs this; rank 0 alone speaks for them.
-    let cluster = match Cluster::join() {
+    // Under mpirun every rank runs this; rank 0 alone prints for them.
+    let cluster = match Cluster::join(launch) {
         Ok(c) => c,
         Err(e) => {
-            if speaks() {
+            if launch.prints_for_all_ranks() {
                 print_error(&chain(&e));
             }
             return 1;
@@ -72,8 +73,9 @@ fn run() -> i32 {
     code
 }
 
-/// Help and version go to stdout with status 0; anything else is one line.
-fn bad_arguments(e: clap::Error) -> i32 {
+/// Help and version go to stdout with status 0; anything else is one line,
+/// printed where `prints` (by one rank of several).
+fn bad_arguments(e: clap::Error, prints: bool) -> i32 {
     use clap::error::ErrorKind;
     if matches!(
         e.kind(),
@@ -101,7 +103,7 @@ fn bad_arguments(e: clap::Error) -> i32 {
         "" => "bad arguments",
         f => f,
     };
-    if speaks() {
+    if prints {
         print_error(&format!("{first} (see 'epsilod --help')"));
     }
     2

@@ -428,13 +428,10 @@ impl DeviceFile {
                 }
             }
             if specs.len() == before {
-                return Err(SetupError::RankWithoutDevice {
+                return Err(SetupError::RankWithoutTable {
                     rank: r,
                     host: host.clone(),
-                    why: format!(
-                        "{} has no [[device]] with host = \"{host}\", host = \"*\" or rank = {r}; add one, or run fewer ranks",
-                        self.path
-                    ),
+                    path: self.path.clone(),
                 });
             }
         }

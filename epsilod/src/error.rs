@@ -2,6 +2,7 @@
 //! one, how to fix it. Causes stay typed (`#[source]`): print a whole chain
 //! with [`chain`].
 
+use crate::size::size_text;
 use controllers::registry::OptionError;
 use controllers::DeviceError;
 use hitmap::{HitmapError, TransportError};
@@ -82,12 +83,12 @@ pub enum SetupError {
     #[error("no devices given: give at least one device")]
     NoDevices,
     /// A global size that does not fit the stencil.
-    #[error("bad size '{size}': {why}")]
+    #[error("bad size '{}': {why}", size_text(size))]
     Size {
-        /// The size, as `AxB`.
-        size: String,
+        /// The size, one width per dimension.
+        size: Vec<usize>,
         /// What is wrong with it.
-        why: String,
+        why: SizeError,
     },
     /// A layout that cannot be made (too thin blocks, a bad partition).
     #[error(transparent)]
@@ -102,7 +103,7 @@ pub enum SetupError {
         size: usize,
     },
     /// Started by a launcher, but the program never joined the job.
-    #[error("this program was started by mpirun as one of {size} ranks but never joined the job: call epsilod::Cluster::join() at the start of main")]
+    #[error("this program was started by mpirun as one of {size} ranks but never joined the job: call epsilod::Cluster::join() at the start of main, with the launch that Launch::from_vars reads")]
     NotJoined {
         /// Ranks in the job.
         size: usize,
@@ -126,14 +127,22 @@ pub enum SetupError {
         ranks: usize,
     },
     /// A rank the placement gives no device.
-    #[error("rank {rank} (host {host}) has no device: {why}")]
+    #[error("rank {rank} (host {host}) has no device: the placement gives it none")]
     RankWithoutDevice {
         /// The rank.
         rank: usize,
         /// Its host.
         host: String,
-        /// Why.
-        why: String,
+    },
+    /// A rank no table of the device file reaches.
+    #[error("rank {rank} (host {host}) has no device: {path} has no [[device]] with host = \"{host}\", host = \"*\" or rank = {rank}; add one, or run fewer ranks")]
+    RankWithoutTable {
+        /// The rank.
+        rank: usize,
+        /// Its host.
+        host: String,
+        /// The device file.
+        path: String,
     },
     /// More memory than a host has for the run's tiles and results.
     #[error("the run needs {:.1} GB of memory on host {host} ({ranks} rank(s): CPU devices' tiles, results) and {:.1} GB is available to it (the host's free memory, or its cgroup's limit where lower): run a smaller size, spread the run over more hosts (mpirun), or ask the batch system for more memory", *need as f64 / 1e9, *available as f64 / 1e9)]
@@ -150,9 +159,15 @@ pub enum SetupError {
     /// No checkpoint to restart from, or one that may not be used.
     #[error(transparent)]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),
-    /// A halo depth the run cannot use.
-    #[error("{0}")]
-    HaloDepth(String),
+    /// Halos deeper than one iteration for a stencil that reads the
+    /// previous time level, which deep halos do not carry.
+    #[error("halo depth {depth}: '{stencil}' reads the previous time level, which deep halos do not carry yet; use --halo-depth 1")]
+    HaloDepth {
+        /// The depth asked for.
+        depth: usize,
+        /// The stencil's name.
+        stencil: String,
+    },
     /// Snapshots that could not be written.
     #[error(transparent)]
     Snapshot(#[from] crate::output::SnapshotError),
@@ -170,7 +185,7 @@ pub enum SetupError {
     CheckpointEvery,
     /// A placement that does not fit the job.
     #[error("bad placement: {0}")]
-    Placement(String),
+    Placement(PlacementError),
     /// Several devices on one rank need MPI_THREAD_MULTIPLE.
     #[error("rank {rank} hosts {devices} devices, which needs MPI_THREAD_MULTIPLE, and this MPI library does not provide it: give each rank one device")]
     NoThreadMultiple {
@@ -178,6 +193,58 @@ pub enum SetupError {
         rank: usize,
         /// Devices placed on it.
         devices: usize,
+    },
+}
+
+/// What makes a global size unusable for a stencil.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SizeError {
+    /// Not one width per dimension of the stencil.
+    #[error("stencil '{stencil}' is {stencil_dims}-d but the size has {size_dims} dimension(s)")]
+    Dims {
+        /// The stencil's name.
+        stencil: String,
+        /// Its dimensions.
+        stencil_dims: usize,
+        /// The size's.
+        size_dims: usize,
+    },
+    /// A width the stencil's boundary takes whole.
+    #[error("dimension {dim} needs more than {border} cells (the boundary of '{stencil}') to leave an interior")]
+    NoInterior {
+        /// The dimension.
+        dim: usize,
+        /// The stencil's boundary cells there, both sides.
+        border: usize,
+        /// The stencil's name.
+        stencil: String,
+    },
+    /// More bytes than an address space holds.
+    #[error("a grid of {cell_bytes}-byte cells this large has more bytes than memory can address")]
+    TooLarge {
+        /// Bytes a cell.
+        cell_bytes: usize,
+    },
+}
+
+/// What makes a placement (the rank of each device) unusable.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PlacementError {
+    /// Not one rank per device.
+    #[error("it names {ranks} ranks for {devices} devices")]
+    Count {
+        /// Ranks named.
+        ranks: usize,
+        /// Devices given.
+        devices: usize,
+    },
+    /// A rank the job does not have.
+    #[error("a device is placed on rank {rank}, but there are {ranks} ranks")]
+    PastLastRank {
+        /// The rank named.
+        rank: usize,
+        /// Ranks in the job.
+        ranks: usize,
     },
 }
 
@@ -222,8 +289,11 @@ pub enum VpError {
     #[error(transparent)]
     Layout(#[from] HitmapError),
     /// A peer broke the protocol (a bug, or a damaged message).
-    #[error("{0}")]
-    Protocol(String),
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    /// The heuristic proposed weights no layout can take.
+    #[error(transparent)]
+    Weights(#[from] heuristics::WeightsError),
     /// A checkpoint could not be written or read.
     #[error(transparent)]
     Checkpoint(#[from] crate::checkpoint::CheckpointError),
@@ -243,6 +313,161 @@ pub enum VpError {
     /// Its thread panicked.
     #[error("it panicked (a bug: please report it)")]
     Panicked,
+}
+
+/// How a peer broke the protocol: a message that is not what the run's
+/// schedule makes due, or a step out of order (a bug, or damage).
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ProtocolError {
+    /// A halo of another length than its region.
+    #[error("halo from {peer} has {got} cells, expected {expected}")]
+    HaloCells {
+        /// The sending process.
+        peer: usize,
+        /// Cells received.
+        got: usize,
+        /// Cells of the region.
+        expected: usize,
+    },
+    /// A halo announced in device memory that is not there.
+    #[error("halo from {peer} said to be in device memory, but is not")]
+    HaloNotOnDevice {
+        /// The sending process.
+        peer: usize,
+    },
+    /// Moved rows of another length than their slab.
+    #[error("moved rows {rows} from {peer} have {got} cells, expected {expected}")]
+    MovedCells {
+        /// The slab of rows.
+        rows: hitmap::Shape,
+        /// The sending process.
+        peer: usize,
+        /// Cells received.
+        got: usize,
+        /// Cells of the slab, every time level.
+        expected: usize,
+    },
+    /// Moved rows announced in device memory that are not there.
+    #[error("moved rows from {peer} said to be in device memory, but are not")]
+    MovedNotOnDevice {
+        /// The sending process.
+        peer: usize,
+    },
+    /// A rebalance over blocks that are not weighted.
+    #[error("load balancing needs a weighted partition (w<d>)")]
+    NotWeighted,
+    /// Another count of kernel times than the gather's round holds.
+    #[error(
+        "times of iterations {period:?} from {peer}: {got} values {delivery}, expected {expected}"
+    )]
+    Times {
+        /// The period's iterations.
+        period: std::ops::Range<u64>,
+        /// The sending process.
+        peer: usize,
+        /// Values received.
+        got: usize,
+        /// How they came.
+        delivery: Delivery,
+        /// Values due.
+        expected: usize,
+    },
+    /// A block for a snapshot of another length than the block.
+    #[error("snapshot block from {peer} has {got} cells, expected {expected}")]
+    SnapshotBlock {
+        /// The sending process.
+        peer: usize,
+        /// Cells received.
+        got: usize,
+        /// Cells of its block.
+        expected: usize,
+    },
+    /// A checkpoint asked of a run that has none.
+    #[error("no checkpoint configured")]
+    NoCheckpoint,
+    /// A checkpoint report of other than one value.
+    #[error("checkpoint report from {peer} has {got} values")]
+    CheckpointReport {
+        /// The sending process.
+        peer: usize,
+        /// Values received.
+        got: usize,
+    },
+    /// An endpoint asked for before the ranks were placed.
+    #[error("endpoints before placement")]
+    BeforePlacement,
+    /// An endpoint asked for twice, or of no process.
+    #[error("no endpoint for virtual process {0}")]
+    NoEndpoint(usize),
+}
+
+/// How a message of a gather came: from its sender directly, or in a
+/// round of the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Sent directly.
+    Direct,
+    /// In this round.
+    Round(usize),
+}
+
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Delivery::Direct => write!(f, "sent directly"),
+            Delivery::Round(r) => write!(f, "in round {r}"),
+        }
+    }
+}
+
+/// What went wrong in the MPI control plane: the agreement, placing the
+/// processes, gathering results, sharing the report.
+#[derive(Debug, Error)]
+pub enum ControlError {
+    /// The transport refused the placement.
+    #[error(transparent)]
+    Placement(TransportError),
+    /// A rank's readiness that does not decode.
+    #[error("a rank's view arrived damaged: {0}")]
+    View(#[source] serde_json::Error),
+    /// A virtual process's result description that does not decode.
+    #[error("virtual process {vp}'s description arrived damaged: {source}")]
+    Description {
+        /// The process.
+        vp: usize,
+        /// The decoder's reason.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A result of another process than the one due.
+    #[error("rank {rank} sent virtual process {sent} where {due} was due")]
+    WrongProcess {
+        /// The sending rank.
+        rank: usize,
+        /// The process it sent.
+        sent: usize,
+        /// The process due.
+        due: usize,
+    },
+    /// A result of another length than its block.
+    #[error("virtual process {vp} sent {bytes} bytes for a block of {cells} cells")]
+    BlockBytes {
+        /// The process.
+        vp: usize,
+        /// Bytes received.
+        bytes: usize,
+        /// Cells of its block.
+        cells: usize,
+    },
+    /// Rank 0's report that does not decode.
+    #[error("the report from rank 0 is unreadable: {0}")]
+    Report(#[source] serde_json::Error),
+    /// A rank that hosts no virtual process.
+    #[error("no virtual process on this rank")]
+    NoProcess,
+    /// A report waited for in a process alone.
+    #[error("a single process has no report to wait for")]
+    NoReport,
 }
 
 /// Why a run failed.
@@ -285,7 +510,7 @@ pub enum RunError {
     },
     /// The MPI control plane failed (gathering results, the report).
     #[error("MPI: {0}")]
-    Mpi(String),
+    Mpi(ControlError),
 }
 
 impl RunError {
@@ -311,9 +536,9 @@ pub enum ClusterError {
     /// `Cluster::join` was called while a cluster was held.
     #[error("the cluster was joined twice: call Cluster::join once")]
     JoinedTwice,
-    /// MPI could not start.
-    #[error("MPI: {0}")]
-    Mpi(String),
+    /// MPI was started before [`Cluster::join`](crate::Cluster::join).
+    #[error("MPI: MPI was already initialised: join the cluster once")]
+    MpiStarted,
 }
 
 /// `error` and its causes, outermost first, joined by `: ` (one line: a
@@ -350,7 +575,11 @@ mod tests {
         let e = RunError::Vp {
             vp: 1,
             device: "cpu:threads=1".into(),
-            cause: VpError::Protocol("halo from 0 has 3 cells, expected 4".into()),
+            cause: VpError::Protocol(ProtocolError::HaloCells {
+                peer: 0,
+                got: 3,
+                expected: 4,
+            }),
         };
         assert_eq!(
             chain(&e),
@@ -367,11 +596,19 @@ mod tests {
         let log = RunError::Vp {
             vp: 0,
             device: "opencl".into(),
-            cause: VpError::Protocol("1 error generated.\n\n  bracket nesting\n".into()),
+            cause: VpError::Device(DeviceError::Backend(controllers::BackendError::Build {
+                kernel: "2d4".into(),
+                api: "OpenCL",
+                cause: Box::new(DeviceError::Backend(controllers::BackendError::ThreadPool(
+                    controllers::ForeignError::new(std::io::Error::other(
+                        "1 error generated.\n\n  bracket nesting\n",
+                    )),
+                ))),
+            })),
         };
         assert_eq!(
             chain(&log),
-            "virtual process 0 (opencl) failed: 1 error generated.; bracket nesting"
+            "virtual process 0 (opencl) failed: device backend failure: kernel '2d4' failed to build for OpenCL: 1 error generated.; bracket nesting"
         );
     }
 }

@@ -8,7 +8,7 @@
 use crate::cluster;
 use crate::cores::{busy_threads, pin_cores};
 use crate::devices::{share_cores, DeviceKind};
-use crate::error::{RunError, SetupError, VpError};
+use crate::error::{ControlError, ProtocolError, RunError, SetupError, VpError};
 use crate::job::{all_cores, cores_here, my_cores, Job, JobInfo, Readiness, WaitPolicy};
 use crate::peer_mail::PeerMail;
 use crate::plan::RunPlan;
@@ -293,7 +293,7 @@ impl<T: Cell> Job<T> for LocalJob<T> {
             .unwrap_or_else(|e| e.into_inner())
             .get_mut(p)
             .and_then(Option::take)
-            .ok_or_else(|| VpError::Protocol(format!("no endpoint for virtual process {p}")))?;
+            .ok_or(VpError::Protocol(ProtocolError::NoEndpoint(p)))?;
         ep.set_spin(match wait {
             WaitPolicy::PollThenBlock => hitmap::SPIN,
             WaitPolicy::Block => Duration::ZERO,
@@ -311,7 +311,7 @@ impl<T: Cell> Job<T> for LocalJob<T> {
     }
 
     fn share(&self, report: Option<Report>) -> Result<Report, RunError> {
-        report.ok_or_else(|| RunError::Mpi("a single process has no report to wait for".into()))
+        report.ok_or(RunError::Mpi(ControlError::NoReport))
     }
 }
 

@@ -60,7 +60,7 @@ mod vp;
 
 pub use alb::Alb;
 pub use checkpoint::{CheckpointError, Checkpointing};
-pub use cluster::Cluster;
+pub use cluster::{Cluster, Launch};
 pub use devices::{DeviceKind, DeviceOptions, DeviceSpec, SlowdownSpec};
 pub use error::{ClusterError, RunError, SetupError, VpError};
 pub use executor::Outcome;

@@ -33,9 +33,49 @@ pub enum OutputError {
     Write {
         /// The file.
         path: String,
-        /// The system's reason.
-        why: String,
+        /// Why.
+        #[source]
+        why: WriteError,
     },
+}
+
+/// Why a result file could not be written in its format.
+#[derive(Debug, Error)]
+pub enum WriteError {
+    /// The system's reason.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// `.dat` files are little-endian.
+    #[error("raw .dat output is little-endian; this host is big-endian")]
+    BigEndian,
+    /// A PGM image of other than a 2-d field of scalars.
+    #[error(
+        "a PGM image holds a 2-d field of one number a cell, not {ndims}-d cells of {components}"
+    )]
+    PgmShape {
+        /// The field's dimensions.
+        ndims: usize,
+        /// Scalars a cell.
+        components: usize,
+    },
+    /// Values a PGM image cannot hold.
+    #[error(transparent)]
+    Pgm(crate::pgm::PgmSyntax),
+    /// Scalars that are neither f32 nor f64.
+    #[error("{0} values: .npy and .vti files hold f32 or f64")]
+    NotFloat(&'static str),
+    /// The array for `.npy` could not be shaped.
+    #[cfg(feature = "npy")]
+    #[error(transparent)]
+    Shape(#[from] ndarray::ShapeError),
+    /// The `.npy` writer's reason.
+    #[cfg(feature = "npy")]
+    #[error(transparent)]
+    Npy(#[from] ndarray_npy::WriteNpyError),
+    /// The `.vti` writer's reason.
+    #[cfg(feature = "vtk")]
+    #[error(transparent)]
+    Vti(#[from] VtiError),
 }
 
 /// Why snapshot files cannot be written where their pattern says.
@@ -220,7 +260,7 @@ pub fn check_writable(path: &Path) -> Result<Format, OutputError> {
     let f = Format::writable(path)?;
     check_creatable(path).map_err(|e| OutputError::Write {
         path: path.display().to_string(),
-        why: e.to_string(),
+        why: e.into(),
     })?;
     Ok(f)
 }
@@ -232,9 +272,9 @@ pub fn epsilod_text(v: f64) -> String {
 
 /// Writes `grid` (row-major) in the format its extension names.
 pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), OutputError> {
-    let err = |e: String| OutputError::Write {
+    let err = |why: WriteError| OutputError::Write {
         path: path.display().to_string(),
-        why: e,
+        why,
     };
     let format = Format::from_path(path)?;
     let cells: Vec<T> = grid.iter().copied().collect();
@@ -249,21 +289,19 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
             write_npy(path, &shape, floats(scalars).map_err(err)?).map_err(err)
         }
         Format::Txt => {
-            let f = File::create(path).map_err(|e| err(e.to_string()))?;
+            let f = File::create(path).map_err(|e| err(e.into()))?;
             let mut w = BufWriter::new(f);
             for &s in scalars {
-                writeln!(w, "{}", epsilod_text(s.into())).map_err(|e| err(e.to_string()))?;
+                writeln!(w, "{}", epsilod_text(s.into())).map_err(|e| err(e.into()))?;
             }
-            w.flush().map_err(|e| err(e.to_string()))
+            w.flush().map_err(|e| err(e.into()))
         }
         Format::Dat => {
             if cfg!(target_endian = "big") {
-                return Err(err(
-                    "raw .dat output is little-endian; this host is big-endian".into(),
-                ));
+                return Err(err(WriteError::BigEndian));
             }
             std::fs::write(path, bytemuck::cast_slice::<T::Scalar, u8>(scalars))
-                .map_err(|e| err(e.to_string()))
+                .map_err(|e| err(e.into()))
         }
         #[cfg(not(feature = "npy"))]
         Format::Npy => Err(OutputError::NotBuilt(format)),
@@ -278,15 +316,14 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
             &[rows, cols] if T::COMPONENTS == 1 => {
                 let values: Vec<f64> = scalars.iter().map(|&s| s.into()).collect();
                 crate::pgm::write(path, rows, cols, &values).map_err(|e| match e {
-                    crate::pgm::PgmError::Io { why, .. } => err(why.to_string()),
-                    crate::pgm::PgmError::Format { why, .. } => err(why.to_string()),
+                    crate::pgm::PgmError::Io { why, .. } => err(why.into()),
+                    crate::pgm::PgmError::Format { why, .. } => err(WriteError::Pgm(why)),
                 })
             }
-            shape => Err(err(format!(
-                "a PGM image holds a 2-d field of one number a cell, not {}-d cells of {}",
-                shape.len(),
-                T::COMPONENTS
-            ))),
+            shape => Err(err(WriteError::PgmShape {
+                ndims: shape.len(),
+                components: T::COMPONENTS,
+            })),
         },
     }
 }
@@ -300,30 +337,26 @@ enum Floats<'a> {
 }
 
 #[cfg(any(feature = "npy", feature = "vtk"))]
-fn floats<S: Cell>(scalars: &[S]) -> Result<Floats<'_>, String> {
+fn floats<S: Cell>(scalars: &[S]) -> Result<Floats<'_>, WriteError> {
     use std::any::TypeId;
     if TypeId::of::<S>() == TypeId::of::<f32>() {
         Ok(Floats::F32(bytemuck::cast_slice(scalars)))
     } else if TypeId::of::<S>() == TypeId::of::<f64>() {
         Ok(Floats::F64(bytemuck::cast_slice(scalars)))
     } else {
-        Err(format!(
-            "{} values: .npy and .vti files hold f32 or f64",
-            std::any::type_name::<S>()
-        ))
+        Err(WriteError::NotFloat(std::any::type_name::<S>()))
     }
 }
 
 #[cfg(feature = "npy")]
-fn write_npy(path: &Path, shape: &[usize], values: Floats<'_>) -> Result<(), String> {
+fn write_npy(path: &Path, shape: &[usize], values: Floats<'_>) -> Result<(), WriteError> {
     fn npy<A: ndarray_npy::WritableElement + Clone>(
         path: &Path,
         shape: &[usize],
         values: &[A],
-    ) -> Result<(), String> {
-        let arr = ArrayD::from_shape_vec(ndarray::IxDyn(shape), values.to_vec())
-            .map_err(|e| e.to_string())?;
-        ndarray_npy::write_npy(path, &arr).map_err(|e| e.to_string())
+    ) -> Result<(), WriteError> {
+        let arr = ArrayD::from_shape_vec(ndarray::IxDyn(shape), values.to_vec())?;
+        Ok(ndarray_npy::write_npy(path, &arr)?)
     }
     match values {
         Floats::F32(v) => npy(path, shape, v),
@@ -334,11 +367,14 @@ fn write_npy(path: &Path, shape: &[usize], values: Floats<'_>) -> Result<(), Str
 /// Why a field cannot be written as VTK image data.
 #[cfg(feature = "vtk")]
 #[derive(Debug, Error)]
-enum VtiError {
+pub enum VtiError {
+    /// VTK images have 1 to 3 dimensions.
     #[error("VTK image data holds 1- to 3-d fields, not {0}-d")]
     Dims(usize),
+    /// More cells along a dimension than VTK counts.
     #[error("{0} cells is too many for VTK")]
     TooMany(usize),
+    /// The VTK writer's reason.
     #[error("{0}")]
     Export(#[from] vtkio::Error),
 }
@@ -350,8 +386,8 @@ fn write_vti(
     shape: &[usize],
     components: usize,
     values: Floats<'_>,
-) -> Result<(), String> {
-    vti(path, shape, components, values).map_err(|e| e.to_string())
+) -> Result<(), WriteError> {
+    Ok(vti(path, shape, components, values)?)
 }
 
 #[cfg(feature = "vtk")]

@@ -4,7 +4,7 @@
 
 use crate::checkpoint::Restart;
 use crate::devices::{DeviceKind, DeviceSpec};
-use crate::error::SetupError;
+use crate::error::{PlacementError, SetupError, SizeError};
 use crate::job::JobInfo;
 pub use crate::options::Observer;
 use crate::options::RunOptions;
@@ -75,24 +75,25 @@ fn checkpoint_records<T>(results: &[VpResult<T>]) -> Vec<CheckpointRecord> {
 /// boundary.
 pub fn interior<T>(size: &[usize], stencil: &Stencil<T>) -> Result<Shape, SetupError> {
     let nd = stencil.low.len();
-    let bad = |why: String| SetupError::Size {
-        size: size_text(size),
+    let bad = |why: SizeError| SetupError::Size {
+        size: size.to_vec(),
         why,
     };
     if size.len() != nd {
-        return Err(bad(format!(
-            "stencil '{}' is {nd}-d but the size has {} dimension(s)",
-            stencil.name,
-            size.len()
-        )));
+        return Err(bad(SizeError::Dims {
+            stencil: stencil.name.clone(),
+            stencil_dims: nd,
+            size_dims: size.len(),
+        }));
     }
     for (d, &width) in size.iter().enumerate() {
         let border = stencil.low[d] + stencil.high[d];
         if width <= border {
-            return Err(bad(format!(
-                "dimension {d} needs more than {border} cells (the boundary of '{}') to leave an interior",
-                stencil.name
-            )));
+            return Err(bad(SizeError::NoInterior {
+                dim: d,
+                border,
+                stencil: stencil.name.clone(),
+            }));
         }
     }
     let cell_bytes = std::mem::size_of::<T>();
@@ -101,9 +102,7 @@ pub fn interior<T>(size: &[usize], stencil: &Stencil<T>) -> Result<Shape, SetupE
         .try_fold(cell_bytes, |b, &w| b.checked_mul(w))
         .filter(|&b| b <= isize::MAX as usize);
     if bytes.is_none() {
-        return Err(bad(format!(
-            "a grid of {cell_bytes}-byte cells this large has more bytes than memory can address"
-        )));
+        return Err(bad(SizeError::TooLarge { cell_bytes }));
     }
     Ok(Shape::from_ranges(
         &(0..nd)
@@ -275,25 +274,25 @@ impl<T> RunPlan<T> {
             }
             Some(p) => {
                 if p.len() != n {
-                    return Err(SetupError::Placement(format!(
-                        "it names {} ranks for {n} devices",
-                        p.len()
-                    )));
+                    return Err(SetupError::Placement(PlacementError::Count {
+                        ranks: p.len(),
+                        devices: n,
+                    }));
                 }
                 p.clone()
             }
         };
         if let Some(&r) = owners.iter().find(|&&r| r >= ranks) {
-            return Err(SetupError::Placement(format!(
-                "a device is placed on rank {r}, but there are {ranks} ranks"
-            )));
+            return Err(SetupError::Placement(PlacementError::PastLastRank {
+                rank: r,
+                ranks,
+            }));
         }
         for (r, host) in job.hosts.iter().enumerate() {
             if !owners.contains(&r) {
                 return Err(SetupError::RankWithoutDevice {
                     rank: r,
                     host: host.clone(),
-                    why: "the placement gives it none".into(),
                 });
             }
         }

@@ -248,10 +248,10 @@ impl<T: Cell> Skeleton<T> {
         };
         let auto_depth = options.halo_depth == HaloDepth::Auto && !stencil.kernel.reads_previous();
         if depth > 1 && stencil.kernel.reads_previous() {
-            return Err(SetupError::HaloDepth(format!(
-                "halo depth {depth}: '{}' reads the previous time level, which deep halos do not carry yet; use --halo-depth 1",
-                stencil.name
-            )));
+            return Err(SetupError::HaloDepth {
+                depth,
+                stencil: stencil.name.clone(),
+            });
         }
         if let Some(c) = &options.checkpoint {
             if c.every == 0 {
@@ -339,7 +339,8 @@ impl<T: Cell> Skeleton<T> {
     }
 
     /// Runs every iteration and gathers the result, in the job this process
-    /// joined with [`Cluster::join`] (alone if it joined none).
+    /// joined with [`Cluster::join`] (alone if it joined none, refused if
+    /// it [noted](crate::cluster::note_launch) a launch of several ranks).
     pub fn run(&self) -> Result<Outcome<T>, RunError> {
         self.run_on(&cluster::current()?)
     }

@@ -4,7 +4,7 @@
 //! pays.
 
 use crate::cluster::Cluster;
-use crate::error::{RunError, SetupError, VpError};
+use crate::error::{ControlError, RunError, SetupError, VpError};
 use crate::executor::LocalJob;
 use crate::job::{all_cores, cores_here, Job, JobInfo, WaitPolicy};
 use hitmap::{Transport, TransportError};
@@ -98,7 +98,7 @@ fn on_job(job: &dyn Job<f32>, owners: &[usize], body: &Body) -> Result<Vec<Vec<f
     if let Some(e) = errors.into_iter().next() {
         return Err(e);
     }
-    all.ok_or_else(|| RunError::Mpi("no virtual process on this rank".into()))
+    all.ok_or(RunError::Mpi(ControlError::NoProcess))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! completes, `lag` periods after its period ended, at the same period end
 //! on every process.
 
+use crate::error::{Delivery, ProtocolError};
 use crate::tag::Tag;
 use heuristics::gather::{self, Gather};
 use hitmap::{Transport, TransportError};
@@ -21,7 +22,7 @@ pub(crate) enum GatherError {
     Net(TransportError),
     /// A message of the wrong length: the processes disagree on the
     /// schedule.
-    Protocol(String),
+    Protocol(ProtocolError),
 }
 
 impl From<TransportError> for GatherError {
@@ -77,7 +78,7 @@ impl TimesGather {
                                 own[0]
                             } else {
                                 let got = t.recv_values(q, tag(&before))?;
-                                check_len(&before, q, &got, 1, "sent directly")?;
+                                check_len(&before, q, &got, 1, Delivery::Direct)?;
                                 got[0]
                             });
                         }
@@ -108,7 +109,7 @@ impl TimesGather {
                     let tag = Tag::Times(before.end - 1).encode();
                     for q in (0..self.procs).filter(|&q| q != self.me) {
                         let got = t.recv_values(q, tag)?;
-                        check_len(&before, q, &got, 1, "sent directly")?;
+                        check_len(&before, q, &got, 1, Delivery::Direct)?;
                     }
                 }
             }
@@ -131,7 +132,7 @@ impl TimesGather {
             let tag = Tag::Times(p.end - 1).encode();
             let (_, from, count) = gather::round(me, procs, *done);
             let got = t.recv_values(from, tag)?;
-            check_len(p, from, &got, count, &format!("in round {done}"))?;
+            check_len(p, from, &got, count, Delivery::Round(*done))?;
             held.extend_from_slice(&got);
             *done += 1;
             if *done < rounds {
@@ -160,15 +161,18 @@ fn check_len(
     from: usize,
     got: &[f64],
     count: usize,
-    how: &str,
+    delivery: Delivery,
 ) -> Result<(), GatherError> {
     if got.len() == count {
         return Ok(());
     }
-    Err(GatherError::Protocol(format!(
-        "times of iterations {period:?} from {from}: {} values {how}, expected {count}",
-        got.len()
-    )))
+    Err(GatherError::Protocol(ProtocolError::Times {
+        period: period.clone(),
+        peer: from,
+        got: got.len(),
+        delivery,
+        expected: count,
+    }))
 }
 
 #[cfg(test)]
@@ -241,6 +245,7 @@ mod tests {
                 .unwrap();
             match g.advance(&mut me, 1..2, 1.0) {
                 Err(GatherError::Protocol(why)) => {
+                    let why = why.to_string();
                     assert!(why.contains("from 1: 2 values"), "{why}")
                 }
                 other => panic!("{other:?}"),

@@ -7,10 +7,13 @@ use std::process::ExitCode;
 /// as `error: ...` with its causes. Under MPI only rank 0 prints: every rank
 /// meets the same error (a rank failing alone ends the job itself).
 pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
-    let cluster = match epsilod::Cluster::join() {
+    // The launcher's variables, read here: the library never reads the
+    // environment.
+    let launch = epsilod::Launch::from_vars(|k| std::env::var(k).ok());
+    let cluster = match epsilod::Cluster::join(launch) {
         Ok(c) => c,
         Err(e) => {
-            if epsilod::cluster::speaks() {
+            if launch.prints_for_all_ranks() {
                 epsilod::cluster::print_error(&epsilod::error::chain(&e));
             }
             return ExitCode::FAILURE;

@@ -1,3 +1,4 @@
+use crate::shape::Shape;
 use thiserror::Error;
 
 /// Errors from building tiles, layouts and plans.
@@ -10,9 +11,9 @@ pub enum HitmapError {
     /// A region outside the tile's extent (both printed).
     OutOfTile {
         /// The region asked for.
-        region: String,
+        region: Shape,
         /// The tile's extent.
-        tile: String,
+        tile: Shape,
     },
     #[error("expected {expected} elements, got {got}")]
     /// Data of the wrong length for a region.
@@ -87,7 +88,7 @@ pub enum HitmapError {
     /// The allocator refused a tile's memory (or its size overflows).
     OutOfMemory {
         /// The tile's allocation.
-        tile: String,
+        tile: Shape,
         /// Its cells.
         cells: usize,
         /// Bytes a cell.

@@ -31,13 +31,13 @@ impl<T: Copy> Tile<T> {
         }
         if extent.ndims() != alloc.ndims() || !alloc.contains_shape(&extent) {
             return Err(HitmapError::OutOfTile {
-                region: extent.to_string(),
-                tile: alloc.to_string(),
+                region: extent.clone(),
+                tile: alloc.clone(),
             });
         }
         let cells = alloc.card();
         let out_of_memory = || HitmapError::OutOfMemory {
-            tile: alloc.to_string(),
+            tile: alloc.clone(),
             cells,
             cell_bytes: std::mem::size_of::<T>(),
         };
@@ -142,8 +142,8 @@ impl<T: Copy> Tile<T> {
     fn slices(&self, region: &Shape) -> Result<Vec<Slice>, HitmapError> {
         if region.ndims() != self.ndims() || !self.extent.contains_shape(region) {
             return Err(HitmapError::OutOfTile {
-                region: region.to_string(),
-                tile: self.extent.to_string(),
+                region: region.clone(),
+                tile: self.extent.clone(),
             });
         }
         Ok(region

@@ -1,6 +1,8 @@
+use crate::expr::error::{ExprError, Part};
+use std::sync::Arc;
 use thiserror::Error;
 
-#[derive(Debug, Clone, PartialEq, Error)]
+#[derive(Debug, Clone, Error)]
 pub enum SpecError {
     #[error("stencil spec has no dimensions: give 'low' and 'high' extents, one per dimension")]
     NoDims,
@@ -20,18 +22,24 @@ pub enum SpecError {
     BadFactor(f64),
     #[error("in {part}, at character {at}: {why}")]
     Expr {
-        part: String,
+        part: Part,
         at: usize,
-        why: String,
+        why: ExprError,
     },
-    #[error("cannot read stencil spec {path}: {reason}")]
-    Io { path: String, reason: String },
+    /// The file could not be read (shared, so that the error stays
+    /// `Clone`).
+    #[error("cannot read stencil spec {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
     #[error("invalid stencil spec {path}: {reason}")]
     Parse { path: String, reason: ParseReason },
 }
 
 /// What makes a spec file's text not a spec.
-#[derive(Debug, Clone, PartialEq, Error)]
+#[derive(Debug, Clone, Error)]
 pub enum ParseReason {
     /// Not TOML, or not the tables a spec has.
     #[error(transparent)]
@@ -63,3 +71,8 @@ pub enum KernelError {
     )]
     LaunchRank { strides: usize, region: usize },
 }
+
+/// A kernel choice that names no kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown kernel '{0}': use specialized or generic")]
+pub struct UnknownKernel(pub String);

@@ -22,7 +22,7 @@ pub mod toml_error;
 pub use cell::{Cell, Real};
 pub use custom::{Custom, Neighbourhood};
 pub use device::{CellDecl, CellLayout, DeviceKernel, DeviceScalar, Dialect, Table};
-pub use error::{KernelError, ParseReason, SpecError};
+pub use error::{KernelError, ParseReason, SpecError, UnknownKernel};
 pub use expr::{ExprCell, ExprKernel, ExprSpec};
 pub use formula::Formula;
 pub use frame::{for_each_row, Frame};
@@ -47,12 +47,12 @@ pub enum KernelChoice {
 }
 
 impl FromStr for KernelChoice {
-    type Err = String;
-    fn from_str(s: &str) -> Result<KernelChoice, String> {
+    type Err = UnknownKernel;
+    fn from_str(s: &str) -> Result<KernelChoice, UnknownKernel> {
         match s {
             "specialized" | "specialised" => Ok(KernelChoice::Specialized),
             "generic" => Ok(KernelChoice::Generic),
-            _ => Err(format!("unknown kernel '{s}': use specialized or generic")),
+            _ => Err(UnknownKernel(s.to_string())),
         }
     }
 }
@@ -62,5 +62,22 @@ pub fn library_kernel<T: Real>(lib: Library, choice: KernelChoice) -> Box<dyn Ke
     match choice {
         KernelChoice::Specialized => Box::new(Specialized::<T>::new(lib)),
         KernelChoice::Generic => Box::new(Generic::<T>::new(&lib.spec())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_kernel_is_a_typed_error_naming_the_choices() {
+        assert_eq!("generic".parse(), Ok(KernelChoice::Generic));
+        assert_eq!("specialised".parse(), Ok(KernelChoice::Specialized));
+        let e = "fast".parse::<KernelChoice>().unwrap_err();
+        assert_eq!(e, UnknownKernel("fast".into()));
+        assert_eq!(
+            e.to_string(),
+            "unknown kernel 'fast': use specialized or generic"
+        );
     }
 }

@@ -6,6 +6,7 @@ use crate::toml_error::TomlError;
 use hitmap::{Footprint, Shape};
 use serde::Deserialize;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Errors unless `low` and `high` give one extent each per dimension, for
 /// 1 to [`MAX_DIMS`] dimensions, each at most [`MAX_EXTENT`].
@@ -90,7 +91,7 @@ fn boundary(low: &[usize], high: &[usize]) -> Vec<usize> {
 fn read(path: &Path) -> Result<String, SpecError> {
     std::fs::read_to_string(path).map_err(|e| SpecError::Io {
         path: path.display().to_string(),
-        reason: e.to_string(),
+        source: Arc::new(e),
     })
 }
 
@@ -344,6 +345,17 @@ mod tests {
             );
         }
         let e = StencilSpec::load(Path::new("/nonexistent/s.toml")).unwrap_err();
-        assert!(matches!(e, SpecError::Io { .. }));
+        // The system's error is kept, typed, as the cause.
+        match &e {
+            SpecError::Io { path, source } => {
+                assert_eq!(path, "/nonexistent/s.toml");
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("{other}"),
+        }
+        assert!(std::error::Error::source(&e).is_some());
+        assert!(e
+            .to_string()
+            .starts_with("cannot read stencil spec /nonexistent/s.toml: "));
     }
 }

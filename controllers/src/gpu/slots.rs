@@ -49,8 +49,8 @@ pub fn check_alloc(extent: &Shape, capacity: &Shape) -> Result<(), DeviceError> 
     }
     if extent.ndims() != capacity.ndims() || !capacity.contains_shape(extent) {
         return Err(DeviceError::Index(HitmapError::OutOfTile {
-            region: extent.to_string(),
-            tile: capacity.to_string(),
+            region: extent.clone(),
+            tile: capacity.clone(),
         }));
     }
     Ok(())
@@ -61,8 +61,8 @@ impl<B> Slot<B> {
     pub fn check_region(&self, region: &Shape) -> Result<(), DeviceError> {
         if region.ndims() != self.extent.ndims() || !self.extent.contains_shape(region) {
             return Err(DeviceError::Index(HitmapError::OutOfTile {
-                region: region.to_string(),
-                tile: self.extent.to_string(),
+                region: region.clone(),
+                tile: self.extent.clone(),
             }));
         }
         Ok(())

@@ -8,7 +8,8 @@
 //!
 //! ```no_run
 //! fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let cluster = epsilod::Cluster::join()?;
+//!     let launch = epsilod::cluster::Launch::from_vars(|k| std::env::var(k).ok());
+//!     let cluster = epsilod::Cluster::join(launch)?;
 //!     // ... Skeleton::new(...).run_in(&cluster)? on every rank ...
 //!     if cluster.is_root() {
 //!         // only rank 0 holds the gathered grid
@@ -17,6 +18,8 @@
 //! }
 //! ```
 
+#[cfg(feature = "mpi")]
+use crate::error::ControlError;
 use crate::error::{ClusterError, RunError, SetupError};
 use crate::job::JobInfo;
 pub use crate::job::Readiness;
@@ -38,34 +41,73 @@ pub struct Cluster {
     _universe: Option<::mpi::environment::Universe>,
 }
 
-/// `(rank, size)` when a launcher (OpenMPI's mpirun, a PMI-2 launcher such as
-/// `srun --mpi=pmi2` or MPICH's mpiexec) started
-/// this process as one of several, read from its environment, so it is
-/// known before (and without) MPI. The library's one read of the
-/// environment: [`Skeleton::run`](crate::Skeleton::run) in a process that
-/// never joined must still find out it is one of several ranks.
-pub fn launched() -> Option<(usize, usize)> {
-    launched_from(|k| std::env::var(k).ok())
+/// How this process was started: alone, or by a launcher (OpenMPI's
+/// mpirun, a PMI-2 launcher such as `srun --mpi=pmi2` or MPICH's mpiexec)
+/// as one rank of several. The program reads it from the launcher's
+/// variables ([`Launch::from_vars`]) and hands it to [`Cluster::join`]:
+/// the library itself never reads the environment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    rank: usize,
+    size: usize,
 }
 
-/// [`launched`] with the launcher's variables looked up by `var`.
-pub fn launched_from(var: impl Fn(&str) -> Option<String>) -> Option<(usize, usize)> {
-    for (rank, size) in [
+impl Launch {
+    /// A process no launcher started: rank 0 of 1.
+    pub const ALONE: Launch = Launch { rank: 0, size: 1 };
+
+    /// The variables a launcher sets, `(rank, size)`, in the order they are
+    /// looked up: OpenMPI's, then PMI's.
+    pub const VARIABLES: [(&'static str, &'static str); 2] = [
         ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
         ("PMI_RANK", "PMI_SIZE"),
-    ] {
-        if let Some(n) = var(size).and_then(|s| s.parse::<usize>().ok()) {
-            let r = var(rank).and_then(|s| s.parse().ok()).unwrap_or(0);
-            return Some((r, n));
+    ];
+
+    /// The launch that the launcher's variables, looked up by `var`, tell
+    /// (a program passes its environment's lookup); [`ALONE`](Self::ALONE)
+    /// where no launcher set them.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Launch {
+        for (rank, size) in Launch::VARIABLES {
+            if let Some(n) = var(size).and_then(|s| s.parse::<usize>().ok()) {
+                let r = var(rank).and_then(|s| s.parse().ok()).unwrap_or(0);
+                return Launch { rank: r, size: n };
+            }
         }
+        Launch::ALONE
     }
-    None
+
+    /// This process's rank.
+    pub fn rank(self) -> usize {
+        self.rank
+    }
+
+    /// Ranks the launcher started.
+    pub fn size(self) -> usize {
+        self.size
+    }
+
+    /// Whether this process prints what every rank would print alike (an
+    /// error all meet, help): rank 0 only, even before MPI is up.
+    pub fn prints_for_all_ranks(self) -> bool {
+        self.rank == 0
+    }
+
+    /// One of several ranks, as `(rank, size)`; `None` alone.
+    fn of_several(self) -> Option<(usize, usize)> {
+        (self.size > 1).then_some((self.rank, self.size))
+    }
 }
 
-/// Whether this process should print what every rank would print alike:
-/// rank 0 only, even before MPI is up.
-pub fn speaks() -> bool {
-    launched().is_none_or(|(r, _)| r == 0)
+/// How a launcher started this process, as the program last said
+/// ([`note_launch`], [`Cluster::join`]): what a run outside a joined
+/// cluster checks.
+static LAUNCH: Mutex<Launch> = Mutex::new(Launch::ALONE);
+
+/// Tells the library how this process was started, where the program runs
+/// without joining: a [`Skeleton::run`](crate::Skeleton::run) in one of
+/// several ranks then refuses to run alone. [`Cluster::join`] tells it too.
+pub fn note_launch(launch: Launch) {
+    *LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = launch;
 }
 
 /// Prints `error: <message>` on stderr in one write: under mpirun, stderr
@@ -78,16 +120,18 @@ pub fn print_error(message: &str) {
 }
 
 impl Cluster {
-    /// Joins the job: starts MPI when a launcher started several ranks, and
-    /// learns every rank's host.
-    pub fn join() -> Result<Cluster, ClusterError> {
-        Cluster::join_launched(launched())
+    /// Joins the job of a process started as `launch`: starts MPI when a
+    /// launcher started several ranks, and learns every rank's host.
+    pub fn join(launch: Launch) -> Result<Cluster, ClusterError> {
+        let cluster = Cluster::join_launched(launch)?;
+        note_launch(launch);
+        Ok(cluster)
     }
 
-    /// [`join`](Self::join) in a process a launcher started as `launch`
-    /// (its rank and the job's size), or none.
-    fn join_launched(launch: Option<(usize, usize)>) -> Result<Cluster, ClusterError> {
-        let launch = launch.filter(|&(_, size)| size > 1);
+    /// [`join`](Self::join), the launch not noted (tests of a refused
+    /// join share their process with other tests' runs).
+    fn join_launched(launch: Launch) -> Result<Cluster, ClusterError> {
+        let launch = launch.of_several();
         #[cfg(not(feature = "mpi"))]
         if let Some((_, size)) = launch {
             return Err(SetupError::NoMpi { size }.into());
@@ -109,9 +153,7 @@ impl Cluster {
     fn join_mpi() -> Result<Cluster, ClusterError> {
         use ::mpi::traits::*;
         let (universe, threading) = ::mpi::initialize_with_threading(::mpi::Threading::Multiple)
-            .ok_or_else(|| {
-                ClusterError::Mpi("MPI was already initialised: join the cluster once".into())
-            })?;
+            .ok_or(ClusterError::MpiStarted)?;
         let world = universe.world();
         let host =
             ::mpi::environment::processor_name().unwrap_or_else(|_| crate::job::local_host());
@@ -176,10 +218,7 @@ pub(crate) fn agree(info: &JobInfo, mine: Readiness) -> Result<(), RunError> {
         let bytes = serde_json::to_vec(&mine).expect("readiness serialises");
         let all = mpi::all_gather_bytes(&bytes)
             .iter()
-            .map(|b| {
-                serde_json::from_slice(b)
-                    .map_err(|e| RunError::Mpi(format!("a rank's view arrived damaged: {e}")))
-            })
+            .map(|b| serde_json::from_slice(b).map_err(|e| RunError::Mpi(ControlError::View(e))))
             .collect::<Result<Vec<Readiness>, _>>()?;
         verdict(&all)
     }
@@ -248,13 +287,13 @@ pub(crate) fn current() -> Result<JobInfo, SetupError> {
     if let Some(job) = ACTIVE.lock().unwrap_or_else(|p| p.into_inner()).clone() {
         return Ok(job);
     }
-    unjoined(launched())
+    unjoined(*LAUNCH.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
 /// The job of a process that joined none, a launcher having started it as
-/// `launch` (its rank and the job's size), or not.
-fn unjoined(launch: Option<(usize, usize)>) -> Result<JobInfo, SetupError> {
-    match launch.filter(|l| l.1 > 1) {
+/// `launch`.
+fn unjoined(launch: Launch) -> Result<JobInfo, SetupError> {
+    match launch.of_several() {
         Some((_, size)) if cfg!(feature = "mpi") => Err(SetupError::NotJoined { size }),
         Some((_, size)) => Err(SetupError::NoMpi { size }),
         None => Ok(JobInfo::alone()),
@@ -267,21 +306,26 @@ mod tests {
     use std::collections::HashMap;
 
     #[test]
-    fn launchers_are_read_from_the_environment() {
+    fn launchers_are_read_from_their_variables() {
         let env = |pairs: &[(&str, &str)]| {
             let m: HashMap<String, String> = pairs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-            launched_from(move |k| m.get(k).cloned())
+            Launch::from_vars(move |k| m.get(k).cloned())
         };
-        assert_eq!(env(&[]), None);
+        assert_eq!(env(&[]), Launch::ALONE);
         assert_eq!(
             env(&[("OMPI_COMM_WORLD_SIZE", "4"), ("OMPI_COMM_WORLD_RANK", "2")]),
-            Some((2, 4))
+            Launch { rank: 2, size: 4 }
         );
-        assert_eq!(env(&[("PMI_SIZE", "3"), ("PMI_RANK", "1")]), Some((1, 3)));
-        assert_eq!(env(&[("PMI_SIZE", "x")]), None);
+        assert_eq!(
+            env(&[("PMI_SIZE", "3"), ("PMI_RANK", "1")]),
+            Launch { rank: 1, size: 3 }
+        );
+        assert_eq!(env(&[("PMI_SIZE", "x")]), Launch::ALONE);
+        assert!(env(&[("PMI_SIZE", "3")]).prints_for_all_ranks());
+        assert!(!env(&[("PMI_SIZE", "3"), ("PMI_RANK", "1")]).prints_for_all_ranks());
     }
 
     #[test]
@@ -294,14 +338,17 @@ mod tests {
     /// joined is told to join, or, in a build without MPI, to rebuild.
     #[test]
     fn a_rank_that_never_joined_is_told_what_to_do() {
-        let e = unjoined(Some((0, 2))).expect_err("one of two ranks");
+        let e = unjoined(Launch { rank: 0, size: 2 }).expect_err("one of two ranks");
         if cfg!(feature = "mpi") {
             assert!(matches!(e, SetupError::NotJoined { size: 2 }), "{e}");
         } else {
             assert!(matches!(e, SetupError::NoMpi { size: 2 }), "{e}");
         }
-        assert_eq!(unjoined(Some((0, 1))).unwrap(), JobInfo::alone());
-        assert_eq!(unjoined(None).unwrap(), JobInfo::alone());
+        assert_eq!(
+            unjoined(Launch { rank: 0, size: 1 }).unwrap(),
+            JobInfo::alone()
+        );
+        assert_eq!(unjoined(Launch::ALONE).unwrap(), JobInfo::alone());
     }
 
     /// Without MPI, a process a launcher started as one of several ranks
@@ -309,7 +356,9 @@ mod tests {
     #[test]
     #[cfg(not(feature = "mpi"))]
     fn a_build_without_mpi_refuses_a_job_of_several_ranks() {
-        let e = Cluster::join_launched(Some((1, 3))).err().expect("no MPI");
+        let e = Cluster::join_launched(Launch { rank: 1, size: 3 })
+            .err()
+            .expect("no MPI");
         assert!(
             matches!(e, ClusterError::Setup(SetupError::NoMpi { size: 3 })),
             "{e}"

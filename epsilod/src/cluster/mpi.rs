@@ -7,7 +7,7 @@
 //! tags above the transport's.
 
 use super::print_error;
-use crate::error::{chain, RunError, VpError};
+use crate::error::{chain, ControlError, ProtocolError, RunError, VpError};
 use crate::job::{Job, JobInfo, Readiness, WaitPolicy};
 use crate::report::Report;
 use crate::results::{VpMeta, VpResult};
@@ -46,8 +46,8 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
     }
 
     fn place(&self, owners: &[usize]) -> Result<(), RunError> {
-        let placement =
-            Placement::new(owners.to_vec()).map_err(|e| RunError::Mpi(e.to_string()))?;
+        let placement = Placement::new(owners.to_vec())
+            .map_err(|e| RunError::Mpi(ControlError::Placement(e)))?;
         let _ = self.placement.set(Arc::new(placement));
         Ok(())
     }
@@ -58,7 +58,7 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
         let placement = self
             .placement
             .get()
-            .ok_or_else(|| VpError::Protocol("endpoints before placement".into()))?;
+            .ok_or(VpError::Protocol(ProtocolError::BeforePlacement))?;
         Ok(Box::new(MpiTransport::<T>::new(p, placement.clone())?))
     }
 
@@ -95,25 +95,24 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
         for p in (0..owners.len()).filter(|&p| owners[p] != 0) {
             let from = world.process_at_rank(owners[p] as i32);
             let (meta, _) = from.receive_vec_with_tag::<u8>(META_TAG);
-            let meta: VpMeta = serde_json::from_slice(&meta).map_err(|e| {
-                RunError::Mpi(format!(
-                    "virtual process {p}'s description arrived damaged: {e}"
-                ))
-            })?;
+            let meta: VpMeta = serde_json::from_slice(&meta)
+                .map_err(|source| RunError::Mpi(ControlError::Description { vp: p, source }))?;
             let (q, mut r) = meta.into_result::<T>();
             if q != p {
-                return Err(RunError::Mpi(format!(
-                    "rank {} sent virtual process {q} where {p} was due",
-                    owners[p]
-                )));
+                return Err(RunError::Mpi(ControlError::WrongProcess {
+                    rank: owners[p],
+                    sent: q,
+                    due: p,
+                }));
             }
             let (msg, status) = from.matched_probe_with_tag(DATA_TAG);
             let bytes = status.count(u8::equivalent_datatype()) as usize;
             if bytes != r.block.card() * std::mem::size_of::<T>() {
-                return Err(RunError::Mpi(format!(
-                    "virtual process {p} sent {bytes} bytes for a block of {} cells",
-                    r.block.card()
-                )));
+                return Err(RunError::Mpi(ControlError::BlockBytes {
+                    vp: p,
+                    bytes,
+                    cells: r.block.card(),
+                }));
             }
             r.data = vec![T::zeroed(); r.block.card()];
             msg.matched_receive_into(bytemuck::cast_slice_mut::<T, u8>(&mut r.data));
@@ -128,7 +127,7 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
             return Ok(r);
         }
         serde_json::from_slice(&broadcast_from_root(None))
-            .map_err(|e| RunError::Mpi(format!("the report from rank 0 is unreadable: {e}")))
+            .map_err(|e| RunError::Mpi(ControlError::Report(e)))
     }
 }
 

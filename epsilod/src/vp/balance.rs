@@ -5,7 +5,7 @@
 use super::geometry::Geometry;
 use super::{dense, fill_init, Vp};
 use crate::alb::Alb;
-use crate::error::{RunError, VpError};
+use crate::error::{ProtocolError, RunError, VpError};
 use crate::report::{DecisionOutcome, DecisionRecord, Redistribution};
 use crate::tag::Tag;
 use crate::times::TimesGather;
@@ -75,7 +75,7 @@ impl<T: Cell> Vp<'_, T> {
             let proposed = a
                 .roster
                 .weights(&windows, d.weights.as_deref())
-                .map_err(|e| self.fail(VpError::Protocol(e.to_string())))?;
+                .map_err(|e| self.fail(VpError::Weights(e)))?;
             match self.rebalance(it, a, &windows, &holding, proposed)? {
                 Some(r) => {
                     if self.p == 0 {
@@ -121,9 +121,7 @@ impl<T: Cell> Vp<'_, T> {
         let t0 = Instant::now();
         let old = self.geometry.layout.clone();
         let Partition::Weighted(d) = old.partition() else {
-            return Err(self.fail(VpError::Protocol(
-                "load balancing needs a weighted partition (w<d>)".into(),
-            )));
+            return Err(self.fail(VpError::Protocol(ProtocolError::NotWeighted)));
         };
         let fp = self.run.problem.stencil.kernel.footprint();
         let Some((weights, new)) =
@@ -283,10 +281,9 @@ impl<T: Cell> Vp<'_, T> {
             if first.is_empty() {
                 for &b in levels {
                     let Some(rows) = self.mail.take(m.from, self.p, tag) else {
-                        return Err(self.fail(VpError::Protocol(format!(
-                            "moved rows from {} said to be in device memory, but are not",
-                            m.from
-                        ))));
+                        return Err(self.fail(VpError::Protocol(
+                            ProtocolError::MovedNotOnDevice { peer: m.from },
+                        )));
                     };
                     self.recycled_dev.push(rows);
                     let rows = &self.recycled_dev[self.recycled_dev.len() - 1];
@@ -307,12 +304,12 @@ impl<T: Cell> Vp<'_, T> {
                 };
                 let cells = slab.card();
                 if msg.len() != cells * levels.len() {
-                    return Err(self.fail(VpError::Protocol(format!(
-                        "moved rows {slab} from {} have {} cells, expected {}",
-                        m.from,
-                        msg.len(),
-                        cells * levels.len()
-                    ))));
+                    return Err(self.fail(VpError::Protocol(ProtocolError::MovedCells {
+                        rows: slab.clone(),
+                        peer: m.from,
+                        got: msg.len(),
+                        expected: cells * levels.len(),
+                    })));
                 }
                 for (&b, part) in levels.iter().zip(msg.chunks(cells)) {
                     self.device

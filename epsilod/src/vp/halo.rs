@@ -5,7 +5,7 @@
 
 use super::{dense, fill_init, Vp};
 use crate::depth_trials::Trials;
-use crate::error::{RunError, VpError};
+use crate::error::{ProtocolError, RunError, VpError};
 use crate::report::DepthTrial;
 use crate::tag::Tag;
 use controllers::BufferId;
@@ -215,9 +215,9 @@ impl<T: Cell> Vp<'_, T> {
                 .map_err(|e| self.net_err(e))?;
             if msg.is_empty() && card > 0 {
                 let Some(cells) = self.mail.take(peer, self.p, tag) else {
-                    return Err(self.fail(VpError::Protocol(format!(
-                        "halo from {peer} said to be in device memory, but is not"
-                    ))));
+                    return Err(
+                        self.fail(VpError::Protocol(ProtocolError::HaloNotOnDevice { peer }))
+                    );
                 };
                 let regions = self.geometry.plan.vp(self.p).recvs[i].regions.clone();
                 // Kept for a send after the copies are done (the exchange's
@@ -233,10 +233,11 @@ impl<T: Cell> Vp<'_, T> {
                 continue;
             }
             if msg.len() != card {
-                return Err(self.fail(VpError::Protocol(format!(
-                    "halo from {peer} has {} cells, expected {card}",
-                    msg.len()
-                ))));
+                return Err(self.fail(VpError::Protocol(ProtocolError::HaloCells {
+                    peer,
+                    got: msg.len(),
+                    expected: card,
+                })));
             }
             let mut off = 0;
             let x = &self.geometry.plan.vp(self.p).recvs[i];

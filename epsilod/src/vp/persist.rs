@@ -4,7 +4,7 @@
 use super::balance::AlbState;
 use super::Vp;
 use crate::checkpoint::{self, BlockEntry, Manifest};
-use crate::error::{RunError, VpError};
+use crate::error::{ProtocolError, RunError, VpError};
 use crate::report::CheckpointRecord;
 use crate::tag::Tag;
 use kernels::Cell;
@@ -31,11 +31,11 @@ impl<T: Cell> Vp<'_, T> {
         for q in 1..layout.procs() {
             let v = self.transport.recv(q, tag).map_err(|e| self.net_err(e))?;
             if v.len() != layout.block(q).card() {
-                return Err(self.fail(VpError::Protocol(format!(
-                    "snapshot block from {q} has {} cells, expected {}",
-                    v.len(),
-                    layout.block(q).card()
-                ))));
+                return Err(self.fail(VpError::Protocol(ProtocolError::SnapshotBlock {
+                    peer: q,
+                    got: v.len(),
+                    expected: layout.block(q).card(),
+                })));
             }
             parts.push(v);
         }
@@ -74,7 +74,7 @@ impl<T: Cell> Vp<'_, T> {
         let t0 = Instant::now();
         self.finish_checkpoint()?;
         let Some(c) = self.run.options.checkpoint.clone() else {
-            return Err(self.fail(VpError::Protocol("no checkpoint configured".into())));
+            return Err(self.fail(VpError::Protocol(ProtocolError::NoCheckpoint)));
         };
         let block = self.geometry.block.clone();
         let levels = if self.run.problem.stencil.kernel.reads_previous() {
@@ -116,10 +116,12 @@ impl<T: Cell> Vp<'_, T> {
                     match v[..] {
                         [b] => b as u64,
                         _ => {
-                            return Err(self.fail(VpError::Protocol(format!(
-                                "checkpoint report from {q} has {} values",
-                                v.len()
-                            ))))
+                            return Err(self.fail(VpError::Protocol(
+                                ProtocolError::CheckpointReport {
+                                    peer: q,
+                                    got: v.len(),
+                                },
+                            )))
                         }
                     }
                 };

@@ -145,7 +145,8 @@ fn kernels_reading_the_previous_level_refuse_deep_halos() {
         .halo_depth(HaloDepth::Depth(2))
         .run();
     match r {
-        Err(RunError::Setup(SetupError::HaloDepth(why))) => {
+        Err(RunError::Setup(e @ SetupError::HaloDepth { .. })) => {
+            let why = e.to_string();
             assert!(why.contains("previous time level"), "{why}")
         }
         Err(e) => panic!("{e}"),

@@ -21,7 +21,8 @@ fn process_0_on_rank_1_leaves_the_report_whole() {
 }
 
 fn rank_main() {
-    let cluster = Cluster::join().expect("joining the job");
+    let launch = epsilod::Launch::from_vars(|k| std::env::var(k).ok());
+    let cluster = Cluster::join(launch).expect("joining the job");
     // Two devices, times sent directly; then three, process 0 and 2 on
     // rank 1, their times along Bruck's tree (as runs of more than 32
     // devices send them), crossing the ranks in every round.

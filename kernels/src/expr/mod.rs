@@ -26,6 +26,7 @@
 //! expressions, and reads pick a component, `u[o0, ...][k]`, `old2[k]`.
 
 pub mod build;
+pub mod error;
 mod eval;
 mod fused;
 pub(crate) mod parse;
@@ -39,6 +40,7 @@ use crate::frame::Frame;
 use crate::kernel::{AuxField, Kernel};
 use crate::spec::check_extents;
 use crate::toml_error::TomlError;
+use error::{ExprError, Part};
 use hitmap::Footprint;
 use parse::{Kind, Scope};
 use serde::Deserialize;
@@ -137,26 +139,18 @@ fn update_texts(value: &toml::Value, components: Option<usize>) -> Result<Vec<St
             match texts {
                 Some(t) if t.len() == n => Ok(t),
                 Some(t) => Err(bad(
-                    "update",
+                    Part::Update,
                     0,
-                    format!(
-                        "cell = {n} needs {n} updates (one per component), got {}",
-                        t.len()
-                    ),
+                    ExprError::UpdateCount {
+                        components: n,
+                        got: t.len(),
+                    },
                 )),
-                None => Err(bad("update", 0, "the updates must be strings")),
+                None => Err(bad(Part::Update, 0, ExprError::UpdatesNotStrings)),
             }
         }
-        (_, None) => Err(bad(
-            "update",
-            0,
-            "the update is one string (a list is for cells with components: cell = N)",
-        )),
-        (_, Some(n)) => Err(bad(
-            "update",
-            0,
-            format!("cell = {n}: the update is a list of {n} strings, one per component"),
-        )),
+        (_, None) => Err(bad(Part::Update, 0, ExprError::UpdateNotString)),
+        (_, Some(n)) => Err(bad(Part::Update, 0, ExprError::UpdateNotList(n))),
     }
 }
 
@@ -173,13 +167,9 @@ fn aux_fields(
     ];
     let mut out = Vec::new();
     for (name, text) in &raw.aux {
-        let part = format!("aux {name}");
+        let part = || Part::Aux(name.clone());
         if components.is_some() {
-            return Err(bad(
-                &part,
-                0,
-                "auxiliary fields need scalar cells (no cell = N)",
-            ));
+            return Err(bad(part(), 0, ExprError::AuxNeedsScalar));
         }
         let ident = name
             .chars()
@@ -187,13 +177,7 @@ fn aux_fields(
             .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !ident || BUILT_IN.contains(&name.as_str()) || raw.params.contains_key(name) {
-            return Err(bad(
-                &part,
-                0,
-                format!(
-                    "'{name}' cannot name an aux field (a built-in, a parameter, or not a name)"
-                ),
-            ));
+            return Err(bad(part(), 0, ExprError::AuxName(name.clone())));
         }
         let scope = Scope {
             params: &raw.params,
@@ -202,34 +186,23 @@ fn aux_fields(
             components,
             aux: &[],
         };
-        let (e, kind) = parse::expression(text, &scope).map_err(|e| bad(&part, e.at, e.why))?;
+        let (e, kind) =
+            parse::expression(text, &scope).map_err(|e| bad(part(), e.at, e.why.into()))?;
         if kind != Kind::Real {
-            return Err(bad(
-                &part,
-                0,
-                "the field is a condition: wrap it in select(...)",
-            ));
+            return Err(bad(part(), 0, ExprError::AuxCondition));
         }
         let mut reads_grid = false;
         e.visit(&mut |x| reads_grid |= matches!(x, Expr::Cell(..) | Expr::Old2(_)));
         if reads_grid {
-            return Err(bad(
-                &part,
-                0,
-                "an aux field is computed once: it may read g[d], n[d] and parameters, not u or old2",
-            ));
+            return Err(bad(part(), 0, ExprError::AuxReadsGrid));
         }
         out.push((name.clone(), e));
     }
     Ok(out)
 }
 
-fn bad(part: &str, at: usize, why: impl Into<String>) -> SpecError {
-    SpecError::Expr {
-        part: part.to_string(),
-        at,
-        why: why.into(),
-    }
+fn bad(part: Part, at: usize, why: ExprError) -> SpecError {
+    SpecError::Expr { part, at, why }
 }
 
 impl ExprSpec {
@@ -252,17 +225,16 @@ impl ExprSpec {
             "u", "g", "old2", "inf", "select", "sqrt", "abs", "min", "max",
         ];
         if let Some(name) = raw.params.keys().find(|n| RESERVED.contains(&n.as_str())) {
-            return Err(bad(
-                "params",
-                0,
-                format!("parameter '{name}' has a reserved name"),
-            ));
+            return Err(bad(Part::Params, 0, ExprError::ReservedParam(name.clone())));
         }
         if let Some((name, v)) = raw.params.iter().find(|(_, v)| !v.is_finite()) {
             return Err(bad(
-                "params",
+                Part::Params,
                 0,
-                format!("parameter '{name}' is {v}: it must be finite"),
+                ExprError::ParamNotFinite {
+                    name: name.clone(),
+                    value: *v,
+                },
             ));
         }
         let ndims = raw.low.len();
@@ -271,9 +243,12 @@ impl ExprSpec {
             Some(n) if (1..=MAX_COMPONENTS).contains(&n) => Some(n),
             Some(n) => {
                 return Err(bad(
-                    "cell",
+                    Part::Cell,
                     0,
-                    format!("cell = {n}: a cell has 1 to {MAX_COMPONENTS} components"),
+                    ExprError::Components {
+                        components: n,
+                        max: MAX_COMPONENTS,
+                    },
                 ))
             }
         };
@@ -283,18 +258,15 @@ impl ExprSpec {
         let mut names: Vec<(String, Kind)> = Vec::new();
         let mut lets = Vec::new();
         for (i, text) in raw.lets.iter().enumerate() {
-            let part = format!("let {}", i + 1);
-            let (name, expr) = parse::binding(text).map_err(|e| bad(&part, e.at, e.why))?;
+            let part = Part::Let(i + 1);
+            let (name, expr) =
+                parse::binding(text).map_err(|e| bad(part.clone(), e.at, e.why.into()))?;
             if raw.params.contains_key(name)
                 || raw.aux.contains_key(name)
                 || name == "u"
                 || name == "inf"
             {
-                return Err(bad(
-                    &part,
-                    0,
-                    format!("'{name}' is already a parameter, u, inf or an aux field"),
-                ));
+                return Err(bad(part, 0, ExprError::LetShadows(name.to_string())));
             }
             let scope = Scope {
                 params: &raw.params,
@@ -304,8 +276,8 @@ impl ExprSpec {
                 aux: &aux_names,
             };
             let offset = text.len() - expr.len();
-            let (e, k) =
-                parse::expression(expr, &scope).map_err(|e| bad(&part, e.at + offset, e.why))?;
+            let (e, k) = parse::expression(expr, &scope)
+                .map_err(|e| bad(part, e.at + offset, e.why.into()))?;
             names.push((name.to_string(), k));
             lets.push((name.to_string(), e, k == Kind::Bool));
         }
@@ -319,16 +291,13 @@ impl ExprSpec {
         let mut update = Vec::new();
         for (k, text) in updates.iter().enumerate() {
             let part = match components {
-                None => "update".to_string(),
-                Some(_) => format!("update[{k}]"),
+                None => Part::Update,
+                Some(_) => Part::UpdateComponent(k),
             };
-            let (e, kind) = parse::expression(text, &scope).map_err(|e| bad(&part, e.at, e.why))?;
+            let (e, kind) = parse::expression(text, &scope)
+                .map_err(|e| bad(part.clone(), e.at, e.why.into()))?;
             if kind != Kind::Real {
-                return Err(bad(
-                    &part,
-                    0,
-                    "the update is a condition: wrap it in select(...)",
-                ));
+                return Err(bad(part, 0, ExprError::UpdateCondition));
             }
             update.push(e);
         }
@@ -375,11 +344,7 @@ impl ExprSpec {
     /// reads). The Rust route to what a spec file's `aux` declares.
     pub fn with_aux(mut self, fields: Vec<(&str, build::E)>) -> Result<ExprSpec, SpecError> {
         if !fields.is_empty() && self.components.is_some() {
-            return Err(bad(
-                "aux",
-                0,
-                "auxiliary fields need scalar cells (no cell = N)",
-            ));
+            return Err(bad(Part::AuxFields, 0, ExprError::AuxNeedsScalar));
         }
         self.aux = Vec::new();
         for (name, e) in fields {
@@ -393,18 +358,21 @@ impl ExprSpec {
             });
             if reads_grid {
                 return Err(bad(
-                    &format!("aux {name}"),
+                    Part::Aux(name.to_string()),
                     0,
-                    "an aux field is computed once: it may read g[d], n[d] and numbers only",
+                    ExprError::BuiltAuxReadsGrid,
                 ));
             }
             self.aux.push((name.to_string(), e));
         }
         if let Some(i) = self.undeclared_aux() {
             return Err(bad(
-                "update",
+                Part::Update,
                 0,
-                format!("aux field {i} read, {} given", self.aux.len()),
+                ExprError::UndeclaredAux {
+                    read: i,
+                    given: self.aux.len(),
+                },
             ));
         }
         self.check_reads()?;
@@ -425,24 +393,27 @@ impl ExprSpec {
     fn check_reads(&self) -> Result<(), SpecError> {
         let fp = self.offsets();
         if fp.is_empty() {
-            return Err(bad("update", 0, "the kernel reads no cell: use u[...]"));
+            return Err(bad(Part::Update, 0, ExprError::ReadsNoCell));
         }
         if let Some(d) = self.global_dims().into_iter().find(|&d| d >= self.ndims()) {
             return Err(bad(
-                "update",
+                Part::Update,
                 0,
-                format!(
-                    "g[{d}] or n[{d}]: the dimension must be 0 to {}",
-                    self.ndims() - 1
-                ),
+                ExprError::GlobalDim {
+                    dim: d,
+                    ndims: self.ndims(),
+                },
             ));
         }
         for o in &fp {
             if o.len() != self.ndims() {
                 return Err(bad(
-                    "update",
+                    Part::Update,
                     0,
-                    format!("u{o:?} needs {} offsets (one per dimension)", self.ndims()),
+                    ExprError::ReadOffsets {
+                        offsets: o.clone(),
+                        ndims: self.ndims(),
+                    },
                 ));
             }
             let inside = o
@@ -451,12 +422,13 @@ impl ExprSpec {
                 .all(|(d, &x)| -(self.low[d] as i64) <= x && x <= self.high[d] as i64);
             if !inside {
                 return Err(bad(
-                    "update",
+                    Part::Update,
                     0,
-                    format!(
-                        "u{o:?} reaches past low = {:?}, high = {:?}",
-                        self.low, self.high
-                    ),
+                    ExprError::ReadOutside {
+                        offsets: o.clone(),
+                        low: self.low.clone(),
+                        high: self.high.clone(),
+                    },
                 ));
             }
         }
@@ -479,9 +451,12 @@ impl ExprSpec {
     pub fn for_domain(&self, size: &[usize]) -> Result<ExprSpec, SpecError> {
         if size.len() != self.ndims() {
             return Err(bad(
-                "update",
+                Part::Update,
                 0,
-                format!("a {}-d domain for a {}-d stencil", size.len(), self.ndims()),
+                ExprError::DomainDims {
+                    domain: size.len(),
+                    stencil: self.ndims(),
+                },
             ));
         }
         fn bind(e: &Expr, size: &[usize]) -> Expr {
@@ -683,9 +658,12 @@ impl<C: ExprCell> ExprKernel<C> {
             .position(|(n, _)| n == name)
             .ok_or_else(|| {
                 bad(
-                    "aux",
+                    Part::AuxFields,
                     0,
-                    format!("stencil '{}' has no aux field '{name}'", self.spec.name),
+                    ExprError::NoAuxField {
+                        stencil: self.spec.name.clone(),
+                        name: name.to_string(),
+                    },
                 )
             })?;
         self.aux[i] = std::sync::Arc::new(f);

@@ -3,6 +3,7 @@
 //! associate to the left, parentheses are kept), so CPU and device code
 //! round in the same places.
 
+use super::error::{SyntaxError, Token};
 use std::collections::BTreeMap;
 
 /// A binary arithmetic operator.
@@ -131,19 +132,10 @@ pub enum Kind {
 }
 
 /// A parse or type error: where (byte offset in the text) and what.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ParseError {
     pub at: usize,
-    pub why: String,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-enum Tok {
-    Num(f64),
-    Ident(String),
-    Int(i64),
-    Sym(&'static str),
-    End,
+    pub why: SyntaxError,
 }
 
 const SYMBOLS: [&str; 19] = [
@@ -151,7 +143,7 @@ const SYMBOLS: [&str; 19] = [
     "=",
 ];
 
-fn lex(text: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
+fn lex(text: &str) -> Result<Vec<(usize, Token)>, ParseError> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -177,14 +169,14 @@ fn lex(text: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
             }
             let s = &text[start..i];
             let tok = if s.contains(['.', 'e', 'E']) {
-                Tok::Num(s.parse().map_err(|_| ParseError {
+                Token::Num(s.parse().map_err(|_| ParseError {
                     at: start,
-                    why: format!("'{s}' is not a number"),
+                    why: SyntaxError::NotANumber(s.to_string()),
                 })?)
             } else {
-                Tok::Int(s.parse().map_err(|_| ParseError {
+                Token::Int(s.parse().map_err(|_| ParseError {
                     at: start,
-                    why: format!("'{s}' is too large"),
+                    why: SyntaxError::TooLarge(s.to_string()),
                 })?)
             };
             out.push((start, tok));
@@ -195,24 +187,24 @@ fn lex(text: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
             while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
                 i += 1;
             }
-            out.push((start, Tok::Ident(text[start..i].to_string())));
+            out.push((start, Token::Ident(text[start..i].to_string())));
             continue;
         }
         match SYMBOLS.iter().find(|s| text[i..].starts_with(**s)) {
             Some(s) => {
-                out.push((i, Tok::Sym(s)));
+                out.push((i, Token::Sym(s)));
                 i += s.len();
             }
             None => {
                 let ch = text[i..].chars().next().unwrap_or('?');
                 return Err(ParseError {
                     at: i,
-                    why: format!("unexpected '{ch}'"),
+                    why: SyntaxError::Character(ch),
                 });
             }
         }
     }
-    out.push((text.len(), Tok::End));
+    out.push((text.len(), Token::End));
     Ok(out)
 }
 
@@ -239,7 +231,7 @@ pub const MAX_NESTING: usize = 64;
 pub const MAX_DEPTH: usize = 200;
 
 struct Parser<'a> {
-    toks: Vec<(usize, Tok)>,
+    toks: Vec<(usize, Token)>,
     pos: usize,
     scope: &'a Scope<'a>,
     /// Levels of `unary` entered and not yet left.
@@ -249,31 +241,28 @@ struct Parser<'a> {
 type Parsed = Result<(Expr, Kind), ParseError>;
 
 impl Parser<'_> {
-    fn peek(&self) -> &Tok {
+    fn peek(&self) -> &Token {
         &self.toks[self.pos].1
     }
     fn at(&self) -> usize {
         self.toks[self.pos].0
     }
-    fn fail<T>(&self, why: impl Into<String>) -> Result<T, ParseError> {
-        Err(ParseError {
-            at: self.at(),
-            why: why.into(),
-        })
+    fn fail<T>(&self, why: SyntaxError) -> Result<T, ParseError> {
+        Err(ParseError { at: self.at(), why })
     }
     fn eat(&mut self, sym: &str) -> bool {
-        if matches!(self.peek(), Tok::Sym(s) if *s == sym) {
+        if matches!(self.peek(), Token::Sym(s) if *s == sym) {
             self.pos += 1;
             true
         } else {
             false
         }
     }
-    fn expect(&mut self, sym: &str) -> Result<(), ParseError> {
+    fn expect(&mut self, sym: &'static str) -> Result<(), ParseError> {
         if self.eat(sym) {
             Ok(())
         } else {
-            self.fail(format!("expected '{sym}'"))
+            self.fail(SyntaxError::Expected(sym))
         }
     }
     fn want(&self, got: Kind, want: Kind, at: usize) -> Result<(), ParseError> {
@@ -283,8 +272,8 @@ impl Parser<'_> {
             Err(ParseError {
                 at,
                 why: match want {
-                    Kind::Real => "expected a number, found a condition".into(),
-                    Kind::Bool => "expected a condition (a comparison), found a number".into(),
+                    Kind::Real => SyntaxError::WantNumber,
+                    Kind::Bool => SyntaxError::WantCondition,
                 },
             })
         }
@@ -299,9 +288,7 @@ impl Parser<'_> {
         }
         Err(ParseError {
             at,
-            why: format!(
-                "the expression is more than {MAX_DEPTH} operations deep: split it with lets"
-            ),
+            why: SyntaxError::TooDeep(MAX_DEPTH),
         })
     }
 
@@ -335,12 +322,12 @@ impl Parser<'_> {
         let at = self.at();
         let (l, lk) = self.sum()?;
         let op = match self.peek() {
-            Tok::Sym("<") => Compare::Lt,
-            Tok::Sym("<=") => Compare::Le,
-            Tok::Sym(">") => Compare::Gt,
-            Tok::Sym(">=") => Compare::Ge,
-            Tok::Sym("==") => Compare::Eq,
-            Tok::Sym("!=") => Compare::Ne,
+            Token::Sym("<") => Compare::Lt,
+            Token::Sym("<=") => Compare::Le,
+            Token::Sym(">") => Compare::Gt,
+            Token::Sym(">=") => Compare::Ge,
+            Token::Sym("==") => Compare::Eq,
+            Token::Sym("!=") => Compare::Ne,
             _ => return Ok((l, lk)),
         };
         self.pos += 1;
@@ -357,7 +344,7 @@ impl Parser<'_> {
         loop {
             let Some(&(_, op)) = ops
                 .iter()
-                .find(|(s, _)| matches!(self.peek(), Tok::Sym(t) if t == s))
+                .find(|(s, _)| matches!(self.peek(), Token::Sym(t) if t == s))
             else {
                 return Ok((e, k));
             };
@@ -381,10 +368,7 @@ impl Parser<'_> {
 
     fn unary(&mut self) -> Parsed {
         if self.nesting >= MAX_NESTING {
-            return self.fail(format!(
-                "the expression nests more than {MAX_NESTING} levels deep (parentheses, calls, \
-                 signs): write it with lets"
-            ));
+            return self.fail(SyntaxError::TooNested(MAX_NESTING));
         }
         self.nesting += 1;
         let parsed = self.unary_inner();
@@ -410,36 +394,35 @@ impl Parser<'_> {
     fn int(&mut self) -> Result<i64, ParseError> {
         let neg = self.eat("-");
         match self.peek().clone() {
-            Tok::Int(v) => {
+            Token::Int(v) => {
                 self.pos += 1;
                 Ok(if neg { -v } else { v })
             }
-            _ => self.fail("expected a whole-number offset"),
+            _ => self.fail(SyntaxError::WantOffset),
         }
     }
 
     /// The component a read picks: `[k]` after `what` where cells have
     /// components (required there), nothing where they are scalar.
-    fn component(&mut self, what: &str) -> Result<usize, ParseError> {
+    fn component(&mut self, what: &'static str) -> Result<usize, ParseError> {
         let at = self.at();
-        let picks = matches!(self.peek(), Tok::Sym("["));
+        let picks = matches!(self.peek(), Token::Sym("["));
         let Some(n) = self.scope.components else {
             if picks {
-                return self.fail(format!(
-                    "{what}[k]: the cells are scalar (declare cell = N for N components)"
-                ));
+                return self.fail(SyntaxError::ScalarCells { read: what });
             }
             return Ok(0);
         };
         if !picks {
-            return self.fail(format!(
-                "{what} is a cell of {n} components: pick one with {what}[k]"
-            ));
+            return self.fail(SyntaxError::PickComponent {
+                read: what,
+                components: n,
+            });
         }
         self.pos += 1;
         let neg = self.eat("-");
-        let Tok::Int(k) = *self.peek() else {
-            return self.fail("expected a whole-number component");
+        let Token::Int(k) = *self.peek() else {
+            return self.fail(SyntaxError::WantComponent);
         };
         self.pos += 1;
         let k = if neg { -k } else { k };
@@ -447,7 +430,11 @@ impl Parser<'_> {
         if k < 0 || k as usize >= n {
             return Err(ParseError {
                 at,
-                why: format!("{what}[{k}]: the component must be 0 to {}", n - 1),
+                why: SyntaxError::ComponentRange {
+                    read: what,
+                    k,
+                    components: n,
+                },
             });
         }
         Ok(k as usize)
@@ -456,21 +443,21 @@ impl Parser<'_> {
     fn primary(&mut self) -> Parsed {
         let at = self.at();
         match self.peek().clone() {
-            Tok::Num(v) => {
+            Token::Num(v) => {
                 self.pos += 1;
                 Ok((Expr::Num(v), Kind::Real))
             }
-            Tok::Int(v) => {
+            Token::Int(v) => {
                 self.pos += 1;
                 Ok((Expr::Num(v as f64), Kind::Real))
             }
-            Tok::Sym("(") => {
+            Token::Sym("(") => {
                 self.pos += 1;
                 let e = self.or()?;
                 self.expect(")")?;
                 Ok(e)
             }
-            Tok::Ident(name) => {
+            Token::Ident(name) => {
                 self.pos += 1;
                 let field = self.scope.aux.iter().position(|a| *a == name);
                 if name == "u" || field.is_some() {
@@ -483,11 +470,11 @@ impl Parser<'_> {
                     if off.len() != self.scope.ndims {
                         return Err(ParseError {
                             at,
-                            why: format!(
-                                "{name}[...] needs {} offsets (one per dimension), got {}",
-                                self.scope.ndims,
-                                off.len()
-                            ),
+                            why: SyntaxError::OffsetCount {
+                                name,
+                                ndims: self.scope.ndims,
+                                got: off.len(),
+                            },
                         });
                     }
                     if let Some(i) = field {
@@ -504,17 +491,18 @@ impl Parser<'_> {
                     return Ok((Expr::Num(f64::INFINITY), Kind::Real));
                 }
                 // `n` alone stays a name (a let or parameter may be called n).
-                if (name == "g" || name == "n") && matches!(self.peek(), Tok::Sym("[")) {
+                if (name == "g" || name == "n") && matches!(self.peek(), Token::Sym("[")) {
                     self.pos += 1;
                     let d = self.int()?;
                     self.expect("]")?;
                     if d < 0 || d as usize >= self.scope.ndims {
                         return Err(ParseError {
                             at,
-                            why: format!(
-                                "{name}[{d}]: the dimension must be 0 to {}",
-                                self.scope.ndims - 1
-                            ),
+                            why: SyntaxError::DimRange {
+                                name,
+                                dim: d,
+                                ndims: self.scope.ndims,
+                            },
                         });
                     }
                     let e = if name == "g" {
@@ -546,7 +534,11 @@ impl Parser<'_> {
                     if args.len() != arity {
                         return Err(ParseError {
                             at,
-                            why: format!("{name} takes {arity} argument(s), got {}", args.len()),
+                            why: SyntaxError::Arity {
+                                name,
+                                arity,
+                                got: args.len(),
+                            },
                         });
                     }
                     if name == "select" {
@@ -578,25 +570,12 @@ impl Parser<'_> {
                 }
                 Err(ParseError {
                     at,
-                    why: format!(
-                        "unknown name '{name}' (use u[...], g[...], n[...], old2, inf, a parameter, \
-                         an aux field, an earlier let, select, sqrt, abs, min or max)"
-                    ),
+                    why: SyntaxError::UnknownName(name),
                 })
             }
-            Tok::End => self.fail("unexpected end of expression"),
-            t => self.fail(format!("unexpected {}", describe(&t))),
+            Token::End => self.fail(SyntaxError::End),
+            t => self.fail(SyntaxError::Unexpected(t)),
         }
-    }
-}
-
-fn describe(t: &Tok) -> String {
-    match t {
-        Tok::Sym(s) => format!("'{s}'"),
-        Tok::Num(v) => format!("number {v}"),
-        Tok::Int(v) => format!("number {v}"),
-        Tok::Ident(n) => format!("'{n}'"),
-        Tok::End => "end".into(),
     }
 }
 
@@ -609,11 +588,8 @@ pub fn expression(text: &str, scope: &Scope) -> Parsed {
         nesting: 0,
     };
     let e = p.or()?;
-    if *p.peek() != Tok::End {
-        return p.fail(format!(
-            "unexpected {} after the expression",
-            describe(p.peek())
-        ));
+    if *p.peek() != Token::End {
+        return p.fail(SyntaxError::Trailing(p.peek().clone()));
     }
     Ok(e)
 }
@@ -622,7 +598,7 @@ pub fn expression(text: &str, scope: &Scope) -> Parsed {
 pub fn binding(text: &str) -> Result<(&str, &str), ParseError> {
     let (name, expr) = text.split_once('=').ok_or(ParseError {
         at: 0,
-        why: "a let is 'name = expression'".into(),
+        why: SyntaxError::LetForm,
     })?;
     let name = name.trim();
     let ok = name
@@ -633,7 +609,7 @@ pub fn binding(text: &str) -> Result<(&str, &str), ParseError> {
     if !ok || expr.starts_with('=') {
         return Err(ParseError {
             at: 0,
-            why: format!("'{name}' is not a name to bind (a let is 'name = expression')"),
+            why: SyntaxError::LetName(name.to_string()),
         });
     }
     Ok((name, expr))
@@ -707,7 +683,7 @@ mod tests {
         ];
         for (text, at, why) in cases {
             let e = parse(text).unwrap_err();
-            assert!(e.why.contains(why), "{text}: {e:?}");
+            assert!(e.why.to_string().contains(why), "{text}: {e:?}");
             assert_eq!(e.at, at, "{text}: {e:?}");
         }
         assert_eq!(binding("a_1 = u[0,0]").unwrap(), ("a_1", " u[0,0]"));
@@ -730,11 +706,17 @@ mod tests {
             nested(MAX_NESTING, "-", ""),
         ] {
             let e = parse(&text).unwrap_err();
-            assert!(e.why.contains("nests more than 64 levels"), "{e:?}");
+            assert!(
+                e.why.to_string().contains("nests more than 64 levels"),
+                "{e:?}"
+            );
         }
         for text in [chain(100_000), chain(MAX_DEPTH + 1)] {
             let e = parse(&text).unwrap_err();
-            assert!(e.why.contains("more than 200 operations deep"), "{e:?}");
+            assert!(
+                e.why.to_string().contains("more than 200 operations deep"),
+                "{e:?}"
+            );
         }
         assert!(parse(&nested(MAX_NESTING - 1, "(", ")")).is_ok());
         let (e, _) = parse(&chain(MAX_DEPTH)).unwrap();
