@@ -1,11 +1,11 @@
 //! Temporal blocking (issue 12) on one CPU device using every core: K
-//! iterations fused into one pass over memory (`Controller::launch_steps`)
+//! iterations fused into one pass over memory (`FusedSteps::launch_steps`)
 //! against K one-step launches and against the copy roofline (a parallel
 //! copy of the same array: 8 bytes moved per cell, the most a one-step
 //! stencil can reach). Throughput is cell updates: interior cells x K.
 
 use benches::copy;
-use controllers::{Controller, CpuController};
+use controllers::{Controller, CpuController, FusedSteps};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hitmap::Shape;
 use kernels::{library_kernel, KernelChoice, Library};

@@ -123,10 +123,10 @@ pub fn transfers<T: Probe>(c: &mut dyn Controller<T>) {
     assert_eq!(c.extent(b), Err(DeviceError::UnknownBuffer(b.0)));
 }
 
-/// Halos in device memory between two controllers of one
-/// [`Controller::peer_domain`]: regions (2-d and 3-d, several in one
-/// message, one empty, none overlapping) packed from one tile land bit for bit in another
-/// tile of other pitches at the same global indices, and nothing else
+/// Halos in device memory between two controllers of one peer domain
+/// ([`crate::PeerCopies`]): regions (2-d and 3-d, several in one message,
+/// one empty, none overlapping) packed from one tile land bit for bit in
+/// another tile of other pitches at the same global indices, and nothing else
 /// there changes; a message passed back for reuse carries new contents; one
 /// whose sizes do not match the regions is refused. A device of no domain
 /// refuses to pack.
@@ -618,8 +618,8 @@ pub fn fused_against_single_steps<T: Real + Probe>(c: &mut dyn Controller<T>) {
 
 /// Fills the four `bufs` (one allocation over `all`) from `init`, then
 /// runs `cones` step by step from `bufs[0]` (alternating with `bufs[1]`)
-/// and fused in one [`Controller::launch_steps`] from `bufs[2]` into
-/// `bufs[3]`; returns the buffer holding the step-by-step result.
+/// and fused in one [`crate::FusedSteps::launch_steps`] from `bufs[2]`
+/// into `bufs[3]`; returns the buffer holding the step-by-step result.
 pub fn stepwise_and_fused<T: Cell>(
     c: &mut dyn Controller<T>,
     k: KernelId,

@@ -1,18 +1,14 @@
-//! The device interface every backend implements.
+//! The device interface every backend implements: a core of what every
+//! device does, and accessors to the optional capabilities
+//! (`crate::capability`) a backend opts into.
 
+use crate::capability::{CellPlanes, DeviceFill, FusedSteps, OverlappedLaunch, PeerCopies};
 use crate::error::{BadOption, DeviceError, Mismatch};
+pub use crate::ids::{BufferId, KernelId};
 use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::Shape;
-use kernels::{DeviceKernel, Kernel};
+use kernels::{CellLayout, DeviceKernel, Kernel};
 use std::sync::Arc;
-
-/// A buffer on a device, valid for the controller that made it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BufferId(pub usize);
-
-/// A kernel loaded (compiled, where that applies) on a device.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct KernelId(pub usize);
 
 /// One device: its memory, transfers to and from the host, kernel launches,
 /// and device-side timing. Buffers are addressed by global indices, like
@@ -20,6 +16,11 @@ pub struct KernelId(pub usize);
 ///
 /// Launches may run asynchronously; `wait` completes them, and reads and
 /// writes are ordered after earlier launches.
+///
+/// What only some devices do (fused steps, a second queue, peer copies,
+/// device-side fills, cells in planes) is a capability trait of its own,
+/// handed out by an accessor here (`None` by default). Callers use the
+/// methods on `dyn Controller`, which fall back where a device lacks one.
 pub trait Controller<T>: Send {
     /// What this device is, e.g. `cpu:threads=2`.
     fn describe(&self) -> String;
@@ -61,57 +62,6 @@ pub trait Controller<T>: Send {
         f: &(dyn Fn(&[i64]) -> T + Sync),
     ) -> Result<(), DeviceError>;
 
-    /// Sets `region` of `buf` on the device by launching `init` (a
-    /// kernel that writes each cell from its global index and reads
-    /// nothing, such as `kernels::InitSpec::device_kernel`): no host fill,
-    /// no transfer. `Ok(false)` (the default) where the device does not,
-    /// and the caller then fills from the host. Ordered like a launch.
-    fn fill_device(
-        &mut self,
-        buf: BufferId,
-        region: &Shape,
-        init: &DeviceKernel,
-    ) -> Result<bool, DeviceError> {
-        let _ = (buf, region, init);
-        Ok(false)
-    }
-    /// The domain of controllers that can copy this one's buffers, for
-    /// halos that stay on the device ([`Controller::pack_peer`]); `None`
-    /// (the default): its halos go through the host.
-    fn peer_domain(&self) -> Option<PeerDomain> {
-        None
-    }
-    /// How its buffers hold cells with components (whole, the default, or
-    /// in planes: `kernels::CellLayout`).
-    fn cell_layout(&self) -> kernels::CellLayout {
-        kernels::CellLayout::Cells
-    }
-    /// Packs `regions` of `buf`, in order, into device memory that a
-    /// controller of the same [`Controller::peer_domain`] can copy from,
-    /// reusing `reuse`'s buffers where they fit. Complete on return: the
-    /// receiver may copy from it at once.
-    fn pack_peer(
-        &mut self,
-        buf: BufferId,
-        regions: &[Shape],
-        reuse: Option<DeviceMessage>,
-    ) -> Result<DeviceMessage, DeviceError> {
-        let _ = (buf, regions, reuse);
-        Err(no_peers(&self.describe()))
-    }
-    /// Copies `msg` (packed by a controller of this one's domain over
-    /// regions of the same sizes) into `regions` of `buf`. The copy may
-    /// still run until the next `wait`, and `msg` must live until then.
-    fn unpack_peer(
-        &mut self,
-        buf: BufferId,
-        regions: &[Shape],
-        msg: &DeviceMessage,
-    ) -> Result<(), DeviceError> {
-        let _ = (buf, regions, msg);
-        Err(no_peers(&self.describe()))
-    }
-
     /// Prepares a kernel for launches on this device.
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError>;
     /// Binds the auxiliary field buffers a loaded kernel reads
@@ -138,38 +88,82 @@ pub trait Controller<T>: Send {
         dst: BufferId,
         region: &Shape,
     ) -> Result<(), DeviceError>;
-    /// As [`Controller::launch`], but the launch may still run during the
-    /// reads, writes and launches that follow, up to the next `wait` (which
-    /// completes it): a device with two queues runs it on the second, so the
-    /// halo traffic of the cells around `region` need not queue behind it.
-    /// The caller promises that none of those commands writes a cell this
-    /// launch reads or touches a cell it writes; breaking the promise gives
-    /// wrong values, never unsafety. Devices with one queue run `launch`.
-    fn launch_overlapped(
+    /// Waits for every launch so far.
+    fn wait(&mut self) -> Result<(), DeviceError>;
+    /// Device-measured seconds of the kernel launches since the last
+    /// `take_kernel_seconds` (complete them with `wait` first).
+    fn take_kernel_seconds(&mut self) -> f64;
+
+    /// Told at the start of each iteration (emulated slow devices use it).
+    fn set_iteration(&mut self, _iter: u64) {}
+
+    /// Several iterations in one launch, where the device fuses them.
+    fn fused(&mut self) -> Option<&mut dyn FusedSteps<T>> {
+        None
+    }
+    /// A second queue for launches that overlap halo traffic.
+    fn overlapped(&mut self) -> Option<&mut dyn OverlappedLaunch<T>> {
+        None
+    }
+    /// Halos that stay in device memory, where the device shares it with
+    /// others of its kind.
+    fn peers(&mut self) -> Option<&mut dyn PeerCopies> {
+        None
+    }
+    /// Initial states computed on the device.
+    fn device_fill(&mut self) -> Option<&mut dyn DeviceFill> {
+        None
+    }
+    /// Cells with components held in planes.
+    fn cell_planes(&mut self) -> Option<&mut dyn CellPlanes> {
+        None
+    }
+}
+
+/// Every capability through one interface: the device's where it has it,
+/// else what a device without it does.
+impl<T> dyn Controller<T> + '_ {
+    /// How many iterations [`Self::launch_steps`] may fuse (1 where the
+    /// device does not fuse).
+    pub fn fused_steps(&mut self) -> usize {
+        self.fused().map_or(1, |f| f.fused_steps())
+    }
+    /// [`FusedSteps::prepare_steps`]; nothing where the device does not fuse.
+    pub fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
+        match self.fused() {
+            Some(f) => f.prepare_steps(kernel, steps),
+            None => Ok(()),
+        }
+    }
+    /// [`FusedSteps::launch_steps`]; a device that does not fuse takes one
+    /// step only.
+    pub fn launch_steps(
         &mut self,
         kernel: KernelId,
         src: BufferId,
         dst: BufferId,
-        region: &Shape,
+        steps: &[Shape],
     ) -> Result<(), DeviceError> {
-        self.launch(kernel, src, dst, region)
+        match self.fused() {
+            Some(f) => f.launch_steps(kernel, src, dst, steps),
+            None => self.one_step(kernel, src, dst, steps),
+        }
     }
-    /// How many iterations one [`Controller::launch_steps`] may fuse into a
-    /// pass over memory (1: none, and the skeleton launches iteration by
-    /// iteration).
-    fn fused_steps(&self) -> usize {
-        1
+    /// [`FusedSteps::launch_steps_overlapped`]; a device that does not fuse
+    /// takes one step only, as [`Self::launch_steps`].
+    pub fn launch_steps_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        match self.fused() {
+            Some(f) => f.launch_steps_overlapped(kernel, src, dst, steps),
+            None => self.one_step(kernel, src, dst, steps),
+        }
     }
-    /// Computes `steps.len()` iterations in one launch (temporal blocking):
-    /// step `j` computes region `steps[j]` (global indices) from the values
-    /// step `j - 1` left, the first from `src`; only the last step's values
-    /// are stored, in `dst` over `steps.last()`, and `src` is only read.
-    /// Each region lies within the one before it, and the caller promises
-    /// that a step reads, outside the region of the step before, only cells
-    /// no step writes (boundary cells): their `src` values are then the
-    /// right ones, as in a step-by-step run. Devices that do not fuse
-    /// ([`Controller::fused_steps`] is 1) take one step only.
-    fn launch_steps(
+    fn one_step(
         &mut self,
         kernel: KernelId,
         src: BufferId,
@@ -185,33 +179,74 @@ pub trait Controller<T>: Send {
             .into()),
         }
     }
-    /// Readies whatever [`Controller::launch_steps`] of `steps` iterations
-    /// of `kernel` needs, so that the first such launch does not pay for
-    /// it (a GPU compiles its fused kernels). Nothing by default.
-    fn prepare_steps(&mut self, _kernel: KernelId, _steps: usize) -> Result<(), DeviceError> {
-        Ok(())
-    }
-    /// As [`Controller::launch_steps`], with the promise of
-    /// [`Controller::launch_overlapped`]: a device with two queues runs the
-    /// fused launch on the second, so the halos written meanwhile need not
-    /// queue behind it.
-    fn launch_steps_overlapped(
+    /// [`OverlappedLaunch::launch_overlapped`]; `launch` on a device with
+    /// one queue.
+    pub fn launch_overlapped(
         &mut self,
         kernel: KernelId,
         src: BufferId,
         dst: BufferId,
-        steps: &[Shape],
+        region: &Shape,
     ) -> Result<(), DeviceError> {
-        self.launch_steps(kernel, src, dst, steps)
+        match self.overlapped() {
+            Some(o) => o.launch_overlapped(kernel, src, dst, region),
+            None => self.launch(kernel, src, dst, region),
+        }
     }
-    /// Waits for every launch so far.
-    fn wait(&mut self) -> Result<(), DeviceError>;
-    /// Device-measured seconds of the kernel launches since the last
-    /// `take_kernel_seconds` (complete them with `wait` first).
-    fn take_kernel_seconds(&mut self) -> f64;
+    /// The device's [`PeerCopies::peer_domain`]; `None` where its halos go
+    /// through the host.
+    pub fn peer_domain(&mut self) -> Option<PeerDomain> {
+        self.peers().and_then(|p| p.peer_domain())
+    }
+    /// [`PeerCopies::pack_peer`]; an error where the device has no peers.
+    pub fn pack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        reuse: Option<DeviceMessage>,
+    ) -> Result<DeviceMessage, DeviceError> {
+        match self.peers() {
+            Some(p) => p.pack_peer(buf, regions, reuse),
+            None => Err(no_peers(&self.describe())),
+        }
+    }
+    /// [`PeerCopies::unpack_peer`]; an error where the device has no peers.
+    pub fn unpack_peer(
+        &mut self,
+        buf: BufferId,
+        regions: &[Shape],
+        msg: &DeviceMessage,
+    ) -> Result<(), DeviceError> {
+        match self.peers() {
+            Some(p) => p.unpack_peer(buf, regions, msg),
+            None => Err(no_peers(&self.describe())),
+        }
+    }
+    /// [`DeviceFill::fill_device`]; `Ok(false)` where the device does not
+    /// fill, and the caller fills from the host.
+    pub fn fill_device(
+        &mut self,
+        buf: BufferId,
+        region: &Shape,
+        init: &DeviceKernel,
+    ) -> Result<bool, DeviceError> {
+        match self.device_fill() {
+            Some(f) => f.fill_device(buf, region, init),
+            None => Ok(false),
+        }
+    }
+    /// [`CellPlanes::cell_layout`]; whole cells where the device holds no
+    /// planes.
+    pub fn cell_layout(&mut self) -> CellLayout {
+        self.cell_planes()
+            .map_or(CellLayout::Cells, |p| p.cell_layout())
+    }
+}
 
-    /// Told at the start of each iteration (emulated slow devices use it).
-    fn set_iteration(&mut self, _iter: u64) {}
+/// `c` as the trait object whose methods fall back where it lacks a
+/// capability: what a decorator calls on the device it wraps.
+pub(crate) fn as_dyn<T, C: Controller<T>>(c: &mut C) -> &mut dyn Controller<T> {
+    c
 }
 
 fn no_peers(device: &str) -> DeviceError {
@@ -234,9 +269,10 @@ pub(crate) fn check_copy(from: BufferId, to: BufferId, region: &Shape) -> Result
     Ok(())
 }
 
-/// The memory, transfer and kernel-loading methods of [`Controller`],
-/// passed to `self.$inner`: what a decorator (one that changes launches or
-/// timing, like [`crate::Slowdown`]) leaves as it is.
+/// The memory, transfer and kernel-loading methods of [`Controller`], and
+/// the capabilities that do not launch (peer copies, device fills, cell
+/// planes), passed to `self.$inner`: what a decorator (one that changes
+/// launches or timing, like [`crate::Slowdown`]) leaves as it is.
 macro_rules! forward_memory {
     ($inner:ident) => {
         $crate::controller::forward_memory!($inner, but load);
@@ -302,36 +338,6 @@ macro_rules! forward_memory {
         ) -> Result<(), $crate::DeviceError> {
             self.$inner.fill(buf, region, f)
         }
-        fn fill_device(
-            &mut self,
-            buf: $crate::BufferId,
-            region: &hitmap::Shape,
-            init: &kernels::DeviceKernel,
-        ) -> Result<bool, $crate::DeviceError> {
-            self.$inner.fill_device(buf, region, init)
-        }
-        fn peer_domain(&self) -> Option<$crate::PeerDomain> {
-            self.$inner.peer_domain()
-        }
-        fn cell_layout(&self) -> kernels::CellLayout {
-            self.$inner.cell_layout()
-        }
-        fn pack_peer(
-            &mut self,
-            buf: $crate::BufferId,
-            regions: &[hitmap::Shape],
-            reuse: Option<$crate::DeviceMessage>,
-        ) -> Result<$crate::DeviceMessage, $crate::DeviceError> {
-            self.$inner.pack_peer(buf, regions, reuse)
-        }
-        fn unpack_peer(
-            &mut self,
-            buf: $crate::BufferId,
-            regions: &[hitmap::Shape],
-            msg: &$crate::DeviceMessage,
-        ) -> Result<(), $crate::DeviceError> {
-            self.$inner.unpack_peer(buf, regions, msg)
-        }
         fn bind_aux(
             &mut self,
             kernel: $crate::KernelId,
@@ -341,6 +347,15 @@ macro_rules! forward_memory {
         }
         fn wait(&mut self) -> Result<(), $crate::DeviceError> {
             self.$inner.wait()
+        }
+        fn peers(&mut self) -> Option<&mut dyn $crate::PeerCopies> {
+            self.$inner.peers()
+        }
+        fn device_fill(&mut self) -> Option<&mut dyn $crate::DeviceFill> {
+            self.$inner.device_fill()
+        }
+        fn cell_planes(&mut self) -> Option<&mut dyn $crate::CellPlanes> {
+            self.$inner.cell_planes()
         }
     };
 }
@@ -389,36 +404,6 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
     ) -> Result<(), DeviceError> {
         (**self).fill(buf, region, f)
     }
-    fn fill_device(
-        &mut self,
-        buf: BufferId,
-        region: &Shape,
-        init: &DeviceKernel,
-    ) -> Result<bool, DeviceError> {
-        (**self).fill_device(buf, region, init)
-    }
-    fn peer_domain(&self) -> Option<PeerDomain> {
-        (**self).peer_domain()
-    }
-    fn cell_layout(&self) -> kernels::CellLayout {
-        (**self).cell_layout()
-    }
-    fn pack_peer(
-        &mut self,
-        buf: BufferId,
-        regions: &[Shape],
-        reuse: Option<DeviceMessage>,
-    ) -> Result<DeviceMessage, DeviceError> {
-        (**self).pack_peer(buf, regions, reuse)
-    }
-    fn unpack_peer(
-        &mut self,
-        buf: BufferId,
-        regions: &[Shape],
-        msg: &DeviceMessage,
-    ) -> Result<(), DeviceError> {
-        (**self).unpack_peer(buf, regions, msg)
-    }
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
         (**self).load(kernel)
     }
@@ -434,39 +419,6 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
     ) -> Result<(), DeviceError> {
         (**self).launch(kernel, src, dst, region)
     }
-    fn launch_overlapped(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        region: &Shape,
-    ) -> Result<(), DeviceError> {
-        (**self).launch_overlapped(kernel, src, dst, region)
-    }
-    fn fused_steps(&self) -> usize {
-        (**self).fused_steps()
-    }
-    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
-        (**self).prepare_steps(kernel, steps)
-    }
-    fn launch_steps(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        steps: &[Shape],
-    ) -> Result<(), DeviceError> {
-        (**self).launch_steps(kernel, src, dst, steps)
-    }
-    fn launch_steps_overlapped(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        steps: &[Shape],
-    ) -> Result<(), DeviceError> {
-        (**self).launch_steps_overlapped(kernel, src, dst, steps)
-    }
     fn wait(&mut self) -> Result<(), DeviceError> {
         (**self).wait()
     }
@@ -475,5 +427,114 @@ impl<T, C: Controller<T> + ?Sized> Controller<T> for Box<C> {
     }
     fn set_iteration(&mut self, iter: u64) {
         (**self).set_iteration(iter)
+    }
+    fn fused(&mut self) -> Option<&mut dyn FusedSteps<T>> {
+        (**self).fused()
+    }
+    fn overlapped(&mut self) -> Option<&mut dyn OverlappedLaunch<T>> {
+        (**self).overlapped()
+    }
+    fn peers(&mut self) -> Option<&mut dyn PeerCopies> {
+        (**self).peers()
+    }
+    fn device_fill(&mut self) -> Option<&mut dyn DeviceFill> {
+        (**self).device_fill()
+    }
+    fn cell_planes(&mut self) -> Option<&mut dyn CellPlanes> {
+        (**self).cell_planes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BufferId, Controller, KernelId};
+    use crate::{CpuController, DeviceError};
+    use hitmap::Shape;
+    use kernels::{library_kernel, Cell, CellLayout, InitSpec, KernelChoice, Library};
+    use std::sync::Arc;
+
+    /// A device of the core alone, computing on a CPU controller.
+    struct Core<T: Cell> {
+        inner: CpuController<T>,
+    }
+
+    impl<T: Cell> Controller<T> for Core<T> {
+        fn describe(&self) -> String {
+            "core".into()
+        }
+        forward_memory!(inner);
+        fn launch(
+            &mut self,
+            kernel: KernelId,
+            src: BufferId,
+            dst: BufferId,
+            region: &Shape,
+        ) -> Result<(), DeviceError> {
+            self.inner.launch(kernel, src, dst, region)
+        }
+        fn take_kernel_seconds(&mut self) -> f64 {
+            self.inner.take_kernel_seconds()
+        }
+    }
+
+    /// Without a capability, what a device without it does: one step a
+    /// launch, overlapped launches ordinary ones, no peers, host fills and
+    /// whole cells.
+    #[test]
+    fn a_device_of_the_core_alone_takes_the_fallbacks() {
+        let mut core = Core {
+            inner: CpuController::<f32>::new(1).unwrap(),
+        };
+        let dev: &mut dyn Controller<f32> = &mut core;
+        let all = Shape::from_sizes(&[6, 7]);
+        let inner = all.shrink(&[1, 1], &[1, 1]);
+        let kernel = library_kernel::<f32>(Library::S2d4, KernelChoice::Specialized);
+        let k = dev.load(Arc::from(kernel)).unwrap();
+        let [a, b, c] = [0; 3].map(|_| dev.alloc(&all, &all).unwrap());
+        for buf in [a, b, c] {
+            dev.fill(buf, &all, &|i| (i[0] * 7 + i[1] * i[1]) as f32)
+                .unwrap();
+        }
+        assert_eq!(dev.fused_steps(), 1);
+        dev.prepare_steps(k, 4).unwrap();
+        let two = [inner.clone(), inner.clone()];
+        assert_eq!(
+            dev.launch_steps(k, a, b, &two).unwrap_err().to_string(),
+            "bad device option: core cannot fuse 2 iterations into one launch"
+        );
+        assert_eq!(
+            dev.launch_steps_overlapped(k, a, b, &two)
+                .unwrap_err()
+                .to_string(),
+            "bad device option: core cannot fuse 2 iterations into one launch"
+        );
+        dev.launch_steps(k, a, b, std::slice::from_ref(&inner))
+            .unwrap();
+        dev.launch_overlapped(k, a, c, &inner).unwrap();
+        dev.wait().unwrap();
+        let [source, stepped, overlapped] = [a, b, c].map(|buf| {
+            let mut v = Vec::new();
+            dev.read(buf, &all, &mut v).unwrap();
+            v
+        });
+        assert_eq!(stepped, overlapped);
+        assert_ne!(stepped, source, "computed");
+        assert_eq!(dev.peer_domain(), None);
+        let Err(e) = dev.pack_peer(a, std::slice::from_ref(&inner), None) else {
+            panic!("packed without peers");
+        };
+        assert_eq!(
+            e.to_string(),
+            "bad device option: core exchanges no halos in device memory"
+        );
+        let init = InitSpec {
+            sizes: vec![6, 7],
+            low: vec![1, 1],
+            high: vec![1, 1],
+            random: None,
+        };
+        let init = init.device_kernel::<f32>().unwrap();
+        assert!(!dev.fill_device(a, &all, &init).unwrap());
+        assert_eq!(dev.cell_layout(), CellLayout::Cells);
     }
 }

@@ -1,6 +1,7 @@
 //! Emulated device failures, for testing recovery on one machine.
 
-use crate::controller::{forward_memory, BufferId, Controller, KernelId};
+use crate::capability::{FusedSteps, OverlappedLaunch};
+use crate::controller::{as_dyn, forward_memory, BufferId, Controller, KernelId};
 use crate::error::{DeviceError, Failure};
 use hitmap::Shape;
 
@@ -47,21 +48,29 @@ impl<T, C: Controller<T>> Controller<T> for FailAt<C> {
         self.check()?;
         self.inner.launch(kernel, src, dst, region)
     }
-    fn launch_overlapped(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        region: &Shape,
-    ) -> Result<(), DeviceError> {
-        self.check()?;
-        self.inner.launch_overlapped(kernel, src, dst, region)
+    fn take_kernel_seconds(&mut self) -> f64 {
+        self.inner.take_kernel_seconds()
     }
-    fn fused_steps(&self) -> usize {
-        self.inner.fused_steps()
+    fn set_iteration(&mut self, iter: u64) {
+        self.iter = iter;
+        self.inner.set_iteration(iter)
+    }
+    // Every launch fails alike: the wrapper takes each kind of launch,
+    // passing it on as the inner device runs it.
+    fn fused(&mut self) -> Option<&mut dyn FusedSteps<T>> {
+        Some(self)
+    }
+    fn overlapped(&mut self) -> Option<&mut dyn OverlappedLaunch<T>> {
+        Some(self)
+    }
+}
+
+impl<T, C: Controller<T>> FusedSteps<T> for FailAt<C> {
+    fn fused_steps(&mut self) -> usize {
+        as_dyn(&mut self.inner).fused_steps()
     }
     fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
-        self.inner.prepare_steps(kernel, steps)
+        as_dyn(&mut self.inner).prepare_steps(kernel, steps)
     }
     fn launch_steps(
         &mut self,
@@ -71,7 +80,7 @@ impl<T, C: Controller<T>> Controller<T> for FailAt<C> {
         steps: &[Shape],
     ) -> Result<(), DeviceError> {
         self.check()?;
-        self.inner.launch_steps(kernel, src, dst, steps)
+        as_dyn(&mut self.inner).launch_steps(kernel, src, dst, steps)
     }
     fn launch_steps_overlapped(
         &mut self,
@@ -81,14 +90,20 @@ impl<T, C: Controller<T>> Controller<T> for FailAt<C> {
         steps: &[Shape],
     ) -> Result<(), DeviceError> {
         self.check()?;
-        self.inner.launch_steps_overlapped(kernel, src, dst, steps)
+        as_dyn(&mut self.inner).launch_steps_overlapped(kernel, src, dst, steps)
     }
-    fn take_kernel_seconds(&mut self) -> f64 {
-        self.inner.take_kernel_seconds()
-    }
-    fn set_iteration(&mut self, iter: u64) {
-        self.iter = iter;
-        self.inner.set_iteration(iter)
+}
+
+impl<T, C: Controller<T>> OverlappedLaunch<T> for FailAt<C> {
+    fn launch_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.check()?;
+        as_dyn(&mut self.inner).launch_overlapped(kernel, src, dst, region)
     }
 }
 
@@ -121,5 +136,44 @@ mod tests {
                 assert!(e.to_string().contains("fail@2"), "{e}");
             }
         }
+    }
+
+    /// A failing device hands on what the device it wraps does (the four
+    /// steps in one fused launch, overlapped launches on the side lane) and
+    /// fails every kind of launch alike.
+    #[test]
+    fn every_kind_of_launch_goes_through_and_fails() {
+        use crate::gpu::mock::tests::{four_steps, mock_2d4};
+        use crate::gpu::Lane;
+        let (gpu, k) = mock_2d4(48 << 10);
+        let mut c = FailAt::new(gpu, 3);
+        let ext = Shape::from_sizes(&[40, 36]);
+        let (a, b) = (c.alloc(&ext, &ext).unwrap(), c.alloc(&ext, &ext).unwrap());
+        let steps = four_steps();
+        let dev: &mut dyn Controller<f32> = &mut c;
+        dev.prepare_steps(k, 4).unwrap();
+        dev.launch_steps(k, a, b, &steps).unwrap();
+        dev.launch_steps_overlapped(k, a, b, &steps).unwrap();
+        dev.launch_overlapped(k, a, b, &steps[3]).unwrap();
+        dev.wait().unwrap();
+        assert_eq!(
+            c.inner.runtime().lanes,
+            [Lane::Main, Lane::Side, Lane::Side]
+        );
+        assert_eq!(c.inner.runtime().fused_compiles, 1);
+        c.set_iteration(3);
+        let dev: &mut dyn Controller<f32> = &mut c;
+        let failed = [
+            dev.launch_steps(k, a, b, &steps),
+            dev.launch_steps_overlapped(k, a, b, &steps),
+            dev.launch_overlapped(k, a, b, &steps[3]),
+        ];
+        for r in failed {
+            assert_eq!(
+                r.unwrap_err().to_string(),
+                "device failed: emulated failure at iteration 3 (fail@3)"
+            );
+        }
+        assert_eq!(c.inner.runtime().lanes.len(), 3, "nothing launched");
     }
 }

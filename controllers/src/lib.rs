@@ -6,6 +6,7 @@
 //! that fails mid-run. [`registry`] names every backend, reads device
 //! options into a typed [`device_spec`], and opens and lists devices.
 
+mod capability;
 #[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod controller;
@@ -18,6 +19,7 @@ mod error;
 pub mod fail_at;
 mod fill;
 pub mod gpu;
+mod ids;
 mod launch;
 #[cfg(feature = "opencl")]
 pub mod opencl;
@@ -26,6 +28,7 @@ pub mod registry;
 pub mod roofline;
 pub mod slowdown;
 
+pub use capability::{CellPlanes, DeviceFill, FusedSteps, OverlappedLaunch, PeerCopies};
 pub use controller::{BufferId, Controller, KernelId};
 pub use cpu::CpuController;
 #[cfg(feature = "cuda")]

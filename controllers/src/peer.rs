@@ -21,7 +21,7 @@ pub struct PeerDomain {
 }
 
 /// Regions packed into device memory by one controller, for another of
-/// the same [`PeerDomain`] ([`crate::Controller::pack_peer`]).
+/// the same [`PeerDomain`] ([`crate::PeerCopies::pack_peer`]).
 pub struct DeviceMessage {
     pub(crate) domain: PeerDomain,
     /// Bytes of each region, in order.

@@ -1,6 +1,7 @@
 //! Emulated slow devices for load-balancing experiments on one machine.
 
-use crate::controller::{forward_memory, BufferId, Controller, KernelId};
+use crate::capability::FusedSteps;
+use crate::controller::{as_dyn, forward_memory, BufferId, Controller, KernelId};
 use crate::error::{BadOption, DeviceError};
 use hitmap::Shape;
 use std::time::{Duration, Instant};
@@ -103,24 +104,6 @@ impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
         self.slow_down()
     }
 
-    fn fused_steps(&self) -> usize {
-        self.inner.fused_steps()
-    }
-    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
-        self.inner.prepare_steps(kernel, steps)
-    }
-
-    fn launch_steps(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        steps: &[Shape],
-    ) -> Result<(), DeviceError> {
-        self.inner.launch_steps(kernel, src, dst, steps)?;
-        self.slow_down()
-    }
-
     fn take_kernel_seconds(&mut self) -> f64 {
         std::mem::take(&mut self.seconds)
     }
@@ -128,5 +111,60 @@ impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
     fn set_iteration(&mut self, iter: u64) {
         self.iter = iter;
         self.inner.set_iteration(iter);
+    }
+
+    // Fused launches are slowed as launches are. Overlapped ones stay
+    // ordinary launches (the fallback): each is waited for to slow it.
+    fn fused(&mut self) -> Option<&mut dyn FusedSteps<T>> {
+        Some(self)
+    }
+}
+
+impl<T, C: Controller<T>> FusedSteps<T> for Slowdown<C> {
+    fn fused_steps(&mut self) -> usize {
+        as_dyn(&mut self.inner).fused_steps()
+    }
+    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
+        as_dyn(&mut self.inner).prepare_steps(kernel, steps)
+    }
+    fn launch_steps(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        as_dyn(&mut self.inner).launch_steps(kernel, src, dst, steps)?;
+        self.slow_down()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Slowdown;
+    use crate::Controller;
+    use hitmap::Shape;
+
+    /// A slowed device fuses as the device it wraps does (the four steps in
+    /// one launch, slowed like any other); its overlapped launches are
+    /// ordinary ones, each waited for.
+    #[test]
+    fn fused_launches_stay_fused_and_overlapped_ones_wait() {
+        use crate::gpu::mock::tests::{four_steps, mock_2d4};
+        use crate::gpu::Lane;
+        let (gpu, k) = mock_2d4(48 << 10);
+        let mut c = Slowdown::new(gpu, 2.0, 0).unwrap();
+        let ext = Shape::from_sizes(&[40, 36]);
+        let (a, b) = (c.alloc(&ext, &ext).unwrap(), c.alloc(&ext, &ext).unwrap());
+        let steps = four_steps();
+        let dev: &mut dyn Controller<f32> = &mut c;
+        assert_eq!(dev.fused_steps(), kernels::device::MAX_FUSED_STEPS);
+        dev.prepare_steps(k, 4).unwrap();
+        dev.launch_steps(k, a, b, &steps).unwrap();
+        dev.launch_steps_overlapped(k, a, b, &steps).unwrap();
+        dev.launch_overlapped(k, a, b, &steps[3]).unwrap();
+        assert!(dev.take_kernel_seconds() > 0.0);
+        assert_eq!(c.inner.runtime().lanes, [Lane::Main; 3]);
+        assert_eq!(c.inner.runtime().fused_compiles, 1);
     }
 }

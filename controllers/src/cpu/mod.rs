@@ -5,6 +5,7 @@
 
 mod fused;
 
+use crate::capability::FusedSteps;
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::cpu_time;
 use crate::error::{BackendError, BadOption, DeviceError, ForeignError, Mismatch};
@@ -430,7 +431,22 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         Ok(())
     }
 
-    fn fused_steps(&self) -> usize {
+    fn wait(&mut self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+
+    fn take_kernel_seconds(&mut self) -> f64 {
+        std::mem::take(&mut self.kernel_seconds)
+    }
+
+    fn fused(&mut self) -> Option<&mut dyn FusedSteps<T>> {
+        Some(self)
+    }
+}
+
+/// Temporal blocking: each task's planes walked as a wavefront (`fused.rs`).
+impl<T: Cell> FusedSteps<T> for CpuController<T> {
+    fn fused_steps(&mut self) -> usize {
         MAX_FUSED
     }
 
@@ -550,14 +566,6 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         }
         self.kernel_seconds += started.elapsed().as_secs_f64();
         Ok(())
-    }
-
-    fn wait(&mut self) -> Result<(), DeviceError> {
-        Ok(())
-    }
-
-    fn take_kernel_seconds(&mut self) -> f64 {
-        std::mem::take(&mut self.kernel_seconds)
     }
 }
 

@@ -137,7 +137,7 @@ impl CudaRuntime {
         // SAFETY: buffers are allocated, copied and freed on `stream`; a
         // launch on `side` first waits for everything issued on `stream`,
         // and the controller finishes both before it frees a buffer. A
-        // peer's message (`Controller::pack_peer`) is copied on the peer's
+        // peer's message (`PeerCopies::pack_peer`) is copied on the peer's
         // stream, synchronised before it is handed over, then on this one,
         // whose holder waits before it reuses or drops it.
         unsafe { ctx.disable_event_tracking() };

@@ -1,6 +1,8 @@
 //! [`Controller`] once for every GPU API: shapes, validation, transfer
 //! plans and launch geometry here, the API behind a [`DeviceRuntime`].
-//! Fused steps, peer messages and init kernels have modules of their own.
+//! Its capabilities have modules of their own: fused steps
+//! ([`FusedSteps`], `fusing.rs`), peer messages ([`PeerCopies`],
+//! `peers.rs`) and init kernels ([`DeviceFill`], `init.rs`).
 
 use super::geometry::plan_launch;
 use super::loaded::Loaded;
@@ -8,11 +10,10 @@ use super::planes::Planes;
 use super::runtime::{Compiled, DeviceRuntime, Lane};
 use super::slots::{check_alloc, ResizePlan, Slot, Slots};
 use super::transfer::{move_cells, read_region, write_region};
+use crate::capability::{CellPlanes, DeviceFill, FusedSteps, OverlappedLaunch, PeerCopies};
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::{BackendError, BadOption, DeviceError, Mismatch};
-use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::{HitmapError, Shape};
-use kernels::device::MAX_FUSED_STEPS;
 use kernels::{Cell, CellLayout, DeviceKernel, Kernel};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -34,7 +35,7 @@ pub struct GpuController<R: DeviceRuntime, T> {
     /// A cap on fused kernels' work-group memory and their overhead bound
     /// ([`GpuController::with_fused_limits`]).
     pub(super) fused_cap: Option<(usize, f64)>,
-    /// Compiled init kernels ([`Controller::fill_device`]), by source.
+    /// Compiled init kernels ([`DeviceFill::fill_device`]), by source.
     pub(super) inits: HashMap<String, Compiled<R::Kernel>>,
     /// How every buffer holds its cells: fixed by the first kernel loaded
     /// or buffer allocated, whichever comes first (see
@@ -110,12 +111,17 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
 
     /// The layout asked of array cells: by [`Self::with_cell_layout`], else
     /// planes on a GPU and whole cells on a CPU implementation.
-    fn asked_layout(&self) -> CellLayout {
+    pub(super) fn asked_layout(&self) -> CellLayout {
         self.layout.unwrap_or(if self.rt.is_gpu() {
             CellLayout::Planes
         } else {
             CellLayout::Cells
         })
+    }
+
+    /// How buffers hold cells: whole until a kernel or buffer fixes it.
+    pub(super) fn layout(&self) -> CellLayout {
+        self.planes.map_or(CellLayout::Cells, |p| p.layout())
     }
 
     /// The runtime underneath.
@@ -293,50 +299,6 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         read_region(&mut self.rt, planes, slot, region, out)
     }
 
-    fn fill_device(
-        &mut self,
-        buf: BufferId,
-        region: &Shape,
-        init: &DeviceKernel,
-    ) -> Result<bool, DeviceError> {
-        self.fill_by_kernel(buf, region, init)
-    }
-
-    fn cell_layout(&self) -> CellLayout {
-        // Whole cells until a kernel or buffer fixes it.
-        self.planes.map_or(CellLayout::Cells, |p| p.layout())
-    }
-
-    fn peer_domain(&self) -> Option<PeerDomain> {
-        // Devices asked for different layouts hold one kernel's cells
-        // differently: their messages go through the host. (A run asks
-        // before its kernel fixes the layout, so scalar cells, one layout
-        // either way, go through the host too between such devices.)
-        self.rt.peer_domain().map(|id| PeerDomain {
-            api: R::API,
-            id,
-            cells: self.asked_layout(),
-        })
-    }
-
-    fn pack_peer(
-        &mut self,
-        buf: BufferId,
-        regions: &[Shape],
-        reuse: Option<DeviceMessage>,
-    ) -> Result<DeviceMessage, DeviceError> {
-        self.pack_message(buf, regions, reuse)
-    }
-
-    fn unpack_peer(
-        &mut self,
-        buf: BufferId,
-        regions: &[Shape],
-        msg: &DeviceMessage,
-    ) -> Result<(), DeviceError> {
-        self.unpack_message(buf, regions, msg)
-    }
-
     fn fill(
         &mut self,
         buf: BufferId,
@@ -402,64 +364,6 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         self.launch_on(Lane::Main, kernel, src, dst, region)
     }
 
-    fn launch_overlapped(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        region: &Shape,
-    ) -> Result<(), DeviceError> {
-        self.launch_on(Lane::Side, kernel, src, dst, region)
-    }
-
-    fn fused_steps(&self) -> usize {
-        // Fused kernels hold whole cells in work-group memory.
-        if self.fused_limits().is_some() && self.cell_layout() == CellLayout::Cells {
-            MAX_FUSED_STEPS
-        } else {
-            1
-        }
-    }
-
-    /// Compiles the fused kernels a launch of `steps` steps takes: the one
-    /// of as many steps as fuse, then those of what is left, as
-    /// [`Self::steps_on`] cuts them.
-    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
-        if steps < 2 || self.fused_steps() < steps {
-            return Ok(());
-        }
-        let mut at = 0;
-        while steps - at >= 2 {
-            at += self.fusable(kernel, steps - at)?.max(1);
-        }
-        Ok(())
-    }
-
-    /// Steps fuse in launches of as many as the kernel's fused kernel takes
-    /// ([`Self::fusable`]); where that is fewer than asked, each launch but
-    /// the last writes a scratch level the next reads, both scratch levels
-    /// first given the source's cells the steps read (so the boundary
-    /// cells no step writes read their source values, as in one launch).
-    fn launch_steps(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        steps: &[Shape],
-    ) -> Result<(), DeviceError> {
-        self.steps_on(Lane::Main, kernel, src, dst, steps)
-    }
-
-    fn launch_steps_overlapped(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        steps: &[Shape],
-    ) -> Result<(), DeviceError> {
-        self.steps_on(Lane::Side, kernel, src, dst, steps)
-    }
-
     fn wait(&mut self) -> Result<(), DeviceError> {
         self.rt.finish()
     }
@@ -470,5 +374,45 @@ impl<R: DeviceRuntime, T: Cell> Controller<T> for GpuController<R, T> {
         let _ = self.rt.finish();
         let timings = std::mem::take(&mut self.timings);
         self.rt.elapsed_seconds(timings)
+    }
+
+    fn fused(&mut self) -> Option<&mut dyn FusedSteps<T>> {
+        Some(self)
+    }
+
+    fn overlapped(&mut self) -> Option<&mut dyn OverlappedLaunch<T>> {
+        Some(self)
+    }
+
+    fn peers(&mut self) -> Option<&mut dyn PeerCopies> {
+        Some(self)
+    }
+
+    fn device_fill(&mut self) -> Option<&mut dyn DeviceFill> {
+        Some(self)
+    }
+
+    fn cell_planes(&mut self) -> Option<&mut dyn CellPlanes> {
+        Some(self)
+    }
+}
+
+/// The side lane ([`Lane::Side`]): the inner region runs there while the
+/// halos are written on the main lane.
+impl<R: DeviceRuntime, T: Cell> OverlappedLaunch<T> for GpuController<R, T> {
+    fn launch_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        region: &Shape,
+    ) -> Result<(), DeviceError> {
+        self.launch_on(Lane::Side, kernel, src, dst, region)
+    }
+}
+
+impl<R: DeviceRuntime, T: Cell> CellPlanes for GpuController<R, T> {
+    fn cell_layout(&mut self) -> CellLayout {
+        self.layout()
     }
 }

@@ -6,6 +6,7 @@ use super::fused::{plan as plan_fused, FusedLimits};
 use super::loaded::Fused;
 use super::runtime::{DeviceRuntime, Lane};
 use super::transfer::move_cells;
+use crate::capability::FusedSteps;
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::error::{BackendError, BadOption, DeviceError, Mismatch};
 use hitmap::Shape;
@@ -33,6 +34,16 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         (limits.local_bytes > 0).then_some(limits)
     }
 
+    /// How many steps a launch may fuse now: none in planes, since fused
+    /// kernels hold whole cells in work-group memory.
+    pub(super) fn most_fused(&self) -> usize {
+        if self.fused_limits().is_some() && self.layout() == CellLayout::Cells {
+            MAX_FUSED_STEPS
+        } else {
+            1
+        }
+    }
+
     /// How many steps one fused launch of `kernel` takes where `steps` are
     /// asked for (1 where none fuse), compiling its fused kernel on first
     /// use. A kernel whose cones for `steps` do not fit the work-group
@@ -45,7 +56,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         if let Some(&k) = loaded.fuses.get(&steps) {
             return Ok(k);
         }
-        if self.cell_layout() == CellLayout::Planes {
+        if self.layout() == CellLayout::Planes {
             // Fused kernels hold whole cells in work-group memory.
             return Ok(1);
         }
@@ -177,7 +188,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         Ok(())
     }
 
-    /// [`Controller::launch_steps`] with its launches on `lane` (copies
+    /// [`FusedSteps::launch_steps`] with its launches on `lane` (copies
     /// into scratch buffers stay on the main lane, which side-lane
     /// launches follow).
     pub(super) fn steps_on(
@@ -193,11 +204,11 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             [one] => return self.launch_on(lane, kernel, src, dst, one),
             _ => {}
         }
-        if self.fused_steps() < steps.len() {
+        if self.most_fused() < steps.len() {
             return Err(BadOption::FusesFewer {
                 device: self.describe(),
                 steps: steps.len(),
-                most: self.fused_steps(),
+                most: self.most_fused(),
             }
             .into());
         }
@@ -307,5 +318,51 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         let b = self.alloc(&extent, &alloc)?;
         self.scratch[i] = Some(b);
         Ok(b)
+    }
+}
+
+impl<R: DeviceRuntime, T: Cell> FusedSteps<T> for GpuController<R, T> {
+    fn fused_steps(&mut self) -> usize {
+        self.most_fused()
+    }
+
+    /// Compiles the fused kernels a launch of `steps` steps takes: the one
+    /// of as many steps as fuse, then those of what is left, as
+    /// [`GpuController::steps_on`] cuts them.
+    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
+        if steps < 2 || self.most_fused() < steps {
+            return Ok(());
+        }
+        let mut at = 0;
+        while steps - at >= 2 {
+            at += self.fusable(kernel, steps - at)?.max(1);
+        }
+        Ok(())
+    }
+
+    /// Steps fuse in launches of as many as the kernel's fused kernel takes
+    /// ([`GpuController::fusable`]); where that is fewer than asked, each
+    /// launch but the last writes a scratch level the next reads, both
+    /// scratch levels first given the source's cells the steps read (so the
+    /// boundary cells no step writes read their source values, as in one
+    /// launch).
+    fn launch_steps(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        self.steps_on(Lane::Main, kernel, src, dst, steps)
+    }
+
+    fn launch_steps_overlapped(
+        &mut self,
+        kernel: KernelId,
+        src: BufferId,
+        dst: BufferId,
+        steps: &[Shape],
+    ) -> Result<(), DeviceError> {
+        self.steps_on(Lane::Side, kernel, src, dst, steps)
     }
 }

@@ -3,15 +3,16 @@
 use super::controller::GpuController;
 use super::geometry::plan_launch;
 use super::runtime::{DeviceRuntime, Lane};
+use crate::capability::DeviceFill;
 use crate::controller::BufferId;
 use crate::error::{BadOption, DeviceError};
 use hitmap::Shape;
 use kernels::{Cell, DeviceKernel};
 
-impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
-    /// [`Controller::fill_device`](crate::Controller::fill_device): `region`
-    /// of `buf` written by `init` on the device, or `false` where it cannot be.
-    pub(super) fn fill_by_kernel(
+impl<R: DeviceRuntime, T: Cell> DeviceFill for GpuController<R, T> {
+    /// `region` of `buf` written by `init` on the device, or `false` where
+    /// it cannot be.
+    fn fill_device(
         &mut self,
         buf: BufferId,
         region: &Shape,

@@ -449,10 +449,10 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::MockRuntime;
     use crate::gpu::GpuController;
-    use crate::Controller;
+    use crate::{Controller, FusedSteps};
     use hitmap::Shape;
 
     #[test]
@@ -565,7 +565,9 @@ mod tests {
     }
 
     /// A mock GPU with `bytes` of work-group memory and 2d4 loaded.
-    fn mock_2d4(bytes: usize) -> (GpuController<MockRuntime<f32>, f32>, crate::KernelId) {
+    pub(crate) fn mock_2d4(
+        bytes: usize,
+    ) -> (GpuController<MockRuntime<f32>, f32>, crate::KernelId) {
         use kernels::{library_kernel, KernelChoice, Library};
         let mut c = GpuController::<_, f32>::with_runtime(MockRuntime::<f32>::new(true))
             .with_fused_limits(bytes, f64::INFINITY);
@@ -576,7 +578,7 @@ mod tests {
     }
 
     /// Four nested steps over a 40 x 36 tile.
-    fn four_steps() -> Vec<Shape> {
+    pub(crate) fn four_steps() -> Vec<Shape> {
         (1..=4)
             .map(|k| Shape::from_ranges(&[(k, 40 - k), (k, 36 - k)]))
             .collect()
@@ -635,17 +637,27 @@ mod tests {
         for bytes in [48 << 10, 600] {
             let (c, kernel) = mock_2d4(bytes);
             let mut c = Box::new(c);
-            Controller::<f32>::prepare_steps(&mut c, kernel, 1).unwrap();
+            // The box's own `Controller` impl, as the skeleton calls it.
+            fn boxed(
+                c: &mut Box<GpuController<MockRuntime<f32>, f32>>,
+            ) -> &mut dyn Controller<f32> {
+                c
+            }
+            boxed(&mut c).prepare_steps(kernel, 1).unwrap();
             assert_eq!(c.runtime().fused_compiles, 0);
-            Controller::<f32>::prepare_steps(&mut c, kernel, 4).unwrap();
+            boxed(&mut c).prepare_steps(kernel, 4).unwrap();
             let compiled = c.runtime().fused_compiles;
             assert!(compiled >= 1, "{bytes} bytes");
             let ext = Shape::from_sizes(&[40, 36]);
             let [src, dst] = [0; 2].map(|_| c.alloc(&ext, &ext).unwrap());
             c.fill(src, &ext, &crate::conformance::probe_value).unwrap();
             let steps = four_steps();
-            c.launch_steps(kernel, src, dst, &steps).unwrap();
-            c.launch_steps_overlapped(kernel, src, dst, &steps).unwrap();
+            boxed(&mut c)
+                .launch_steps(kernel, src, dst, &steps)
+                .unwrap();
+            boxed(&mut c)
+                .launch_steps_overlapped(kernel, src, dst, &steps)
+                .unwrap();
             c.wait().unwrap();
             assert_eq!(c.runtime().fused_compiles, compiled, "{bytes} bytes");
         }

@@ -4,6 +4,7 @@
 
 use super::mock::MockRuntime;
 use super::GpuController;
+use crate::capability::{FusedSteps, OverlappedLaunch};
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::device_spec::{GpuDevice, GpuOptions, Listing};
 use crate::error::{BadOption, DeviceError, Unavailable};
@@ -65,43 +66,16 @@ impl<T: Cell> Controller<T> for MockDevice<T> {
     ) -> Result<(), DeviceError> {
         self.inner.launch(kernel, src, dst, region)
     }
-    fn launch_overlapped(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        region: &Shape,
-    ) -> Result<(), DeviceError> {
-        self.inner.launch_overlapped(kernel, src, dst, region)
-    }
-    fn fused_steps(&self) -> usize {
-        self.inner.fused_steps()
-    }
-    fn prepare_steps(&mut self, kernel: KernelId, steps: usize) -> Result<(), DeviceError> {
-        self.inner.prepare_steps(kernel, steps)
-    }
-    fn launch_steps(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        steps: &[Shape],
-    ) -> Result<(), DeviceError> {
-        self.inner.launch_steps(kernel, src, dst, steps)
-    }
-    fn launch_steps_overlapped(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        steps: &[Shape],
-    ) -> Result<(), DeviceError> {
-        self.inner.launch_steps_overlapped(kernel, src, dst, steps)
-    }
     fn take_kernel_seconds(&mut self) -> f64 {
         self.inner.take_kernel_seconds()
     }
     fn set_iteration(&mut self, iter: u64) {
         self.inner.set_iteration(iter)
+    }
+    fn fused(&mut self) -> Option<&mut dyn FusedSteps<T>> {
+        self.inner.fused()
+    }
+    fn overlapped(&mut self) -> Option<&mut dyn OverlappedLaunch<T>> {
+        self.inner.overlapped()
     }
 }

@@ -3,23 +3,44 @@
 use super::controller::GpuController;
 use super::runtime::DeviceRuntime;
 use super::transfer::copy_within;
-use crate::controller::{BufferId, Controller};
+use crate::capability::PeerCopies;
+use crate::controller::BufferId;
 use crate::error::{BadOption, DeviceError};
-use crate::peer::DeviceMessage;
+use crate::peer::{DeviceMessage, PeerDomain};
 use hitmap::Shape;
 use kernels::Cell;
 
 impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
-    /// [`Controller::pack_peer`]: `regions` of `buf` into device buffers,
-    /// those of `reuse` where they fit.
-    pub(super) fn pack_message(
+    /// The domain of the devices that can copy this one's buffers, where
+    /// the runtime shares its memory. Devices asked for different layouts
+    /// hold one kernel's cells differently: their messages go through the
+    /// host. (A run asks before its kernel fixes the layout, so scalar
+    /// cells, one layout either way, go through the host too between such
+    /// devices.)
+    pub(super) fn domain(&self) -> Option<PeerDomain> {
+        self.rt.peer_domain().map(|id| PeerDomain {
+            api: R::API,
+            id,
+            cells: self.asked_layout(),
+        })
+    }
+}
+
+impl<R: DeviceRuntime, T: Cell> PeerCopies for GpuController<R, T> {
+    fn peer_domain(&mut self) -> Option<PeerDomain> {
+        self.domain()
+    }
+
+    /// `regions` of `buf` into device buffers, those of `reuse` where they
+    /// fit.
+    fn pack_peer(
         &mut self,
         buf: BufferId,
         regions: &[Shape],
         reuse: Option<DeviceMessage>,
     ) -> Result<DeviceMessage, DeviceError> {
         let domain = self
-            .peer_domain()
+            .domain()
             .ok_or(BadOption::NoSharedMemory { api: R::API })?;
         let size = std::mem::size_of::<T>();
         let lens: Vec<usize> = regions.iter().map(|r| r.card() * size).collect();
@@ -67,15 +88,14 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
         })
     }
 
-    /// [`Controller::unpack_peer`]: a message of this device's domain into
-    /// `regions` of `buf`.
-    pub(super) fn unpack_message(
+    /// A message of this device's domain into `regions` of `buf`.
+    fn unpack_peer(
         &mut self,
         buf: BufferId,
         regions: &[Shape],
         msg: &DeviceMessage,
     ) -> Result<(), DeviceError> {
-        if Some(&msg.domain) != self.peer_domain().as_ref() {
+        if Some(&msg.domain) != self.domain().as_ref() {
             return Err(BadOption::OtherMemory {
                 domain: msg.domain.clone(),
             }

@@ -99,7 +99,7 @@ pub trait DeviceRuntime: Send {
     }
 
     /// Whether it compiles kernels it was not given a Rust twin of (the
-    /// init kernels of `Controller::fill_device`); the mock does not.
+    /// init kernels of `DeviceFill::fill_device`); the mock does not.
     fn compiles_any(&self) -> bool {
         true
     }

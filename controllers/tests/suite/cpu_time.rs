@@ -3,7 +3,7 @@
 //! is process-wide and another test measuring at the same time would turn
 //! it on here.
 
-use controllers::{cpu_time, Controller, CpuController};
+use controllers::{cpu_time, Controller, CpuController, FusedSteps};
 use epsilod_testkit::process::in_own_process;
 use hitmap::Shape;
 use kernels::{library_kernel, KernelChoice, Library};

@@ -30,7 +30,7 @@ controller_conformance!(opencl_planes, <T> OpenClController::<T>::new(0, 0)
 /// of different peer domains.
 #[test]
 fn cells_lie_in_planes_where_the_first_kernel_reads_them_so() {
-    use controllers::{conformance, Controller};
+    use controllers::{conformance, CellPlanes, Controller, FusedSteps, PeerCopies};
     use kernels::CellLayout;
     let mut c = OpenClController::<[f32; 19]>::new(0, 0).unwrap();
     c.load(conformance::planes_kernel()).unwrap();
@@ -46,7 +46,7 @@ fn cells_lie_in_planes_where_the_first_kernel_reads_them_so() {
     assert_eq!(c.cell_layout(), CellLayout::Planes, "asked for planes");
     // Fused kernels hold whole cells: one step a launch in planes.
     assert_eq!(c.fused_steps(), 1);
-    let whole = OpenClController::<[f32; 19]>::new(0, 0).unwrap();
+    let mut whole = OpenClController::<[f32; 19]>::new(0, 0).unwrap();
     assert!(whole.fused_steps() > 1);
     // Devices asked for different layouts do not share device messages.
     assert_ne!(c.peer_domain(), whole.peer_domain());
@@ -204,7 +204,7 @@ fn small_tiles_and_split_launches_give_the_bits_of_single_steps() {
 #[ignore = "a timing, for information"]
 fn fused_timing_2d4() {
     use controllers::gpu::DeviceRuntime;
-    use controllers::{conformance, Controller};
+    use controllers::{conformance, Controller, FusedSteps};
     use hitmap::Shape;
     use kernels::{library_kernel, KernelChoice, Library};
     use std::sync::Arc;

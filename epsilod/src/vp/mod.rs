@@ -113,7 +113,7 @@ pub(crate) fn run<T: Cell>(
         device: spec.to_string(),
         cause,
     };
-    let device = spec.build_pinned::<T>(cores).map_err(|e| fail(e.into()))?;
+    let mut device = spec.build_pinned::<T>(cores).map_err(|e| fail(e.into()))?;
     mail.register(p, device.peer_domain());
     let mut vp = Vp::new(run, progress, mail, p, spec.to_string(), device, transport)?;
     vp.run()
