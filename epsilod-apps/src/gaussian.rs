@@ -13,10 +13,12 @@
 //! EPSILOD wanted one value a line and read bytes as signed); the kernel
 //! stays centred half a pixel off for odd kw (`mean = kw / 2` as a float,
 //! Muesli's); `(float)(int)sum` is written `trunc(sum) + 0`, its value
-//! wherever the C is defined (|sum| < 2^31) and defined everywhere.
+//! wherever the C is defined (|sum| < 2^31) and defined everywhere. A
+//! `.pgm` result is the original's file byte for byte ([`Blurred`]).
 
 use crate::{App, AppError, AppOutcome, Param, ParamError, Params};
 use epsilod::error::SetupError;
+use epsilod::output::{self, Format, OutputError, OutputGrid, Region};
 use epsilod::{
     CellDecl, Cluster, Custom, DeviceKernel, DeviceScalar, Footprint, Neighbourhood, RunError,
     RunOptions, Shape, Skeleton, Stencil, Table,
@@ -198,24 +200,75 @@ pub enum ImageError {
 /// f32). Rows, columns and the pixels, row-major; errors say what is
 /// wrong with the file (the caller names it).
 pub fn load(path: &Path) -> Result<(usize, usize, Vec<f32>), ImageError> {
+    load_image(path).map(|i| (i.rows, i.cols, i.pixels))
+}
+
+/// An input image and the maximum grey value its result is written with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Image {
+    /// Rows (the PGM height).
+    pub rows: usize,
+    /// Columns (the PGM width).
+    pub cols: usize,
+    /// The pixels, row-major.
+    pub pixels: Vec<f32>,
+    /// A PGM's maximum grey value; [`DEFAULT_MAXVAL`] for an array.
+    pub maxval: u16,
+}
+
+/// The maximum grey value of a result whose input was no PGM (an array or
+/// the test image): 8-bit grey, the only PGM EPSILOD reads.
+pub const DEFAULT_MAXVAL: u16 = 255;
+
+/// [`load`], with the PGM's maximum grey value.
+pub fn load_image(path: &Path) -> Result<Image, ImageError> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("pgm") => {
             let img = epsilod::pgm::read(path).map_err(|e| match e {
                 epsilod::pgm::PgmError::Io { why, .. } => ImageError::Read(why),
                 epsilod::pgm::PgmError::Format { why, .. } => ImageError::NotPgm(why),
             })?;
-            let px = img.pixels.iter().map(|&p| f32::from(p)).collect();
-            Ok((img.rows, img.cols, px))
+            Ok(Image {
+                rows: img.rows,
+                cols: img.cols,
+                pixels: img.pixels.iter().map(|&p| f32::from(p)).collect(),
+                maxval: img.maxval,
+            })
         }
         Some("npy") => {
             let a = epsilod::npy::read_as_f32(path)?;
-            let (r, c) = match *a.shape() {
+            let (rows, cols) = match *a.shape() {
                 [r, c] if r > 0 && c > 0 => (r, c),
                 ref s => return Err(ImageError::NotTwoD(s.to_vec())),
             };
-            Ok((r, c, a.iter().copied().collect()))
+            Ok(Image {
+                rows,
+                cols,
+                pixels: a.iter().copied().collect(),
+                maxval: DEFAULT_MAXVAL,
+            })
         }
         _ => Err(ImageError::Extension),
+    }
+}
+
+/// The blurred image of a run's grid: a `.pgm` is written as EPSILOD
+/// writes gaussian's result ([`output::write_epsilod_pgm`]: `%03.0f`, the
+/// input's maximum grey value, nothing clamped); other formats as every
+/// app's result.
+pub struct Blurred {
+    /// The grid and the image within it.
+    pub image: Region<f32>,
+    /// The maximum grey value of the `.pgm` header.
+    pub maxval: u16,
+}
+
+impl OutputGrid for Blurred {
+    fn write_to(&self, path: &Path) -> Result<(), OutputError> {
+        match Format::from_path(path)? {
+            Format::Pgm => output::write_epsilod_pgm(path, self.image.view(), self.maxval),
+            _ => self.image.write_to(path),
+        }
     }
 }
 
@@ -300,8 +353,8 @@ impl App for Gaussian {
     ) -> Result<AppOutcome, AppError> {
         let (kw, sigma) = (Gaussian::kw(params)?, Gaussian::sigma(params)?);
         let (rows, cols) = (size[0], size[1]);
-        let pixels = match params.input() {
-            None => test_image(rows, cols),
+        let (pixels, maxval) = match params.input() {
+            None => (test_image(rows, cols), DEFAULT_MAXVAL),
             Some(path) => {
                 let input = |why: ImageError| {
                     RunError::Setup(SetupError::Input {
@@ -309,26 +362,27 @@ impl App for Gaussian {
                         why: Box::new(why),
                     })
                 };
-                let (r, c, px) = load(path).map_err(input)?;
-                if (r, c) != (rows, cols) {
+                let img = load_image(path).map_err(input)?;
+                if (img.rows, img.cols) != (rows, cols) {
                     return Err(input(ImageError::Size {
-                        rows: r,
-                        cols: c,
+                        rows: img.rows,
+                        cols: img.cols,
                         run_rows: rows,
                         run_cols: cols,
                     })
                     .into());
                 }
-                px
+                (img.pixels, img.maxval)
             }
         };
         let skeleton = Skeleton::new(&global_size(rows, cols, kw), stencil(kw, sigma))
             .init(init(pixels, rows, cols, kw));
-        crate::run_to_output(
-            skeleton,
-            options,
-            cluster,
-            Some(image_region(rows, cols, kw)),
-        )
+        let region = Some(image_region(rows, cols, kw));
+        crate::run_with(skeleton, options, cluster, |grid| {
+            Box::new(Blurred {
+                image: Region { grid, region },
+                maxval,
+            }) as Box<dyn OutputGrid>
+        })
     }
 }

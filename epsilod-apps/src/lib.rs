@@ -195,6 +195,19 @@ pub(crate) fn run_to_output<T: OutputCell>(
     cluster: &Cluster,
     region: Option<Shape>,
 ) -> Result<AppOutcome, AppError> {
+    run_with(skeleton, options, cluster, |grid| {
+        Box::new(Region { grid, region }) as Box<dyn OutputGrid>
+    })
+}
+
+/// Runs `skeleton` as [`run_to_output`] does; on rank 0, `output` makes the
+/// result of the grid (an app whose result is written its own way).
+pub(crate) fn run_with<T: OutputCell>(
+    skeleton: Skeleton<T>,
+    options: &RunOptions,
+    cluster: &Cluster,
+    output: impl FnOnce(ndarray::ArrayD<T>) -> Box<dyn OutputGrid>,
+) -> Result<AppOutcome, AppError> {
     let mut skeleton = skeleton.options(options);
     if let Some(s) = &options.snapshots {
         skeleton = skeleton.snapshot_files(s)?;
@@ -203,12 +216,7 @@ pub(crate) fn run_to_output<T: OutputCell>(
     let root = out.is_root();
     Ok(AppOutcome {
         report: out.report,
-        output: root.then(|| {
-            Box::new(Region {
-                grid: out.grid,
-                region,
-            }) as Box<dyn OutputGrid>
-        }),
+        output: root.then(|| output(out.grid)),
     })
 }
 

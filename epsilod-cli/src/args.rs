@@ -1,5 +1,5 @@
-//! The arguments (cli.md is the contract: names and meanings must not
-//! change). Values that parse alone are parsed here, into types; the size
+//! The arguments (docs/cli.md lists every one, and is the contract: names
+//! and meanings must not change). Values that parse alone are parsed here, into types; the size
 //! waits for the stencil, which says how many dimensions it has.
 
 use clap::{Args, Parser, Subcommand};
@@ -539,6 +539,14 @@ fn parse_iters(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A run's iterations: 0 too, a run that computes nothing and writes its
+/// initial state (EPSILOD's loop simply does not start).
+fn parse_run_iters(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("bad iteration count '{s}': expected a whole number >= 0"))
+}
+
 fn parse_partition(s: &str) -> Result<Partition, String> {
     s.parse::<Partition>().map_err(|e| e.to_string())
 }
@@ -570,12 +578,13 @@ pub struct RunArgs {
     /// every rank reads it.
     #[arg(long)]
     pub input: Option<PathBuf>,
-    /// Iterations.
-    #[arg(long, default_value = "100", allow_hyphen_values = true, value_parser = parse_iters)]
+    /// Iterations; 0 writes the initial state (output and report), as EPSILOD does.
+    #[arg(long, default_value = "100", allow_hyphen_values = true, value_parser = parse_run_iters)]
     pub iters: u64,
     /// One device (virtual process) each, repeatable: cpu | cpu:threads=T | opencl |
-    /// opencl:platform=P,device=D | cuda | cuda:device=D, each optionally with weight=W and
-    /// slowdown=F or slowdown=F@ITER (F from 1 to 1000) among its options, after a ':' (cpu:weight=2,
+    /// opencl:platform=P,device=D | cuda | cuda:device=D, each optionally with weight=W (its
+    /// share of the rows under --partition w<d>) and slowdown=F or slowdown=F@ITER (F from 1 to
+    /// 1000) among its options, after a ':' (cpu:weight=2,
     /// cpu:threads=2,slowdown=3@100). A cpu without threads= takes its share of the cores the
     /// other devices leave. Default: one cpu device on every core (under MPI, one per rank on
     /// its share of its host's cores).
@@ -588,7 +597,9 @@ pub struct RunArgs {
     /// JSON (see docs/modelling.md; one device entry per device, in order). Replaces weight=.
     #[arg(long)]
     pub weights_from: Option<PathBuf>,
-    /// m | m<n> | s<d> | w<d> (EPSILOD's meanings).
+    /// m | m<n> | s<d> | w<d> (EPSILOD's meanings: m cuts every dimension, m<n> the first n,
+    /// s<d> dimension d in equal blocks, w<d> dimension d by the devices' weight=; ALB needs
+    /// w0). Other partitions than w<d> ignore weight=, with a warning.
     #[arg(long, default_value = "m", value_parser = parse_partition)]
     pub partition: Partition,
     /// Load-balancing heuristic (see docs/alb.md and 'epsilod list'): none | const-iters |
@@ -606,7 +617,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "specialized", value_parser = parse_kernel)]
     pub kernel: KernelChoice,
     /// Result array: .npy, .txt (EPSILOD's text format), .dat (raw little-endian), .vti (VTK
-    /// image data, for ParaView) or .pgm (a grey-level image of a 2-d field, values rounded).
+    /// image data, for ParaView) or .pgm (a 2-d field as a grey-level image, values rounded
+    /// and held to 0..=65535; gaussian's as EPSILOD writes it, %03.0f a line).
     #[arg(long)]
     pub output: Option<PathBuf>,
     /// JSON report.

@@ -96,8 +96,10 @@ pub enum CliError {
     #[error("cannot replay: {0}")]
     Replay(String),
 
+    /// Not a source: the message already holds its text, which the error
+    /// chain would print a second time.
     #[error("{0} (see 'epsilod list')")]
-    Param(#[from] epsilod_apps::ParamError),
+    Param(epsilod_apps::ParamError),
 
     #[error("--input is for apps that read a file; '{0}' reads none (see 'epsilod list')")]
     InputNotRead(String),
@@ -139,4 +141,10 @@ pub enum CliError {
     /// The simulation failed.
     #[error("cannot simulate: {0}")]
     Sim(#[from] models::simulate::SimError),
+}
+
+impl From<epsilod_apps::ParamError> for CliError {
+    fn from(e: epsilod_apps::ParamError) -> CliError {
+        CliError::Param(e)
+    }
 }

@@ -16,6 +16,11 @@ pub fn parse_size(text: &str, ndims: usize) -> Result<Vec<usize>, CliError> {
         match p.trim().parse::<usize>() {
             Ok(0) => return Err(bad("sizes must be at least 1".into())),
             Ok(n) => sizes.push(n),
+            Err(_) if p.trim().is_empty() => {
+                return Err(bad(
+                    "an extent is missing (write sizes like 4098x4098 or 32)".into(),
+                ))
+            }
             Err(_) => {
                 return Err(bad(format!(
                     "'{p}' is not a whole number >= 1 (write sizes like 4098x4098 or 32)"
@@ -51,7 +56,8 @@ mod tests {
         assert_eq!(parse_size("10x20", 2).unwrap(), vec![10, 20]);
         for (bad, why) in [
             ("0", "at least 1"),
-            ("1x", "not a whole number"),
+            ("1x", "an extent is missing"),
+            ("1xy", "'y' is not a whole number"),
             ("2x3x4", "3 dimensions given"),
         ] {
             assert!(

@@ -6,6 +6,7 @@ use crate::error::{DeviceFileError, DeviceSpecError, SetupError};
 use crate::job::{all_cores, rank_share, JobInfo};
 use controllers::registry::{self, BackendOptions};
 use controllers::{Controller, DeviceError, FailAt, Slowdown};
+use hitmap::Partition;
 use kernels::{Cell, CellLayout, TomlError};
 use serde::Deserialize;
 use std::fmt;
@@ -300,29 +301,79 @@ fn parse_slowdown(v: &str) -> Result<SlowdownSpec, DeviceSpecError> {
 
 impl fmt::Display for DeviceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            DeviceKind::Cpu { threads: None } => write!(f, "cpu")?,
+        let kind = match self.kind {
+            DeviceKind::Cpu { threads: None } => "cpu".to_string(),
             DeviceKind::Cpu {
                 threads: Some(threads),
-            } => write!(f, "cpu:threads={threads}")?,
-            DeviceKind::Gpu(device) => write!(f, "{device}")?,
-        }
+            } => format!("cpu:threads={threads}"),
+            DeviceKind::Gpu(device) => device.to_string(),
+        };
+        // Options follow a colon, then commas: `cpu:weight=2` parses back,
+        // `cpu,weight=2` would not.
+        let mut sep = if kind.contains(':') { ',' } else { ':' };
+        let mut options = Vec::new();
         if self.weight != 1.0 {
-            write!(f, ",weight={}", self.weight)?;
+            options.push(format!("weight={}", self.weight));
         }
         if let Some(s) = self.slowdown {
-            write!(f, ",slowdown={}@{}", s.factor, s.from_iter)?;
+            options.push(format!("slowdown={}@{}", s.factor, s.from_iter));
         }
         if let Some(at) = self.fail {
-            write!(f, ",fail@{at}")?;
+            options.push(format!("fail@{at}"));
         }
         match self.layout {
-            Some(CellLayout::Planes) => write!(f, ",layout=planes")?,
-            Some(CellLayout::Cells) => write!(f, ",layout=cells")?,
+            Some(CellLayout::Planes) => options.push("layout=planes".into()),
+            Some(CellLayout::Cells) => options.push("layout=cells".into()),
             None => {}
+        }
+        write!(f, "{kind}")?;
+        for o in options {
+            write!(f, "{sep}{o}")?;
+            sep = ',';
         }
         Ok(())
     }
+}
+
+/// A device's `weight=` that its run's partition does not use: only a
+/// weighted partition (`w<d>`) splits rows by weight, so under `m`, `m<n>`
+/// or `s<d>` the run goes on as if it were not given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IgnoredWeight {
+    /// The device's place in the run's device list, from 0.
+    pub device: usize,
+    /// The device as given.
+    pub spec: DeviceSpec,
+    /// The partition that ignores it.
+    pub partition: Partition,
+}
+
+impl fmt::Display for IgnoredWeight {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "--partition {} ignores device {}'s weight={} ({}): only w<d> partitions split rows by weight (e.g. --partition w0)",
+            self.partition, self.device, self.spec.weight, self.spec
+        )
+    }
+}
+
+/// The weights among `devices` that `partition` ignores (every weight but
+/// the default 1, unless the partition is weighted), in device order.
+pub fn ignored_weights(devices: &[DeviceSpec], partition: Partition) -> Vec<IgnoredWeight> {
+    if matches!(partition, Partition::Weighted(_)) {
+        return Vec::new();
+    }
+    devices
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.weight != 1.0)
+        .map(|(device, d)| IgnoredWeight {
+            device,
+            spec: d.clone(),
+            partition,
+        })
+        .collect()
 }
 
 /// One `[[device]]` table of a device file.
@@ -632,6 +683,40 @@ mod tests {
                 assert_eq!(total, cores, "{n} devices on {cores} cores");
             }
         }
+    }
+
+    /// A `cpu` with no threads writes its options after a colon, so the
+    /// text parses back to the same device.
+    #[test]
+    fn a_spec_without_threads_writes_what_parses_back() {
+        for text in ["cpu:weight=2", "cpu:weight=2,slowdown=3@0,fail@5", "cpu"] {
+            let spec = DeviceSpec::parse(text).unwrap();
+            assert_eq!(spec.to_string(), text);
+            assert_eq!(DeviceSpec::parse(&spec.to_string()).unwrap(), spec);
+        }
+    }
+
+    /// Only a weighted partition uses weights; the others name each device
+    /// whose weight they ignore.
+    #[test]
+    fn weights_outside_a_weighted_partition_are_named() {
+        let devices: Vec<DeviceSpec> = ["cpu:threads=1", "cpu:threads=1,weight=2", "cpu:weight=0"]
+            .iter()
+            .map(|d| DeviceSpec::parse(d).unwrap())
+            .collect();
+        assert!(ignored_weights(&devices, Partition::Weighted(0)).is_empty());
+        let ignored = ignored_weights(&devices, Partition::Multi);
+        assert_eq!(ignored.iter().map(|i| i.device).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(
+            ignored[0].to_string(),
+            "--partition m ignores device 1's weight=2 (cpu:threads=1,weight=2): only w<d> partitions split rows by weight (e.g. --partition w0)"
+        );
+        assert_eq!(
+            ignored_weights(&devices, Partition::Single(1))[1]
+                .partition
+                .to_string(),
+            "s1"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use crate::size::size_text;
 use controllers::registry::OptionError;
 use controllers::DeviceError;
-use hitmap::{HitmapError, TransportError};
+use hitmap::{HitmapError, Partition, TransportError};
 use thiserror::Error;
 
 /// What is wrong with a device string or a device file's table.
@@ -93,6 +93,12 @@ pub enum SetupError {
     /// A layout that cannot be made (too thin blocks, a bad partition).
     #[error(transparent)]
     Layout(#[from] HitmapError),
+    /// A weighted partition where no device has a positive weight.
+    #[error("every device has weight 0 under --partition {partition}: give at least one a positive weight (weight=W)")]
+    AllWeightsZero {
+        /// The partition.
+        partition: Partition,
+    },
     /// ALB moves rows, so it needs weighted blocks.
     #[error("ALB heuristic '{0}' needs a weighted partition: add --partition w0")]
     AlbNeedsWeights(String),

@@ -312,18 +312,53 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
         }
         #[cfg(not(feature = "vtk"))]
         Format::Vti => Err(OutputError::NotBuilt(format)),
-        Format::Pgm => match grid.shape() {
-            &[rows, cols] if T::COMPONENTS == 1 => {
-                let values: Vec<f64> = scalars.iter().map(|&s| s.into()).collect();
-                crate::pgm::write(path, rows, cols, &values).map_err(|e| match e {
-                    crate::pgm::PgmError::Io { why, .. } => err(why.into()),
-                    crate::pgm::PgmError::Format { why, .. } => err(WriteError::Pgm(why)),
-                })
-            }
-            shape => Err(err(WriteError::PgmShape {
+        Format::Pgm => {
+            let (rows, cols, values) = pgm_values(path, grid)?;
+            crate::pgm::write(path, rows, cols, &values).map_err(|e| pgm_error(path, e))
+        }
+    }
+}
+
+/// Writes the 2-d scalar `grid` as EPSILOD's gaussian writes its image
+/// ([`crate::pgm::write_epsilod`]: `%03.0f` a line, nothing clamped), with
+/// maximum grey value `maxval`, whatever `path`'s extension.
+pub fn write_epsilod_pgm<T: OutputCell>(
+    path: &Path,
+    grid: ArrayViewD<'_, T>,
+    maxval: u16,
+) -> Result<(), OutputError> {
+    let (rows, cols, values) = pgm_values(path, grid)?;
+    crate::pgm::write_epsilod(path, rows, cols, maxval, &values).map_err(|e| pgm_error(path, e))
+}
+
+/// A 2-d field of one scalar a cell as a PGM's rows, columns and values.
+fn pgm_values<T: OutputCell>(
+    path: &Path,
+    grid: ArrayViewD<'_, T>,
+) -> Result<(usize, usize, Vec<f64>), OutputError> {
+    match grid.shape() {
+        &[rows, cols] if T::COMPONENTS == 1 => {
+            let cells: Vec<T> = grid.iter().copied().collect();
+            let scalars: &[T::Scalar] = bytemuck::cast_slice(&cells);
+            Ok((rows, cols, scalars.iter().map(|&s| s.into()).collect()))
+        }
+        shape => Err(OutputError::Write {
+            path: path.display().to_string(),
+            why: WriteError::PgmShape {
                 ndims: shape.len(),
                 components: T::COMPONENTS,
-            })),
+            },
+        }),
+    }
+}
+
+/// A PGM writer's error as an output error (its path said once).
+fn pgm_error(path: &Path, e: crate::pgm::PgmError) -> OutputError {
+    OutputError::Write {
+        path: path.display().to_string(),
+        why: match e {
+            crate::pgm::PgmError::Io { why, .. } => why.into(),
+            crate::pgm::PgmError::Format { why, .. } => WriteError::Pgm(why),
         },
     }
 }
@@ -454,18 +489,22 @@ pub struct Region<T> {
     pub region: Option<Shape>,
 }
 
+impl<T> Region<T> {
+    /// The part to write.
+    pub fn view(&self) -> ArrayViewD<'_, T> {
+        match &self.region {
+            None => self.grid.view(),
+            Some(r) => self.grid.slice_each_axis(|ax| {
+                let s = r.sig(ax.axis.index());
+                ndarray::Slice::from(s.begin() as isize..s.end() as isize)
+            }),
+        }
+    }
+}
+
 impl<T: OutputCell> OutputGrid for Region<T> {
     fn write_to(&self, path: &Path) -> Result<(), OutputError> {
-        match &self.region {
-            None => write(path, self.grid.view()),
-            Some(r) => write(
-                path,
-                self.grid.slice_each_axis(|ax| {
-                    let s = r.sig(ax.axis.index());
-                    ndarray::Slice::from(s.begin() as isize..s.end() as isize)
-                }),
-            ),
-        }
+        write(path, self.view())
     }
 }
 

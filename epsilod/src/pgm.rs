@@ -6,8 +6,13 @@
 //! `#` comments anywhere in the header (and between `P2` values). EPSILOD's
 //! reader (apps.md §1.4) wanted one `P2` value per line and read `P5`
 //! bytes as signed chars; this one reads what the format allows, and
-//! pixels are never negative. Writing gives `P2`, one value a line, as
-//! EPSILOD's gaussian writes its result.
+//! pixels are never negative.
+//!
+//! Two writers, both `P2` with one value a line: [`write_epsilod`] writes
+//! what EPSILOD's gaussian writes (each value `%03.0f`, the maximum grey
+//! value given, nothing clamped), and [`write`] a grey-level image any
+//! viewer reads (values rounded and held to 0..=65535, the maximum grey
+//! value from them).
 
 use std::io::Write;
 use std::path::Path;
@@ -279,10 +284,47 @@ pub fn parse(bytes: &[u8]) -> Result<Image, PgmSyntax> {
     })
 }
 
-/// Writes `values` (`rows x cols`, row-major) as a `P2` image, one value a
-/// line: each rounded to the nearest whole number (NaN to 0) and held to
-/// 0..=65535; the maximum grey value is 255, or the largest value where
-/// that is more.
+/// Writes `values` (`rows x cols`, row-major) as EPSILOD's gaussian writes
+/// its result (apps.md §1.4): the header `P2\n<cols> <rows>\n<maxval>\n`,
+/// then each value on a line of its own as C's `%03.0f` prints it (zero-padded
+/// to three characters, rounded half to even, `-05` for -5, `1234` for
+/// 1234, `nan` for NaN). Nothing is clamped, so a value below 0 or over
+/// `maxval` gives a file that only EPSILOD's format takes.
+pub fn write_epsilod(
+    path: &Path,
+    rows: usize,
+    cols: usize,
+    maxval: u16,
+    values: &[f64],
+) -> Result<(), PgmError> {
+    assert_eq!(values.len(), rows * cols, "an image of rows x cols values");
+    let io = |e: std::io::Error| PgmError::Io {
+        path: path.display().to_string(),
+        why: e,
+    };
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    write!(w, "P2\n{cols} {rows}\n{maxval}\n").map_err(io)?;
+    for &v in values {
+        writeln!(w, "{}", c_03_0f(v)).map_err(io)?;
+    }
+    w.flush().map_err(io)
+}
+
+/// `v` as glibc's `printf("%03.0f", v)`: Rust's `{:03.0}` rounds and pads
+/// the same way (half to even on the exact value, the sign before the
+/// zeros), and spells NaN otherwise.
+fn c_03_0f(v: f64) -> String {
+    match v.is_nan() {
+        true if v.is_sign_negative() => "-nan".into(),
+        true => "nan".into(),
+        false => format!("{v:03.0}"),
+    }
+}
+
+/// Writes `values` (`rows x cols`, row-major) as a grey-level `P2` image
+/// any viewer reads, one value a line: each rounded to the nearest whole
+/// number (NaN to 0) and held to 0..=65535; the maximum grey value is 255,
+/// or the largest value where that is more.
 pub fn write(path: &Path, rows: usize, cols: usize, values: &[f64]) -> Result<(), PgmError> {
     assert_eq!(values.len(), rows * cols, "an image of rows x cols values");
     let io = |e: std::io::Error| PgmError::Io {
@@ -366,6 +408,39 @@ mod tests {
             matches!(&e, PgmError::Io { path, .. } if path == "/no/such/image.pgm"),
             "{e}"
         );
+    }
+
+    /// Byte for byte what EPSILOD's `"%03.0f\n"` records give, checked
+    /// against glibc's printf: a negative value, values over 255 and over
+    /// 999, halves (to even), NaN and infinities, and the maximum grey
+    /// value as given.
+    #[test]
+    fn epsilod_images_are_written_as_printf_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.pgm");
+        let values = [
+            0.0,
+            7.0,
+            -5.0,
+            300.0,
+            1234.0,
+            2.5,
+            3.5,
+            -0.4,
+            254.6,
+            255.0,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            -12.0,
+        ];
+        write_epsilod(&p, 2, 7, 200, &values).unwrap();
+        let want = "P2\n7 2\n200\n000\n007\n-05\n300\n1234\n002\n004\n-00\n255\n255\nnan\n-nan\ninf\n-12\n";
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), want);
+        // Whole values within 0..=maxval read back as a PGM.
+        write_epsilod(&p, 1, 3, 40, &[0.0, 9.0, 40.0]).unwrap();
+        let back = read(&p).unwrap();
+        assert_eq!((back.maxval, back.pixels), (40, vec![0, 9, 40]));
     }
 
     #[test]

@@ -162,6 +162,12 @@ impl<T> RunPlan<T> {
             }
         }
         let weights: Vec<f64> = options.devices.iter().map(|d| d.weight).collect();
+        if matches!(options.partition, Partition::Weighted(_)) && weights.iter().all(|&w| w == 0.0)
+        {
+            return Err(SetupError::AllWeightsZero {
+                partition: options.partition,
+            });
+        }
         let layout = Layout::new(
             &domain,
             options.partition,
@@ -437,7 +443,8 @@ impl<T> RunPlan<T> {
                         .map(|d| d.compute_seconds)
                         .fold(0.0, f64::max)
             })
-            .sum::<f64>()
+            // From +0.0: an empty float sum() is -0.0 (a run of 0 iterations).
+            .fold(0.0, |a, b| a + b)
             / n;
         let first = results.first();
         let redistributions = first.map_or_else(Vec::new, |r| r.redistributions.clone());
@@ -470,7 +477,7 @@ impl<T> RunPlan<T> {
             summary: Summary {
                 total_seconds: total,
                 loop_seconds,
-                mean_iteration_seconds: secs.iter().sum::<f64>() / n,
+                mean_iteration_seconds: secs.iter().fold(0.0, |a, b| a + b) / n,
                 median_iteration_seconds: median(&secs),
                 rebalances: redistributions.len(),
                 // fold from +0.0: an empty float sum() is -0.0.

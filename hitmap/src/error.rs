@@ -53,13 +53,19 @@ pub enum HitmapError {
         /// Weights (or blocks) given.
         got: usize,
     },
-    #[error("weight {index} is {value}: weights must be finite and >= 0, and not all zero")]
-    /// A negative or non-finite weight, or all weights zero.
+    #[error("weight {index} is {value}: weights must be finite and >= 0")]
+    /// A negative or non-finite weight.
     BadWeight {
         /// Which weight.
         index: usize,
         /// Its value.
         value: f64,
+    },
+    #[error("all {count} weights are 0: at least one must be positive")]
+    /// Every weight zero: no process would get an index.
+    AllWeightsZero {
+        /// Weights given.
+        count: usize,
     },
     #[error("process {vp} gets {width} row(s) in dimension {dim}, thinner than the stencil border {border}: use fewer processes, another partition or a larger size")]
     /// A block thinner than the stencil's reach.

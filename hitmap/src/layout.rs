@@ -109,9 +109,8 @@ fn check_weights(weights: &[f64]) -> Result<(), HitmapError> {
         }
     }
     if weights.iter().all(|&w| w == 0.0) {
-        return Err(HitmapError::BadWeight {
-            index: 0,
-            value: 0.0,
+        return Err(HitmapError::AllWeightsZero {
+            count: weights.len(),
         });
     }
     Ok(())
@@ -316,7 +315,10 @@ mod tests {
             Layout::new(&dom, Partition::Weighted(0), 2, Some(&[1.0, -1.0])),
             Err(HitmapError::BadWeight { index: 1, .. })
         ));
-        assert!(Layout::new(&dom, Partition::Weighted(0), 2, Some(&[0.0, 0.0])).is_err());
+        assert_eq!(
+            Layout::new(&dom, Partition::Weighted(0), 2, Some(&[0.0, 0.0])),
+            Err(HitmapError::AllWeightsZero { count: 2 })
+        );
         assert_eq!(
             Layout::new(&dom, Partition::Multi, 0, None),
             Err(HitmapError::NoProcesses)

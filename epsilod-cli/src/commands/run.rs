@@ -6,13 +6,13 @@ use crate::error::CliError;
 use crate::progress::Bar;
 use crate::sizes::{parse_size, size_text};
 use crate::target::{aux_files, Target};
-use epsilod::devices::{load_device_file, one_cpu_per_rank, Placed};
+use epsilod::devices::{ignored_weights, load_device_file, one_cpu_per_rank, Placed};
 use epsilod::output::Snapshots;
 use epsilod::{
     output, Alb, Checkpointing, Cluster, DeviceSpec, JobInfo, Report, RunOptions, Skeleton,
 };
 use epsilod_apps::{App, Params};
-use hitmap::{Footprint, Layout};
+use hitmap::{Footprint, Layout, Partition};
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -33,10 +33,7 @@ fn size_of(args: &RunArgs, app: &dyn App) -> Result<Vec<usize>, CliError> {
         .map(|s| parse_size(s, app.ndims()))
         .transpose()?;
     let Some(input) = &args.input else {
-        return given.ok_or_else(|| CliError::Size {
-            size: String::new(),
-            why: "give --size".into(),
-        });
+        return given.ok_or_else(|| CliError::Usage("give --size (or an app's --input)".into()));
     };
     if app.input().is_none() {
         return Err(CliError::InputNotRead(args.stencil.clone()));
@@ -119,6 +116,42 @@ struct Checked {
     options: RunOptions,
     /// An app's parameters.
     params: Params,
+    /// What the run will not do as asked, though it can go on: one line
+    /// each for stderr.
+    warnings: Vec<String>,
+}
+
+/// The options a run ignores, with why: each device's `weight=` and
+/// `--weights-from` under a partition that does not split by weight.
+fn ignored_options(args: &RunArgs, devices: &[DeviceSpec]) -> Vec<String> {
+    let mut warnings: Vec<String> = ignored_weights(devices, args.partition)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    if let (Some(path), false) = (
+        &args.weights_from,
+        matches!(args.partition, Partition::Weighted(_)),
+    ) {
+        warnings.push(format!(
+            "--partition {} ignores --weights-from {}: only w<d> partitions split rows by weight (e.g. --partition w0)",
+            args.partition,
+            path.display()
+        ));
+    }
+    warnings
+}
+
+/// Prints `warnings` on stderr, once a process: compare and calibrate run
+/// the same arguments many times.
+fn warn_once(warnings: &[String]) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    if !warnings.is_empty() {
+        WARNED.call_once(|| {
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
+        });
+    }
 }
 
 /// Everything that can be wrong with a run, found before any work starts.
@@ -127,6 +160,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let app = target.app();
     let size = size_of(args, app)?;
     let (mut devices, placement) = devices(args, cluster.info())?;
+    let warnings = ignored_options(args, &devices);
     if let Some(path) = &args.weights_from {
         // The cells calibration timed: the interior (a size too small for
         // one is refused with the run's own error further on).
@@ -168,6 +202,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
         target,
         size,
         params,
+        warnings,
         options: RunOptions {
             iters: args.iters,
             devices,
@@ -212,7 +247,11 @@ pub fn run_config(
         size,
         mut options,
         params,
+        warnings,
     } = checked?;
+    if cluster.is_root() {
+        warn_once(&warnings);
+    }
     let terminal = std::io::stderr().is_terminal();
     let shows_progress =
         write && cluster.is_root() && !args.quiet && (terminal || args.progress_every > 0.0);

@@ -17,8 +17,8 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     if args.sig_iters > args.run.iters {
         // The signature is a short part of the run whose length --iters gives.
         return Err(CliError::Usage(format!(
-            "--sig-iters {} is more than --iters {}: the signature runs a part of the run, \
-             whose length --iters is",
+            "--sig-iters {} is more than --iters {}: a signature runs the first iterations \
+             of a run of --iters; give --sig-iters at most --iters",
             args.sig_iters, args.run.iters
         )));
     }

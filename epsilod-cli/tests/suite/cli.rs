@@ -58,13 +58,25 @@ fn bad_input_is_one_clear_line() {
         (a!["run", "2d4", "--size", "0x10"], "at least 1"),
         (a!["run", "2d4", "--size", "-5"], "not a whole number"),
         (a!["run", "2d4", "--size", "ten"], "not a whole number"),
-        (
-            a!["run", "2d4", "--size", "10", "--iters", "0"],
-            "bad iteration count '0'",
-        ),
+        (a!["run", "2d4", "--size", "10x"], "bad size '10x': an extent is missing"),
         (
             a!["run", "2d4", "--size", "10", "--iters", "-3"],
-            "bad iteration count '-3'",
+            "bad iteration count '-3': expected a whole number >= 0",
+        ),
+        (
+            a![
+                "run",
+                "2d4",
+                "--size",
+                "10",
+                "--devices",
+                "cpu:weight=0",
+                "--devices",
+                "cpu:weight=0",
+                "--partition",
+                "w0"
+            ],
+            "error: every device has weight 0 under --partition w0: give at least one a positive weight (weight=W)\n",
         ),
         (
             a!["run", "2d4", "--size", "10", "--iters", "many"],
@@ -267,6 +279,139 @@ fn bad_input_is_one_clear_line() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         fails_with(&args, want);
     }
+}
+
+/// An app parameter's error is said once, not again as its own cause.
+#[test]
+fn a_parameter_error_is_said_once() {
+    let out = epsilod(&["run", "wavesim", "--size", "34x26", "--param", "dt"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: --param dt: write name=value (see 'epsilod list')\n"
+    );
+}
+
+/// `--iters 0` computes nothing and writes the initial state, as EPSILOD
+/// does: the init values bit for bit, on any devices, and a report of no
+/// iterations whose times are all +0.
+#[test]
+fn zero_iterations_write_the_initial_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let sizes = [12usize, 10];
+    let spec = Library::S2d8.spec();
+    let init: Vec<f32> = (0..sizes[0] * sizes[1])
+        .map(|k| {
+            let i = [(k / sizes[1]) as i64, (k % sizes[1]) as i64];
+            basic_init(&i, &sizes, &spec.low, &spec.high)
+        })
+        .collect();
+    assert!(init.iter().any(|&v| v != 0.0), "boundary values");
+    for devices in [
+        &["cpu:threads=1"][..],
+        &["cpu:threads=1", "cpu:threads=1,weight=2"],
+    ] {
+        let mut args = vec!["run", "2d8", "--size", "12x10", "--iters", "0", "--quiet"];
+        for d in devices {
+            args.extend(["--devices", d]);
+        }
+        let (out, report) = (p("z.dat"), p("z.json"));
+        args.extend(["--partition", "w0", "--output", &out, "--report", &report]);
+        common::ok(&args);
+        let raw = std::fs::read(&out).unwrap();
+        let got: Vec<u32> = raw
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        let want: Vec<u32> = init.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "{devices:?}");
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(r["config"]["iters"], 0);
+        assert_eq!(r["iterations"].as_array().unwrap().len(), 0);
+        for key in [
+            "mean_iteration_seconds",
+            "median_iteration_seconds",
+            "cell_updates_per_second",
+            "skeleton_overhead_seconds_per_iteration",
+        ] {
+            let v = r["summary"][key].as_f64().unwrap();
+            assert!(v == 0.0 && v.is_sign_positive(), "summary.{key} is {v}");
+        }
+    }
+}
+
+/// gaussian's `.pgm` is EPSILOD's file: `%03.0f` a line, the input PGM's
+/// maximum grey value, nothing clamped (a `.npy` input's negative value and
+/// one over 255 written as they are, under 255).
+#[test]
+fn gaussian_writes_epsilods_pgm() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let image = ndarray::arr2(&[[-5.0f32, 0.0, 7.0], [300.0, 1234.0, 42.0]]);
+    ndarray_npy::write_npy(p("in.npy"), &image).unwrap();
+    std::fs::write(p("in.pgm"), "P2\n3 2\n200\n9\n0\n200\n31\n5\n100\n").unwrap();
+    for (input, want) in [
+        ("in.npy", "P2\n3 2\n255\n-05\n000\n007\n300\n1234\n042\n"),
+        ("in.pgm", "P2\n3 2\n200\n009\n000\n200\n031\n005\n100\n"),
+    ] {
+        let out = p("out.pgm");
+        common::ok(&[
+            "run",
+            "gaussian",
+            "--input",
+            &p(input),
+            "--iters",
+            "0",
+            "--quiet",
+            "--output",
+            &out,
+        ]);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), want, "{input}");
+    }
+}
+
+/// A `weight=` the partition does not use is one warning line naming the
+/// device and the partition; the run goes on as without it.
+#[test]
+fn a_weight_the_partition_ignores_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let run = |weight: &str, partition: &str, out: &str| {
+        epsilod(&[
+            "run",
+            "2d4",
+            "--size",
+            "20",
+            "--iters",
+            "5",
+            "--quiet",
+            "--devices",
+            "cpu:threads=1",
+            "--devices",
+            weight,
+            "--partition",
+            partition,
+            "--output",
+            out,
+        ])
+    };
+    let warned = run("cpu:threads=1,weight=2", "m", &p("a.dat"));
+    assert!(warned.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&warned.stderr),
+        "warning: --partition m ignores device 1's weight=2 (cpu:threads=1,weight=2): \
+         only w<d> partitions split rows by weight (e.g. --partition w0)\n"
+    );
+    let plain = run("cpu:threads=1", "m", &p("b.dat"));
+    assert!(plain.status.success() && plain.stderr.is_empty());
+    assert_eq!(
+        std::fs::read(p("a.dat")).unwrap(),
+        std::fs::read(p("b.dat")).unwrap()
+    );
+    let weighted = run("cpu:threads=1,weight=2", "w0", &p("c.dat"));
+    assert!(weighted.status.success() && weighted.stderr.is_empty());
 }
 
 /// A run larger than the host's memory stops before it allocates (where

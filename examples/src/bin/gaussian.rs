@@ -2,14 +2,15 @@
 //! kw x kw Gaussian, f64 steps inside an f32 kernel and a truncation, as
 //! the original computes it; one Rust kernel and the same arithmetic as
 //! device C (`epsilod_apps::gaussian`), so CPU and GPU devices agree bit
-//! for bit. Arguments as the original's: it writes
-//! `<out_prefix>_<iters>_<kw>.ascii.pgm`.
+//! for bit. Arguments and output as the original's: it writes
+//! `<out_prefix>_<iters>_<kw>.ascii.pgm`, each pixel `%03.0f` on a line.
 //!
 //!     cargo run --release -p examples --bin gaussian -- 10 5 photo.pgm blurred
 
 use anyhow::{ensure, Result};
 use clap::Parser;
-use epsilod::{output, Skeleton};
+use epsilod::output::{self, OutputGrid};
+use epsilod::Skeleton;
 use epsilod_apps::gaussian;
 
 #[derive(Parser)]
@@ -40,7 +41,12 @@ fn run(a: Args) -> Result<()> {
         a.kw
     );
     ensure!(a.sigma > 0.0, "sigma {}: give a number above 0", a.sigma);
-    let (rows, cols, pixels) = gaussian::load(&a.input)
+    let gaussian::Image {
+        rows,
+        cols,
+        pixels,
+        maxval,
+    } = gaussian::load_image(&a.input)
         .map_err(|why| anyhow::anyhow!("cannot read {}: {why}", a.input.display()))?;
     let out = Skeleton::new(
         &gaussian::global_size(rows, cols, a.kw),
@@ -53,13 +59,15 @@ fn run(a: Args) -> Result<()> {
     if !out.is_root() {
         return Ok(());
     }
-    let r = gaussian::radius(a.kw);
-    let image = out.grid.slice_each_axis(|ax| {
-        let n = if ax.axis.index() == 0 { rows } else { cols };
-        ndarray::Slice::from(r as isize..(r + n) as isize)
-    });
     let path = format!("{}_{}_{}.ascii.pgm", a.out_prefix, a.iters, a.kw);
-    output::write(std::path::Path::new(&path), image)?;
+    let image = gaussian::Blurred {
+        image: output::Region {
+            grid: out.grid,
+            region: Some(gaussian::image_region(rows, cols, a.kw)),
+        },
+        maxval,
+    };
+    image.write_to(std::path::Path::new(&path))?;
     println!(
         "gaussian {rows}x{cols}, kw {}, {} steps: {path}, loop {:.3} s",
         a.kw, a.iters, out.report.summary.loop_seconds
