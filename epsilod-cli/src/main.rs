@@ -7,6 +7,7 @@
 mod args;
 mod commands;
 mod error;
+mod json;
 mod knobs;
 mod machine_file;
 mod plot;

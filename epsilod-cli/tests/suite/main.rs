@@ -6,5 +6,6 @@ mod cli;
 mod common;
 mod modelling;
 mod mpi;
+mod output;
 mod scale;
 mod specs;
