@@ -1,11 +1,15 @@
 //! What commands print: with `--json`, one document holding the figures
-//! the text prints (docs/json.md).
+//! the text prints (docs/json.md), and into a pipe whose reader went away
+//! (`| head -1`), a quiet end.
 
 use crate::common;
-use common::ok;
+use common::{epsilod, ok};
 
 use serde_json::Value;
+use std::io::BufRead;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
 fn json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
@@ -370,4 +374,158 @@ fn compare_prints_its_document_in_place_of_the_table() {
     assert_eq!(table[1]["heuristic"], "next-alb");
     assert_eq!(table[0]["runs"], 2);
     assert_eq!(doc["runs"][0]["summaries"].as_array().unwrap().len(), 2);
+}
+
+/// Whether `out` ended quietly: status 0, or 141 (or killed by SIGPIPE)
+/// as a command whose reader went away, and nothing on stderr of a panic.
+fn ended_quietly(args: &[&str], out: &Output) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 141)) || out.status.signal() == Some(13),
+        "{args:?}: {:?}\n{err}",
+        out.status
+    );
+    for panic in ["panicked", "Broken pipe", "backtrace"] {
+        assert!(!err.contains(panic), "{args:?}: {err}");
+    }
+}
+
+/// Runs `args` with stdout a pipe whose reader has gone before the first
+/// line: every print fails, the worst case of `| head -1`.
+fn into_closed_pipe(args: &[&str]) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    ended_quietly(args, &out);
+}
+
+/// Runs `args` into a reader that reads one line and closes, as `| head
+/// -1` does.
+fn into_head(args: &[&str]) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert!(!first.is_empty(), "{args:?} printed nothing");
+    ended_quietly(args, &out);
+}
+
+/// Every command that prints, into a reader that went away: no panic, no
+/// backtrace, status 0 or 141.
+#[test]
+fn printing_into_a_closed_pipe_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = machine(dir.path());
+    let sig = |n: usize| {
+        let out = dir.path().join(format!("s{n}.json"));
+        let out = out.to_str().unwrap().to_string();
+        let mut args = vec![
+            "signature",
+            "2d4",
+            "--size",
+            "66",
+            "--partition",
+            "w0",
+            "--iters",
+            "100",
+            "--sig-iters",
+            "3",
+            "--quiet",
+            "--out",
+            &out,
+        ];
+        for _ in 0..n {
+            args.extend(["--devices", "cpu:threads=1"]);
+        }
+        ok(&args);
+        out
+    };
+    let (s2, s4) = (sig(2), sig(4));
+    let calibrated = dir.path().join("calibrated.json");
+    let two = ["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"];
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["list"],
+        vec!["predict", "--model", &m, "--size", "66x34", "--iters", "10"],
+        vec![
+            "predict", "--model", &m, "--size", "66x34", "--iters", "10", "--json",
+        ],
+        vec![
+            "plan",
+            "--inventory",
+            INVENTORY,
+            "--size",
+            "4098x4098",
+            "--iters",
+            "1000",
+        ],
+        vec!["scale", &s2, &s4, "--targets", "8,16,32"],
+        vec!["scale", &s2, &s4, "--target", "8", "--json", "-"],
+        [
+            &[
+                "calibrate",
+                "2d4",
+                "--size",
+                "34",
+                "--calib-iters",
+                "4",
+                "--no-links",
+            ][..],
+            &two,
+            &["--out", calibrated.to_str().unwrap()],
+        ]
+        .concat(),
+        [
+            &[
+                "compare",
+                "2d4",
+                "--size",
+                "34",
+                "--iters",
+                "3",
+                "--partition",
+                "w0",
+            ][..],
+            &two,
+            &["--alb", "none,next-alb", "--reps", "2", "--quiet"],
+        ]
+        .concat(),
+        [
+            &["simulate", "2d4", "--size", "66", "--iters", "10"][..],
+            &two,
+        ]
+        .concat(),
+        [&["run", "2d4", "--size", "34", "--iters", "3"][..], &two].concat(),
+    ];
+    for args in &commands {
+        into_closed_pipe(args);
+    }
+    // Half-way through the output, as `| head -1` stops reading.
+    for args in &commands[..5] {
+        into_head(args);
+    }
+    // Not a closed pipe: a failure is still one clear line.
+    let out = epsilod(&[
+        "plan",
+        "--inventory",
+        "/nonexistent.toml",
+        "--size",
+        "8",
+        "--iters",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
 }
