@@ -150,6 +150,10 @@ pub struct ListArgs {
     /// Grid of the measurement, ROWSxCOLS (boundary included).
     #[arg(long, default_value = "16386x16386", value_parser = parse_grid2)]
     pub measure_size: [usize; 2],
+    /// Also write the measurements as JSON (docs/json.md) to FILE; `-`, or no FILE: the JSON on
+    /// stdout instead of the text.
+    #[arg(long, requires = "measure", value_name = "FILE", num_args = 0..=1, default_missing_value = crate::json::STDOUT)]
+    pub json: Option<PathBuf>,
 }
 
 /// `ROWSxCOLS`, each at least 3 (one interior cell inside the boundary).
@@ -171,8 +175,11 @@ pub struct ScaleArgs {
     #[arg(required = true)]
     pub signatures: Vec<PathBuf>,
     /// Devices to predict for, at most 1048576 (the trace holds every one's messages).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
-    pub target: u64,
+    #[arg(long, required_unless_present = "targets", conflicts_with = "targets", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub target: Option<u64>,
+    /// Device counts to predict for, comma-separated (8,16,32,...): the curve, one line each.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    pub targets: Vec<u64>,
     /// Signatures of a smaller problem: far points for the compute fit.
     #[arg(long)]
     pub far: Vec<PathBuf>,
@@ -180,8 +187,8 @@ pub struct ScaleArgs {
     /// compute within 10%).
     #[arg(long)]
     pub validate: Vec<PathBuf>,
-    /// Also write the predicted trace (JSON).
-    #[arg(long)]
+    /// Also write the predicted trace (JSON) of --target.
+    #[arg(long, conflicts_with = "targets")]
     pub out: Option<PathBuf>,
     /// The clock compute is fitted on: wall (kernel wall time) or cpu (kernel thread CPU time,
     /// turned into wall time at the target by its cores: right when devices outnumber cores).
@@ -200,9 +207,14 @@ pub struct ScaleArgs {
     /// Bytes an update of one cell moves, for --node-bandwidth (8: an f32 read and written).
     #[arg(long, requires = "node_bandwidth", default_value_t = 8.0, value_parser = parse_positive)]
     pub bytes_per_cell: f64,
-    /// Devices per node sharing --node-bandwidth (default: all of the target's on one).
-    #[arg(long, requires = "node_bandwidth", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Devices per node: they share its --cores (--compute cpu) and its --node-bandwidth
+    /// (default: all of the target's on one).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub devices_per_node: Option<u64>,
+    /// Also write the model, validations and predictions as JSON (docs/json.md) to FILE; `-`, or no FILE: the JSON on stdout
+    /// instead of the text.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::json::STDOUT)]
+    pub json: Option<PathBuf>,
 }
 
 /// `--compute`.
@@ -324,6 +336,10 @@ pub struct PredictArgs {
     /// omitted.
     #[arg(long, requires = "comm", value_parser = clap::value_parser!(u64).range(1..))]
     pub per_rank: Option<u64>,
+    /// Also write the predictions as JSON (docs/json.md) to FILE; `-`, or no FILE: the JSON on stdout
+    /// instead of the text.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::json::STDOUT)]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -359,6 +375,10 @@ pub struct CalibrateArgs {
     /// Where to write the machine JSON.
     #[arg(long)]
     pub out: PathBuf,
+    /// Also write the summary it prints as JSON (docs/json.md) to FILE; `-`, or no FILE: the JSON on stdout
+    /// instead of the text.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::json::STDOUT)]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -384,8 +404,9 @@ pub struct PlanArgs {
     /// inner rows).
     #[arg(long, default_value = "overlap", value_parser = parse_estimate)]
     pub estimate: models::plan::Estimate,
-    /// Also write the best choice, the front and the sweep as JSON.
-    #[arg(long)]
+    /// Also write the best choice, the front and the sweep as JSON (docs/json.md) to FILE; `-`, or no FILE: the JSON on stdout
+    /// instead of the text.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::json::STDOUT)]
     pub json: Option<PathBuf>,
 }
 
@@ -497,8 +518,9 @@ pub struct CompareArgs {
     /// Also write the table as CSV.
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Also write the table (and every run's summary) as JSON.
-    #[arg(long)]
+    /// Also write the table (and every run's summary) as JSON (docs/json.md) to FILE; `-`, or no FILE: the JSON on stdout
+    /// instead of the text.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::json::STDOUT)]
     pub json: Option<PathBuf>,
 }
 

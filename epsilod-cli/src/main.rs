@@ -1,12 +1,14 @@
 //! The `epsilod` command line: `run`, `compare`, `plot` and `list` (cli.md
 //! is the contract). Exit status 0 on success; otherwise one line on
-//! stderr saying what is wrong and how to fix it.
+//! stderr saying what is wrong and how to fix it. Output into a reader that
+//! went away (`| head`) ends the command quietly, with status 141.
 
 #![forbid(unsafe_code)]
 
 mod args;
 mod commands;
 mod error;
+mod json;
 mod knobs;
 mod machine_file;
 mod plot;
@@ -25,8 +27,39 @@ use std::io::IsTerminal;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+/// The status of a command whose reader went away: what a shell reports
+/// for one killed by SIGPIPE (128 + 13), as `yes | head` gives.
+const CLOSED_PIPE: i32 = 141;
+
 fn main() {
+    quiet_on_closed_pipe();
     std::process::exit(run());
+}
+
+/// `println!` panics when stdout's reader has gone (`epsilod list | head
+/// -1`; Rust ignores SIGPIPE, so the write fails instead): this ends the
+/// process there, quietly, whatever command or thread printed.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if is_closed_pipe(message) {
+            std::process::exit(CLOSED_PIPE);
+        }
+        default(info)
+    }));
+}
+
+/// Whether `message` is the panic of `print!` or `eprint!` on a closed
+/// pipe: std's "failed printing to stdout: Broken pipe (os error 32)" (the
+/// C library's text for EPIPE: Rust never sets a locale that translates it).
+fn is_closed_pipe(message: &str) -> bool {
+    message.starts_with("failed printing to std") && message.contains("Broken pipe")
 }
 
 /// Runs the command line; returns the process exit status.

@@ -611,11 +611,15 @@ pub enum ComputeClock {
 /// What the target's node does to compute time beyond the fitted law.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Node {
-    /// Cores of a node. With compute fitted on CPU time, P devices of t
-    /// threads share them: wall = CPU × max(1, P·t / cores). Default: the
-    /// cores the signatures were recorded on. May be a fraction: a node
-    /// that other work shares gives a run only part of its cores.
+    /// Cores of a node. With compute fitted on CPU time, the n devices of
+    /// t threads on a node share them: wall = CPU × max(1, n·t / cores).
+    /// Default: the cores the signatures were recorded on. May be a
+    /// fraction: a node that other work shares gives a run only part of
+    /// its cores.
     pub cores: Option<f64>,
+    /// Devices on one node, sharing its cores and its memory bandwidth
+    /// (absent: every device of the target on one node).
+    pub devices_per_node: Option<usize>,
     /// A floor from the node's memory bandwidth, shared by its devices.
     pub bandwidth: Option<Bandwidth>,
 }
@@ -634,8 +638,6 @@ pub struct Bandwidth {
     /// Bytes an update of one cell moves to or from memory (a streaming
     /// stencil: its cell read once, its result written once).
     pub bytes_per_cell: f64,
-    /// Devices on one node (absent: every device of the target on one).
-    pub devices_per_node: Option<usize>,
 }
 
 impl Bandwidth {
@@ -670,9 +672,8 @@ impl Bandwidth {
     }
 
     /// Seconds per iteration below which a device of `cells` cannot go
-    /// with `devices` devices on its node.
-    pub fn floor(&self, cells: f64, devices: usize) -> f64 {
-        let sharing = self.devices_per_node.map_or(devices, |n| n.min(devices));
+    /// with `sharing` devices on its node.
+    pub fn floor(&self, cells: f64, sharing: usize) -> f64 {
         cells * self.bytes_per_cell * sharing.max(1) as f64 / self.bytes_per_second
     }
 }
@@ -736,16 +737,17 @@ impl ScalingModel {
                 "{c} cores: a node has a positive number"
             )));
         }
+        if node.devices_per_node == Some(0) {
+            return Err(ScalingError::BadNode(
+                "0 devices per node: a node has at least one".into(),
+            ));
+        }
         if let Some(b) = node.bandwidth {
             let positive = |v: f64| v.is_finite() && v > 0.0;
-            if !positive(b.bytes_per_second)
-                || !positive(b.bytes_per_cell)
-                || b.devices_per_node == Some(0)
-            {
+            if !positive(b.bytes_per_second) || !positive(b.bytes_per_cell) {
                 return Err(ScalingError::BadNode(format!(
-                    "bandwidth {} B/s, {} bytes per cell, {:?} devices per node: all must be \
-                     positive",
-                    b.bytes_per_second, b.bytes_per_cell, b.devices_per_node
+                    "bandwidth {} B/s, {} bytes per cell: both must be positive",
+                    b.bytes_per_second, b.bytes_per_cell
                 )));
             }
         }
@@ -888,13 +890,21 @@ impl ScalingModel {
         })
     }
 
+    /// The devices of `count` that share one node: all of them, or at most
+    /// the node's `devices_per_node`.
+    pub fn devices_on_a_node(&self, count: usize) -> usize {
+        self.node.devices_per_node.map_or(count, |n| n.min(count))
+    }
+
     /// How much longer than its CPU time a device's compute takes in wall
-    /// time at `count` devices: on CPU time, P·t threads taking turns on
-    /// the node's cores, `max(1, P·t / cores)`; 1 on wall time.
+    /// time at `count` devices: on CPU time, the n·t threads of a node's n
+    /// devices taking turns on its cores, `max(1, n·t / cores)`; 1 on wall
+    /// time. Other nodes' devices run on their own cores.
     fn stretch(&self, count: usize) -> f64 {
         match (self.clock, self.node.cores) {
             (ComputeClock::Cpu, Some(cores)) => {
-                (count as f64 * self.threads_per_device / cores).max(1.0)
+                let on_node = self.devices_on_a_node(count) as f64;
+                (on_node * self.threads_per_device / cores).max(1.0)
             }
             _ => 1.0,
         }
@@ -903,7 +913,10 @@ impl ScalingModel {
     /// The bandwidth floor at `count` devices (wall seconds; 0 without).
     fn floor(&self, count: usize) -> f64 {
         self.node.bandwidth.map_or(0.0, |b| {
-            b.floor(self.total_cells as f64 / count as f64, count)
+            b.floor(
+                self.total_cells as f64 / count as f64,
+                self.devices_on_a_node(count),
+            )
         })
     }
 
@@ -1404,7 +1417,7 @@ mod tests {
         // stretch.
         let node = Node {
             cores: Some(8.0),
-            bandwidth: None,
+            ..Node::default()
         };
         let wide = ScalingModel::fit_on(&s, &far, ComputeClock::Cpu, node).unwrap();
         assert!((wide.compute_wall(8) - want / 4.0).abs() < 1e-9 * want);
@@ -1419,6 +1432,45 @@ mod tests {
         assert_eq!(again.exchange, cpu.exchange);
         let wall_loaded = ScalingModel::fit(&loaded, &far).unwrap();
         assert!(wall_loaded.exchange.alpha > wall.exchange.alpha + 4e-4);
+    }
+
+    /// Devices spread over nodes take turns on their own node's cores only:
+    /// 1024 devices, 16 to a node of 16 cores, compute as each device with a
+    /// core of its own (as on one node of 1024 cores), not 1024/16 times it.
+    #[test]
+    fn devices_take_turns_on_their_own_nodes_cores_only() {
+        let s = on_two_cores(&[1, 2]);
+        let far = [far_on_two_cores()];
+        let fit = |cores: f64, devices_per_node: Option<usize>| {
+            let node = Node {
+                cores: Some(cores),
+                devices_per_node,
+                bandwidth: None,
+            };
+            ScalingModel::fit_on(&s, &far, ComputeClock::Cpu, node).unwrap()
+        };
+        let nodes = fit(16.0, Some(16));
+        let wide = fit(1024.0, None);
+        let alone = nodes.compute.at(1024.0);
+        assert_eq!(nodes.compute_wall(1024), alone);
+        assert_eq!(wide.compute_wall(1024), alone);
+        assert_eq!(nodes.compute_on_clock(1024), alone);
+        // 32 devices to a node of 16 cores take turns two at a time.
+        let crowded = fit(16.0, Some(32));
+        assert_eq!(
+            crowded.compute_wall(1024),
+            alone.max(2.0 * crowded.compute_mean.at(1024.0))
+        );
+        assert!(crowded.compute_wall(1024) > 1.5 * alone);
+        // All 1024 on one node of 16 cores: 64 at a time.
+        let one_node = fit(16.0, None);
+        assert_eq!(
+            one_node.compute_wall(1024),
+            alone.max(64.0 * one_node.compute_mean.at(1024.0))
+        );
+        // A node of fewer devices than it may hold is the count's.
+        assert_eq!(nodes.devices_on_a_node(8), 8);
+        assert_eq!(nodes.devices_on_a_node(1024), 16);
     }
 
     /// On a shared machine one of two devices took half as much CPU again
@@ -1540,7 +1592,6 @@ mod tests {
         let bw = Bandwidth {
             bytes_per_second: 40e9,
             bytes_per_cell: 8.0,
-            devices_per_node: None,
         };
         let floor = 720.0 * 720.0 * 8.0 / 40e9;
         let real = |p: usize| {
@@ -1554,8 +1605,8 @@ mod tests {
         // floor (104 us); at 8 the law says 65 us.
         let s = vec![real(2), real(4)];
         let node = Node {
-            cores: None,
             bandwidth: Some(bw),
+            ..Node::default()
         };
         let plain = ScalingModel::fit(&s, &[]).unwrap();
         let floored = ScalingModel::fit_on(&s, &[], ComputeClock::Wall, node).unwrap();
@@ -1568,11 +1619,8 @@ mod tests {
         // Spread over nodes of 2 devices, a device's share is half a
         // node's bandwidth: the floor falls with P again.
         let spread = Node {
-            cores: None,
-            bandwidth: Some(Bandwidth {
-                devices_per_node: Some(2),
-                ..bw
-            }),
+            devices_per_node: Some(2),
+            ..node
         };
         let spread = ScalingModel::fit_on(&s, &[], ComputeClock::Wall, spread).unwrap();
         let per_device = 720.0 * 720.0 / 8.0 * 8.0 * 2.0 / 40e9;
@@ -1586,11 +1634,11 @@ mod tests {
             &[],
             ComputeClock::Wall,
             Node {
-                cores: None,
                 bandwidth: Some(Bandwidth {
                     bytes_per_second: 0.0,
                     ..bw
-                })
+                }),
+                ..Node::default()
             }
         )
         .is_err());

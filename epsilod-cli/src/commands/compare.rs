@@ -4,6 +4,7 @@ use super::run::run_config;
 use super::{check_report_path, write_report};
 use crate::args::CompareArgs;
 use crate::error::CliError;
+use crate::json::JsonOut;
 use crate::stats;
 use epsilod::{Alb, Cluster, Report};
 
@@ -31,10 +32,12 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
             "compare times whole runs: leave out {option}"
         )));
     }
+    let json = JsonOut::of(args.json.as_ref());
     if cluster.is_root() {
-        for p in [&args.csv, &args.json].into_iter().flatten() {
+        if let Some(p) = &args.csv {
             check_report_path(p)?;
         }
+        json.check()?;
     }
     let mut reports: Vec<Vec<Report>> = vec![Vec::new(); names.len()];
     for rep in 0..args.reps {
@@ -56,11 +59,12 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
         return Ok(());
     }
     let rows = stats::table(&names, &reports);
-    print!("{}", stats::render(&rows));
+    // The files first: a reader that stops early (`| head`) ends the
+    // command at its first line it cannot print.
     if let Some(p) = &args.csv {
         write_report(p, stats::csv(&rows))?;
     }
-    if let Some(p) = &args.json {
+    if json != JsonOut::None {
         let runs: Vec<serde_json::Value> = names
             .iter()
             .zip(&reports)
@@ -68,10 +72,10 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
             .collect();
         let doc =
             serde_json::json!({ "config": reports[0][0].config, "table": rows, "runs": runs });
-        write_report(
-            p,
-            serde_json::to_string_pretty(&doc).expect("tables serialise"),
-        )?;
+        json.write(&doc)?;
+    }
+    if json.prints_text() {
+        print!("{}", stats::render(&rows));
     }
     Ok(())
 }

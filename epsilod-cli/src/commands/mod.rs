@@ -33,13 +33,7 @@ pub fn dispatch(command: Command, cluster: &Cluster) -> Result<(), CliError> {
         Command::Simulate(args) => simulate::simulate(&args),
         Command::Plan(args) => plan::plan(&args),
         Command::Calibrate(args) => calibrate::calibrate(&args, cluster),
-        Command::List(args) => {
-            print!("{}", list::list());
-            if args.measure {
-                print!("{}", list::measure(args.measure_size)?);
-            }
-            Ok(())
-        }
+        Command::List(args) => list::list(&args),
         Command::Signature(args) => signature::signature(&args, cluster),
         Command::Scale(args) => scale::scale(&args),
         Command::Commbench(args) => commbench::commbench(&args, cluster),

@@ -1,15 +1,14 @@
 //! `epsilod plan`: a thin front over `models::plan`.
 
-use super::{check_report_path, write_report};
 use crate::args::PlanArgs;
 use crate::error::CliError;
+use crate::json::JsonOut;
 use crate::sizes::parse_size;
 use models::plan::{branch_and_bound, pareto, sweep, Choice, Inventory, Problem};
 
 pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
-    if let Some(p) = &args.json {
-        check_report_path(p)?;
-    }
+    let json = JsonOut::of(args.json.as_ref());
+    json.check()?;
     let path = args.inventory.display().to_string();
     let text = std::fs::read_to_string(&args.inventory).map_err(|e| CliError::Input {
         path: path.clone(),
@@ -63,24 +62,82 @@ pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
             c.network.as_deref().unwrap_or("none (one host)")
         )
     };
-    println!("best: {}", describe(&best));
-    println!("pareto front (devices, time):");
-    for c in &front {
-        println!("  {}", describe(c));
-    }
-    println!("layouts of the best, fastest first:");
-    for c in &table {
-        println!(
-            "  {:.4} s  partition {}, weights {:?}, {} device(s) per rank",
-            c.seconds, c.partition, c.weights, c.per_rank
-        );
-    }
-    if let Some(p) = &args.json {
-        let doc = serde_json::json!({ "best": best, "pareto": front, "sweep": table });
-        write_report(
-            p,
-            serde_json::to_string_pretty(&doc).expect("plans serialise"),
-        )?;
+    // The inventory's devices, which each choice's `counts` index.
+    let devices: Vec<serde_json::Value> = inv
+        .devices
+        .iter()
+        .map(|d| serde_json::json!({ "name": d.name, "host": d.host }))
+        .collect();
+    let doc = serde_json::json!({
+        "devices": devices, "best": best, "pareto": front, "sweep": table,
+    });
+    json.write(&doc)?;
+    if json.prints_text() {
+        let mut text = format!("best: {}\npareto front (devices, time):\n", describe(&best));
+        for c in &front {
+            text += &format!("  {}\n", describe(c));
+        }
+        text += "layouts of the best, fastest first:\n";
+        for line in sweep_lines(&table) {
+            text += &format!("  {line}\n");
+        }
+        print!("{text}");
     }
     Ok(())
+}
+
+/// The sweep's lines, each layout and time once: the devices per rank
+/// that give a layout the same time (at the printed precision) share a
+/// line, `1-8 device(s) per rank` (where the exchange hides behind the
+/// compute, every grouping does).
+fn sweep_lines(table: &[Choice]) -> Vec<String> {
+    let mut lines: Vec<(String, Vec<usize>)> = Vec::new();
+    for c in table {
+        let layout = format!(
+            "{:.4} s  partition {}, weights {:?}",
+            c.seconds, c.partition, c.weights
+        );
+        match lines.iter_mut().find(|(l, _)| *l == layout) {
+            Some((_, per_rank)) => per_rank.push(c.per_rank),
+            None => lines.push((layout, vec![c.per_rank])),
+        }
+    }
+    lines
+        .into_iter()
+        .map(|(layout, per_rank)| format!("{layout}, {} device(s) per rank", ranges(per_rank)))
+        .collect()
+}
+
+/// `1,2,3,5` as `1-3, 5`.
+fn ranges(mut values: Vec<usize>) -> String {
+    values.sort_unstable();
+    values.dedup();
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for v in values {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == v => *end = v,
+            _ => runs.push((v, v)),
+        }
+    }
+    runs.iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ranges;
+
+    #[test]
+    fn devices_per_rank_read_as_ranges() {
+        assert_eq!(ranges(vec![3, 1, 2, 5, 7, 8]), "1-3, 5, 7-8");
+        assert_eq!(ranges(vec![4]), "4");
+    }
 }

@@ -7,6 +7,7 @@
 
 use crate::args::PredictArgs;
 use crate::error::CliError;
+use crate::json::JsonOut;
 use crate::machine_file::load_machine;
 use crate::plot::load_report;
 use crate::sizes::parse_size;
@@ -14,8 +15,11 @@ use models::halo_features::halo_features;
 use models::learned::CommModel;
 use models::metrics;
 use models::predict::{ExchangeTime, Method, Run};
+use serde::Serialize;
 
 pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
+    let json = JsonOut::of(args.json.as_ref());
+    json.check()?;
     let machine = load_machine(&args.model)?;
     let methods = args
         .method
@@ -133,40 +137,125 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
         &link,
     )
     .map_err(perr)?;
-    let exchange = match &args.comm {
-        Some(path) => learned_exchange(path, &run, args.per_rank)?,
-        None => ExchangeTime::Links,
+    let learned = match &args.comm {
+        Some(path) => Some(learned_exchange(path, &run, args.per_rank)?),
+        None => None,
     };
-    let real = report.as_ref().map(|r| r.summary.loop_seconds);
-    println!("method   iteration_s   loop_s   balanced_loop_s   rel_error");
+    let exchange = learned
+        .as_ref()
+        .map_or(ExchangeTime::Links, |l| ExchangeTime::Phase(l.seconds));
+    let measured = report.as_ref().map(|r| r.summary.loop_seconds);
+    let mut predictions = Vec::new();
     for m in methods {
         let p = machine.predict_with(&run, m, exchange).map_err(perr)?;
-        let err = match real {
-            Some(r) => format!(
-                "{:.3}",
-                metrics::relative_error(p.loop_time, r).map_err(perr)?
-            ),
-            None => "-".into(),
-        };
-        println!(
-            "{:<8} {:>12.6e} {:>8.4} {:>17.4} {:>11}",
-            m.name(),
-            p.iteration,
-            p.loop_time,
-            p.balanced_loop,
-            err
-        );
-        for (d, t) in p.devices.iter().enumerate() {
-            println!(
-                "  device {d}: rows {} compute {:.6e} s exchange {:.6e} s",
-                run.rows[d], t.compute, t.exchange
-            );
-        }
+        predictions.push(MethodFigures {
+            method: m.name(),
+            iteration_seconds: p.iteration,
+            loop_seconds: p.loop_time,
+            balanced_loop_seconds: p.balanced_loop,
+            relative_error: measured
+                .map(|r| metrics::relative_error(p.loop_time, r))
+                .transpose()
+                .map_err(perr)?,
+            devices: p
+                .devices
+                .iter()
+                .zip(&run.rows)
+                .map(|(t, &rows)| DeviceFigures {
+                    rows,
+                    compute_seconds: t.compute,
+                    exchange_seconds: t.exchange,
+                })
+                .collect(),
+        });
     }
-    if let Some(r) = real {
-        println!("measured loop_s {r:.4}");
+    let doc = Figures {
+        learned_exchange: learned,
+        predictions,
+        measured_loop_seconds: measured,
+    };
+    json.write(&doc)?;
+    if json.prints_text() {
+        print!("{}", doc.text());
     }
     Ok(())
+}
+
+/// What `predict` prints, as `--json` writes it (docs/json.md).
+#[derive(Serialize)]
+struct Figures {
+    /// The exchange time of `--comm`'s model, every method's.
+    learned_exchange: Option<LearnedExchange>,
+    /// One per `--method`, in its order.
+    predictions: Vec<MethodFigures>,
+    /// `--against`'s loop time.
+    measured_loop_seconds: Option<f64>,
+}
+
+/// One method's prediction.
+#[derive(Serialize)]
+struct MethodFigures {
+    method: &'static str,
+    iteration_seconds: f64,
+    loop_seconds: f64,
+    balanced_loop_seconds: f64,
+    /// Against `--against`'s loop time.
+    relative_error: Option<f64>,
+    devices: Vec<DeviceFigures>,
+}
+
+/// A device's part of an iteration.
+#[derive(Serialize)]
+struct DeviceFigures {
+    rows: u64,
+    compute_seconds: f64,
+    exchange_seconds: f64,
+}
+
+/// The halo exchange by a learned model (`--comm`).
+#[derive(Serialize)]
+struct LearnedExchange {
+    /// The model's method (`fit-comm --method`).
+    method: String,
+    /// Messages of the iteration's halo plan.
+    messages: f64,
+    /// Its largest message in bytes.
+    largest_bytes: f64,
+    /// Seconds per iteration.
+    seconds: f64,
+}
+
+impl Figures {
+    /// The table for people.
+    fn text(&self) -> String {
+        let mut text = String::new();
+        if let Some(l) = &self.learned_exchange {
+            text += &format!(
+                "exchange by {} ({} messages, largest {} B): {:.6e} s per iteration\n",
+                l.method, l.messages, l.largest_bytes, l.seconds
+            );
+        }
+        text += "method   iteration_s   loop_s   balanced_loop_s   rel_error\n";
+        for p in &self.predictions {
+            let err = p
+                .relative_error
+                .map_or_else(|| "-".to_string(), |e| format!("{e:.3}"));
+            text += &format!(
+                "{:<8} {:>12.6e} {:>8.4} {:>17.4} {:>11}\n",
+                p.method, p.iteration_seconds, p.loop_seconds, p.balanced_loop_seconds, err
+            );
+            for (d, t) in p.devices.iter().enumerate() {
+                text += &format!(
+                    "  device {d}: rows {} compute {:.6e} s exchange {:.6e} s\n",
+                    t.rows, t.compute_seconds, t.exchange_seconds
+                );
+            }
+        }
+        if let Some(r) = self.measured_loop_seconds {
+            text += &format!("measured loop_s {r:.4}\n");
+        }
+        text
+    }
 }
 
 /// What predict needs of a stencil: what `--halo-rows` and `--cell-bytes`
@@ -217,7 +306,7 @@ fn learned_exchange(
     path: &std::path::Path,
     run: &Run,
     per_rank: Option<u64>,
-) -> Result<ExchangeTime, CliError> {
+) -> Result<LearnedExchange, CliError> {
     let bad = |why: String| CliError::Input {
         path: path.display().to_string(),
         why,
@@ -235,12 +324,12 @@ fn learned_exchange(
             outside.join(", ")
         );
     }
-    let seconds = model.predict(&features);
-    println!(
-        "exchange by {} ({} messages, largest {} B): {seconds:.6e} s per iteration",
-        model.method, features.tm, features.l
-    );
-    Ok(ExchangeTime::Phase(seconds))
+    Ok(LearnedExchange {
+        method: model.method.to_string(),
+        messages: features.tm,
+        largest_bytes: features.l,
+        seconds: model.predict(&features),
+    })
 }
 
 fn perr<E: std::fmt::Display>(e: E) -> CliError {

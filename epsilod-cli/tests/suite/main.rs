@@ -6,6 +6,7 @@ mod cli;
 mod common;
 mod modelling;
 mod mpi;
+mod output;
 mod reference;
 mod scale;
 mod specs;

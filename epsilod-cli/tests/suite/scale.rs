@@ -149,12 +149,16 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
         &to8(&["--cores", "4"]),
         "--cores is used by --compute cpu or --node-bandwidth signatures",
     );
-    for extra in [["--devices-per-node", "4"], ["--bytes-per-cell", "4"]] {
-        fails_with(
-            &to8(&extra),
-            "required arguments were not provided: --node-bandwidth",
-        );
-    }
+    fails_with(
+        &to8(&["--bytes-per-cell", "4"]),
+        "required arguments were not provided: --node-bandwidth",
+    );
+    // Devices per node share its cores (on CPU time) or its bandwidth;
+    // alone they would be ignored.
+    fails_with(
+        &to8(&["--devices-per-node", "4"]),
+        "--devices-per-node is used by --compute cpu or --node-bandwidth: add one",
+    );
     // With the signatures' bandwidth the cores pick the signature that
     // fills them: taken on the wall clock too.
     let wall = ok(&to8(&["--cores", "4", "--node-bandwidth", "signatures"]));
@@ -212,6 +216,153 @@ fn signatures_record_the_layout_and_scale_predicts_the_messages() {
         &to8(&["--node-bandwidth", "fast"]),
         "`fast` is not a positive number",
     );
+}
+
+/// `--targets` prints the curve, a line per count, and `--json` writes the
+/// figures the text prints (`-`: on stdout, in place of the text); a
+/// target beyond 8 times the signatures' largest count warns in one line;
+/// devices spread over nodes take turns on their own node's cores only.
+#[test]
+fn scale_prints_a_curve_and_writes_the_figures_it_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s2, s3, s4) = (
+        take(dir.path(), 2),
+        take(dir.path(), 3),
+        take(dir.path(), 4),
+    );
+    let j = dir.path().join("scale.json");
+    let curve = [
+        "scale",
+        &s2,
+        &s4,
+        "--validate",
+        &s3,
+        "--targets",
+        "8,16,32,64",
+    ];
+    let out = epsilod(&[&curve[..], &["--json", j.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{out:?}");
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(
+        err,
+        "warning: target 64 is more than 8x the signatures' largest device count (4), beyond \
+         what P3S validated: take signatures at more devices, or trust the prediction less\n"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let model = &doc["model"];
+    assert_eq!(model["counts"], serde_json::json!([2, 4]));
+    assert_eq!(model["weight"], 500);
+    assert_eq!(model["clock"], "wall");
+    let law = |l: &serde_json::Value| {
+        format!(
+            "{:.4e} * P^{:.3}",
+            l["coefficient"].as_f64().unwrap(),
+            l["exponent"].as_f64().unwrap()
+        )
+    };
+    let head = format!(
+        "signatures at 2, 4 devices\npattern: {}\nweight: 500 iterations\ncompute (critical \
+         wall s/iteration): {} ({} before far points)\nexchange: {:.3e} s per message + {:.3e} \
+         s per byte\n",
+        model["pattern"].as_str().unwrap(),
+        law(&model["compute"]),
+        law(&model["compute_initial"]),
+        model["exchange"]["alpha"].as_f64().unwrap(),
+        model["exchange"]["beta"].as_f64().unwrap()
+    );
+    assert!(text.starts_with(&head), "{head}\n{text}");
+    let v = &doc["validations"][0];
+    assert_eq!(v["count"], 3);
+    assert_eq!(v["pattern_exact"], true);
+    let pct = |x: &serde_json::Value| format!("{:.1}%", x.as_f64().unwrap() * 100.0);
+    assert!(text.contains(&format!(
+        "validation at 3 devices: pattern exact, weight exact, volume error {}, compute error \
+         {}, iteration time error {}: {}",
+        pct(&v["volume_error"]),
+        pct(&v["compute_error"]),
+        pct(&v["time_error"]),
+        if v["accepted"] == true {
+            "accepted"
+        } else {
+            "REJECTED"
+        }
+    )));
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("prediction at "))
+        .collect();
+    let predictions = doc["predictions"].as_array().unwrap();
+    assert_eq!(lines.len(), 4);
+    assert_eq!(predictions.len(), 4);
+    for ((line, p), count) in lines.iter().zip(predictions).zip([8, 16, 32, 64]) {
+        assert_eq!(p["devices"], count);
+        assert_eq!(
+            *line,
+            format!(
+                "prediction at {count} devices: {}-{} messages and {}-{} bytes per device per \
+                 iteration, compute {:.3} ms, iteration {:.3} ms, loop {:.3} s ({} iterations)",
+                p["messages_min"],
+                p["messages_max"],
+                p["bytes_min"],
+                p["bytes_max"],
+                p["compute_seconds"].as_f64().unwrap() * 1e3,
+                p["iteration_seconds"].as_f64().unwrap() * 1e3,
+                p["loop_seconds"].as_f64().unwrap(),
+                p["iterations"]
+            )
+        );
+    }
+    // A line of slabs: the ends send one message, the others two.
+    assert_eq!(predictions[0]["messages_min"], 1);
+    assert_eq!(predictions[0]["messages_max"], 2);
+    // `--target 8` prints the curve's first line, and within 8x no
+    // warning.
+    let one = epsilod(&["scale", &s2, &s4, "--target", "8"]);
+    assert!(one.status.success() && one.stderr.is_empty(), "{one:?}");
+    let one = String::from_utf8_lossy(&one.stdout);
+    assert!(one.ends_with(&format!("{}\n", lines[0])), "{one}");
+    // On stdout: the document alone.
+    let only = ok(&[&curve[..], &["--json"]].concat());
+    let parsed: serde_json::Value = serde_json::from_str(&only).unwrap();
+    assert_eq!(parsed, doc);
+    fails_with(
+        &["scale", &s2, &s4, "--target", "8", "--targets", "8,16"],
+        "cannot be used with",
+    );
+    fails_with(
+        &["scale", &s2, &s4, "--targets", "8,16", "--out", "t.json"],
+        "cannot be used with",
+    );
+    fails_with(&["scale", &s2, &s4], "--target");
+
+    // 1024 one-thread devices, 16 to a node of 16 cores: each has a core,
+    // as on one node of 1024 cores; all on one node of 16 they take turns.
+    let compute = |extra: &[&str]| {
+        let args = [
+            &[
+                "scale",
+                &s2,
+                &s4,
+                "--target",
+                "1024",
+                "--compute",
+                "cpu",
+                "--json",
+                "-",
+            ][..],
+            extra,
+        ]
+        .concat();
+        let doc: serde_json::Value = serde_json::from_str(&ok(&args)).unwrap();
+        doc["predictions"][0]["compute_seconds"].as_f64().unwrap()
+    };
+    let nodes = compute(&["--cores", "16", "--devices-per-node", "16"]);
+    assert_eq!(nodes, compute(&["--cores", "1024"]));
+    assert!(compute(&["--cores", "16"]) > 2.0 * nodes);
 }
 
 #[test]
