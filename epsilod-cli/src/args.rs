@@ -681,6 +681,10 @@ pub struct RunArgs {
     /// every rank shares).
     #[arg(long, requires = "checkpoint_every")]
     pub checkpoint_dir: Option<PathBuf>,
+    /// Replace the checkpoints another run left in --checkpoint-dir instead of refusing to start
+    /// (they are removed at the start).
+    #[arg(long, requires = "checkpoint_dir")]
+    pub checkpoint_overwrite: bool,
     /// Resume from the newest valid checkpoint in this directory, on any devices, partition or
     /// rank count; runs the iterations left up to --iters, bit-identical to an uninterrupted run.
     #[arg(long)]

@@ -4,8 +4,8 @@
 
 use crate::args::{InitKind, RunArgs};
 use crate::error::CliError;
-use epsilod::Stencil;
-use epsilod_apps::{App, StencilApp};
+use epsilod::{Digest, RunIdentity, Stencil};
+use epsilod_apps::{App, Params, StencilApp, StencilSource};
 use kernels::{AnySpec, Library};
 use std::path::Path;
 use std::sync::Arc;
@@ -61,6 +61,58 @@ impl Target {
             )),
             app => app,
         }
+    }
+
+    /// What decides the result of a run of it with `args` and `params`
+    /// beyond what the skeleton knows itself (see [`RunIdentity`]): for a
+    /// run that writes or resumes checkpoints, which record it; other runs
+    /// read no file for it.
+    pub fn identity(&self, args: &RunArgs, params: &Params) -> Result<RunIdentity, CliError> {
+        if args.checkpoint_dir.is_none() && args.restart.is_none() {
+            return Ok(RunIdentity::default());
+        }
+        let digest = |path: &Path| {
+            std::fs::read(path)
+                .map(|bytes| Digest::of(&bytes))
+                .map_err(|e| CliError::Input {
+                    path: path.display().to_string(),
+                    why: e.to_string(),
+                })
+        };
+        let mut id = RunIdentity {
+            target: self.app().name().to_string(),
+            ..RunIdentity::default()
+        };
+        match self {
+            Target::Stencil(s) => {
+                if let StencilSource::Spec(_) = s.source() {
+                    // Its content, not where it lies: a job script may
+                    // resume from another directory.
+                    let path = Path::new(s.name());
+                    let file = path.file_name().unwrap_or(path.as_os_str());
+                    id.target = format!("spec file {}", file.to_string_lossy());
+                    id.definition = Some(digest(path)?);
+                }
+                if args.init == InitKind::Random {
+                    id.seed = Some(args.seed);
+                }
+                for given in &args.aux {
+                    if let Some((name, file)) = given.split_once('=') {
+                        id.files
+                            .push((format!("aux {name}"), digest(Path::new(file))?));
+                    }
+                }
+            }
+            Target::App(app) => {
+                for p in app.params() {
+                    id.params.push((p.name.to_string(), params.get(p.name)?));
+                }
+                if let Some(input) = params.input() {
+                    id.files.push(("input".into(), digest(input)?));
+                }
+            }
+        }
+        Ok(id)
     }
 
     /// The stencil of scalar cells of a library stencil or spec, a spec's

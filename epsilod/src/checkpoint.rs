@@ -6,39 +6,57 @@
 //! a directory `.ckpt-<iter>.partial` while the run goes on (see
 //! [`block_file`] for how it stays off the compute threads' cores and
 //! memory bandwidth). Process 0 hears of every block, and a thread of its
-//! own waits for every block file and its checksum, writes the manifest and
-//! renames the directory to `ckpt-<iter>`. The rename is the commit: a run killed at any point leaves
-//! either a complete checkpoint or a partial directory a restart ignores.
-//! The last two checkpoints are kept.
+//! own waits for every block file and its checksum, writes the manifest
+//! (itself checksummed) and renames the directory to `ckpt-<iter>`. The
+//! rename is the commit: a run killed at any point leaves either a complete
+//! checkpoint or a partial directory a restart ignores. The last two
+//! checkpoints of the run are kept.
 //!
-//! A restart takes the newest checkpoint whose manifest parses and whose
-//! blocks all have the right length and checksum (an older one when the
-//! newest is damaged), refuses one written by another stencil, size, cell
-//! type or time-level count, and fills each process's extent from the
-//! blocks that intersect it: the devices, partition and rank count may
-//! differ from the run that wrote it. Under MPI every rank writes its own
-//! blocks, so the directory must be on a file system all ranks share.
+//! A directory belongs to one run at a time: the process that commits
+//! holds its lock ([`lock`]) for the whole run, and a run refuses a
+//! directory holding checkpoints of another run ([`RunIdentity`] and the
+//! skeleton's own properties) unless it resumes them or is told to replace
+//! them. A restart takes the newest checkpoint whose manifest and blocks
+//! are whole, refuses one of another run, and fills each process's extent
+//! from the blocks that intersect it: the devices, partition and rank
+//! count may differ from the run that wrote it. Under MPI every rank
+//! writes its own blocks, so the directory must be on a file system all
+//! ranks share.
 
-use hitmap::{Shape, Sig, Tile};
+use hitmap::Shape;
 use kernels::Cell;
-use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod block_file;
-pub(crate) use block_file::{align_start, prefaulted};
+mod error;
+mod identity;
+mod lock;
+mod names;
+mod restart;
 
-/// The manifest's format; a restart refuses others.
-pub(crate) const FORMAT: u32 = 1;
-const MANIFEST: &str = "manifest.json";
+pub(crate) use block_file::{align_start, prefaulted};
+pub use error::CheckpointError;
+use error::{copy, io};
+pub use identity::{Digest, RunIdentity};
+pub(crate) use lock::DirLock;
+pub(crate) use names::block_name;
+use names::{crc_name, failed_name, final_name, listed, partial_name, tmp_name, MANIFEST};
+pub(crate) use restart::FORMAT;
+use restart::{check_owner, run_of};
+pub use restart::{BlockEntry, Expect, Manifest, Origin, Restart};
+
 const KEEP: usize = 2;
-/// How long a commit waits for the blocks of other ranks.
+/// How long a commit waits for the blocks of other ranks, whose writers
+/// give no other sign of life.
 const COMMIT_WAIT: Duration = Duration::from_secs(600);
+/// Polls of a missing block between checks of the directory and the lock.
+const POLLS_PER_CHECK: u32 = 50;
 
 /// Where and how often a run writes checkpoints.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,170 +65,99 @@ pub struct Checkpointing {
     pub every: u64,
     /// The directory holding them (created if missing).
     pub dir: PathBuf,
+    /// Replace the checkpoints of another run found in `dir`, instead of
+    /// refusing to start.
+    pub overwrite: bool,
 }
 
-/// What is wrong with a checkpoint: one line that names the file.
-#[derive(Debug, thiserror::Error)]
-pub enum CheckpointError {
-    /// A file could not be read or written.
-    #[error("checkpoint path {path}: {source}")]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The directory holds no complete checkpoint.
-    #[error("no checkpoint in {0}: it has no ckpt-* directory with a manifest (run with --checkpoint-every N --checkpoint-dir D first)")]
-    None(PathBuf),
-    /// The manifest does not parse or contradicts itself.
-    #[error("bad checkpoint manifest {path}: {why}")]
-    Manifest {
-        /// The manifest.
-        path: PathBuf,
-        /// What is wrong.
-        why: String,
-    },
-    /// The checkpoint belongs to another run.
-    #[error(
-        "checkpoint {path} is of another run: its {what} is {found}, this run's is {expected}"
-    )]
-    Mismatch {
-        /// The manifest.
-        path: PathBuf,
-        /// Which property differs.
-        what: &'static str,
-        /// The checkpoint's value.
-        found: String,
-        /// This run's value.
-        expected: String,
-    },
-    /// A block file is shorter or longer than its manifest says.
-    #[error("checkpoint block {path} is truncated or overwritten: {found} bytes, the manifest says {expected}")]
-    Length {
-        /// The block file.
-        path: PathBuf,
-        /// Its length.
-        found: u64,
-        /// The manifest's.
-        expected: u64,
-    },
-    /// A block file's checksum differs from the manifest's.
-    #[error("checkpoint block {path} is corrupted: CRC-32 {found:08x}, the manifest says {expected:08x}")]
-    Checksum {
-        /// The block file.
-        path: PathBuf,
-        /// Its checksum.
-        found: u32,
-        /// The manifest's.
-        expected: u32,
-    },
-    /// A commit given up because the run failed.
-    #[error("the checkpoint was abandoned: the run failed while writing it")]
-    Cancelled,
-    /// A thread writing a checkpoint panicked.
-    #[error("a checkpoint writer thread panicked (a bug: please report it)")]
-    Panicked,
-    /// A restart at or after the run's last iteration.
-    #[error("checkpoint {path} is at iteration {at}, not before this run's end at {iters}: give more --iters")]
-    AtEnd {
-        /// The checkpoint directory.
-        path: PathBuf,
-        /// Its iteration.
-        at: u64,
-        /// The run's iterations.
-        iters: u64,
-    },
-}
+/// Block writes that failed in this process, with their OS errors, for the
+/// commit to report: the `.failed` marker that tells other ranks may itself
+/// not be writable (a full disk).
+#[derive(Debug, Default)]
+pub(crate) struct Failures(Mutex<Vec<(u64, String, PathBuf, std::io::Error)>>);
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
-    move |source| CheckpointError::Io {
-        path: path.to_path_buf(),
-        source,
+impl Failures {
+    fn list(&self) -> std::sync::MutexGuard<'_, Vec<(u64, String, PathBuf, std::io::Error)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record(&self, iter: u64, block: &str, path: &Path, e: &std::io::Error) {
+        self.list()
+            .push((iter, block.to_string(), path.to_path_buf(), copy(e)));
+    }
+
+    /// The failure of `block` at `iter`, taken off the list.
+    fn take(&self, iter: u64, block: &str) -> Option<(PathBuf, std::io::Error)> {
+        let mut list = self.list();
+        let at = list.iter().position(|f| f.0 == iter && f.1 == block)?;
+        let (_, _, path, e) = list.swap_remove(at);
+        Some((path, e))
     }
 }
 
-/// One block of a checkpoint.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BlockEntry {
-    /// The virtual process that wrote it.
-    pub vp: usize,
-    /// Its file, in the checkpoint directory.
-    pub file: String,
-    /// Its cells, `[begin, end)` per dimension.
-    pub region: Vec<(i64, i64)>,
-    /// The file's length.
-    pub bytes: u64,
-    /// The file's CRC-32.
-    pub crc32: u32,
+/// A run's hold on its checkpoints: its id (written in every manifest),
+/// the directory lock where this process commits, and its writers'
+/// failures.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Claim {
+    /// The run's id: a fresh run's own, or that of the checkpoint it resumed.
+    pub(crate) run: String,
+    /// The directory's lock, on the process that commits.
+    pub(crate) lock: Option<Arc<DirLock>>,
+    pub(crate) failures: Arc<Failures>,
 }
 
-/// A checkpoint's description, `manifest.json` in its directory.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// The manifest format.
-    pub format: u32,
-    /// The stencil's name.
-    pub stencil: String,
-    /// The cell type (`f32`, `f64`, `[f32; 19]`).
-    pub cell: String,
-    /// The global size, boundary included.
-    pub size: Vec<usize>,
-    /// Iterations done when it was written.
-    pub iteration: u64,
-    /// Time levels per block (2 for kernels that read the previous one).
-    pub levels: usize,
-    /// The devices of the run that wrote it.
-    pub devices: Vec<String>,
-    /// Its partition.
-    pub partition: String,
-    /// Its blocks' widths along the cut dimension at the time: the ALB
-    /// weights a restart on the same devices starts from.
-    pub weights: Vec<f64>,
-    /// The load-balancing heuristic, if any.
-    pub heuristic: Option<String>,
-    /// Rebalances done so far.
-    pub rebalances: usize,
-    /// The heuristic's state (`Heuristic::state`), restored by a restart
-    /// with the same heuristic.
-    #[serde(default)]
-    pub heuristic_state: Vec<f64>,
-    /// Each device's last measured throughput (`heuristics::Roster::state`),
-    /// which decides when a dropped device comes back; absent in older
-    /// checkpoints (nothing measured).
-    #[serde(default)]
-    pub roster_state: Vec<f64>,
-    /// Every block.
-    pub blocks: Vec<BlockEntry>,
+/// A new run's id: unique among runs on a host (its process and the time).
+pub(crate) fn new_run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}-{:x}", std::process::id())
 }
 
-/// What a checkpoint must agree with to restart a run.
-pub struct Expect<'a> {
-    /// The stencil's name.
-    pub stencil: &'a str,
-    /// The cell type's name (`std::any::type_name`).
-    pub cell: &'a str,
-    /// Bytes per cell.
-    pub cell_size: usize,
-    /// The global size.
-    pub size: &'a [usize],
-    /// Time levels per block.
-    pub levels: usize,
-    /// The cells the blocks must tile, each once.
-    pub interior: &'a Shape,
+/// Creates `dir` if missing and checks it takes a file, so that a run
+/// fails at once rather than at its first checkpoint.
+pub(crate) fn prepare(dir: &Path) -> Result<(), CheckpointError> {
+    fs::create_dir_all(dir).map_err(io(dir))?;
+    let probe = dir.join(format!(".probe-{}", new_run_id()));
+    let not_writable = |source| CheckpointError::NotWritable {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    // Some bytes, not just a name: a full disk refuses those.
+    fs::write(&probe, [0u8; 4096]).map_err(not_writable)?;
+    fs::remove_file(&probe).map_err(not_writable)
 }
 
-/// The name of the checkpoint directory after `iter` iterations (sortable).
-fn final_name(iter: u64) -> String {
-    format!("ckpt-{iter:012}")
-}
-
-fn partial_name(iter: u64) -> String {
-    format!(".ckpt-{iter:012}.partial")
-}
-
-pub(crate) fn block_name(vp: usize) -> String {
-    format!("block-{vp}.bin")
+/// Takes `c.dir` for a run (`holder` says who, for the message another run
+/// gets): created and writable, locked, and holding no other run's
+/// checkpoints (`expect`, `origin`), unless the run resumes from it
+/// (`resuming_here`) or may replace them (`c.overwrite`: they go now).
+pub(crate) fn claim(
+    c: &Checkpointing,
+    holder: &str,
+    expect: &Expect<'_>,
+    origin: &Origin<'_>,
+    resuming_here: bool,
+) -> Result<DirLock, CheckpointError> {
+    prepare(&c.dir)?;
+    let lock = DirLock::take(&c.dir, holder)?;
+    if resuming_here {
+        return Ok(lock);
+    }
+    match check_owner(&c.dir, expect, origin) {
+        Err(e) if c.overwrite => {
+            tracing::warn!(
+                "replacing the checkpoints of another run in {} (overwrite): {e}",
+                c.dir.display()
+            );
+            for (_, path, _) in listed(&c.dir)? {
+                fs::remove_dir_all(&path).map_err(io(&path))?;
+            }
+        }
+        r => r?,
+    }
+    Ok(lock)
 }
 
 /// `[begin, end)` per dimension of a contiguous shape.
@@ -235,24 +182,17 @@ impl<T> PendingBlock<T> {
     }
 }
 
-/// The file beside a written block that hands its checksum to the commit.
-fn crc_name(block: &str) -> String {
-    format!("{block}.crc")
-}
-
-fn failed_name(block: &str) -> String {
-    format!("{block}.failed")
-}
-
 /// Starts writing `levels` (each a block's `cells` cells, row-major, after
 /// the padding [`align_start`] put first) as virtual process `vp`'s block
 /// of the checkpoint after `iter` iterations: into a
 /// temporary file, checksummed as it goes, synced, then renamed to its
 /// name, which is what the committer waits for; the checksum goes beside
-/// it for the committer. A failed write leaves a `.failed` marker so the
-/// committer gives up at once.
+/// it for the committer. A failed write is recorded in `claim`'s failures
+/// and leaves a `.failed` marker holding its error, so the committer gives
+/// up at once with the cause.
 pub(crate) fn write_block<T: Cell>(
     c: &Checkpointing,
+    claim: &Claim,
     iter: u64,
     vp: usize,
     cells: usize,
@@ -263,6 +203,7 @@ pub(crate) fn write_block<T: Cell>(
     let name = block_name(vp);
     // A run that failed may have left this block here: gone before process
     // 0 hears of the new one, so the commit cannot take it for the new.
+    claim.failures.take(iter, &name);
     for stale in [name.clone(), crc_name(&name), failed_name(&name)] {
         match fs::remove_file(dir.join(&stale)) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -271,11 +212,12 @@ pub(crate) fn write_block<T: Cell>(
             _ => {}
         }
     }
+    let failures = claim.failures.clone();
     let handle = std::thread::Builder::new()
         .name(format!("epsilod-ckpt{vp}"))
         .spawn(move || {
             let done = dir.join(&name);
-            let tmp = dir.join(format!("{name}.tmp"));
+            let tmp = dir.join(tmp_name(&name));
             let sums = dir.join(crc_name(&name));
             let write = || -> Result<(), CheckpointError> {
                 let bytes: Vec<&[u8]> = levels
@@ -291,13 +233,35 @@ pub(crate) fn write_block<T: Cell>(
             match write() {
                 Ok(()) => Ok(levels),
                 Err(e) => {
-                    let _ = fs::write(dir.join(failed_name(&name)), []);
+                    if let CheckpointError::Io { path, source } = &e {
+                        failures.record(iter, &name, path, source);
+                        let said = format!("{}\n{source}", path.display());
+                        let _ = fs::write(dir.join(failed_name(&name)), said);
+                    }
                     Err(e)
                 }
             }
         })
         .map_err(io(&c.dir))?;
     Ok(PendingBlock { handle })
+}
+
+/// The error a failed writer of `block` left in `dir` (another rank's, or
+/// one whose own record this process lacks).
+fn failed_writer(dir: &Path, block: &str) -> Option<CheckpointError> {
+    let marker = dir.join(failed_name(block));
+    let said = fs::read_to_string(&marker).ok()?;
+    let (path, why) = said.split_once('\n').unwrap_or(("", ""));
+    Some(CheckpointError::Io {
+        path: match path {
+            "" => dir.join(block),
+            p => PathBuf::from(p),
+        },
+        source: std::io::Error::other(match why.trim() {
+            "" => "its writer failed (see the error of the process that wrote it)",
+            w => w,
+        }),
+    })
 }
 
 /// The checksum the writer of block `b` left beside it (and removes it:
@@ -321,39 +285,79 @@ fn handed_over(dir: &Path, b: &BlockEntry) -> Result<u32, CheckpointError> {
     Ok(crc)
 }
 
+/// Waits until block `b` of the checkpoint being written in `dir` is in
+/// place. Gives up at once when the run fails (`cancelled`), when its
+/// writer failed (with the writer's error), when the directory goes or
+/// the lock is lost (another run at work there), and after
+/// [`COMMIT_WAIT`] without a sign from its writer.
+fn wait_for_block(
+    dir: &Path,
+    b: &BlockEntry,
+    iter: u64,
+    claim: &Claim,
+    cancelled: &AtomicBool,
+) -> Result<(), CheckpointError> {
+    let path = dir.join(&b.file);
+    let started = Instant::now();
+    let mut polls = 0u32;
+    while !path.exists() {
+        if cancelled.load(Ordering::Relaxed) {
+            return Err(CheckpointError::Cancelled);
+        }
+        if let Some((path, source)) = claim.failures.take(iter, &b.file) {
+            return Err(CheckpointError::Io { path, source });
+        }
+        if let Some(e) = failed_writer(dir, &b.file) {
+            return Err(e);
+        }
+        polls += 1;
+        if polls.is_multiple_of(POLLS_PER_CHECK) {
+            if !dir.is_dir() {
+                return Err(CheckpointError::Io {
+                    path: dir.to_path_buf(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "removed while this run wrote the checkpoint into it",
+                    ),
+                });
+            }
+            if let Some(lock) = claim.lock.as_ref().filter(|l| !l.held()) {
+                return Err(CheckpointError::LockLost {
+                    path: lock.path().to_path_buf(),
+                });
+            }
+            if started.elapsed() > COMMIT_WAIT {
+                return Err(CheckpointError::Io {
+                    path,
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("its writer gave no sign in {} s", COMMIT_WAIT.as_secs()),
+                    ),
+                });
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(())
+}
+
 /// Starts the commit of the checkpoint `m` describes: waits for each of its
 /// blocks to be complete (renamed into place, whichever rank wrote it),
 /// takes the checksum its writer left beside it, then [`commit`]s it.
 pub(crate) fn spawn_commit(
     c: &Checkpointing,
+    claim: &Claim,
     mut m: Manifest,
 ) -> Result<Committing, CheckpointError> {
-    let c2 = c.clone();
+    let (c2, claim) = (c.clone(), claim.clone());
     let cancel = Arc::new(AtomicBool::new(false));
     let cancelled = cancel.clone();
     std::thread::Builder::new()
         .name("epsilod-commit".into())
         .spawn(move || {
             let dir = c2.dir.join(partial_name(m.iteration));
-            let started = Instant::now();
             for b in &mut m.blocks {
-                let path = dir.join(&b.file);
-                let failed = dir.join(failed_name(&b.file));
-                while !path.exists() {
-                    if cancelled.load(Ordering::Relaxed) {
-                        return Err(CheckpointError::Cancelled);
-                    }
-                    if failed.exists() || started.elapsed() > COMMIT_WAIT {
-                        return Err(CheckpointError::Io {
-                            path,
-                            source: std::io::Error::new(
-                                std::io::ErrorKind::TimedOut,
-                                "its writer failed or never finished",
-                            ),
-                        });
-                    }
-                    std::thread::sleep(Duration::from_millis(2));
-                }
+                wait_for_block(&dir, b, m.iteration, &claim, &cancelled)?;
                 b.crc32 = handed_over(&dir, b)?;
             }
             commit(&c2, &m)
@@ -384,17 +388,14 @@ impl Committing {
 
 /// Completes the checkpoint after `m.iteration` iterations, whose blocks are
 /// written: the manifest, then the rename that makes it visible, then all
-/// but the newest [`KEEP`] checkpoints (and older partial ones) go.
+/// but the newest [`KEEP`] checkpoints of its run (and older partial ones,
+/// and any other run's) go.
 pub(crate) fn commit(c: &Checkpointing, m: &Manifest) -> Result<(), CheckpointError> {
     let partial = c.dir.join(partial_name(m.iteration));
     fs::create_dir_all(&partial).map_err(io(&partial))?;
     let path = partial.join(MANIFEST);
-    let text = serde_json::to_vec_pretty(m).map_err(|e| CheckpointError::Manifest {
-        path: path.clone(),
-        why: e.to_string(),
-    })?;
     let mut f = fs::File::create(&path).map_err(io(&path))?;
-    f.write_all(&text).map_err(io(&path))?;
+    f.write_all(&m.sealed()).map_err(io(&path))?;
     f.sync_all().map_err(io(&path))?;
     let done = c.dir.join(final_name(m.iteration));
     if done.exists() {
@@ -406,42 +407,31 @@ pub(crate) fn commit(c: &Checkpointing, m: &Manifest) -> Result<(), CheckpointEr
     if let Ok(d) = fs::File::open(&c.dir) {
         let _ = d.sync_all();
     }
-    prune(&c.dir, m.iteration)
+    prune(&c.dir, m.iteration, &m.run)
 }
 
-/// Whether `dir` holds a complete checkpoint (one a restart may try).
-pub(crate) fn any_complete(dir: &Path) -> bool {
-    listed(dir).is_ok_and(|l| l.iter().any(|(_, _, partial)| !partial))
+/// Whether `dir` holds a complete checkpoint of run `run` (one a recovery
+/// may go on from).
+pub(crate) fn any_of_run(dir: &Path, run: &str) -> bool {
+    listed(dir).is_ok_and(|l| {
+        l.iter()
+            .any(|(_, path, partial)| !partial && run_of(path).as_deref() == Some(run))
+    })
 }
 
-/// Checkpoint directories in `dir`, newest first, with their iteration.
-fn listed(dir: &Path) -> Result<Vec<(u64, PathBuf, bool)>, CheckpointError> {
-    let mut found = Vec::new();
-    for e in fs::read_dir(dir).map_err(io(dir))? {
-        let e = e.map_err(io(dir))?;
-        let name = e.file_name().to_string_lossy().into_owned();
-        let parsed = if let Some(n) = name.strip_prefix("ckpt-") {
-            n.parse::<u64>().ok().map(|i| (i, false))
-        } else {
-            name.strip_prefix(".ckpt-")
-                .and_then(|n| n.strip_suffix(".partial"))
-                .and_then(|n| n.parse::<u64>().ok())
-                .map(|i| (i, true))
-        };
-        if let Some((iter, partial)) = parsed {
-            found.push((iter, e.path(), partial));
-        }
-    }
-    found.sort_by_key(|f| std::cmp::Reverse(f.0));
-    Ok(found)
-}
-
-fn prune(dir: &Path, newest: u64) -> Result<(), CheckpointError> {
+/// Removes what a commit of `run`'s checkpoint after `newest` iterations
+/// leaves behind: its run's checkpoints but the newest [`KEEP`], partial
+/// ones before it, and complete ones of other runs (an earlier run's in
+/// this directory, or damaged), which would otherwise rank above this
+/// run's own.
+fn prune(dir: &Path, newest: u64, run: &str) -> Result<(), CheckpointError> {
     let mut kept = 0;
     for (iter, path, partial) in listed(dir)? {
         let gone = if partial {
             // Left by a run killed while writing; a newer one is complete.
             iter < newest
+        } else if run_of(&path).as_deref() != Some(run) {
+            true
         } else {
             kept += 1;
             kept > KEEP
@@ -451,205 +441,4 @@ fn prune(dir: &Path, newest: u64) -> Result<(), CheckpointError> {
         }
     }
     Ok(())
-}
-
-/// A checkpoint chosen for a restart, its blocks checked.
-#[derive(Clone, Debug)]
-pub struct Restart {
-    /// Its directory.
-    pub path: PathBuf,
-    /// Its manifest.
-    pub manifest: Manifest,
-}
-
-impl Restart {
-    /// The newest valid checkpoint in `dir` that `expect` may restart from.
-    /// A damaged newest one is skipped (with a warning) for an older one; a
-    /// checkpoint of another run is an error at once.
-    pub(crate) fn find(dir: &Path, expect: &Expect<'_>) -> Result<Restart, CheckpointError> {
-        if !dir.is_dir() {
-            return Err(CheckpointError::Io {
-                path: dir.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
-            });
-        }
-        // Warned about only once an older one is taken: where none is, the
-        // newest one's error is the one line a user sees.
-        let mut skipped = Vec::new();
-        for (_, path, partial) in listed(dir)? {
-            if partial {
-                continue;
-            }
-            match Restart::open(&path, expect) {
-                Ok(r) => {
-                    for e in &skipped {
-                        tracing::warn!("skipped a damaged checkpoint: {e}");
-                    }
-                    return Ok(r);
-                }
-                Err(e @ CheckpointError::Mismatch { .. }) => return Err(e),
-                Err(e) => skipped.push(e),
-            }
-        }
-        Err(skipped
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| CheckpointError::None(dir.to_path_buf())))
-    }
-
-    /// The checkpoint in directory `path`, checked against `expect`: its
-    /// manifest, then every block's length and checksum.
-    pub fn open(path: &Path, expect: &Expect<'_>) -> Result<Restart, CheckpointError> {
-        let mpath = path.join(MANIFEST);
-        let text = fs::read(&mpath).map_err(io(&mpath))?;
-        let bad = |why: String| CheckpointError::Manifest {
-            path: mpath.clone(),
-            why,
-        };
-        let m: Manifest = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
-        if m.format != FORMAT {
-            return Err(bad(format!(
-                "format {} (this build reads {FORMAT})",
-                m.format
-            )));
-        }
-        let mismatch = |what, found: String, expected: String| CheckpointError::Mismatch {
-            path: mpath.clone(),
-            what,
-            found,
-            expected,
-        };
-        if m.stencil != expect.stencil {
-            return Err(mismatch("stencil", m.stencil, expect.stencil.into()));
-        }
-        if m.cell != expect.cell {
-            return Err(mismatch("cell type", m.cell, expect.cell.into()));
-        }
-        if m.size != expect.size {
-            let text = |s: &[usize]| crate::size::size_text(s);
-            return Err(mismatch("size", text(&m.size), text(expect.size)));
-        }
-        if m.levels != expect.levels {
-            return Err(mismatch(
-                "number of time levels",
-                m.levels.to_string(),
-                expect.levels.to_string(),
-            ));
-        }
-        let cell = expect.cell_size;
-        let mut regions: Vec<Shape> = Vec::with_capacity(m.blocks.len());
-        for b in &m.blocks {
-            let inside = b.region.len() == m.size.len()
-                && b.region
-                    .iter()
-                    .zip(&m.size)
-                    .all(|(&(lo, hi), &n)| 0 <= lo && lo <= hi && hi <= n as i64);
-            let region = inside.then(|| {
-                Shape::new(
-                    b.region
-                        .iter()
-                        .map(|&(lo, hi)| Sig::new(lo, hi, 1))
-                        .collect(),
-                )
-            });
-            let Some(region) = region.filter(|r| expect.interior.contains_shape(r)) else {
-                return Err(bad(format!(
-                    "block {} has region {:?}, not inside the interior",
-                    b.file, b.region
-                )));
-            };
-            if regions.iter().any(|r| !r.intersect(&region).is_empty()) {
-                return Err(bad(format!("block {} overlaps another", b.file)));
-            }
-            regions.push(region);
-            // Inside the size, so no product overflows what memory holds.
-            let cells: u64 = b.region.iter().map(|(lo, hi)| (hi - lo) as u64).product();
-            if Some(b.bytes) != cells.checked_mul((cell * m.levels) as u64) {
-                return Err(bad(format!(
-                    "block {} says {} bytes for {cells} cells",
-                    b.file, b.bytes
-                )));
-            }
-            if b.file.contains(['/', '\\']) || b.file.starts_with('.') {
-                return Err(bad(format!("block file name '{}'", b.file)));
-            }
-            let bpath = path.join(&b.file);
-            let data = fs::read(&bpath).map_err(io(&bpath))?;
-            if data.len() as u64 != b.bytes {
-                return Err(CheckpointError::Length {
-                    path: bpath,
-                    found: data.len() as u64,
-                    expected: b.bytes,
-                });
-            }
-            let crc = crc32fast::hash(&data);
-            if crc != b.crc32 {
-                return Err(CheckpointError::Checksum {
-                    path: bpath,
-                    found: crc,
-                    expected: b.crc32,
-                });
-            }
-        }
-        let covered: usize = regions.iter().map(Shape::card).sum();
-        if covered != expect.interior.card() {
-            return Err(bad(format!(
-                "its blocks hold {covered} cells of the {} in the interior",
-                expect.interior.card()
-            )));
-        }
-        Ok(Restart {
-            path: path.to_path_buf(),
-            manifest: m,
-        })
-    }
-
-    /// For time level `level`, the parts of `extent` the checkpoint's blocks
-    /// hold, each with its cells row-major.
-    pub fn parts<T: Cell>(
-        &self,
-        level: usize,
-        extent: &Shape,
-    ) -> Result<Vec<(Shape, Vec<T>)>, CheckpointError> {
-        let mut out = Vec::new();
-        for b in &self.manifest.blocks {
-            let region = Shape::new(
-                b.region
-                    .iter()
-                    .map(|&(lo, hi)| Sig::new(lo, hi, 1))
-                    .collect(),
-            );
-            let part = region.intersect(extent);
-            if part.is_empty() {
-                continue;
-            }
-            let bpath = self.path.join(&b.file);
-            let data = fs::read(&bpath).map_err(io(&bpath))?;
-            let per_level = region.card() * std::mem::size_of::<T>();
-            let bytes = data
-                .get(level * per_level..(level + 1) * per_level)
-                .ok_or_else(|| CheckpointError::Length {
-                    path: bpath.clone(),
-                    found: data.len() as u64,
-                    expected: b.bytes,
-                })?;
-            // Copied, not cast: the file's bytes need not be aligned for T.
-            let cells: Vec<T> = bytes
-                .chunks_exact(std::mem::size_of::<T>())
-                .map(bytemuck::pod_read_unaligned)
-                .collect();
-            let mut tile = Tile::new(region, T::zeroed()).map_err(|e| manifest_error(&bpath, e))?;
-            tile.as_slice_mut().copy_from_slice(&cells);
-            let packed = tile.pack(&part).map_err(|e| manifest_error(&bpath, e))?;
-            out.push((part, packed));
-        }
-        Ok(out)
-    }
-}
-
-fn manifest_error(path: &Path, e: hitmap::HitmapError) -> CheckpointError {
-    CheckpointError::Manifest {
-        path: path.to_path_buf(),
-        why: e.to_string(),
-    }
 }

@@ -51,9 +51,11 @@ pub(crate) fn execute<T: Cell>(
     let started = Instant::now();
     // Everything that can fail on one rank alone is settled before any rank
     // starts: a rank that bailed out early would leave the others waiting.
-    let prepared = plan.and_then(|p| {
+    let prepared = plan.and_then(|mut p| {
         let owners = p.owners(job.info())?;
         p.check_memory(&owners, job.info(), crate::memory::available())?;
+        // Every rank learns of a directory another run holds.
+        p.claim_checkpoints(&owners, job.info())?;
         Ok((p, owners))
     });
     let verdict = job.agree(match &prepared {

@@ -4,7 +4,7 @@
 //! each setting and its default is written once.
 
 use crate::alb::Alb;
-use crate::checkpoint::Checkpointing;
+use crate::checkpoint::{Checkpointing, RunIdentity};
 use crate::devices::DeviceSpec;
 use crate::output::Snapshots;
 use hitmap::Partition;
@@ -39,6 +39,10 @@ pub struct RunOptions {
     /// Resume from the newest valid checkpoint in this directory (see
     /// [`Skeleton::restart`](crate::Skeleton::restart)).
     pub restart: Option<PathBuf>,
+    /// What decides the result beyond the stencil's name, kernel kind,
+    /// cell type and size, recorded in checkpoints and checked by a
+    /// restart (see [`Skeleton::identity`](crate::Skeleton::identity)).
+    pub identity: RunIdentity,
     /// Snapshot files; applied by
     /// [`Skeleton::snapshot_files`](crate::Skeleton::snapshot_files), which
     /// needs a cell type the output formats can write.
@@ -75,6 +79,7 @@ impl Default for RunOptions {
             pin: false,
             checkpoint: None,
             restart: None,
+            identity: RunIdentity::default(),
             snapshots: None,
             on_failure: OnFailure::Stop,
             halo_depth: HaloDepth::Depth(1),

@@ -2,7 +2,7 @@
 //! executors carry out. Nothing in it changes once built, so every rank of a
 //! job can derive the same layout and owners from it.
 
-use crate::checkpoint::Restart;
+use crate::checkpoint::{self, Checkpointing, Claim, DirLock, Expect, Origin, Restart};
 use crate::devices::{DeviceKind, DeviceSpec};
 use crate::error::{PlacementError, SetupError, SizeError};
 use crate::job::JobInfo;
@@ -45,6 +45,8 @@ pub struct RunPlan<T> {
     pub(crate) layout: Layout,
     /// The checkpoint this run resumes from.
     pub(crate) restart: Option<Restart>,
+    /// Its hold on its checkpoints: its id, the directory's lock.
+    pub(crate) claim: Claim,
     /// The first iteration this run computes (after a restart, the
     /// checkpoint's).
     pub(crate) start: u64,
@@ -55,6 +57,61 @@ pub struct RunPlan<T> {
     /// `--halo-depth auto`: measure a few depths first, then run at the
     /// one the cost model chooses.
     pub(crate) auto_depth: bool,
+}
+
+impl<T> Problem<T> {
+    /// Time levels a checkpoint of it holds per block.
+    pub(crate) fn levels(&self) -> usize {
+        if self.stencil.kernel.reads_previous() {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// What a checkpoint must agree with to be of this problem, and of a
+    /// run `identity` describes, handed to `f`.
+    pub(crate) fn expectation<R>(
+        &self,
+        identity: &checkpoint::RunIdentity,
+        f: impl FnOnce(&Expect<'_>, &Origin<'_>) -> R,
+    ) -> Result<R, SetupError> {
+        let interior = interior(&self.size, &self.stencil)?;
+        let kernel = self.stencil.kind.to_string();
+        Ok(f(
+            &Expect {
+                interior: &interior,
+                stencil: &self.stencil.name,
+                cell: std::any::type_name::<T>(),
+                cell_size: std::mem::size_of::<T>(),
+                size: &self.size,
+                levels: self.levels(),
+            },
+            &Origin {
+                kernel: &kernel,
+                identity,
+            },
+        ))
+    }
+
+    /// Takes `c.dir` for a run of it with `options`, by this process of
+    /// `job` (see [`checkpoint::claim`]).
+    pub(crate) fn claim_dir(
+        &self,
+        options: &RunOptions,
+        c: &Checkpointing,
+        job: &JobInfo,
+    ) -> Result<DirLock, SetupError> {
+        let same = |a: &std::path::Path, b: &std::path::Path| {
+            a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+        };
+        let resuming_here = options.restart.as_deref().is_some_and(|r| same(r, &c.dir));
+        let host = job.hosts.get(job.rank).map_or("this host", String::as_str);
+        let holder = format!("pid {} on {host}", std::process::id());
+        Ok(self.expectation(&options.identity, |expect, origin| {
+            checkpoint::claim(c, &holder, expect, origin, resuming_here)
+        })??)
+    }
 }
 
 /// Each checkpoint with the slowest process's time over it.
@@ -181,6 +238,7 @@ impl<T> RunPlan<T> {
             options,
             layout,
             restart: None,
+            claim: Claim::default(),
             start: 0,
             depth: 1,
             auto_depth: false,
@@ -328,6 +386,25 @@ impl<T> RunPlan<T> {
             });
         }
         Ok(owners)
+    }
+
+    /// Takes the checkpoint directory where this process commits
+    /// checkpoints (it hosts virtual process 0) and no lock is held yet
+    /// (one process's recovery keeps its lock from the start).
+    pub(crate) fn claim_checkpoints(
+        &mut self,
+        owners: &[usize],
+        job: &JobInfo,
+    ) -> Result<(), SetupError> {
+        let Some(c) = &self.options.checkpoint else {
+            return Ok(());
+        };
+        if self.claim.lock.is_some() || owners.first() != Some(&job.rank) {
+            return Ok(());
+        }
+        let lock = self.problem.claim_dir(&self.options, c, job)?;
+        self.claim.lock = Some(Arc::new(lock));
+        Ok(())
     }
 
     /// What every rank must agree on before a distributed run.

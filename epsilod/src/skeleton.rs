@@ -6,7 +6,9 @@
 //! the executors carry a plan out.
 
 use crate::alb::Alb;
-use crate::checkpoint::{self, CheckpointError, Checkpointing, Expect, Restart};
+use crate::checkpoint::{
+    self, CheckpointError, Checkpointing, Claim, DirLock, Restart, RunIdentity,
+};
 use crate::cluster::{self, Cluster};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, SetupError, VpError};
@@ -121,18 +123,49 @@ impl<T: Cell> Skeleton<T> {
     }
 
     /// Writes a checkpoint into `dir` every `every` iterations (not after
-    /// the last), keeping the last two; see [`crate::checkpoint`].
+    /// the last), keeping the last two; see [`crate::checkpoint`]. The run
+    /// holds `dir`'s lock throughout, and refuses a `dir` that another run
+    /// holds or that holds another run's checkpoints (see
+    /// [`checkpoint_overwrite`](Self::checkpoint_overwrite)), unless it
+    /// resumes them ([`restart`](Self::restart) from `dir`).
     pub fn checkpoint(mut self, every: u64, dir: impl Into<PathBuf>) -> Self {
+        let overwrite = self
+            .options
+            .checkpoint
+            .as_ref()
+            .is_some_and(|c| c.overwrite);
         self.options.checkpoint = Some(Checkpointing {
             every,
             dir: dir.into(),
+            overwrite,
         });
         self
     }
 
+    /// Replaces another run's checkpoints found in the checkpoint
+    /// directory (they go at the start) instead of refusing to run. Give
+    /// it after [`checkpoint`](Self::checkpoint).
+    pub fn checkpoint_overwrite(mut self, on: bool) -> Self {
+        if let Some(c) = &mut self.options.checkpoint {
+            c.overwrite = on;
+        }
+        self
+    }
+
+    /// What decides the result beyond the stencil's name, kernel kind,
+    /// cell type and size (the driver's knowledge: a spec's content, an
+    /// app's parameters, the init's seed): written into every checkpoint,
+    /// and a restart from a checkpoint of another identity is refused,
+    /// naming the first difference.
+    pub fn identity(mut self, identity: RunIdentity) -> Self {
+        self.options.identity = identity;
+        self
+    }
+
     /// Resumes from the newest valid checkpoint in `dir`, written by a run
-    /// of the same stencil, size and cell type on any devices, partition
-    /// or rank count, and runs the iterations left up to
+    /// of the same stencil, kernel kind, size, cell type and
+    /// [`identity`](Self::identity) on any devices, partition or rank
+    /// count, and runs the iterations left up to
     /// [`iterations`](Self::iterations): the result is bit-identical to a
     /// run that was never interrupted. The init function still sets the
     /// boundary cells, which no iteration changes.
@@ -235,12 +268,19 @@ impl<T: Cell> Skeleton<T> {
 
     /// Validates the run: sizes, devices, partition, ALB, block widths.
     pub fn plan(&self) -> Result<RunPlan<T>, SetupError> {
-        self.plan_with(self.options.clone())
+        self.plan_with(self.options.clone(), None, None)
     }
 
     /// Validates the run with `options` in place of the builder's (a
-    /// recovery's fewer devices and its restart).
-    fn plan_with(&self, mut options: RunOptions) -> Result<RunPlan<T>, SetupError> {
+    /// recovery's fewer devices and its restart), holding `lock` on its
+    /// checkpoint directory, as run `lineage` (a recovery goes on as the
+    /// run it recovers, from that run's checkpoints only).
+    fn plan_with(
+        &self,
+        mut options: RunOptions,
+        lock: Option<&Arc<DirLock>>,
+        lineage: Option<&str>,
+    ) -> Result<RunPlan<T>, SetupError> {
         let stencil = &self.problem.stencil;
         let depth = match options.halo_depth {
             HaloDepth::Depth(k) => k.max(1),
@@ -258,13 +298,10 @@ impl<T: Cell> Skeleton<T> {
                 return Err(SetupError::CheckpointEvery);
             }
             // Found out now, not after the first N iterations.
-            std::fs::create_dir_all(&c.dir).map_err(|source| CheckpointError::Io {
-                path: c.dir.clone(),
-                source,
-            })?;
+            checkpoint::prepare(&c.dir)?;
         }
         let restart = match &options.restart {
-            Some(dir) => Some(self.find_restart(dir)?),
+            Some(dir) => Some(self.find_restart(dir, lineage)?),
             None => None,
         };
         if let Some(r) = &restart {
@@ -286,6 +323,16 @@ impl<T: Cell> Skeleton<T> {
         }
         let mut plan = RunPlan::new(self.problem.clone(), options)?;
         plan.start = restart.as_ref().map_or(0, |r| r.manifest.iteration);
+        // A resumed run goes on as the run it resumes.
+        let run = lineage
+            .map(String::from)
+            .or_else(|| restart.as_ref().map(|r| r.manifest.run.clone()))
+            .unwrap_or_else(checkpoint::new_run_id);
+        plan.claim = Claim {
+            run,
+            lock: lock.cloned(),
+            failures: Default::default(),
+        };
         plan.depth = depth;
         plan.auto_depth = auto_depth;
         plan.restart = restart;
@@ -309,24 +356,17 @@ impl<T: Cell> Skeleton<T> {
         }))
     }
 
-    fn find_restart(&self, dir: &std::path::Path) -> Result<Restart, SetupError> {
-        let levels = if self.problem.stencil.kernel.reads_previous() {
-            2
-        } else {
-            1
-        };
-        let interior = self.interior()?;
-        let r = Restart::find(
-            dir,
-            &Expect {
-                interior: &interior,
-                stencil: &self.problem.stencil.name,
-                cell: std::any::type_name::<T>(),
-                cell_size: std::mem::size_of::<T>(),
-                size: &self.problem.size,
-                levels,
-            },
-        )?;
+    /// The checkpoint in `dir` to resume from, of run `run` where given.
+    fn find_restart(
+        &self,
+        dir: &std::path::Path,
+        run: Option<&str>,
+    ) -> Result<Restart, SetupError> {
+        let r = self
+            .problem
+            .expectation(&self.options.identity, |expect, origin| {
+                Restart::find(dir, expect, origin, run)
+            })??;
         if r.manifest.iteration >= self.options.iters {
             return Err(CheckpointError::AtEnd {
                 path: r.path,
@@ -360,12 +400,24 @@ impl<T: Cell> Skeleton<T> {
             return Err(SetupError::NoMpi { size: job.size }.into());
         }
         let started = Instant::now();
+        // Held over every attempt: no other run gets in between.
+        let lock = match &self.options.checkpoint {
+            Some(c) if c.every > 0 => {
+                Some(Arc::new(self.problem.claim_dir(&self.options, c, job)?))
+            }
+            _ => None,
+        };
         let mut options = self.options.clone();
         let mut failures = Vec::new();
+        let mut lineage: Option<String> = None;
         loop {
             let attempt = Instant::now();
+            let plan = self.plan_with(options.clone(), lock.as_ref(), lineage.as_deref());
+            if let Ok(p) = &plan {
+                lineage.get_or_insert_with(|| p.claim.run.clone());
+            }
             let out = execute(
-                self.plan_with(options.clone()),
+                plan,
                 &LocalJob::<T>::new(job.clone(), options.devices.len()),
             );
             match out {
@@ -383,12 +435,15 @@ impl<T: Cell> Skeleton<T> {
                     if devices.iter().all(|d| d.weight == 0.0) {
                         devices.iter_mut().for_each(|d| d.weight = 1.0);
                     }
+                    // Only this run's own checkpoints: not those an earlier
+                    // run left in the directory.
+                    let run = lineage.as_deref().unwrap_or_default();
                     let ckpt = self.options.checkpoint.as_ref().map(|c| c.dir.clone());
-                    if let Some(dir) = ckpt.filter(|d| checkpoint::any_complete(d)) {
+                    if let Some(dir) = ckpt.filter(|d| checkpoint::any_of_run(d, run)) {
                         options.restart = Some(dir);
                     }
                     let resumed_from = match &options.restart {
-                        Some(dir) => self.find_restart(dir)?.manifest.iteration,
+                        Some(dir) => self.find_restart(dir, Some(run))?.manifest.iteration,
                         None => 0,
                     };
                     tracing::warn!(

@@ -188,6 +188,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
         None => params,
     };
     let aux = aux_files(&args.aux, &target, &size)?;
+    let identity = target.identity(args, &params)?;
     let target = target.for_run(args, aux);
     // Only rank 0 writes, and only its file system matters.
     if cluster.is_root() {
@@ -211,11 +212,15 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             placement,
             observer: None,
             pin: args.pin,
-            checkpoint: args
-                .checkpoint_every
-                .zip(args.checkpoint_dir.clone())
-                .map(|(every, dir)| Checkpointing { every, dir }),
+            checkpoint: args.checkpoint_every.zip(args.checkpoint_dir.clone()).map(
+                |(every, dir)| Checkpointing {
+                    every,
+                    dir,
+                    overwrite: args.checkpoint_overwrite,
+                },
+            ),
             restart: args.restart.clone(),
+            identity,
             on_failure: args.on_failure,
             halo_depth: args.halo_depth,
             cpu_time: args.cpu_time,

@@ -4,7 +4,7 @@
 //! killed; bad uses are one line.
 
 use crate::common;
-use common::{epsilod, fails_with};
+use common::{epsilod, fails_with, ok};
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -386,4 +386,225 @@ fn snapshots_are_written_and_drawn() {
         .concat(),
         "a signature runs without load balancing (its layout names the messages): leave out --alb",
     );
+}
+
+/// A restart whose settings differ from the run that wrote the checkpoint
+/// (an app's parameter, the random init's seed, a spec that shares a
+/// library stencil's name) is refused, naming the difference.
+#[test]
+fn a_restart_of_other_settings_is_refused_naming_the_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let (ck1, ck2, ck3) = (p("ck1"), p("ck2"), p("ck3"));
+    let quiet = ["--quiet", "--checkpoint-every", "5"];
+    ok(&[
+        &[
+            "run", "wavesim", "--size", "34", "--iters", "20", "--param", "dt=0.1",
+        ][..],
+        &quiet,
+        &["--checkpoint-dir", &ck1],
+    ]
+    .concat());
+    fails_with(
+        &[
+            "run",
+            "wavesim",
+            "--size",
+            "34",
+            "--iters",
+            "30",
+            "--restart",
+            &ck1,
+        ],
+        "is of another run: it was written with dt=0.1, this run has dt=0.25",
+    );
+    let random = ["run", "2d4", "--size", "20", "--init", "random"];
+    ok(&[
+        &random[..],
+        &["--seed", "1", "--iters", "20"],
+        &quiet,
+        &["--checkpoint-dir", &ck2],
+    ]
+    .concat());
+    fails_with(
+        &[
+            &random[..],
+            &["--seed", "2", "--iters", "30", "--restart", &ck2],
+        ]
+        .concat(),
+        "is of another run: it was written with seed=1, this run has seed=2",
+    );
+    let spec = p("s2d4.toml");
+    std::fs::write(
+        &spec,
+        "name = \"2d4\"\nlow = [1, 1]\nhigh = [1, 1]\nweights = [0, 1, 0, 1, 1, 1, 0, 1, 0]\nfactor = 5\n",
+    )
+    .unwrap();
+    let size = ["--size", "20"];
+    ok(&[
+        &["run", "2d4", "--iters", "20"][..],
+        &size,
+        &quiet,
+        &["--checkpoint-dir", &ck3],
+    ]
+    .concat());
+    fails_with(
+        &[&["run", &spec, "--iters", "30", "--restart", &ck3][..], &size].concat(),
+        "is of another run: it was written with target=2d4, this run has target=spec file s2d4.toml",
+    );
+}
+
+/// A run refuses a directory holding another run's checkpoints, saying
+/// how to go on; with --checkpoint-overwrite it replaces them, and a
+/// device failure then recovers from its own checkpoints: its result, not
+/// the earlier run's.
+#[test]
+fn a_directory_of_another_run_is_refused_until_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let (ck, want, got) = (p("ck"), p("want.npy"), p("got.npy"));
+    let base = [
+        "run", "2d4", "--size", "34", "--iters", "40", "--quiet", "--init", "random",
+    ];
+    let ckpt = ["--checkpoint-every", "5", "--checkpoint-dir", &ck];
+    ok(&[&base[..], &["--seed", "1"], &ckpt].concat());
+    ok(&[&base[..], &["--seed", "2", "--output", &want]].concat());
+    let b = [
+        &base[..],
+        &["--seed", "2", "--output", &got],
+        &ckpt,
+        &[
+            "--devices",
+            "cpu:threads=1",
+            "--devices",
+            "cpu:threads=1,fail@17",
+        ],
+        &["--on-failure", "recover"],
+    ]
+    .concat();
+    fails_with(
+        &b,
+        "it was written with seed=1, this run has seed=2; to write checkpoints into",
+    );
+    fails_with(&b, "add --checkpoint-overwrite to replace its checkpoints");
+    ok(&[&b[..], &["--checkpoint-overwrite"]].concat());
+    assert!(std::fs::read(&want).unwrap() == std::fs::read(&got).unwrap());
+    // Its own checkpoints now: a restart of the same run takes them.
+    ok(&[&base[..], &["--seed", "2", "--restart", &ck]].concat());
+}
+
+/// A second run writing into a directory is refused at once, naming the
+/// holder of its lock (here this test, as another run would be).
+#[test]
+fn a_second_writer_is_refused_at_once_naming_the_holder() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    std::fs::create_dir(&ck).unwrap();
+    let mut held = std::fs::File::create(ck.join(".lock")).unwrap();
+    held.try_lock().unwrap();
+    std::io::Write::write_all(&mut held, b"pid 4242 on elsewhere\n").unwrap();
+    let started = Instant::now();
+    let ckd = ck.display().to_string();
+    fails_with(
+        &[
+            "run",
+            "2d4",
+            "--size",
+            "66",
+            "--iters",
+            "3000",
+            "--quiet",
+            "--checkpoint-every",
+            "500",
+            "--checkpoint-dir",
+            &ckd,
+        ],
+        &format!("checkpoint directory {ckd} is in use by another run (pid 4242 on elsewhere)"),
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(checkpoint_count(&ck), 0);
+}
+
+/// An unwritable checkpoint directory is refused before the run starts,
+/// with its OS error (skipped where this test finds none: permissions do
+/// not bind root, so as root `/sys`'s, which takes no new file).
+#[cfg(unix)]
+#[test]
+fn an_unwritable_directory_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ro = {
+        use std::os::unix::fs::PermissionsExt;
+        let ro = dir.path().join("ro");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let sys = Path::new("/sys/kernel");
+        if std::fs::write(ro.join("x"), "").is_err() {
+            ro
+        } else if sys.is_dir() && std::fs::write(sys.join(".epsilod-probe"), "").is_err() {
+            sys.to_path_buf()
+        } else {
+            eprintln!("skipped: no unwritable directory here");
+            return;
+        }
+    };
+    let rod = ro.display().to_string();
+    fails_with(
+        &[
+            "run",
+            "2d4",
+            "--size",
+            "66",
+            "--iters",
+            "3000",
+            "--quiet",
+            "--checkpoint-every",
+            "1000",
+            "--checkpoint-dir",
+            &rod,
+        ],
+        &format!("checkpoint directory {rod} is not writable: "),
+    );
+}
+
+/// Under MPI the rank that commits takes the lock, and every rank learns
+/// of its refusal at once: the job ends with the holder's name, no rank
+/// left waiting.
+#[cfg(feature = "mpi")]
+#[test]
+fn every_rank_learns_that_another_run_holds_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    std::fs::create_dir(&ck).unwrap();
+    let mut held = std::fs::File::create(ck.join(".lock")).unwrap();
+    held.try_lock().unwrap();
+    std::io::Write::write_all(&mut held, b"pid 4242 on elsewhere\n").unwrap();
+    let ckd = ck.display().to_string();
+    let started = Instant::now();
+    let out = Command::new("mpirun")
+        .args(["--oversubscribe", "-np", "2", env!("CARGO_BIN_EXE_epsilod")])
+        .args(["run", "2d4", "--size", "66", "--iters", "3000", "--quiet"])
+        .args(["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"])
+        .args(["--checkpoint-every", "500", "--checkpoint-dir", &ckd])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "checkpoint directory {ckd} is in use by another run (pid 4242 on elsewhere)"
+        )),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(checkpoint_count(&ck), 0);
 }

@@ -93,7 +93,7 @@ impl<T: Cell> Vp<'_, T> {
         let nlevels = data.len();
         let bytes = checkpoint::length::<T>(nlevels, block.card());
         self.pending = Some(
-            checkpoint::write_block(&c, iter, self.p, block.card(), data)
+            checkpoint::write_block(&c, &self.run.claim, iter, self.p, block.card(), data)
                 .map_err(|e| self.fail(e.into()))?,
         );
         let tag = Tag::Checkpoint(iter).encode();
@@ -137,6 +137,9 @@ impl<T: Cell> Vp<'_, T> {
             let m = Manifest {
                 format: checkpoint::FORMAT,
                 stencil: self.run.problem.stencil.name.clone(),
+                kernel: self.run.problem.stencil.kind.to_string(),
+                identity: self.run.options.identity.clone(),
+                run: self.run.claim.run.clone(),
                 cell: std::any::type_name::<T>().to_string(),
                 size: self.run.problem.size.clone(),
                 iteration: iter,
@@ -155,9 +158,13 @@ impl<T: Cell> Vp<'_, T> {
                 heuristic_state: alb.map_or_else(Vec::new, |a| a.heuristic.state()),
                 roster_state: alb.map_or_else(Vec::new, |a| a.roster.state()),
                 blocks,
+                // Sealed by the commit.
+                checksum: 0,
             };
-            self.committing =
-                Some(checkpoint::spawn_commit(&c, m).map_err(|e| self.fail(e.into()))?);
+            self.committing = Some(
+                checkpoint::spawn_commit(&c, &self.run.claim, m)
+                    .map_err(|e| self.fail(e.into()))?,
+            );
         }
         Ok(CheckpointRecord {
             iter,

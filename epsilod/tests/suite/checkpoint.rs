@@ -504,3 +504,289 @@ fn snapshots_are_the_field_at_their_iteration_on_any_layout() {
         Ok(_) => panic!("a failing snapshot went unnoticed"),
     }
 }
+
+/// A manifest is taken only whole and as written: one whose iteration was
+/// edited, one a flipped byte changed, and one whose directory's name
+/// gives another iteration are each skipped for the checkpoint before.
+#[test]
+fn an_edited_or_damaged_manifest_is_never_resumed_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes) = (Library::S2d4, [22usize, 19]);
+    let write = || {
+        skeleton(lib, &sizes, 10)
+            .devices(cpus(2))
+            .partition(Partition::Weighted(0))
+            .checkpoint(4, dir.path())
+            .run()
+            .unwrap();
+        assert_eq!(checkpoints(dir.path()), [4, 8]);
+        newest(dir.path()).join("manifest.json")
+    };
+    let resumed_from = || {
+        let out = skeleton(lib, &sizes, 14)
+            .devices(cpus(1))
+            .restart(dir.path())
+            .run()
+            .unwrap();
+        assert_eq!(bits(&out.grid), reference_of(lib, &sizes, 14));
+        out.report.config.resumed_from
+    };
+    let edit = |manifest: &Path, f: &dyn Fn(&str) -> String| {
+        let text = std::fs::read_to_string(manifest).unwrap();
+        let edited = f(&text);
+        assert_ne!(edited, text);
+        std::fs::write(manifest, edited).unwrap();
+    };
+    let manifest = write();
+    edit(&manifest, &|t| {
+        t.replacen("\"iteration\": 8,", "\"iteration\": 9,", 1)
+    });
+    assert_eq!(resumed_from(), Some(4));
+    // One digit of the weights, which still parses.
+    let manifest = write();
+    edit(&manifest, &|t| {
+        let at = t.find("\"weights\"").unwrap();
+        let digit = at + t[at..].find(|c: char| c.is_ascii_digit()).unwrap();
+        let other = if &t[digit..=digit] == "1" { "2" } else { "1" };
+        format!("{}{other}{}", &t[..digit], &t[digit + 1..])
+    });
+    assert_eq!(resumed_from(), Some(4));
+    let manifest = write();
+    let renamed = dir.path().join(format!("ckpt-{:012}", 9));
+    std::fs::rename(manifest.parent().unwrap(), &renamed).unwrap();
+    assert_eq!(resumed_from(), Some(4));
+    // Every manifest edited: the newest one's error, naming it.
+    std::fs::remove_dir_all(&renamed).unwrap();
+    let manifest = write();
+    for c in checkpoints(dir.path()) {
+        let m = dir.path().join(format!("ckpt-{c:012}/manifest.json"));
+        edit(&m, &|t| {
+            t.replacen("\"rebalances\": 0", "\"rebalances\": 1", 1)
+        });
+    }
+    let e = setup_error(
+        skeleton(lib, &sizes, 14)
+            .devices(cpus(1))
+            .restart(dir.path())
+            .run(),
+    );
+    assert!(matches!(e, CheckpointError::Manifest { .. }), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "bad checkpoint manifest {}: its checksum is ",
+            manifest.display()
+        )) && text.ends_with("it was edited or damaged"),
+        "{text}"
+    );
+}
+
+/// A run refuses a directory holding another run's checkpoints (here
+/// another kernel, which rounds differently) rather than write its own
+/// beside them, unless told to replace them; a restart from them is
+/// refused too.
+#[test]
+fn a_directory_of_another_run_is_refused_unless_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes) = (Library::S2d4, [20usize, 17]);
+    let run = |choice: KernelChoice, iters: u64| {
+        let spec = lib.spec();
+        Skeleton::new(&sizes, Stencil::<f32>::library(lib, choice))
+            .iterations(iters)
+            .init(irregular_init(sizes.to_vec(), spec.low, spec.high, 7))
+            .devices(cpus(2))
+    };
+    run(KernelChoice::Specialized, 12)
+        .checkpoint(5, dir.path())
+        .run()
+        .unwrap();
+    let manifest = newest(dir.path()).join("manifest.json");
+    let e = setup_error(
+        run(KernelChoice::Generic, 12)
+            .checkpoint(5, dir.path())
+            .run(),
+    );
+    assert!(matches!(e, CheckpointError::Foreign { .. }), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "checkpoint {} is of another run: its kernel is specialized, this run's is generic; to write checkpoints into {}, resume that run with --restart, or give another --checkpoint-dir, or add --checkpoint-overwrite to replace its checkpoints",
+            manifest.display(),
+            dir.path().display()
+        )
+    );
+    assert_eq!(checkpoints(dir.path()), [5, 10]);
+    let e = setup_error(run(KernelChoice::Generic, 20).restart(dir.path()).run());
+    assert!(
+        matches!(e, CheckpointError::Mismatch { what: "kernel", .. }),
+        "{e}"
+    );
+    // Replaced: only the new run's checkpoints remain, and they resume it.
+    let whole = run(KernelChoice::Generic, 20).run().unwrap();
+    run(KernelChoice::Generic, 12)
+        .checkpoint(5, dir.path())
+        .checkpoint_overwrite(true)
+        .run()
+        .unwrap();
+    assert_eq!(checkpoints(dir.path()), [5, 10]);
+    let resumed = run(KernelChoice::Generic, 20)
+        .restart(dir.path())
+        .run()
+        .unwrap();
+    assert_eq!(resumed.report.config.resumed_from, Some(10));
+    assert_eq!(bits(&resumed.grid), bits(&whole.grid));
+    let e = setup_error(run(KernelChoice::Specialized, 20).restart(dir.path()).run());
+    assert!(
+        matches!(e, CheckpointError::Mismatch { what: "kernel", .. }),
+        "{e}"
+    );
+}
+
+/// The checkpoints an identical earlier run left in the directory are not
+/// this run's: a recovery goes on from its own (or the start), never from
+/// the earlier run's newer ones, and its own are what the directory keeps.
+#[test]
+fn a_recovery_goes_on_from_its_own_checkpoints_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes, iters) = (Library::S2d4, [42usize, 30], 60);
+    skeleton(lib, &sizes, iters)
+        .devices(cpus(2))
+        .checkpoint(10, dir.path())
+        .run()
+        .unwrap();
+    assert_eq!(checkpoints(dir.path()), [40, 50]);
+    let out = skeleton(lib, &sizes, iters)
+        .devices(vec![
+            spec("cpu:threads=1"),
+            spec("cpu:threads=1,fail@27"),
+            spec("cpu:threads=1"),
+        ])
+        .checkpoint(10, dir.path())
+        .on_failure(OnFailure::Recover)
+        .run()
+        .unwrap();
+    assert_eq!(bits(&out.grid), reference_of(lib, &sizes, iters));
+    let f = &out.report.failures;
+    // 20, or 10 where 20's commit still waited for a block when the device
+    // failed and was cancelled with the attempt.
+    assert!(
+        f.len() == 1 && [10, 20].contains(&f[0].resumed_from),
+        "{f:?}"
+    );
+    assert_eq!(checkpoints(dir.path()), [40, 50]);
+}
+
+/// A directory whose lock another run holds is refused at once, naming
+/// the holder as its lock file gives it; once let go, a run takes it and
+/// removes the file when it ends.
+#[test]
+fn a_directory_another_run_holds_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (lib, sizes) = (Library::S2d4, [20usize, 20]);
+    let lock = dir.path().join(".lock");
+    let mut held = std::fs::File::create(&lock).unwrap();
+    held.try_lock().unwrap();
+    std::io::Write::write_all(&mut held, b"pid 4242 on elsewhere\n").unwrap();
+    let started = std::time::Instant::now();
+    let e = setup_error(
+        skeleton(lib, &sizes, 400)
+            .devices(cpus(1))
+            .checkpoint(100, dir.path())
+            .run(),
+    );
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "checkpoint directory {} is in use by another run (pid 4242 on elsewhere): wait for it to end, or give another --checkpoint-dir",
+            dir.path().display()
+        )
+    );
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    assert!(checkpoints(dir.path()).is_empty());
+    drop(held);
+    skeleton(lib, &sizes, 400)
+        .devices(cpus(1))
+        .checkpoint(100, dir.path())
+        .run()
+        .unwrap();
+    assert_eq!(checkpoints(dir.path()), [200, 300]);
+    assert!(!lock.exists());
+}
+
+/// A directory no file can be made in, where this test can find one: an
+/// unwritable one, or, where permissions bind no one (root), `/sys`'s,
+/// which refuses new files to anyone.
+fn unwritable_dir(under: &Path) -> Option<PathBuf> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let ro = under.join("ro");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        if std::fs::write(ro.join("x"), "").is_err() {
+            return Some(ro);
+        }
+        let sys = Path::new("/sys/kernel");
+        if sys.is_dir() && std::fs::write(sys.join(".epsilod-probe"), "").is_err() {
+            return Some(sys.to_path_buf());
+        }
+    }
+    let _ = under;
+    None
+}
+
+/// An unwritable checkpoint directory is refused before the first
+/// iteration with its OS error, not found at the first checkpoint.
+#[test]
+fn an_unwritable_directory_is_refused_before_the_first_iteration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(ro) = unwritable_dir(tmp.path()) else {
+        eprintln!("skipped: no unwritable directory here");
+        return;
+    };
+    let e = setup_error(
+        skeleton(Library::S2d4, &[20, 20], 300)
+            .devices(cpus(1))
+            .checkpoint(100, &ro)
+            .run(),
+    );
+    assert!(matches!(e, CheckpointError::NotWritable { .. }), "{e}");
+    let text = e.to_string();
+    let head = format!("checkpoint directory {} is not writable: ", ro.display());
+    assert!(
+        text.starts_with(&head) && text.contains("(os error "),
+        "{text}"
+    );
+}
+
+/// A block that cannot be written (its file is /dev/full's: no space left)
+/// ends the run with the OS error and the file, every time, whichever
+/// process reports first.
+#[cfg(unix)]
+#[test]
+fn a_failed_block_write_ends_the_run_with_its_os_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let partial = dir.path().join(format!(".ckpt-{:012}.partial", 4));
+    std::fs::create_dir(&partial).unwrap();
+    let tmp = partial.join("block-1.bin.tmp");
+    std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+    for round in 0..4 {
+        let r = skeleton(Library::S2d4, &[20, 20], 6)
+            .devices(cpus(2))
+            .checkpoint(4, dir.path())
+            .run();
+        match r {
+            Err(e @ RunError::Vp { .. }) => {
+                let text = epsilod::error::chain(&e);
+                assert!(
+                    text.contains(&tmp.display().to_string())
+                        && text.contains("No space left on device (os error 28)"),
+                    "round {round}: {text}"
+                );
+            }
+            Err(e) => panic!("round {round}: {e}"),
+            Ok(_) => panic!("round {round}: a failed checkpoint went unnoticed"),
+        }
+    }
+    assert!(checkpoints(dir.path()).is_empty());
+}

@@ -1,0 +1,150 @@
+//! What is wrong with a checkpoint or its directory: one line that names
+//! the file.
+
+use std::path::{Path, PathBuf};
+
+/// What is wrong with a checkpoint: one line that names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    /// A file could not be read or written.
+    #[error("checkpoint path {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The checkpoint directory cannot take files.
+    #[error("checkpoint directory {dir} is not writable: {source}")]
+    NotWritable {
+        /// The directory.
+        dir: PathBuf,
+        /// The OS error of a test write into it.
+        source: std::io::Error,
+    },
+    /// Another run holds the directory's lock.
+    #[error("checkpoint directory {dir} is in use by another run ({holder}): wait for it to end, or give another --checkpoint-dir")]
+    Locked {
+        /// The directory.
+        dir: PathBuf,
+        /// Who holds it, as its lock file says.
+        holder: String,
+    },
+    /// The lock file went while the run held it: another run may write here.
+    #[error("the lock file {path} was removed or replaced during the run: another run may be writing into its directory; this checkpoint was abandoned")]
+    LockLost {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// The directory holds checkpoints of another run, and this one would
+    /// write its own beside them.
+    #[error("{difference}; to write checkpoints into {dir}, resume that run with --restart, or give another --checkpoint-dir, or add --checkpoint-overwrite to replace its checkpoints")]
+    Foreign {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// How its newest checkpoint differs from this run (in the
+        /// message already, so not its source).
+        difference: Box<CheckpointError>,
+    },
+    /// The directory holds no complete checkpoint.
+    #[error("no checkpoint in {0}: it has no ckpt-* directory with a manifest (run with --checkpoint-every N --checkpoint-dir D first)")]
+    None(PathBuf),
+    /// The manifest does not parse or contradicts itself.
+    #[error("bad checkpoint manifest {path}: {why}")]
+    Manifest {
+        /// The manifest.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The checkpoint belongs to another run.
+    #[error(
+        "checkpoint {path} is of another run: its {what} is {found}, this run's is {expected}"
+    )]
+    Mismatch {
+        /// The manifest.
+        path: PathBuf,
+        /// Which property differs.
+        what: &'static str,
+        /// The checkpoint's value.
+        found: String,
+        /// This run's value.
+        expected: String,
+    },
+    /// The checkpoint was written by a run of other settings (see
+    /// [`RunIdentity`](super::RunIdentity)).
+    #[error(
+        "checkpoint {path} is of another run: it was written with {found}, this run has {expected}"
+    )]
+    Identity {
+        /// The manifest.
+        path: PathBuf,
+        /// The checkpoint's setting, `name=value`.
+        found: String,
+        /// This run's, `name=value`.
+        expected: String,
+    },
+    /// A block file is shorter or longer than its manifest says.
+    #[error("checkpoint block {path} is truncated or overwritten: {found} bytes, the manifest says {expected}")]
+    Length {
+        /// The block file.
+        path: PathBuf,
+        /// Its length.
+        found: u64,
+        /// The manifest's.
+        expected: u64,
+    },
+    /// A block file's checksum differs from the manifest's.
+    #[error("checkpoint block {path} is corrupted: CRC-32 {found:08x}, the manifest says {expected:08x}")]
+    Checksum {
+        /// The block file.
+        path: PathBuf,
+        /// Its checksum.
+        found: u32,
+        /// The manifest's.
+        expected: u32,
+    },
+    /// A commit given up because the run failed.
+    #[error("the checkpoint was abandoned: the run failed while writing it")]
+    Cancelled,
+    /// A thread writing a checkpoint panicked.
+    #[error("a checkpoint writer thread panicked (a bug: please report it)")]
+    Panicked,
+    /// A restart at or after the run's last iteration.
+    #[error("checkpoint {path} is at iteration {at}, not before this run's end at {iters}: give more --iters")]
+    AtEnd {
+        /// The checkpoint directory.
+        path: PathBuf,
+        /// Its iteration.
+        at: u64,
+        /// The run's iterations.
+        iters: u64,
+    },
+}
+
+impl CheckpointError {
+    /// Whether the checkpoint is of another run (rather than damaged).
+    pub fn is_of_another_run(&self) -> bool {
+        matches!(
+            self,
+            CheckpointError::Mismatch { .. } | CheckpointError::Identity { .. }
+        )
+    }
+}
+
+/// Maps an OS error on `path` to [`CheckpointError::Io`].
+pub(super) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
+    move |source| CheckpointError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The same OS error again, for a second reader: the same code (and so
+/// message) where it has one.
+pub(super) fn copy(e: &std::io::Error) -> std::io::Error {
+    match e.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(e.kind(), e.to_string()),
+    }
+}
