@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod cli;
+mod cluster;
 mod common;
 mod modelling;
 mod mpi;

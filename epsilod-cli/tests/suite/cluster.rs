@@ -1,0 +1,413 @@
+//! Jobs across emulated nodes (scripts/cluster: network namespaces with
+//! hostnames of their own, Open MPI over TCP between them): the bytes of
+//! one process, device files placing devices by node, checkpoints moving
+//! between node counts, and a node that dies ending the job. Each test
+//! brings up a cluster of its own and always brings it down; where
+//! namespaces cannot be made (not root), it says so and passes.
+#![cfg(feature = "mpi")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One job at a time (under `cargo test`; nextest runs the `mpi` group
+/// one at a time): jobs side by side on 2 cores only slow each other.
+static JOBS: Mutex<()> = Mutex::new(());
+
+/// A job still running after this is a hang; the script's own limit is
+/// shorter, so that it ends mpirun and its ranks first.
+const LIMIT: Duration = Duration::from_secs(150);
+const SCRIPT_LIMIT: &str = "120";
+
+const CPU1: &str = "cpu:threads=1";
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_epsilod")
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/cluster")
+}
+
+/// An emulated cluster, down again when dropped.
+struct Cluster {
+    name: String,
+    _one: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Cluster {
+    /// `nodes` nodes named `ct<pid>-<tag>-node<i>`, or None (printed why)
+    /// where this machine cannot make them.
+    fn up(tag: &str, nodes: usize) -> Option<Cluster> {
+        let one = JOBS.lock().unwrap_or_else(|p| p.into_inner());
+        let name = format!("ct{}-{tag}", std::process::id());
+        let o = Command::new(script())
+            .args(["--name", &name, "up", &nodes.to_string()])
+            .output()
+            .expect("scripts/cluster runs");
+        let err = String::from_utf8_lossy(&o.stderr);
+        if !o.status.success() && err.contains("cannot make the emulated cluster here") {
+            eprintln!("skipped: {}", err.trim().trim_start_matches("error: "));
+            return None;
+        }
+        let cluster = Cluster { name, _one: one };
+        assert!(o.status.success(), "cluster up: {err}");
+        Some(cluster)
+    }
+
+    fn node(&self, i: usize) -> String {
+        format!("{}-node{i}", self.name)
+    }
+
+    /// `scripts/cluster run MPIRUN-ARGS -- CMD`, not yet waited for.
+    fn command(&self, mpirun: &[&str], cmd: &[&str]) -> Command {
+        let mut c = Command::new(script());
+        c.args(["--name", &self.name, "run", "--timeout", SCRIPT_LIMIT])
+            .args(mpirun)
+            .arg("--")
+            .args(cmd)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// The binary with `args` on `np` ranks, one a node in turn.
+    fn epsilod(&self, np: usize, args: &[&str]) -> Output {
+        let np = np.to_string();
+        let mut cmd = vec![bin()];
+        cmd.extend(args);
+        wait_bounded(
+            self.command(&["-np", &np, "--map-by", "node"], &cmd)
+                .spawn()
+                .expect("scripts/cluster runs"),
+        )
+    }
+
+    /// The ids of the processes in node `i`'s namespace.
+    fn pids(&self, i: usize) -> Vec<u32> {
+        let o = Command::new("ip")
+            .args(["netns", "pids", &self.node(i)])
+            .output()
+            .expect("ip runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout)
+            .split_whitespace()
+            .map(|p| p.parse().unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(script())
+            .args(["--name", &self.name, "down"])
+            .output();
+    }
+}
+
+fn wait_bounded(mut child: Child) -> Output {
+    let start = Instant::now();
+    while child.try_wait().expect("waiting").is_none() {
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("a job on the emulated cluster hung for {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collecting output")
+}
+
+fn alone(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("the epsilod binary runs")
+}
+
+fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what}: {}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn path(dir: &Path, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+fn report(p: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn same_bytes(a: &str, b: &str) -> bool {
+    std::fs::read(a).unwrap() == std::fs::read(b).unwrap()
+}
+
+/// `args` alone and on `np` nodes, one rank each: the same output bytes
+/// and the same configuration in the report.
+fn same_as_one_process(c: &Cluster, np: usize, args: &[&str], dir: &Path, tag: &str) {
+    let (a, b) = (
+        path(dir, &format!("{tag}-1.dat")),
+        path(dir, &format!("{tag}-n.dat")),
+    );
+    let (ra, rb) = (
+        path(dir, &format!("{tag}-1.json")),
+        path(dir, &format!("{tag}-n.json")),
+    );
+    let mut one = args.to_vec();
+    one.extend(["--quiet", "--output", &a, "--report", &ra]);
+    ok(&alone(&one), tag);
+    let mut many = args.to_vec();
+    many.extend(["--quiet", "--output", &b, "--report", &rb]);
+    ok(&c.epsilod(np, &many), &format!("{tag} on {np} nodes"));
+    assert!(
+        same_bytes(&a, &b),
+        "{tag}: {np} nodes differ from one process"
+    );
+    assert_eq!(report(&ra)["config"], report(&rb)["config"], "{tag}");
+}
+
+#[test]
+fn stencils_and_gas_sim_match_one_process_across_3_nodes() {
+    let Some(c) = Cluster::up("same", 3) else {
+        return;
+    };
+    // One rank on each node, each under its node's hostname.
+    let o = wait_bounded(
+        c.command(&["-np", "3", "--map-by", "node"], &["hostname"])
+            .spawn()
+            .unwrap(),
+    );
+    ok(&o, "hostname on 3 nodes");
+    let mut hosts: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    hosts.sort();
+    assert_eq!(hosts, [c.node(1), c.node(2), c.node(3)]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["run", "2d4", "--size", "66", "--iters", "10"];
+    args.extend(["--init", "random", "--seed", "5"]);
+    args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", CPU1]);
+    same_as_one_process(&c, 3, &args, dir.path(), "2d4");
+    let mut args = vec!["run", "gas-sim", "--size", "14x12x10", "--iters", "6"];
+    args.extend(["--devices", CPU1, "--devices", CPU1]);
+    same_as_one_process(&c, 2, &args, dir.path(), "gas");
+}
+
+#[test]
+fn host_tables_place_devices_by_node() {
+    let Some(c) = Cluster::up("hosts", 3) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Every node one device; node 2 a second, heavier one.
+    let file = path(dir.path(), "devices.toml");
+    let tables = format!(
+        "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\n\n\
+         [[device]]\nhost = \"{}\"\nkind = \"cpu\"\nthreads = 1\nweight = 2\n",
+        c.node(2)
+    );
+    std::fs::write(&file, tables).unwrap();
+    let (out, rep, one) = (
+        path(dir.path(), "placed.dat"),
+        path(dir.path(), "placed.json"),
+        path(dir.path(), "one.dat"),
+    );
+    let base = [
+        "run",
+        "2d8",
+        "--size",
+        "40",
+        "--iters",
+        "5",
+        "--partition",
+        "w0",
+        "--quiet",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--device-file", &file, "--output", &out, "--report", &rep]);
+    ok(&c.epsilod(3, &args), "device file on 3 nodes");
+    // Numbered rank by rank: node 1's, node 2's two, node 3's.
+    let w2 = "cpu:threads=1,weight=2";
+    assert_eq!(
+        report(&rep)["config"]["devices"],
+        serde_json::json!([CPU1, CPU1, w2, CPU1])
+    );
+    let mut args = base.to_vec();
+    args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", w2]);
+    args.extend(["--devices", CPU1, "--output", &one]);
+    ok(&alone(&args), "one process");
+    assert!(
+        same_bytes(&out, &one),
+        "host tables differ from one process"
+    );
+    // Tables for nodes 1 and 2 only: node 3's rank has none, and the error
+    // names it by its hostname.
+    let file = path(dir.path(), "two.toml");
+    let tables = [1, 2].map(|i| {
+        format!(
+            "[[device]]\nhost = \"{}\"\nkind = \"cpu\"\nthreads = 1\n",
+            c.node(i)
+        )
+    });
+    std::fs::write(&file, tables.join("\n")).unwrap();
+    let o = c.epsilod(3, &["run", "2d4", "--size", "34", "--device-file", &file]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    let want = format!(
+        "error: rank 2 (host {0}) has no device: {file} has no [[device]] with host = \"{0}\", host = \"*\" or rank = 2",
+        c.node(3)
+    );
+    assert_eq!(err.matches(&want).count(), 1, "{err}");
+}
+
+/// Written by 3 nodes, resumed by 2: the bytes of the run never stopped.
+#[test]
+fn a_checkpoint_written_on_3_nodes_restarts_on_2() {
+    let Some(c) = Cluster::up("ckpt", 3) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ck = path(dir.path(), "ck");
+    let base = ["run", "3d27", "--size", "18x14x12", "--quiet"];
+    let full = path(dir.path(), "full.dat");
+    let mut args = base.to_vec();
+    args.extend(["--iters", "30", "--devices", CPU1, "--output", &full]);
+    ok(&alone(&args), "uninterrupted");
+    let mut args = base.to_vec();
+    args.extend([
+        "--iters",
+        "17",
+        "--partition",
+        "s0",
+        "--checkpoint-every",
+        "5",
+    ]);
+    args.extend(["--checkpoint-dir", &ck]);
+    args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", CPU1]);
+    ok(&c.epsilod(3, &args), "checkpoints on 3 nodes");
+    let out = path(dir.path(), "two.dat");
+    let rep = path(dir.path(), "two.json");
+    let mut args = base.to_vec();
+    args.extend([
+        "--iters",
+        "30",
+        "--restart",
+        &ck,
+        "--output",
+        &out,
+        "--report",
+        &rep,
+    ]);
+    args.extend(["--devices", CPU1, "--devices", CPU1]);
+    ok(&c.epsilod(2, &args), "restart on 2 nodes");
+    assert_eq!(report(&rep)["config"]["resumed_from"], 15);
+    assert!(
+        same_bytes(&full, &out),
+        "the restart on 2 nodes differs from the uninterrupted run"
+    );
+}
+
+/// The ranks of node 2 killed mid-run: mpirun ends the job within seconds,
+/// naming the rank and its node, and leaves no process on any node; the
+/// job's checkpoints then finish the run on the 2 nodes left. Under MPI
+/// `--on-failure recover` does not keep the job going (a lost rank takes
+/// its blocks and its share of the messages with it).
+#[test]
+fn a_node_whose_ranks_die_ends_the_job_and_its_checkpoints_finish_on_2_nodes() {
+    let Some(c) = Cluster::up("kill", 3) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ck = path(dir.path(), "ck");
+    let base = ["run", "2d4", "--size", "130", "--quiet", "--init", "random"];
+    let mut args = vec![bin()];
+    args.extend(base);
+    args.extend(["--iters", "100000000", "--checkpoint-every", "20"]);
+    args.extend(["--checkpoint-dir", &ck, "--on-failure", "recover"]);
+    args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", CPU1]);
+    let mut job = c
+        .command(&["-np", "3", "--map-by", "node"], &args)
+        .spawn()
+        .unwrap();
+    // Once a checkpoint is complete, kill node 2's rank.
+    let start = Instant::now();
+    let checkpoints = || -> Vec<u64> {
+        let mut its: Vec<u64> = std::fs::read_dir(&ck)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_prefix("ckpt-")?.parse().ok()
+            })
+            .collect();
+        its.sort();
+        its
+    };
+    while checkpoints().is_empty() {
+        if start.elapsed() > LIMIT || job.try_wait().unwrap().is_some() {
+            let _ = job.kill();
+            panic!("no checkpoint: {:?}", job.wait_with_output());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let is_rank = |p: &u32| {
+        std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|s| s.trim() == "epsilod")
+    };
+    let ranks: Vec<u32> = c.pids(2).into_iter().filter(is_rank).collect();
+    assert_eq!(ranks.len(), 1, "node 2's ranks: {ranks:?}");
+    // mpirun names the rank by its id in the job's PID namespace.
+    let job_pid = std::fs::read_to_string(format!("/proc/{}/status", ranks[0]))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .and_then(|ids| ids.split_whitespace().last()?.parse::<u32>().ok())
+        .expect("the rank's PID in its namespace");
+    let killed = Command::new("kill")
+        .args(["-9", &ranks[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let killed_at = Instant::now();
+    let o = wait_bounded(job);
+    let took = killed_at.elapsed();
+    assert!(!o.status.success(), "{}", o.status);
+    assert!(
+        took < Duration::from_secs(30),
+        "the job took {took:?} to end"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    let want = format!(
+        "mpirun noticed that process rank 1 with PID {job_pid} on node {} exited on signal 9 (Killed).",
+        c.node(2)
+    );
+    assert_eq!(err.matches(&want).count(), 1, "{err}");
+    for i in 1..=3 {
+        assert_eq!(c.pids(i), Vec::<u32>::new(), "processes left on node {i}");
+    }
+    // The newest checkpoint, on the nodes left, to 20 iterations past it.
+    let newest = *checkpoints().last().unwrap();
+    let iters = (newest + 20).to_string();
+    let (out, rep, one) = (
+        path(dir.path(), "two.dat"),
+        path(dir.path(), "two.json"),
+        path(dir.path(), "one.dat"),
+    );
+    let mut args = base.to_vec();
+    args.extend(["--iters", &iters, "--restart", &ck, "--output", &out]);
+    args.extend(["--report", &rep, "--devices", CPU1, "--devices", CPU1]);
+    ok(&c.epsilod(2, &args), "restart on 2 nodes");
+    assert_eq!(report(&rep)["config"]["resumed_from"], newest);
+    let mut args = base.to_vec();
+    args.extend(["--iters", &iters, "--devices", CPU1, "--output", &one]);
+    ok(&alone(&args), "uninterrupted");
+    assert!(
+        same_bytes(&out, &one),
+        "the restart after the lost node differs from the uninterrupted run"
+    );
+}
