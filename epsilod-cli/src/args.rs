@@ -476,7 +476,8 @@ pub struct SimulateArgs {
         "reps", "seed", "csv", "noise_block", "noise_window",
     ])]
     pub trace_from: Option<PathBuf>,
-    /// Keep every K-th iteration in the report (1: all).
+    /// Keep one iteration in each block of K in the report (1: all); beyond run's bound (2^22
+    /// device-iterations, 2^20 iterations) blocks grow as run's do (summary.iterations_recorded_every).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub record_every: u64,
     /// JSON report (run's schema), for one run.
