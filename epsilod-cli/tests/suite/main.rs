@@ -4,6 +4,7 @@
 mod checkpoint;
 mod cli;
 mod common;
+mod limits;
 mod modelling;
 mod mpi;
 mod scale;
