@@ -41,6 +41,15 @@ pub enum ParamError {
         /// The value given.
         value: String,
     },
+    /// A finite number that f32, the type the kernels compute in, cannot
+    /// hold.
+    #[error("--param {name}={value}: not a finite number in f32, the type the kernel computes in (at most 3.4e38 either side of 0)")]
+    NotF32 {
+        /// The name.
+        name: String,
+        /// The value, as shown to the user.
+        value: String,
+    },
     /// A number outside what the app accepts.
     #[error("--param {name}={value}: {want}")]
     OutOfRange {
@@ -50,6 +59,13 @@ pub enum ParamError {
         value: String,
         /// What the app accepts.
         want: &'static str,
+    },
+    /// A value asked for that has no default and was not given: a bug in
+    /// the app, which asks with [`crate::Params::given`] for those.
+    #[error("--param {name} is not given and has no default")]
+    NotGiven {
+        /// The name.
+        name: String,
     },
     /// A value asked for by a name the app never declared: a bug in the app.
     #[error("{app} has no parameter '{name}'")]
@@ -81,6 +97,18 @@ pub enum AppError {
     /// A parameter it cannot take.
     #[error(transparent)]
     Param(#[from] ParamError),
+    /// A run of other iterations than wavesim's `T` gives.
+    #[error("--param T={t} at dt={dt} is {want} iterations (EPSILOD runs (int)((float)T/dt)), not {iters}: give --iters {want}, or leave T out")]
+    Iterations {
+        /// The simulated time.
+        t: i32,
+        /// The time step, as the kernel has it.
+        dt: f32,
+        /// The iterations T gives.
+        want: u64,
+        /// The iterations asked for.
+        iters: u64,
+    },
     /// An input file that cannot be used (the caller names the file).
     #[error("{why}")]
     Input {

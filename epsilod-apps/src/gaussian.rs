@@ -63,7 +63,9 @@ pub fn norm(sigma: f32) -> f64 {
 /// The global array for a `rows x cols` image: the image and its border.
 pub fn global_size(rows: usize, cols: usize, kw: usize) -> [usize; 2] {
     let r = radius(kw);
-    [rows + 2 * r, cols + 2 * r]
+    // Saturating: an image near usize::MAX is refused as too large by the
+    // skeleton, not wrapped round into a small one.
+    [rows.saturating_add(2 * r), cols.saturating_add(2 * r)]
 }
 
 /// Where the image lies in the global array (the output).
@@ -302,12 +304,12 @@ impl App for Gaussian {
         &[
             Param {
                 name: "kw",
-                default: KW as f64,
+                default: Some(KW as f64),
                 about: "kernel width, a whole number 2 to 31",
             },
             Param {
                 name: "sigma",
-                default: SIGMA as f64,
+                default: Some(SIGMA as f64),
                 about: "the Gaussian's standard deviation in pixels, > 0",
             },
         ]
@@ -324,14 +326,9 @@ impl App for Gaussian {
         let sigma = Gaussian::sigma(params)?;
         if !(sigma > 0.0 && sigma.is_finite()) {
             // As an f32: 1e300 is infinite there and 1e-300 is 0.
-            let v = params.get("sigma")?;
-            let shown = match v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
-                true => format!("{v:e}"),
-                false => v.to_string(),
-            };
             return Err(ParamError::OutOfRange {
                 name: "sigma",
-                value: shown,
+                value: crate::shown(params.get("sigma")?),
                 want: "sigma must be a number above 0 that an f32 holds (1.2e-38 to 3.4e38)",
             });
         }
@@ -353,6 +350,11 @@ impl App for Gaussian {
     ) -> Result<AppOutcome, AppError> {
         let (kw, sigma) = (Gaussian::kw(params)?, Gaussian::sigma(params)?);
         let (rows, cols) = (size[0], size[1]);
+        let skeleton =
+            Skeleton::new(&global_size(rows, cols, kw), stencil(kw, sigma)).options(options);
+        // The image is as large as the grid: a run too large for memory is
+        // refused before it is built, as the run would refuse it.
+        skeleton.check_memory_in(cluster)?;
         let (pixels, maxval) = match params.input() {
             None => (test_image(rows, cols), DEFAULT_MAXVAL),
             Some(path) => {
@@ -375,8 +377,7 @@ impl App for Gaussian {
                 (img.pixels, img.maxval)
             }
         };
-        let skeleton = Skeleton::new(&global_size(rows, cols, kw), stencil(kw, sigma))
-            .init(init(pixels, rows, cols, kw));
+        let skeleton = skeleton.init(init(pixels, rows, cols, kw));
         let region = Some(image_region(rows, cols, kw));
         crate::run_with(skeleton, options, cluster, |grid| {
             Box::new(Blurred {

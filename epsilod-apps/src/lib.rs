@@ -94,26 +94,29 @@ pub trait App: Sync {
 pub struct Param {
     /// Its name on the command line.
     pub name: &'static str,
-    /// Its value when not given.
-    pub default: f64,
+    /// Its value when not given; `None` for one that changes the run only
+    /// where given (wavesim's `T`).
+    pub default: Option<f64>,
     /// What it is, for `epsilod list`.
     pub about: &'static str,
 }
 
-/// An app's parameter values, every one present (defaults filled in),
-/// and its input file, if given.
+/// An app's parameter values, every one declared (defaults filled in;
+/// `None` for one without a default that was not given), and its input
+/// file, if given.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Params {
     /// The app's name, for errors.
     app: String,
-    values: std::collections::BTreeMap<String, f64>,
+    values: std::collections::BTreeMap<String, Option<f64>>,
     input: Option<std::path::PathBuf>,
 }
 
 impl Params {
     /// `app`'s defaults, overridden by `given` (`name=value` each): an
-    /// unknown name, a value that is not a finite number, or a name given
-    /// twice is an error naming it.
+    /// unknown name, a value that is not a finite number (in f64, then in
+    /// f32, the type the kernels compute in), or a name given twice is an
+    /// error naming it.
     pub fn parse(app: &dyn App, given: &[String]) -> Result<Params, ParamError> {
         if app.is_stencil() && !given.is_empty() {
             return Err(ParamError::NotAnApp {
@@ -121,7 +124,7 @@ impl Params {
             });
         }
         let known = app.params();
-        let mut values: std::collections::BTreeMap<String, f64> = known
+        let mut values: std::collections::BTreeMap<String, Option<f64>> = known
             .iter()
             .map(|p| (p.name.to_string(), p.default))
             .collect();
@@ -151,14 +154,18 @@ impl Params {
                     name: name.to_string(),
                     value: value.to_string(),
                 })?;
-            values.insert(name.to_string(), v);
+            values.insert(name.to_string(), Some(v));
         }
         let params = Params {
             app: app.name().to_string(),
             values,
             input: None,
         };
+        // The app's own checks first, for their own words (gaussian's sigma).
         app.check_params(&params)?;
+        for name in params.values.keys() {
+            params.get_f32(name)?;
+        }
         Ok(params)
     }
 
@@ -170,8 +177,17 @@ impl Params {
         }
     }
 
-    /// The value of `name`; an error unless the app declared it.
+    /// The value of `name`; an error unless the app declared it and it has
+    /// a value (a default, or given).
     pub fn get(&self, name: &str) -> Result<f64, ParamError> {
+        self.given(name)?.ok_or_else(|| ParamError::NotGiven {
+            name: name.to_string(),
+        })
+    }
+
+    /// The value of `name` where it has one, `None` for a parameter without
+    /// a default that was not given; an error unless the app declared it.
+    pub fn given(&self, name: &str) -> Result<Option<f64>, ParamError> {
         self.values
             .get(name)
             .copied()
@@ -181,9 +197,35 @@ impl Params {
             })
     }
 
+    /// The value of `name` as the kernel sees it, in f32 (rounded from the
+    /// f64 once, as EPSILOD's `(float)atof(...)`): an error where f32
+    /// cannot hold it (beyond 3.4e38, which f32 makes infinite).
+    pub fn get_f32(&self, name: &str) -> Result<Option<f32>, ParamError> {
+        let Some(v) = self.given(name)? else {
+            return Ok(None);
+        };
+        let x = v as f32;
+        if !x.is_finite() {
+            return Err(ParamError::NotF32 {
+                name: name.to_string(),
+                value: shown(v),
+            });
+        }
+        Ok(Some(x))
+    }
+
     /// The input file, if given.
     pub fn input(&self) -> Option<&std::path::Path> {
         self.input.as_deref()
+    }
+}
+
+/// A number for an error line: plain where short, in exponent form
+/// (`1e39`) where a plain one would run to dozens of digits.
+pub(crate) fn shown(v: f64) -> String {
+    match v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
+        true => format!("{v:e}"),
+        false => v.to_string(),
     }
 }
 

@@ -5,12 +5,23 @@
 //! and is one Rust expression for every device. Unlike EPSILOD, load
 //! balancing moves both levels, so a rebalanced run keeps its bits.
 
-use crate::{App, AppOutcome};
+use crate::{App, AppError, AppOutcome, ParamError};
 use epsilod::expr::{g, num, old2, select, u, E};
 use epsilod::{Cluster, ExprSpec, RunOptions, Shape, Skeleton, Stencil};
 
 /// Celerity's and EPSILOD's default time step.
 pub const DT: f32 = 0.25;
+
+/// EPSILOD's iteration count for the simulated time `t` (read with `atoi`:
+/// an int) at the time step `dt`: `(int)((float)T / dt)`, the int made a
+/// float, divided in float and truncated toward zero (T=100, dt=0.25:
+/// 400). `None` where the C is undefined or the count negative: a quotient
+/// that is not finite or truncates outside 0 to `i32::MAX`.
+pub fn iterations(t: i32, dt: f32) -> Option<u64> {
+    let q = (t as f32 / dt).trunc();
+    // 2^31 is the first float past int's range.
+    (q.is_finite() && (0.0..2_147_483_648.0).contains(&q)).then_some(q as u64)
+}
 
 /// The wave's parameters for a global array of `size` (user domain + 2):
 /// centre `(sx/4, sy/4)`, sigma `(sx/8, sy/8)` (x along dimension 1, each
@@ -101,6 +112,29 @@ pub fn user_domain(size: &[usize]) -> Shape {
     Shape::from_ranges(&[(1, size[0] as i64 - 1), (1, size[1] as i64 - 1)])
 }
 
+/// `T` where given, and the iterations it gives at the run's `dt`; an
+/// error naming `T` where it is no int or gives no count of iterations.
+fn iterations_of_t(params: &crate::Params) -> Result<Option<(i32, u64)>, ParamError> {
+    let dt = params.get_f32("dt")?.unwrap_or(DT);
+    let Some(t) = params.given("T")? else {
+        return Ok(None);
+    };
+    if t.fract() != 0.0 || !(0.0..=f64::from(i32::MAX)).contains(&t) {
+        return Err(ParamError::OutOfRange {
+            name: "T",
+            value: crate::shown(t),
+            want: "T is a whole number from 0 to 2147483647 (EPSILOD reads an int)",
+        });
+    }
+    let t = t as i32;
+    let n = iterations(t, dt).ok_or_else(|| ParamError::OutOfRange {
+        name: "T",
+        value: t.to_string(),
+        want: "(int)((float)T/dt), the iterations EPSILOD runs, must be a whole number from 0 to 2147483647: give a dt above 0 that makes it one",
+    })?;
+    Ok(Some((t, n)))
+}
+
 /// `epsilod run wavesim --size (rows+2)x(cols+2)`, time step [`DT`].
 pub struct WaveSim;
 
@@ -109,17 +143,27 @@ impl App for WaveSim {
         "wavesim"
     }
     fn about(&self) -> &'static str {
-        "2-d  wave equation, three time levels in two buffers (EPSILOD's); --size is the user domain + 2"
+        "2-d  wave equation, three time levels in two buffers (EPSILOD's); --size is the user domain + 2; EPSILOD's T runs (int)((float)T/dt) iterations"
     }
     fn ndims(&self) -> usize {
         2
     }
     fn params(&self) -> &'static [crate::Param] {
-        &[crate::Param {
-            name: "dt",
-            default: DT as f64,
-            about: "time step",
-        }]
+        &[
+            crate::Param {
+                name: "dt",
+                default: Some(DT as f64),
+                about: "time step, in f32",
+            },
+            crate::Param {
+                name: "T",
+                default: None,
+                about: "EPSILOD's simulated time, a whole number: --iters must be (int)((float)T/dt), its iteration count (T=100 at dt=0.25: --iters 400)",
+            },
+        ]
+    }
+    fn check_params(&self, params: &crate::Params) -> Result<(), ParamError> {
+        iterations_of_t(params).map(|_| ())
     }
     fn run(
         &self,
@@ -127,9 +171,19 @@ impl App for WaveSim {
         params: &crate::Params,
         options: &RunOptions,
         cluster: &Cluster,
-    ) -> Result<AppOutcome, crate::AppError> {
+    ) -> Result<AppOutcome, AppError> {
         // As the original reads it: decimal to double, then to float.
-        let dt = params.get("dt")? as f32;
+        let dt = params.get_f32("dt")?.unwrap_or(DT);
+        if let Some((t, want)) = iterations_of_t(params)? {
+            if want != options.iters {
+                return Err(AppError::Iterations {
+                    t,
+                    dt,
+                    want,
+                    iters: options.iters,
+                });
+            }
+        }
         let skeleton = Skeleton::new(size, stencil(size, dt))
             .init(init(size))
             .init_previous(init_previous(size, dt));

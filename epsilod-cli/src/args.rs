@@ -68,7 +68,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 4)]
     pub range_size: usize,
     /// Virtual processes per rank (under mpirun); by default as few as the largest range needs.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub per_rank: Option<usize>,
     /// Timed phases per range, after one without compute.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
@@ -397,8 +397,8 @@ pub struct PlanArgs {
     /// the boundary's depth on every side.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub halo_rows: u64,
-    /// Bytes of one cell.
-    #[arg(long, default_value_t = 4)]
+    /// Bytes of one cell (1 to 4096).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub cell_bytes: u64,
     /// additive (HCLogP: compute plus messages) | overlap (this skeleton: messages behind the
     /// inner rows).
@@ -497,7 +497,8 @@ pub struct SimulateArgs {
         "reps", "seed", "csv", "noise_block", "noise_window",
     ])]
     pub trace_from: Option<PathBuf>,
-    /// Keep every K-th iteration in the report (1: all).
+    /// Keep one iteration in each block of K in the report (1: all); beyond run's bound (2^22
+    /// device-iterations, 2^20 iterations) blocks grow as run's do (summary.iterations_recorded_every).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub record_every: u64,
     /// JSON report (run's schema), for one run.

@@ -271,6 +271,22 @@ impl<T: Cell> Skeleton<T> {
         self.plan_with(self.options.clone(), None, None)
     }
 
+    /// Errors where the run cannot be planned in `cluster` or needs more
+    /// memory than a host has ([`SetupError::Memory`]): the check
+    /// [`run_in`](Self::run_in) makes before it allocates, for a caller
+    /// that builds large inputs (an image) first. Every rank calls it; all
+    /// get the same verdict.
+    pub fn check_memory_in(&self, cluster: &Cluster) -> Result<(), RunError> {
+        let job = cluster.info();
+        let mine = self.plan().and_then(|p| {
+            let owners = p.owners(job)?;
+            p.check_memory(&owners, job, crate::memory::available())
+        });
+        let verdict = cluster.agree(crate::job::Readiness::of(&mine));
+        mine?;
+        verdict
+    }
+
     /// Validates the run with `options` in place of the builder's (a
     /// recovery's fewer devices and its restart), holding `lock` on its
     /// checkpoint directory, as run `lineage` (a recovery goes on as the

@@ -16,7 +16,8 @@
 //! relies on: two copies fed the same numbers decide alike.
 //!
 //! [`depth`] chooses how deep a halo to keep (`--halo-depth auto`) from
-//! iteration times measured at a few depths.
+//! iteration times measured at a few depths; [`sampling`] which iterations
+//! a long run records, for the skeleton and the simulator alike.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -28,6 +29,7 @@ pub mod gather;
 mod ours;
 mod registry;
 pub mod roster;
+pub mod sampling;
 mod stats;
 pub mod testing;
 

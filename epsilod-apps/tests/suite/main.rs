@@ -5,6 +5,7 @@ mod dsl_specs;
 mod gas;
 mod gaussian;
 mod laplace;
+mod limits;
 mod opencl;
 mod poisson;
 mod registry;

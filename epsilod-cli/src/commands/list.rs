@@ -149,7 +149,10 @@ fn listing() -> String {
     for app in epsilod_apps::all() {
         s += &format!("  {:<7} {}\n", app.name(), app.about());
         for p in app.params() {
-            s += &format!("          --param {}={} ({})\n", p.name, p.default, p.about);
+            s += &match p.default {
+                Some(d) => format!("          --param {}={d} ({})\n", p.name, p.about),
+                None => format!("          --param {} (no default: {})\n", p.name, p.about),
+            };
         }
         if let Some(input) = app.input() {
             s += &format!("          --input FILE ({input})\n");

@@ -135,6 +135,11 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
             s.kernels = Kernels::Modelled {
                 seed: args.seed.wrapping_add(rep),
             };
+            if several || args.report.is_none() {
+                // The table and the printed line read summaries only: one
+                // record a run will do.
+                s.record_every = iters;
+            }
             let sim = run_sim(&s)?;
             let r = to_report(&sim, config(&spec.to_string(), &s), &s);
             if several {
@@ -456,8 +461,6 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
                 .collect(),
         })
         .collect();
-    let secs = &sim.iteration_seconds;
-    let n = secs.len().max(1) as f64;
     let cells = s.domain.card() as f64 * s.iters as f64;
     let redistributions: Vec<Redistribution> = sim
         .moves
@@ -479,8 +482,8 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
         summary: Summary {
             total_seconds: sim.loop_seconds,
             loop_seconds: sim.loop_seconds,
-            mean_iteration_seconds: secs.iter().sum::<f64>() / n,
-            median_iteration_seconds: median(secs),
+            mean_iteration_seconds: sim.mean_iteration_seconds,
+            median_iteration_seconds: median(&sim.iteration_seconds),
             rebalances: redistributions.len(),
             redistribution_seconds_total: redistributions
                 .iter()
@@ -495,7 +498,7 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
             halo_messages: sim.halo_messages,
             halo_messages_on_device: 0,
             devices_in_planes: 0,
-            iterations_recorded_every: 1,
+            iterations_recorded_every: sim.recorded_every,
         },
         config,
         iterations,

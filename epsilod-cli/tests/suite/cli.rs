@@ -39,7 +39,7 @@ fn bad_input_is_one_clear_line() {
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
             a!["run", "wavesim", "--size", "34x26", "--param", "step=1"],
-            "--param step: wavesim takes dt (see 'epsilod list')",
+            "--param step: wavesim takes dt, T (see 'epsilod list')",
         ),
         (
             a!["run", "wavesim", "--size", "34x26", "--param", "dt=fast"],

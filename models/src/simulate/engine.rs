@@ -2,6 +2,7 @@
 //! rebalances, one iteration at a time.
 
 use heuristics::gather::Gather;
+use heuristics::sampling::{default_records, is_recorded, record_every, RECORDED_ITERATIONS};
 use heuristics::{relayout, Cycle, Heuristic, HeuristicSpec, Rebalanced, Roster, Snapshot};
 use hitmap::{Layout, RedistributionPlan};
 use std::collections::VecDeque;
@@ -60,6 +61,8 @@ struct Sim<'a> {
     out: Simulated,
     /// Sum of wall minus slowest kernel over iterations.
     overhead: f64,
+    /// Sum of wall times over iterations.
+    wall: f64,
     /// The stencil's reach below and above.
     low: Vec<usize>,
     high: Vec<usize>,
@@ -106,7 +109,11 @@ impl<'a> Sim<'a> {
             recent: VecDeque::new(),
             out: Simulated {
                 steps: Vec::new(),
-                iteration_seconds: Vec::with_capacity(s.iters.min(1 << 20) as usize),
+                // The skeleton's bound, and the caller's coarser sample.
+                recorded_every: record_every(s.iters, default_records(n)).max(s.record_every),
+                iteration_seconds: Vec::with_capacity(s.iters.min(RECORDED_ITERATIONS) as usize),
+                iteration_seconds_every: record_every(s.iters, RECORDED_ITERATIONS),
+                mean_iteration_seconds: 0.0,
                 overhead_per_iteration: 0.0,
                 loop_seconds: 0.0,
                 moves: Vec::new(),
@@ -115,6 +122,7 @@ impl<'a> Sim<'a> {
                 halo_messages: 0,
             },
             overhead: 0.0,
+            wall: 0.0,
             low,
             high,
             compute: vec![0.0; n],
@@ -287,7 +295,7 @@ impl<'a> Sim<'a> {
         } else {
             0.0
         };
-        let record = it.is_multiple_of(s.record_every.max(1)) || it + 1 == s.iters;
+        let record = is_recorded(it, self.out.recorded_every);
         let mut step = record.then(|| vec![DeviceStep::default(); s.devices.len()]);
         let mut slowest: f64 = 0.0;
         for (i, &d) in live.iter().enumerate() {
@@ -445,7 +453,10 @@ impl<'a> Sim<'a> {
             .map(|(i, &d)| self.clock[d] - self.began[i])
             .fold(0.0, f64::max);
         self.overhead += wall - slowest;
-        self.out.iteration_seconds.push(wall);
+        self.wall += wall;
+        if is_recorded(it, self.out.iteration_seconds_every) {
+            self.out.iteration_seconds.push(wall);
+        }
         let elapsed = self.now();
         if let Some(devices) = step {
             self.out.steps.push(Step {
@@ -463,6 +474,7 @@ impl<'a> Sim<'a> {
         }
         self.out.loop_seconds = self.clock.iter().copied().fold(0.0, f64::max);
         self.out.overhead_per_iteration = self.overhead / self.s.iters.max(1) as f64;
+        self.out.mean_iteration_seconds = self.wall / self.s.iters.max(1) as f64;
         self.out
     }
 }

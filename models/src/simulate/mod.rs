@@ -336,8 +336,10 @@ pub struct Scenario {
     /// level (a machine's calibrated `rebalance`); `None`: each device's
     /// moves, every level, over the links.
     pub rebalance: Option<Hockney>,
-    /// Keep every `record_every`-th iteration's per-device record (1: all;
-    /// 1024 devices x 10,000 iterations is 10 million records).
+    /// Keep one iteration's per-device record in each block of at least
+    /// this many (1: all), and of as many as the skeleton's bound needs
+    /// (`heuristics::sampling`: 2^22 device-iterations, 2^20 iterations at
+    /// most), so the records of any run fit in memory.
     pub record_every: u64,
 }
 
@@ -421,10 +423,19 @@ pub struct Failure {
 /// A simulated run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Simulated {
-    /// The recorded iterations.
+    /// The recorded iterations: one in each block of `recorded_every`, at
+    /// a place that varies from block to block, as the skeleton records.
     pub steps: Vec<Step>,
-    /// Every iteration's wall time (the slowest device's).
+    /// The blocks `steps` sample (1: every iteration).
+    pub recorded_every: u64,
+    /// Iterations' wall times (the slowest device's): every iteration's up
+    /// to `heuristics::sampling::RECORDED_ITERATIONS`, one in each block of
+    /// `iteration_seconds_every` beyond.
     pub iteration_seconds: Vec<f64>,
+    /// The blocks `iteration_seconds` samples (1: every iteration).
+    pub iteration_seconds_every: u64,
+    /// Mean wall time over every iteration.
+    pub mean_iteration_seconds: f64,
     /// Mean over iterations of wall time minus the slowest kernel time.
     pub overhead_per_iteration: f64,
     /// Virtual loop time (the latest clock at the end).

@@ -602,3 +602,46 @@ proptest! {
         }
     }
 }
+
+/// A run longer than the skeleton's record bound keeps a sample of its
+/// iterations, as a real run's report does: at most the bound's records,
+/// one in each block, with the blocks said; its loop time, mean, overhead
+/// and decisions are those of the same run sampled otherwise.
+#[test]
+fn long_runs_keep_a_bounded_sample_of_records() {
+    use heuristics::sampling::{default_records, RECORDED_ITERATIONS};
+    let iters = 3 * RECORDED_ITERATIONS + 5;
+    let s = scenario(vec![SimDevice::new("a", 1e-9)], 40, iters, None);
+    let sim = simulate(&s).unwrap();
+    assert_eq!((sim.recorded_every, sim.iteration_seconds_every), (4, 4));
+    // The last block holds one iteration, recorded where its place is 0.
+    assert!((iters / 4..=iters.div_ceil(4)).contains(&(sim.steps.len() as u64)));
+    assert!(sim.steps.len() as u64 <= default_records(1));
+    assert_eq!(sim.iteration_seconds.len(), sim.steps.len());
+    for (b, st) in sim.steps.iter().enumerate() {
+        assert_eq!(st.iter / 4, b as u64, "one in each block of 4");
+    }
+    // Noiseless: every iteration takes the same time, so the mean over
+    // all is each one's (to the sum's rounding).
+    let each = sim.iteration_seconds[0];
+    assert!((sim.mean_iteration_seconds - each).abs() < 1e-9 * each);
+    // Many devices: the bound is on device-iterations.
+    let devices = (0..64)
+        .map(|i| SimDevice::new(format!("d{i}"), 1e-9))
+        .collect();
+    let mut s = scenario(devices, 640, 100_000, Some("const-iters"));
+    let sim = simulate(&s).unwrap();
+    assert_eq!(default_records(64), 65_536);
+    assert_eq!(sim.recorded_every, 2);
+    assert_eq!(sim.steps.len(), 50_000);
+    assert_eq!(sim.iteration_seconds.len(), 100_000);
+    // A coarser sample asked for changes the records alone.
+    s.record_every = 1000;
+    let coarse = simulate(&s).unwrap();
+    assert_eq!((coarse.recorded_every, coarse.steps.len()), (1000, 100));
+    assert_eq!(coarse.loop_seconds, sim.loop_seconds);
+    assert_eq!(coarse.mean_iteration_seconds, sim.mean_iteration_seconds);
+    assert_eq!(coarse.overhead_per_iteration, sim.overhead_per_iteration);
+    assert_eq!(coarse.iteration_seconds, sim.iteration_seconds);
+    assert_eq!((&coarse.checks, &coarse.moves), (&sim.checks, &sim.moves));
+}
