@@ -12,7 +12,7 @@ use std::sync::Mutex;
 fn in_cluster<R>(f: impl FnOnce(&Cluster) -> R) -> R {
     static JOINED: Mutex<()> = Mutex::new(());
     let _turn = JOINED.lock().unwrap_or_else(|p| p.into_inner());
-    let cluster = Cluster::join().unwrap();
+    let cluster = Cluster::join(epsilod::Launch::ALONE).unwrap();
     f(&cluster)
 }
 
