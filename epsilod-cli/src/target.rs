@@ -104,8 +104,12 @@ impl Target {
                 }
             }
             Target::App(app) => {
+                // A parameter without a default that was not given (wavesim's
+                // T) decides nothing: --iters does.
                 for p in app.params() {
-                    id.params.push((p.name.to_string(), params.get(p.name)?));
+                    if let Some(v) = params.given(p.name)? {
+                        id.params.push((p.name.to_string(), v));
+                    }
                 }
                 if let Some(input) = params.input() {
                     id.files.push(("input".into(), digest(input)?));

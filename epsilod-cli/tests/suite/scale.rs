@@ -340,7 +340,10 @@ fn scale_prints_a_curve_and_writes_the_figures_it_prints() {
     fails_with(&["scale", &s2, &s4], "--target");
 
     // 1024 one-thread devices, 16 to a node of 16 cores: each has a core,
-    // as on one node of 1024 cores; all on one node of 16 they take turns.
+    // as on one node of 1024 cores. (All on one node of 16 they take turns:
+    // models' devices_take_turns_on_their_own_nodes_cores_only checks that
+    // on fixed laws; the laws fitted here from two short runs may put the
+    // mean device's turns below the slowest device alone.)
     let compute = |extra: &[&str]| {
         let args = [
             &[
@@ -362,7 +365,6 @@ fn scale_prints_a_curve_and_writes_the_figures_it_prints() {
     };
     let nodes = compute(&["--cores", "16", "--devices-per-node", "16"]);
     assert_eq!(nodes, compute(&["--cores", "1024"]));
-    assert!(compute(&["--cores", "16"]) > 2.0 * nodes);
 }
 
 #[test]
