@@ -80,6 +80,25 @@ impl OclRuntime {
     }
 }
 
+/// `$cmd` (a read or a write: ocl's two builders share no trait) over
+/// `$piece` of its buffer.
+macro_rules! on_piece {
+    ($cmd:expr, $piece:expr) => {
+        match *$piece {
+            CopyPiece::Rect(r) => $cmd.rect(
+                r.origin,
+                [0; 3],
+                r.size,
+                r.row_pitch,
+                r.slice_pitch,
+                r.size[0],
+                r.size[0] * r.size[1],
+            ),
+            CopyPiece::Run { offset, .. } => $cmd.offset(offset),
+        }
+    };
+}
+
 impl DeviceRuntime for OclRuntime {
     type Buffer = Buffer<u8>;
     type Kernel = ocl::Kernel;
@@ -110,20 +129,9 @@ impl DeviceRuntime for OclRuntime {
         piece: &CopyPiece,
         host: &[u8],
     ) -> Result<(), DeviceError> {
-        let cmd = buf.write(host);
-        let cmd = match *piece {
-            CopyPiece::Rect(r) => cmd.rect(
-                r.origin,
-                [0; 3],
-                r.size,
-                r.row_pitch,
-                r.slice_pitch,
-                r.size[0],
-                r.size[0] * r.size[1],
-            ),
-            CopyPiece::Run { offset, .. } => cmd.offset(offset),
-        };
-        cmd.enq().map_err(backend("OpenCL"))
+        on_piece!(buf.write(host), piece)
+            .enq()
+            .map_err(backend("OpenCL"))
     }
 
     fn read(
@@ -132,20 +140,9 @@ impl DeviceRuntime for OclRuntime {
         piece: &CopyPiece,
         host: &mut [u8],
     ) -> Result<(), DeviceError> {
-        let cmd = buf.read(host);
-        let cmd = match *piece {
-            CopyPiece::Rect(r) => cmd.rect(
-                r.origin,
-                [0; 3],
-                r.size,
-                r.row_pitch,
-                r.slice_pitch,
-                r.size[0],
-                r.size[0] * r.size[1],
-            ),
-            CopyPiece::Run { offset, .. } => cmd.offset(offset),
-        };
-        cmd.enq().map_err(backend("OpenCL"))
+        on_piece!(buf.read(host), piece)
+            .enq()
+            .map_err(backend("OpenCL"))
     }
 
     fn copy_within(
