@@ -20,7 +20,9 @@ pub(crate) mod sealed {
 /// below): memory, transfers and `wait` go to the inner controller as they
 /// are, and so does each of these methods it does not write itself.
 /// Cells are `'static` (as `kernels::Cell`s are), so the inner controller
-/// outlives every borrow of the decorator.
+/// outlives every borrow of the decorator. Sealed: this crate's decorators
+/// only. Where it is in scope, calling one of its methods on a decorator
+/// is ambiguous with `Controller`'s: import it only to write a decorator.
 pub trait Decorator<T: 'static>: Send + sealed::Wraps {
     /// The controller it wraps.
     type Inner: Controller<T> + ?Sized;
