@@ -1,7 +1,8 @@
 //! Emulated device failures, for testing recovery on one machine.
 
 use crate::capability::{FusedSteps, OverlappedLaunch};
-use crate::controller::{as_dyn, forward_memory, BufferId, Controller, KernelId};
+use crate::controller::{BufferId, Controller, KernelId};
+use crate::decorator::{as_dyn, sealed, Decorator};
 use crate::error::{DeviceError, Failure};
 use hitmap::Shape;
 
@@ -33,11 +34,18 @@ impl<C> FailAt<C> {
     }
 }
 
-impl<T, C: Controller<T>> Controller<T> for FailAt<C> {
+impl<C> sealed::Wraps for FailAt<C> {}
+impl<T: 'static, C: Controller<T>> Decorator<T> for FailAt<C> {
+    type Inner = C;
+    fn inner(&self) -> &C {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut C {
+        &mut self.inner
+    }
     fn describe(&self) -> String {
         format!("{} failing at iteration {}", self.inner.describe(), self.at)
     }
-    forward_memory!(inner);
     fn launch(
         &mut self,
         kernel: KernelId,
@@ -47,9 +55,6 @@ impl<T, C: Controller<T>> Controller<T> for FailAt<C> {
     ) -> Result<(), DeviceError> {
         self.check()?;
         self.inner.launch(kernel, src, dst, region)
-    }
-    fn take_kernel_seconds(&mut self) -> f64 {
-        self.inner.take_kernel_seconds()
     }
     fn set_iteration(&mut self, iter: u64) {
         self.iter = iter;

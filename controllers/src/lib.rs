@@ -3,7 +3,7 @@
 //! Backends: `cpu` (rayon) always; `opencl` and `cuda` behind their features, each a
 //! [`gpu::DeviceRuntime`] under the shared [`gpu::GpuController`].
 //! [`Slowdown`] wraps any backend to emulate a slower device, [`FailAt`] one
-//! that fails mid-run. [`registry`] names every backend, reads device
+//! that fails mid-run: each a [`Decorator`], writing only what it changes. [`registry`] names every backend, reads device
 //! options into a typed [`device_spec`], and opens and lists devices.
 
 mod capability;
@@ -14,6 +14,7 @@ pub mod cpu;
 pub mod cpu_time;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod decorator;
 pub mod device_spec;
 mod error;
 pub mod fail_at;
@@ -33,6 +34,7 @@ pub use controller::{BufferId, Controller, KernelId};
 pub use cpu::CpuController;
 #[cfg(feature = "cuda")]
 pub use cuda::CudaController;
+pub use decorator::Decorator;
 pub use error::{
     BackendError, BadOption, DeviceError, Failure, ForeignError, Mismatch, Unavailable,
 };

@@ -1,7 +1,8 @@
 //! Emulated slow devices for load-balancing experiments on one machine.
 
-use crate::capability::FusedSteps;
-use crate::controller::{as_dyn, forward_memory, BufferId, Controller, KernelId};
+use crate::capability::{FusedSteps, OverlappedLaunch};
+use crate::controller::{BufferId, Controller, KernelId};
+use crate::decorator::{as_dyn, sealed, Decorator};
 use crate::error::{BadOption, DeviceError};
 use hitmap::Shape;
 use std::time::{Duration, Instant};
@@ -82,7 +83,15 @@ impl<C> Slowdown<C> {
     }
 }
 
-impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
+impl<C> sealed::Wraps for Slowdown<C> {}
+impl<T: 'static, C: Controller<T>> Decorator<T> for Slowdown<C> {
+    type Inner = C;
+    fn inner(&self) -> &C {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut C {
+        &mut self.inner
+    }
     fn describe(&self) -> String {
         format!(
             "{},slowdown={}@{}",
@@ -91,7 +100,6 @@ impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
             self.from_iter
         )
     }
-    forward_memory!(inner);
 
     fn launch(
         &mut self,
@@ -117,6 +125,9 @@ impl<T, C: Controller<T>> Controller<T> for Slowdown<C> {
     // ordinary launches (the fallback): each is waited for to slow it.
     fn fused(&mut self) -> Option<&mut dyn FusedSteps<T>> {
         Some(self)
+    }
+    fn overlapped(&mut self) -> Option<&mut dyn OverlappedLaunch<T>> {
+        None
     }
 }
 

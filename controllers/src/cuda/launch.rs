@@ -95,7 +95,7 @@ pub(super) unsafe fn launch_shaped(
     stream: &CudaStream,
     kernel: &CudaFunction,
     (src, dst, aux): (sys::CUdeviceptr, sys::CUdeviceptr, &[sys::CUdeviceptr]),
-    longs: &[i64],
+    index_args: &[i64],
     grid: [usize; 3],
     (shape, z_block): (RunShape, usize),
 ) -> Result<(CudaEvent, CudaEvent), DeviceError> {
@@ -114,12 +114,12 @@ pub(super) unsafe fn launch_shaped(
     };
     let mut b = stream.launch_builder(kernel);
     b.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
-    let mut longs = longs.iter();
+    let mut index_args = index_args.iter();
     for (_, kind) in ARGS {
         match kind {
             ArgKind::Buffer(BufferArg::Src) => b.arg(&src),
             ArgKind::Buffer(BufferArg::Dst) => b.arg(&dst),
-            ArgKind::Long(_) => match longs.next() {
+            ArgKind::Long(_) => match index_args.next() {
                 Some(v) => b.arg(v),
                 None => return Err(BackendError::TooFewArgs.into()),
             },

@@ -245,7 +245,7 @@ impl DeviceRuntime for CudaRuntime {
     fn compile_fused(
         &mut self,
         source: &str,
-        _longs: usize,
+        _index_arg_count: usize,
     ) -> Result<Compiled<CudaFunction>, DeviceError> {
         self.function(source, FUSED_KERNEL_NAME)
     }
@@ -256,7 +256,7 @@ impl DeviceRuntime for CudaRuntime {
         kernel: &CudaFunction,
         src: &CudaBuffer,
         dst: &CudaBuffer,
-        longs: &[i64],
+        index_args: &[i64],
         groups: [usize; 3],
         group: usize,
     ) -> Result<(CudaEvent, CudaEvent), DeviceError> {
@@ -266,7 +266,7 @@ impl DeviceRuntime for CudaRuntime {
         let mut b = stream.launch_builder(kernel);
         b.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
         b.arg(&src).arg(&dst);
-        for v in longs {
+        for v in index_args {
             b.arg(v);
         }
         // SAFETY: the caller guarantees the kernel's accesses for these
@@ -285,14 +285,14 @@ impl DeviceRuntime for CudaRuntime {
         kernel: &CudaFunction,
         src: &CudaBuffer,
         dst: &CudaBuffer,
-        longs: &[i64],
+        index_args: &[i64],
         aux: &[&CudaBuffer],
         grid: [usize; 3],
         group: Option<[usize; 3]>,
     ) -> Result<(CudaEvent, CudaEvent), DeviceError> {
-        if longs.len() != LONG_ARGS {
+        if index_args.len() != LONG_ARGS {
             return Err(BackendError::ArgCount {
-                given: longs.len(),
+                given: index_args.len(),
                 abi: LONG_ARGS,
             }
             .into());
@@ -329,14 +329,15 @@ impl DeviceRuntime for CudaRuntime {
             let start = stream.record_event(flags).map_err(backend("CUDA"))?;
             // SAFETY: the caller's guarantee covers every shape,
             // since each computes exactly the cells of `grid`.
-            let timing = unsafe { launch_shaped(&stream, kernel, buffers, longs, grid, shape)? };
+            let timing =
+                unsafe { launch_shaped(&stream, kernel, buffers, index_args, grid, shape)? };
             let end = stream.record_event(flags).map_err(backend("CUDA"))?;
             self.tuner.record(key, grid, choice.shape, (start, end));
             return Ok(timing);
         }
         // SAFETY: the caller's guarantee covers every shape, since each
         // computes exactly the cells of `grid`.
-        unsafe { launch_shaped(&stream, kernel, buffers, longs, grid, shape) }
+        unsafe { launch_shaped(&stream, kernel, buffers, index_args, grid, shape) }
     }
 
     fn finish(&mut self) -> Result<(), DeviceError> {

@@ -185,7 +185,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
                 &loaded.kernel,
                 &s.buf,
                 &d.buf,
-                &g.longs,
+                &g.index_args,
                 &aux,
                 g.grid,
                 g.group,

@@ -76,8 +76,8 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
             let Some(text) = device.fused_source(R::DIALECT, &shape) else {
                 break;
             };
-            let longs = FusedArgs::arg_count(low.len(), k);
-            let compiled = self.rt.compile_fused(&text, longs).map_err(|e| {
+            let index_arg_count = FusedArgs::arg_count(low.len(), k);
+            let compiled = self.rt.compile_fused(&text, index_arg_count).map_err(|e| {
                 DeviceError::from(BackendError::FusedBuild {
                     kernel: source.name().to_string(),
                     steps: k,
@@ -179,7 +179,7 @@ impl<R: DeviceRuntime, T: Cell> GpuController<R, T> {
                 &fused.kernel,
                 &s.buf,
                 &d.buf,
-                &args.longs(),
+                &args.index_args(),
                 fused.shape.groups(&last),
                 fused.shape.group_size(),
             )?

@@ -21,7 +21,7 @@ pub struct GroupHints {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LaunchGeometry {
     /// The kernel's integer arguments in ABI order, after the two buffers.
-    pub longs: Vec<i64>,
+    pub index_args: Vec<i64>,
     /// Work-items along the contiguous dimension, the next, and the two
     /// outermost folded together.
     pub grid: [usize; 3],
@@ -32,8 +32,8 @@ pub struct LaunchGeometry {
 /// The inverse of the kernel ABI's [`LaunchArgs`], with the allocation's
 /// element count: its extents and the local region of an `nd`-dimensional
 /// launch. For runtimes that run kernels on the host (the tests' mock).
-pub fn region_from_longs(
-    longs: &[i64],
+pub fn region_from_index_args(
+    index_args: &[i64],
     nd: usize,
     alloc_cells: usize,
 ) -> (Vec<usize>, Vec<Range<usize>>) {
@@ -49,7 +49,7 @@ pub fn region_from_longs(
         ArgKind::Long(l) => Some(*l),
         ArgKind::Buffer(_) => None,
     });
-    for (kind, &v) in kinds.zip(longs) {
+    for (kind, &v) in kinds.zip(index_args) {
         match kind {
             LongArg::Base => args.base = v,
             LongArg::Stride(d) => args.strides[d] = v,
@@ -166,7 +166,7 @@ pub fn plan_launch(
         (None, thin) => thin,
     };
     Ok(LaunchGeometry {
-        longs: args.longs().to_vec(),
+        index_args: args.index_args().to_vec(),
         grid,
         group,
     })
@@ -228,7 +228,7 @@ mod tests {
     }
 
     #[test]
-    fn longs_follow_the_kernel_abi() {
+    fn index_args_follow_the_kernel_abi() {
         // A 2-D region 2..5 x 1..7 of a 10x8 allocation, at global (7, 3):
         // base, s0..s2, n0..n3, o0..o3, np (the allocation's cells).
         let g = plan_launch(
@@ -240,7 +240,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            g.longs,
+            g.index_args,
             vec![2 * 8 + 1, 0, 0, 8, 1, 1, 3, 6, 0, 0, 7, 3, 80]
         );
         assert_eq!(g.grid, [6, 3, 1]);
@@ -296,10 +296,10 @@ mod tests {
         }
 
         #[test]
-        fn longs_round_trip((ext, local) in launch()) {
+        fn index_args_round_trip((ext, local) in launch()) {
             let g = plan_launch(&ext, &local, &vec![0; ext.len()], GroupHints::default(), false).unwrap();
             let cells: usize = ext.iter().product();
-            let (e, l) = region_from_longs(&g.longs, ext.len(), cells);
+            let (e, l) = region_from_index_args(&g.index_args, ext.len(), cells);
             prop_assert_eq!(e, ext);
             prop_assert_eq!(l, local);
         }

@@ -65,7 +65,7 @@ impl<R: DeviceRuntime, T: Cell> DeviceFill for GpuController<R, T> {
                 &k.kernel,
                 &slot.buf,
                 &slot.buf,
-                &g.longs,
+                &g.index_args,
                 &[],
                 g.grid,
                 g.group,

@@ -9,7 +9,7 @@
 
 use super::copy_plan::CopyPiece;
 use super::fused::{FusedLimits, MAX_OVERHEAD};
-use super::geometry::{region_from_longs, GroupHints};
+use super::geometry::{region_from_index_args, GroupHints};
 use super::runtime::{Compiled, DeviceRuntime, Lane};
 use crate::error::{BackendError, DeviceError};
 use hitmap::Shape;
@@ -222,14 +222,14 @@ fn run_fused<T: Cell>(
 }
 
 /// The global index of a launch's first cell, from its kernel arguments
-/// (what [`region_from_longs`] leaves out).
-fn origin_from_longs(longs: &[i64], nd: usize) -> Vec<i64> {
+/// (what [`region_from_index_args`] leaves out).
+fn origin_from_index_args(index_args: &[i64], nd: usize) -> Vec<i64> {
     let mut origin = [0i64; 4];
     let kinds = ARGS.iter().filter_map(|(_, k)| match k {
         ArgKind::Long(l) => Some(*l),
         ArgKind::Buffer(_) => None,
     });
-    for (kind, &v) in kinds.zip(longs) {
+    for (kind, &v) in kinds.zip(index_args) {
         if let LongArg::Origin(d) = kind {
             origin[d] = v;
         }
@@ -350,7 +350,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
     fn compile_fused(
         &mut self,
         source: &str,
-        longs: usize,
+        index_arg_count: usize,
     ) -> Result<Compiled<Self::Kernel>, DeviceError> {
         self.fused_compiles += 1;
         let shape = FusedShape::from_source(source).ok_or(BackendError::NotFusedKernel)?;
@@ -363,7 +363,10 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
             })
             .cloned()
             .ok_or(BackendError::NotLibraryKernelFused)?;
-        assert_eq!(longs, FusedArgs::arg_count(shape.ndims(), shape.steps));
+        assert_eq!(
+            index_arg_count,
+            FusedArgs::arg_count(shape.ndims(), shape.steps)
+        );
         Ok(Compiled {
             kernel: MockKernel {
                 kernel,
@@ -382,7 +385,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         kernel: &Self::Kernel,
         src: &Mem<T>,
         dst: &Mem<T>,
-        longs: &[i64],
+        index_args: &[i64],
         groups: [usize; 3],
         group: usize,
     ) -> Result<f64, DeviceError> {
@@ -390,7 +393,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         let started = Instant::now();
         let shape = kernel.fused.as_ref().expect("a fused kernel");
         assert_eq!(group, shape.group_size(), "the group it was generated for");
-        let args = FusedArgs::from_longs(longs, shape.ndims()).expect("fused arguments");
+        let args = FusedArgs::from_index_args(index_args, shape.ndims()).expect("fused arguments");
         assert_eq!(args.steps.len(), shape.steps);
         let last: Vec<usize> = args.steps[shape.steps - 1]
             .iter()
@@ -408,7 +411,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         kernel: &Self::Kernel,
         src: &Mem<T>,
         dst: &Mem<T>,
-        longs: &[i64],
+        index_args: &[i64],
         aux: &[&Mem<T>],
         grid: [usize; 3],
         group: Option<[usize; 3]>,
@@ -424,9 +427,9 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
         let (s, mut d) = (lock(src), lock(dst));
         let kernel = &kernel.kernel;
         let nd = kernel.footprint().ndims();
-        let (ext, local) = region_from_longs(longs, nd, s.len());
+        let (ext, local) = region_from_index_args(index_args, nd, s.len());
         // Kernels that read the global index need the allocation's.
-        let region_origin = origin_from_longs(longs, nd);
+        let region_origin = origin_from_index_args(index_args, nd);
         let origin: Vec<i64> = (0..nd)
             .map(|d| region_origin[d] - local[d].start as i64)
             .collect();

@@ -4,11 +4,10 @@
 
 use super::mock::MockRuntime;
 use super::GpuController;
-use crate::capability::{FusedSteps, OverlappedLaunch};
-use crate::controller::{BufferId, Controller, KernelId};
+use crate::controller::{Controller, KernelId};
+use crate::decorator::{sealed, Decorator};
 use crate::device_spec::{GpuDevice, GpuOptions, Listing};
 use crate::error::{BadOption, DeviceError, Unavailable};
-use hitmap::Shape;
 use kernels::{Cell, CellLayout, Kernel};
 use std::sync::Arc;
 
@@ -47,35 +46,17 @@ struct MockDevice<T: Cell> {
     inner: GpuController<MockRuntime<T>, T>,
 }
 
-impl<T: Cell> Controller<T> for MockDevice<T> {
+impl<T: Cell> sealed::Wraps for MockDevice<T> {}
+impl<T: Cell> Decorator<T> for MockDevice<T> {
+    type Inner = GpuController<MockRuntime<T>, T>;
+    fn inner(&self) -> &Self::Inner {
+        &self.inner
+    }
+    fn inner_mut(&mut self) -> &mut Self::Inner {
+        &mut self.inner
+    }
     fn load(&mut self, kernel: Arc<dyn Kernel<T>>) -> Result<KernelId, DeviceError> {
         self.inner.runtime().learn(&kernel);
         self.inner.load(kernel)
-    }
-
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    crate::controller::forward_memory!(inner, but load);
-    fn launch(
-        &mut self,
-        kernel: KernelId,
-        src: BufferId,
-        dst: BufferId,
-        region: &Shape,
-    ) -> Result<(), DeviceError> {
-        self.inner.launch(kernel, src, dst, region)
-    }
-    fn take_kernel_seconds(&mut self) -> f64 {
-        self.inner.take_kernel_seconds()
-    }
-    fn set_iteration(&mut self, iter: u64) {
-        self.inner.set_iteration(iter)
-    }
-    fn fused(&mut self) -> Option<&mut dyn FusedSteps<T>> {
-        self.inner.fused()
-    }
-    fn overlapped(&mut self) -> Option<&mut dyn OverlappedLaunch<T>> {
-        self.inner.overlapped()
     }
 }

@@ -121,7 +121,7 @@ pub trait DeviceRuntime: Send {
     /// devices that reject them.
     fn compile(&mut self, source: &str) -> Result<Compiled<Self::Kernel>, DeviceError>;
 
-    /// Enqueues `kernel` on `lane` with arguments `(src, dst, longs..., aux...)` over a grid of
+    /// Enqueues `kernel` on `lane` with arguments `(src, dst, index_args..., aux...)` over a grid of
     /// `grid` work-items (x fastest), in groups of `group` when given (they
     /// tile `grid`), else of the runtime's choice. May return before the
     /// kernel runs. A runtime may round the grid up to whole groups only if
@@ -130,7 +130,7 @@ pub trait DeviceRuntime: Send {
     /// # Safety
     ///
     /// Device code indexes the buffers unchecked: every cell the kernel
-    /// reads from `src` and writes to `dst` for these `longs` and `grid` must
+    /// reads from `src` and writes to `dst` for these `index_args` and `grid` must
     /// lie inside them (what `crate::launch::validate` establishes).
     #[allow(clippy::too_many_arguments)]
     unsafe fn launch(
@@ -139,7 +139,7 @@ pub trait DeviceRuntime: Send {
         kernel: &Self::Kernel,
         src: &Self::Buffer,
         dst: &Self::Buffer,
-        longs: &[i64],
+        index_args: &[i64],
         aux: &[&Self::Buffer],
         grid: [usize; 3],
         group: Option<[usize; 3]>,
@@ -156,19 +156,19 @@ pub trait DeviceRuntime: Send {
 
     /// Compiles a fused kernel's source (entry point
     /// `kernels::device::FUSED_KERNEL_NAME`, arguments `src`, `dst` and
-    /// `longs` 64-bit integers), with the options of
+    /// `index_args` 64-bit integers), with the options of
     /// [`DeviceRuntime::compile`].
     fn compile_fused(
         &mut self,
         source: &str,
-        longs: usize,
+        index_arg_count: usize,
     ) -> Result<Compiled<Self::Kernel>, DeviceError> {
-        let _ = (source, longs);
+        let _ = (source, index_arg_count);
         Err(DeviceError::NoFusedKernels { api: Self::API })
     }
 
     /// Enqueues a fused kernel on `lane` with arguments `(src, dst,
-    /// longs...)`: `groups` work groups along the three launch axes, of
+    /// index_args...)`: `groups` work groups along the three launch axes, of
     /// `group` work-items each along x. May return before it runs.
     ///
     /// # Safety
@@ -183,11 +183,11 @@ pub trait DeviceRuntime: Send {
         kernel: &Self::Kernel,
         src: &Self::Buffer,
         dst: &Self::Buffer,
-        longs: &[i64],
+        index_args: &[i64],
         groups: [usize; 3],
         group: usize,
     ) -> Result<Self::Timing, DeviceError> {
-        let _ = (lane, kernel, src, dst, longs, groups, group);
+        let _ = (lane, kernel, src, dst, index_args, groups, group);
         Err(DeviceError::NoFusedKernels { api: Self::API })
     }
 

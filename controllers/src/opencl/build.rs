@@ -78,12 +78,12 @@ impl Target<'_> {
         self.hinted(b.build().map_err(backend("OpenCL"))?)
     }
 
-    /// A fused kernel (`FUSED_KERNEL_NAME`: `src`, `dst` and `longs`
+    /// A fused kernel (`FUSED_KERNEL_NAME`: `src`, `dst` and `index_args`
     /// integers) built from `source`.
     pub(super) fn fused_kernel(
         &self,
         source: &str,
-        longs: usize,
+        index_arg_count: usize,
     ) -> Result<Compiled<ocl::Kernel>, DeviceError> {
         let program = self.program(source)?;
         let mut b = ocl::Kernel::builder();
@@ -91,7 +91,7 @@ impl Target<'_> {
             .name(FUSED_KERNEL_NAME)
             .queue(self.queue.clone());
         b.arg(None::<&Buffer<u8>>).arg(None::<&Buffer<u8>>);
-        for _ in 0..longs {
+        for _ in 0..index_arg_count {
             b.arg(0i64);
         }
         self.hinted(b.build().map_err(backend("OpenCL"))?)

@@ -80,6 +80,25 @@ impl OclRuntime {
     }
 }
 
+/// `$cmd` (a read or a write: ocl's two builders share no trait) over
+/// `$piece` of its buffer.
+macro_rules! on_piece {
+    ($cmd:expr, $piece:expr) => {
+        match *$piece {
+            CopyPiece::Rect(r) => $cmd.rect(
+                r.origin,
+                [0; 3],
+                r.size,
+                r.row_pitch,
+                r.slice_pitch,
+                r.size[0],
+                r.size[0] * r.size[1],
+            ),
+            CopyPiece::Run { offset, .. } => $cmd.offset(offset),
+        }
+    };
+}
+
 impl DeviceRuntime for OclRuntime {
     type Buffer = Buffer<u8>;
     type Kernel = ocl::Kernel;
@@ -110,20 +129,9 @@ impl DeviceRuntime for OclRuntime {
         piece: &CopyPiece,
         host: &[u8],
     ) -> Result<(), DeviceError> {
-        let cmd = buf.write(host);
-        let cmd = match *piece {
-            CopyPiece::Rect(r) => cmd.rect(
-                r.origin,
-                [0; 3],
-                r.size,
-                r.row_pitch,
-                r.slice_pitch,
-                r.size[0],
-                r.size[0] * r.size[1],
-            ),
-            CopyPiece::Run { offset, .. } => cmd.offset(offset),
-        };
-        cmd.enq().map_err(backend("OpenCL"))
+        on_piece!(buf.write(host), piece)
+            .enq()
+            .map_err(backend("OpenCL"))
     }
 
     fn read(
@@ -132,20 +140,9 @@ impl DeviceRuntime for OclRuntime {
         piece: &CopyPiece,
         host: &mut [u8],
     ) -> Result<(), DeviceError> {
-        let cmd = buf.read(host);
-        let cmd = match *piece {
-            CopyPiece::Rect(r) => cmd.rect(
-                r.origin,
-                [0; 3],
-                r.size,
-                r.row_pitch,
-                r.slice_pitch,
-                r.size[0],
-                r.size[0] * r.size[1],
-            ),
-            CopyPiece::Run { offset, .. } => cmd.offset(offset),
-        };
-        cmd.enq().map_err(backend("OpenCL"))
+        on_piece!(buf.read(host), piece)
+            .enq()
+            .map_err(backend("OpenCL"))
     }
 
     fn copy_within(
@@ -220,9 +217,9 @@ impl DeviceRuntime for OclRuntime {
     fn compile_fused(
         &mut self,
         source: &str,
-        longs: usize,
+        index_arg_count: usize,
     ) -> Result<Compiled<ocl::Kernel>, DeviceError> {
-        self.target().fused_kernel(source, longs)
+        self.target().fused_kernel(source, index_arg_count)
     }
 
     unsafe fn launch_fused(
@@ -231,13 +228,13 @@ impl DeviceRuntime for OclRuntime {
         kernel: &ocl::Kernel,
         src: &Buffer<u8>,
         dst: &Buffer<u8>,
-        longs: &[i64],
+        index_args: &[i64],
         groups: [usize; 3],
         group: usize,
     ) -> Result<Event, DeviceError> {
         kernel.set_arg(0, src).map_err(backend("OpenCL"))?;
         kernel.set_arg(1, dst).map_err(backend("OpenCL"))?;
-        for (i, v) in longs.iter().enumerate() {
+        for (i, v) in index_args.iter().enumerate() {
             kernel.set_arg(2 + i, *v).map_err(backend("OpenCL"))?;
         }
         let after = match lane {
@@ -273,24 +270,24 @@ impl DeviceRuntime for OclRuntime {
         kernel: &ocl::Kernel,
         src: &Buffer<u8>,
         dst: &Buffer<u8>,
-        longs: &[i64],
+        index_args: &[i64],
         aux: &[&Buffer<u8>],
         grid: [usize; 3],
         group: Option<[usize; 3]>,
     ) -> Result<Event, DeviceError> {
-        if longs.len() != LONG_ARGS {
+        if index_args.len() != LONG_ARGS {
             return Err(BackendError::ArgCount {
-                given: longs.len(),
+                given: index_args.len(),
                 abi: LONG_ARGS,
             }
             .into());
         }
-        let mut longs = longs.iter().copied();
+        let mut index_args = index_args.iter().copied();
         for (i, (_, kind)) in ARGS.iter().enumerate() {
             match kind {
                 ArgKind::Buffer(BufferArg::Src) => kernel.set_arg(i, src),
                 ArgKind::Buffer(BufferArg::Dst) => kernel.set_arg(i, dst),
-                ArgKind::Long(_) => kernel.set_arg(i, longs.next().unwrap_or_default()),
+                ArgKind::Long(_) => kernel.set_arg(i, index_args.next().unwrap_or_default()),
             }
             .map_err(backend("OpenCL"))?;
         }

@@ -144,7 +144,7 @@ fn halo_writes_overlap_a_side_lane_kernel() {
             &k.kernel,
             &a,
             &b,
-            &g.longs,
+            &g.index_args,
             &[],
             g.grid,
             g.group,
@@ -154,8 +154,8 @@ fn halo_writes_overlap_a_side_lane_kernel() {
     rt.finish().unwrap();
     let mut write_during_kernel = |lane: Lane| {
         // SAFETY: as above.
-        let ev =
-            unsafe { rt.launch(lane, &k.kernel, &a, &b, &g.longs, &[], g.grid, g.group) }.unwrap();
+        let ev = unsafe { rt.launch(lane, &k.kernel, &a, &b, &g.index_args, &[], g.grid, g.group) }
+            .unwrap();
         let piece = CopyPiece::Run {
             offset: 0,
             bytes: row.len(),

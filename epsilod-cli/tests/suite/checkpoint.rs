@@ -4,7 +4,7 @@
 //! killed; bad uses are one line.
 
 use crate::common;
-use common::{epsilod, fails_with, ok};
+use common::{epsilod, fails_with, json, ok, same_bytes};
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -120,9 +120,8 @@ fn a_failed_device_is_recovered_from_on_the_command_line() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(std::fs::read(&full).unwrap() == std::fs::read(&rec).unwrap());
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&rep).unwrap()).unwrap();
+    assert!(same_bytes(&full, &rec));
+    let report = json(&rep);
     // The newest checkpoint complete when the device failed: 20, or 15
     // where 20's commit still waited for a block and was cancelled with the
     // run (process 0 waits for 15's commit before it writes 20).
@@ -250,7 +249,7 @@ fn snapshots_are_written_and_drawn() {
         );
     }
     // The last snapshot is the output.
-    assert!(std::fs::read(p("f_30.npy")).unwrap() == std::fs::read(p("out.npy")).unwrap());
+    assert!(same_bytes(p("f_30.npy"), p("out.npy")));
     assert!(std::fs::read(p("f_10.npy")).unwrap() != std::fs::read(p("f_20.npy")).unwrap());
     let png = p("f.png");
     let o = epsilod(&["view", &p("f_20.npy"), "-o", &png]);
@@ -488,7 +487,7 @@ fn a_directory_of_another_run_is_refused_until_overwritten() {
     );
     fails_with(&b, "add --checkpoint-overwrite to replace its checkpoints");
     ok(&[&b[..], &["--checkpoint-overwrite"]].concat());
-    assert!(std::fs::read(&want).unwrap() == std::fs::read(&got).unwrap());
+    assert!(same_bytes(&want, &got));
     // Its own checkpoints now: a restart of the same run takes them.
     ok(&[&base[..], &["--seed", "2", "--restart", &ck]].concat());
 }

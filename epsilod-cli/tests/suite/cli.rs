@@ -2,7 +2,7 @@
 //! never a panic; good runs write the files cli.md promises.
 
 use crate::common;
-use common::{epsilod, fails_with};
+use common::{epsilod, fails_with, json};
 
 use kernels::reference;
 use kernels::{basic_init, Library};
@@ -326,8 +326,7 @@ fn zero_iterations_write_the_initial_state() {
             .collect();
         let want: Vec<u32> = init.iter().map(|v| v.to_bits()).collect();
         assert_eq!(got, want, "{devices:?}");
-        let r: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let r = json(&report);
         assert_eq!(r["config"]["iters"], 0);
         assert_eq!(r["iterations"].as_array().unwrap().len(), 0);
         for key in [
@@ -477,8 +476,7 @@ fn outputs_match_the_reference_in_every_format() {
         assert_eq!(line, &format!("{:042.40}", *v as f64));
         assert_eq!(line.len() + 1, 43);
     }
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(p("r.json")).unwrap()).unwrap();
+    let report = json(p("r.json"));
     for key in ["stencil", "size", "iters", "devices", "alb", "partition"] {
         assert!(report["config"].get(key).is_some(), "config.{key}");
     }
@@ -505,36 +503,28 @@ fn outputs_match_the_reference_in_every_format() {
     }
 
     // .dat is the same values, raw little-endian; .npy has the header and shape.
-    let out = epsilod(&[
-        "run",
-        "2d8",
-        "--size",
-        "32",
-        "--iters",
-        "100",
-        "--output",
-        p("r.dat").to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(out.status.success());
+    let run_into = |file: &str| {
+        let out = epsilod(&[
+            "run",
+            "2d8",
+            "--size",
+            "32",
+            "--iters",
+            "100",
+            "--output",
+            p(file).to_str().unwrap(),
+            "--quiet",
+        ]);
+        assert!(out.status.success());
+    };
+    run_into("r.dat");
     let raw = std::fs::read(p("r.dat")).unwrap();
     let vals: Vec<f32> = raw
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
         .collect();
     assert_eq!(vals, want.iter().copied().collect::<Vec<_>>());
-    let out = epsilod(&[
-        "run",
-        "2d8",
-        "--size",
-        "32",
-        "--iters",
-        "100",
-        "--output",
-        p("r.npy").to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(out.status.success());
+    run_into("r.npy");
     let npy = std::fs::read(p("r.npy")).unwrap();
     assert_eq!(&npy[..6], b"\x93NUMPY");
     let header = String::from_utf8_lossy(&npy[10..128]);
@@ -777,8 +767,7 @@ fn compare_prints_the_statistics_table_and_writes_csv_and_json() {
     assert!(csv.starts_with(
         "heuristic,runs,mean_seconds,sd_seconds,ci95_low,ci95_high,median_seconds,p99_seconds"
     ));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let doc = common::json(json);
     let rows = doc["table"].as_array().unwrap();
     assert_eq!(rows.len(), 3);
     for r in rows {
@@ -915,8 +904,7 @@ fn plot_draws_png_and_svg_from_reports() {
         "cannot write /nonexistent/x.png: No such file",
     );
     // A report whose times overflow the axes (once an endless loop).
-    let mut r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(p("none.json")).unwrap()).unwrap();
+    let mut r = json(p("none.json"));
     r["iterations"][3]["seconds"] = serde_json::json!(1e308);
     std::fs::write(p("huge.json"), r.to_string()).unwrap();
     fails_with(
@@ -927,8 +915,7 @@ fn plot_draws_png_and_svg_from_reports() {
 
 /// Each device's rows in the first iteration of the report at `path`.
 fn first_rows(path: &std::path::Path) -> Vec<u64> {
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let r = json(path);
     r["iterations"][0]["devices"]
         .as_array()
         .unwrap()
@@ -1334,8 +1321,7 @@ fn weights_from_a_machine_seed_the_partition_by_power() {
         .concat(),
     );
     assert!(out.status.success(), "{out:?}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let r = json(&report);
     assert_eq!(r["iterations"][0]["devices"][1]["rows"], 1);
     std::fs::write(&model, MACHINE).unwrap();
 
@@ -1393,8 +1379,7 @@ fn the_cell_layout_variable_chooses_planes_unless_the_device_says() {
             "{tag}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let v = json(&report);
         let planes = v["summary"]["devices_in_planes"].as_u64().unwrap();
         (planes, std::fs::read(&out).unwrap())
     };

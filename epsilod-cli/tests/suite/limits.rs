@@ -3,15 +3,7 @@
 //! checked as the kernel sees them (f32), counts of 0 that mean nothing
 //! refused, and a long simulation's report a bounded sample that says so.
 
-use crate::common::{epsilod, fails_with, ok};
-
-fn inventory() -> String {
-    concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/examples/inventory.toml"
-    )
-    .to_string()
-}
+use crate::common::{epsilod, fails_with, json, ok, INVENTORY};
 
 /// gaussian built its image before the memory check: a 4 TB image aborted
 /// with a backtrace (status 134).
@@ -51,16 +43,19 @@ fn parameters_beyond_f32_and_wavesims_t_are_refused() {
 /// option (plan's --cell-bytes and replay's --per-rank took 0).
 #[test]
 fn counts_of_zero_are_refused() {
-    let inv = inventory();
     let plan = [
         "plan",
         "--inventory",
-        &inv,
+        INVENTORY,
         "--size",
         "4098x4098",
         "--iters",
         "10",
     ];
+    let simulate = |iters, count, extra: &[&'static str]| {
+        let counts = ["--iters", iters, "--devices-count", count];
+        [&["simulate", "2d4", "--size", "34"][..], &counts, extra].concat()
+    };
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             [&plan[..], &["--cell-bytes", "0"]].concat(),
@@ -79,59 +74,19 @@ fn counts_of_zero_are_refused() {
             "'--iters <ITERS>': 0 is not in 1..",
         ),
         (
-            vec![
-                "simulate",
-                "2d4",
-                "--size",
-                "34",
-                "--iters",
-                "0",
-                "--devices-count",
-                "2",
-            ],
+            simulate("0", "2", &[]),
             "bad iteration count '0': expected a whole number >= 1",
         ),
         (
-            vec![
-                "simulate",
-                "2d4",
-                "--size",
-                "34",
-                "--iters",
-                "5",
-                "--devices-count",
-                "0",
-            ],
+            simulate("5", "0", &[]),
             "'--devices-count <DEVICES_COUNT>': 0 is not in 1..=1048576",
         ),
         (
-            vec![
-                "simulate",
-                "2d4",
-                "--size",
-                "34",
-                "--iters",
-                "5",
-                "--devices-count",
-                "4",
-                "--per-host",
-                "0",
-            ],
+            simulate("5", "4", &["--per-host", "0"]),
             "'--per-host <PER_HOST>': 0 is not in 1..",
         ),
         (
-            vec![
-                "simulate",
-                "2d4",
-                "--size",
-                "34",
-                "--iters",
-                "5",
-                "--devices-count",
-                "2",
-                "--record-every",
-                "0",
-            ],
+            simulate("5", "2", &["--record-every", "0"]),
             "'--record-every <RECORD_EVERY>': 0 is not in 1..",
         ),
         (
@@ -184,8 +139,7 @@ fn a_long_simulation_reports_its_sampling() {
         "--report",
         report.to_str().unwrap(),
     ]);
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let r = json(&report);
     assert_eq!(r["summary"]["iterations_recorded_every"], 1_000_000);
     let iters: Vec<u64> = r["iterations"]
         .as_array()

@@ -2,13 +2,9 @@
 //! `calibrate` and `plan`, on the real binary.
 
 use crate::common;
-use common::{fails_with, ok};
+use common::{fails_with, json, ok, INVENTORY};
 
 use serde_json::Value;
-
-fn json(path: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// A real run of 2d4 258² over 300 iterations on two one-thread devices,
 /// the second `slowdown=SLOW`, under `alb`, then its trace replayed:
@@ -116,7 +112,7 @@ fn trace_mode_reproduces_real_runs() {
     // same; one that claims another window decides otherwise; one that
     // claims an impossible window is one line.
     let edited = |f: &dyn Fn(&mut Value)| {
-        let mut r = json(&dir.path().join("cost-aware.json"));
+        let mut r = json(dir.path().join("cost-aware.json"));
         f(&mut r);
         let p = dir.path().join("edited.json");
         std::fs::write(&p, r.to_string()).unwrap();
@@ -154,7 +150,7 @@ fn trace_mode_reproduces_real_runs() {
         "config.alb_window 1 and config.times_direct_up_to 32 cannot come from a run",
     );
     // Kernel times that say the slow device is fast: other decisions.
-    let mut r = json(&dir.path().join("const-iters.json"));
+    let mut r = json(dir.path().join("const-iters.json"));
     for it in r["iterations"].as_array_mut().unwrap() {
         it["devices"][1]["compute_seconds"] = Value::from(1e-9);
     }
@@ -727,10 +723,7 @@ fn calibrate_measures_the_link_between_device_and_host_memory() {
 /// front's times fall as devices are added; bad inventories are one line.
 #[test]
 fn plan_chooses_devices_and_writes_the_front() {
-    let inv = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/examples/inventory.toml"
-    );
+    let inv = INVENTORY;
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("plan.json");
     let out = ok(&[

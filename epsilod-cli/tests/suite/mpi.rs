@@ -3,6 +3,7 @@
 //! and jobs that fail end, with a message, within a time limit.
 #![cfg(feature = "mpi")]
 
+use crate::common::{self, json, path, same_bytes, succeeded};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
@@ -59,9 +60,7 @@ fn mpirun(np: usize, args: &[&str]) -> Output {
 /// under mpirun.
 fn on_ranks(np: usize, args: &[&str]) -> Output {
     let mut args = args.to_vec();
-    for _ in 0..np {
-        args.extend(["--devices", CPU1]);
-    }
+    args.extend(one_cpu_each(np));
     if np == 1 {
         alone(&args)
     } else {
@@ -75,21 +74,8 @@ fn alone(args: &[&str]) -> Output {
     run_bounded(c)
 }
 
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what}: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn path(dir: &Path, name: &str) -> String {
-    dir.join(name).display().to_string()
 }
 
 /// Writes a device file into `dir`; returns its path.
@@ -99,34 +85,13 @@ fn device_file(dir: &Path, name: &str, tables: &str) -> String {
     p.display().to_string()
 }
 
-fn report(p: &str) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
 /// Runs `args` alone and on `np` ranks; the output files must be
 /// byte-identical and the reports alike in everything but timings.
 fn same_as_one_process(np: usize, args: &[&str], dir: &Path, tag: &str) {
-    let (a, b) = (
-        path(dir, &format!("{tag}-1.dat")),
-        path(dir, &format!("{tag}-n.dat")),
-    );
-    let (ra, rb) = (
-        path(dir, &format!("{tag}-1.json")),
-        path(dir, &format!("{tag}-n.json")),
-    );
-    let mut one = args.to_vec();
-    one.extend(["--quiet", "--output", &a, "--report", &ra]);
-    ok(&alone(&one), tag);
-    let mut many = args.to_vec();
-    many.extend(["--quiet", "--output", &b, "--report", &rb]);
-    let o = mpirun(np, &many);
-    ok(&o, &format!("{tag} on {np} ranks"));
-    assert!(
-        std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
-        "{tag}: {np} ranks differ from one process"
-    );
-    let (ra, rb) = (report(&ra), report(&rb));
-    assert_eq!(ra["config"], rb["config"], "{tag}");
+    let (ra, rb) =
+        common::same_as_one_process(args, dir, tag, &format!("{np} ranks"), alone, |many| {
+            mpirun(np, many)
+        });
     let (ia, ib) = (
         ra["iterations"].as_array().unwrap(),
         rb["iterations"].as_array().unwrap(),
@@ -146,6 +111,11 @@ fn same_as_one_process(np: usize, args: &[&str], dir: &Path, tag: &str) {
 }
 
 const CPU1: &str = "cpu:threads=1";
+
+/// `--devices cpu:threads=1` once for each of `np` ranks.
+fn one_cpu_each(np: usize) -> Vec<&'static str> {
+    ["--devices", CPU1].repeat(np)
+}
 
 #[test]
 fn every_library_stencil_matches_one_process_on_2_3_and_4_ranks() {
@@ -196,9 +166,7 @@ fn gas_sim_matches_one_process_on_2_3_and_4_ranks() {
     let dir = tempfile::tempdir().unwrap();
     for np in [2, 3, 4] {
         let mut args = vec!["run", "gas-sim", "--size", "14x12x10", "--iters", "6"];
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
+        args.extend(one_cpu_each(np));
         same_as_one_process(np, &args, dir.path(), &format!("gas-{np}"));
     }
 }
@@ -210,20 +178,14 @@ fn laplace_poisson_wavesim_and_spec_files_match_one_process_on_2_and_3_ranks() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs/damped-heat.toml");
     for np in [2, 3] {
         let mut args = vec!["run", "laplace", "--size", "14x12x10", "--iters", "6"];
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
+        args.extend(one_cpu_each(np));
         same_as_one_process(np, &args, dir.path(), &format!("laplace-{np}"));
         let mut args = vec!["run", "poisson", "--size", "30x26", "--iters", "20"];
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
+        args.extend(one_cpu_each(np));
         same_as_one_process(np, &args, dir.path(), &format!("poisson-{np}"));
         let mut args = vec!["run", "wavesim", "--size", "34x26", "--iters", "20"];
         args.extend(["--partition", "w0"]);
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
+        args.extend(one_cpu_each(np));
         same_as_one_process(np, &args, dir.path(), &format!("wavesim-{np}"));
         let mut args = vec![
             "run",
@@ -234,17 +196,13 @@ fn laplace_poisson_wavesim_and_spec_files_match_one_process_on_2_and_3_ranks() {
             "6",
         ];
         args.extend(["--init", "random"]);
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
+        args.extend(one_cpu_each(np));
         same_as_one_process(np, &args, dir.path(), &format!("heat-{np}"));
         // An auxiliary field, computed by each rank where it holds cells.
         let varcoef = spec.with_file_name("varcoef.toml");
         let mut args = vec!["run", varcoef.to_str().unwrap(), "--size", "40x18"];
         args.extend(["--iters", "30", "--init", "random", "--halo-depth", "2"]);
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
+        args.extend(one_cpu_each(np));
         same_as_one_process(np, &args, dir.path(), &format!("varcoef-{np}"));
         // The field from a file every rank reads.
         let field = dir.path().join("k.npy");
@@ -260,9 +218,7 @@ fn laplace_poisson_wavesim_and_spec_files_match_one_process_on_2_and_3_ranks() {
         let gas = spec.with_file_name("gassim.toml");
         let mut args = vec!["run", gas.to_str().unwrap(), "--size", "14x12x10"];
         args.extend(["--iters", "4", "--init", "random"]);
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
+        args.extend(one_cpu_each(np));
         same_as_one_process(np, &args, dir.path(), &format!("gas-spec-{np}"));
     }
 }
@@ -278,9 +234,7 @@ fn gaussian_matches_one_process_on_2_and_3_ranks() {
     for np in [2, 3] {
         let mut args = vec!["run", "gaussian", "--input", &image, "--iters", "5"];
         args.extend(["--param", "kw=4", "--partition", "w0"]);
-        for _ in 0..np {
-            args.extend(["--devices", CPU1]);
-        }
+        args.extend(one_cpu_each(np));
         same_as_one_process(np, &args, dir.path(), &format!("gaussian-{np}"));
     }
 }
@@ -317,11 +271,11 @@ fn a_device_file_places_devices_per_rank() {
             "--quiet",
         ],
     );
-    ok(&o, "device file");
+    succeeded(&o, "device file");
     // The same devices, in the order the file deals them, in one process.
     let one = path(dir.path(), "one.dat");
     let w2 = "cpu:threads=1,weight=2";
-    ok(
+    succeeded(
         &alone(&[
             "run",
             "2d8",
@@ -345,8 +299,8 @@ fn a_device_file_places_devices_per_rank() {
         ]),
         "one process",
     );
-    assert!(std::fs::read(&out).unwrap() == std::fs::read(&one).unwrap());
-    let devices = report(&rep)["config"]["devices"].clone();
+    assert!(same_bytes(&out, &one));
+    let devices = json(&rep)["config"]["devices"].clone();
     assert_eq!(
         devices,
         serde_json::json!([CPU1, w2, CPU1, CPU1]),
@@ -384,8 +338,8 @@ fn alb_moves_rows_off_a_slow_rank() {
     ];
     let mut args = base.to_vec();
     args.extend(["--alb", "next-alb", "--output", &out, "--report", &rep]);
-    ok(&mpirun(2, &args), "ALB on 2 ranks");
-    let r = report(&rep);
+    succeeded(&mpirun(2, &args), "ALB on 2 ranks");
+    let r = json(&rep);
     assert!(
         r["summary"]["rebalances"].as_u64().unwrap() >= 1,
         "no rebalance"
@@ -404,8 +358,8 @@ fn alb_moves_rows_off_a_slow_rank() {
     // Rebalances across ranks change nothing in the result.
     let mut args = base.to_vec();
     args.extend(["--output", &one]);
-    ok(&alone(&args), "one process, no ALB");
-    assert!(std::fs::read(&out).unwrap() == std::fs::read(&one).unwrap());
+    succeeded(&alone(&args), "one process, no ALB");
+    assert!(same_bytes(&out, &one));
 }
 
 /// A rank whose only device ALB drops (60x slower, between two others,
@@ -442,14 +396,14 @@ fn a_rank_without_rows_idles_and_the_result_holds() {
         "--report",
         &rep,
     ]);
-    ok(&mpirun(3, &args), "a device dropped on 3 ranks");
-    let r = report(&rep);
+    succeeded(&mpirun(3, &args), "a device dropped on 3 ranks");
+    let r = json(&rep);
     let last = &r["iterations"].as_array().unwrap().last().unwrap()["devices"];
     assert_eq!(last[1]["rows"], 0, "{last}");
     let mut args = base.to_vec();
     args.extend(["--output", &one]);
-    ok(&alone(&args), "one process");
-    assert!(std::fs::read(&out).unwrap() == std::fs::read(&one).unwrap());
+    succeeded(&alone(&args), "one process");
+    assert!(same_bytes(&out, &one));
     let args = [
         "run",
         "2d4",
@@ -505,7 +459,7 @@ fn a_run_given_no_devices_gets_one_cpu_device_per_rank_on_its_share_of_the_cores
     let (a, ra) = (path(dir.path(), "one.dat"), path(dir.path(), "one.json"));
     let mut one = args.to_vec();
     one.extend(["--output", &a, "--report", &ra]);
-    ok(&alone(&one), "alone, no --devices");
+    succeeded(&alone(&one), "alone, no --devices");
     // Unbound, every rank may run on the cores this test may (Open MPI
     // binds each of 2 ranks to a core of its own by default).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -522,9 +476,9 @@ fn a_run_given_no_devices_gets_one_cpu_device_per_rank_on_its_share_of_the_cores
                 .args(["--output", &b, "--report", &rb]);
             run_bounded(c)
         };
-        ok(&o, &format!("{np} ranks, no --devices"));
+        succeeded(&o, &format!("{np} ranks, no --devices"));
         assert!(
-            std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+            same_bytes(&a, &b),
             "{np} ranks given no devices differ from one process"
         );
         // The ranks share the host's cores: the lower ones one more where
@@ -537,7 +491,7 @@ fn a_run_given_no_devices_gets_one_cpu_device_per_rank_on_its_share_of_the_cores
                 )
             })
             .collect();
-        let got: Vec<String> = report(&rb)["config"]["devices"]
+        let got: Vec<String> = json(&rb)["config"]["devices"]
             .as_array()
             .unwrap()
             .iter()
@@ -546,7 +500,7 @@ fn a_run_given_no_devices_gets_one_cpu_device_per_rank_on_its_share_of_the_cores
         assert_eq!(got, want, "{np} ranks on {cores} cores");
     }
     assert_eq!(
-        report(&ra)["config"]["devices"][0],
+        json(&ra)["config"]["devices"][0],
         format!("cpu:threads={cores}").as_str()
     );
 }
@@ -787,16 +741,13 @@ fn opencl_halos_stay_on_the_device_within_a_rank() {
     for _ in 0..4 {
         one.extend(["--devices", "opencl"]);
     }
-    ok(&alone(&one), "one process");
+    succeeded(&alone(&one), "one process");
     let mut two = common.to_vec();
     two.extend(["--partition", "s0", "--device-file", &f, "--quiet"]);
     two.extend(["--output", &b, "--report", &rb]);
-    ok(&mpirun(2, &two), "two ranks");
-    assert!(
-        std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
-        "two ranks differ from one process"
-    );
-    let count = |r: &str, what: &str| report(r)["summary"][what].as_u64().unwrap();
+    succeeded(&mpirun(2, &two), "two ranks");
+    assert!(same_bytes(&a, &b), "two ranks differ from one process");
+    let count = |r: &str, what: &str| json(r)["summary"][what].as_u64().unwrap();
     let all = count(&ra, "halo_messages");
     assert!(all > 0);
     assert_eq!(count(&ra, "halo_messages_on_device"), all, "one process");
@@ -830,7 +781,7 @@ fn commbench_pairs_processes_across_ranks() {
             &csv,
         ],
     );
-    ok(&o, "commbench on 2 ranks");
+    succeeded(&o, "commbench on 2 ranks");
     let rows: Vec<Vec<f64>> = std::fs::read_to_string(&csv)
         .unwrap()
         .lines()
@@ -860,18 +811,18 @@ fn a_predicted_trace_replays_across_ranks_with_black_holes() {
         for _ in 0..n {
             args.extend(["--devices", "cpu:threads=1"]);
         }
-        ok(&alone(&args), "signature");
+        succeeded(&alone(&args), "signature");
         sigs.push(out);
     }
     let trace = path(dir.path(), "t6.json");
-    ok(
+    succeeded(
         &alone(&[
             "scale", &sigs[0], &sigs[1], "--target", "6", "--out", &trace,
         ]),
         "scale",
     );
     let o = mpirun(2, &["replay", &trace, "--range-size", "3", "--iters", "2"]);
-    ok(&o, "replay on 2 ranks");
+    succeeded(&o, "replay on 2 ranks");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         text.contains("range 0-2:") && text.contains("range 3-5:"),
@@ -890,7 +841,7 @@ fn checkpoints_written_by_ranks_restart_on_other_rank_counts() {
     let full = path(dir.path(), "full.dat");
     let mut args = base.to_vec();
     args.extend(["--iters", "30", "--devices", CPU1, "--output", &full]);
-    ok(&alone(&args), "uninterrupted");
+    succeeded(&alone(&args), "uninterrupted");
     let mut args = base.to_vec();
     args.extend([
         "--iters",
@@ -908,14 +859,14 @@ fn checkpoints_written_by_ranks_restart_on_other_rank_counts() {
         "--devices",
         CPU1,
     ]);
-    ok(&mpirun(2, &args), "checkpoints on 2 ranks");
+    succeeded(&mpirun(2, &args), "checkpoints on 2 ranks");
     for (np, tag) in [(3, "three"), (1, "one")] {
         let out = path(dir.path(), &format!("{tag}.dat"));
         let mut args = base.to_vec();
         args.extend(["--iters", "30", "--restart", &ck, "--output", &out]);
-        ok(&on_ranks(np, &args), &format!("restart on {np} rank(s)"));
+        succeeded(&on_ranks(np, &args), &format!("restart on {np} rank(s)"));
         assert!(
-            std::fs::read(&full).unwrap() == std::fs::read(&out).unwrap(),
+            same_bytes(&full, &out),
             "restart on {np} rank(s) differs from the uninterrupted run"
         );
     }
@@ -929,7 +880,7 @@ fn snapshots_across_ranks_match_one_process() {
         let pattern = path(dir.path(), &format!("{tag}_{{iter}}.npy"));
         let mut args = vec!["run", "2d4", "--size", "34x30", "--iters", "12", "--quiet"];
         args.extend(["--snapshot-every", "4", "--snapshot", &pattern]);
-        ok(&on_ranks(np, &args), &format!("snapshots on {np} rank(s)"));
+        succeeded(&on_ranks(np, &args), &format!("snapshots on {np} rank(s)"));
     };
     run(1, "one");
     run(3, "three");
@@ -966,7 +917,7 @@ fn deep_halos_across_ranks_match_one_process() {
         "s0",
     ];
     same_as_one_process(3, &args, dir.path(), "deep");
-    let r = report(&path(dir.path(), "deep-n.json"));
+    let r = json(path(dir.path(), "deep-n.json"));
     // 20 iterations at depth 3: periods of 3 iterations and a last one of
     // 2, each ending with an exchange: 7 exchanges of 4 messages (two inner
     // edges, both ways).
@@ -999,7 +950,7 @@ fn auto_halo_depth_across_ranks_matches_one_process() {
         "s0",
     ];
     same_as_one_process(3, &args, dir.path(), "auto");
-    let r = report(&path(dir.path(), "auto-n.json"));
+    let r = json(path(dir.path(), "auto-n.json"));
     let tried: Vec<u64> = r["depth_trials"]
         .as_array()
         .expect("depth trials in the report")
@@ -1038,8 +989,8 @@ fn calibrate_measures_the_mpi_link() {
             m,
         ],
     );
-    ok(&o, "calibrate under mpirun");
-    let v = report(m);
+    succeeded(&o, "calibrate under mpirun");
+    let v = json(m);
     let links: Vec<&str> = v["links"]
         .as_array()
         .unwrap()

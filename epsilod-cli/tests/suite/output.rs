@@ -3,17 +3,13 @@
 //! (`| head -1`), a quiet end.
 
 use crate::common;
-use common::{epsilod, ok};
+use common::{epsilod, json, ok, INVENTORY};
 
 use serde_json::Value;
 use std::io::BufRead;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// `v` as a number, formatted as the text formats it.
 fn fmt(v: &Value, precision: usize) -> String {
@@ -45,11 +41,6 @@ fn machine(dir: &Path) -> String {
     .unwrap();
     path.to_str().unwrap().to_string()
 }
-
-const INVENTORY: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../docs/examples/inventory.toml"
-);
 
 /// Runs `args` with `--json FILE` and with `--json -`: the file holds the
 /// document, the text goes to stdout; with `-` the same document goes to

@@ -162,7 +162,7 @@ impl LaunchArgs {
     }
 
     /// The integer arguments in ABI order (for APIs that take them packed).
-    pub fn longs(&self) -> [i64; LONG_ARGS] {
+    pub fn index_args(&self) -> [i64; LONG_ARGS] {
         let mut out = [0; LONG_ARGS];
         let integers = ARGS.iter().filter_map(|(_, k)| match k {
             ArgKind::Long(l) => Some(self.value(*l)),
@@ -270,12 +270,15 @@ mod tests {
     }
 
     #[test]
-    fn longs_follow_the_abi_order() {
+    fn index_args_follow_the_abi_order() {
         let a = LaunchArgs::new(&[20, 5, 1], &[1..3, 2..4, 0..5])
             .unwrap()
             .with_origin(&[4, 5, 6])
             .with_plane(7 * 4 * 5);
-        assert_eq!(a.longs(), [20 + 10, 0, 20, 5, 1, 2, 2, 5, 0, 4, 5, 6, 140]);
+        assert_eq!(
+            a.index_args(),
+            [20 + 10, 0, 20, 5, 1, 2, 2, 5, 0, 4, 5, 6, 140]
+        );
         let names: Vec<&str> = ARGS.iter().map(|a| a.0).collect();
         assert_eq!(
             names,

@@ -173,7 +173,7 @@ impl FusedArgs {
     }
 
     /// The integers in argument order.
-    pub fn longs(&self) -> Vec<i64> {
+    pub fn index_args(&self) -> Vec<i64> {
         let nd = self.strides.len();
         let mut v: Vec<i64> = self.strides[..nd - 1].iter().map(|&s| s as i64).collect();
         v.extend(&self.origin);
@@ -186,18 +186,19 @@ impl FusedArgs {
         v
     }
 
-    /// The inverse of [`FusedArgs::longs`] for a kernel of `nd` dimensions
+    /// The inverse of [`FusedArgs::index_args`] for a kernel of `nd` dimensions
     /// (the contiguous last stride is 1), or `None` for a list of the wrong
     /// length.
-    pub fn from_longs(longs: &[i64], nd: usize) -> Option<FusedArgs> {
+    pub fn from_index_args(index_args: &[i64], nd: usize) -> Option<FusedArgs> {
         let fixed = 2 * nd - 1;
-        if nd == 0 || longs.len() < fixed || !(longs.len() - fixed).is_multiple_of(2 * nd) {
+        if nd == 0 || index_args.len() < fixed || !(index_args.len() - fixed).is_multiple_of(2 * nd)
+        {
             return None;
         }
-        let mut strides: Vec<usize> = longs[..nd - 1].iter().map(|&s| s as usize).collect();
+        let mut strides: Vec<usize> = index_args[..nd - 1].iter().map(|&s| s as usize).collect();
         strides.push(1);
-        let origin = longs[nd - 1..fixed].to_vec();
-        let steps = longs[fixed..]
+        let origin = index_args[nd - 1..fixed].to_vec();
+        let steps = index_args[fixed..]
             .chunks(2 * nd)
             .map(|c| c.chunks(2).map(|p| p[0] as usize..p[1] as usize).collect())
             .collect();
@@ -597,12 +598,12 @@ mod tests {
             origin: vec![-1, 0, 3],
             steps: vec![vec![1..5, 2..7, 3..6], vec![2..4, 3..6, 4..5]],
         };
-        let longs = a.longs();
-        assert_eq!(longs[..5], [40, 8, -1, 0, 3]);
-        assert_eq!(longs.len(), 2 + 3 + 2 * 6);
-        assert_eq!(longs.len(), FusedArgs::arg_count(3, 2));
-        assert_eq!(FusedArgs::from_longs(&longs, 3), Some(a));
-        assert_eq!(FusedArgs::from_longs(&longs[1..], 3), None);
+        let index_args = a.index_args();
+        assert_eq!(index_args[..5], [40, 8, -1, 0, 3]);
+        assert_eq!(index_args.len(), 2 + 3 + 2 * 6);
+        assert_eq!(index_args.len(), FusedArgs::arg_count(3, 2));
+        assert_eq!(FusedArgs::from_index_args(&index_args, 3), Some(a));
+        assert_eq!(FusedArgs::from_index_args(&index_args[1..], 3), None);
         let k = exprs::library::<f64>(Library::S3d27);
         let src = k
             .fused_source(Dialect::OpenCl, &shape(3, 2))
@@ -617,7 +618,7 @@ mod tests {
             .map(|p| p.trim_end_matches(')').rsplit(' ').next().unwrap())
             .collect();
         assert_eq!(names, arg_names(3, 2));
-        assert_eq!(names.len(), longs.len());
+        assert_eq!(names.len(), index_args.len());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! row operations' ([`super::rows`]) in `T`, one cell at a time, so a field
 //! is the same on every device and layout.
 
-use super::parse::{Arith, Compare, Expr, Func};
+use super::parse::{Compare, Expr, Func};
 use super::Math;
 
 /// The value of `e` at global index `g`. `e` reads no grid (`u`, `old2`,
@@ -23,15 +23,7 @@ pub fn value<T: Math>(e: &Expr, g: &[i64]) -> T {
         Expr::Global(d) => T::from_f64(g[*d] as f64),
         Expr::Neg(a) => -v(a),
         Expr::Not(a) => truth(v(a) == zero),
-        Expr::Arith(op, a, b) => {
-            let (x, y) = (v(a), v(b));
-            match op {
-                Arith::Add => x + y,
-                Arith::Sub => x - y,
-                Arith::Mul => x * y,
-                Arith::Div => x / y,
-            }
-        }
+        Expr::Arith(op, a, b) => op.apply(v(a), v(b)),
         Expr::Compare(op, a, b) => {
             let (x, y) = (v(a), v(b));
             truth(match op {

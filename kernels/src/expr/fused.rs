@@ -263,12 +263,7 @@ mod avx2 {
                                 Last::Row(r) => r[k],
                                 Last::Scalar(c) => c,
                             };
-                            match op {
-                                Arith::Add => acc + y,
-                                Arith::Sub => acc - y,
-                                Arith::Mul => acc * y,
-                                Arith::Div => acc / y,
-                            }
+                            op.apply(acc, y)
                         }
                     };
                 }
@@ -407,12 +402,7 @@ mod tests {
                             Last::Row(r) => r[j],
                             Last::Scalar(c) => c,
                         };
-                        match op {
-                            Arith::Add => acc + y,
-                            Arith::Sub => acc - y,
-                            Arith::Mul => acc * y,
-                            Arith::Div => acc / y,
-                        }
+                        op.apply(acc, y)
                     }
                 }
             })

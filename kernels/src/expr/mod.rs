@@ -879,12 +879,7 @@ mod tests {
             }
             Expr::Neg(a) => -r(a),
             Expr::Not(a) => t(!b(r(a))),
-            Expr::Arith(op, a, x) => match op {
-                Arith::Add => r(a) + r(x),
-                Arith::Sub => r(a) - r(x),
-                Arith::Mul => r(a) * r(x),
-                Arith::Div => r(a) / r(x),
-            },
+            Expr::Arith(op, a, x) => op.apply(r(a), r(x)),
             Expr::Compare(op, a, x) => t(match op {
                 Compare::Lt => r(a) < r(x),
                 Compare::Le => r(a) <= r(x),

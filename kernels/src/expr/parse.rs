@@ -5,6 +5,7 @@
 
 use super::error::{SyntaxError, Token};
 use std::collections::BTreeMap;
+use std::ops::{Add, Div, Mul, Sub};
 
 /// A binary arithmetic operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -13,6 +14,22 @@ pub enum Arith {
     Sub,
     Mul,
     Div,
+}
+
+impl Arith {
+    /// `x op y`: the one reading of an operator every scalar evaluator shares.
+    #[inline]
+    pub fn apply<T>(self, x: T, y: T) -> T
+    where
+        T: Add<Output = T> + Sub<Output = T> + Mul<Output = T> + Div<Output = T>,
+    {
+        match self {
+            Arith::Add => x + y,
+            Arith::Sub => x - y,
+            Arith::Mul => x * y,
+            Arith::Div => x / y,
+        }
+    }
 }
 
 /// A comparison.

@@ -137,15 +137,7 @@ impl<T: Math> Builder<T> {
         };
         match op {
             Op::Neg(a) => Some(-value(a)?),
-            Op::Arith(f, a, b) => {
-                let (x, y) = (value(a)?, value(b)?);
-                Some(match f {
-                    Arith::Add => x + y,
-                    Arith::Sub => x - y,
-                    Arith::Mul => x * y,
-                    Arith::Div => x / y,
-                })
-            }
+            Op::Arith(f, a, b) => Some(f.apply(value(a)?, value(b)?)),
             _ => None,
         }
     }
