@@ -39,6 +39,14 @@ fn sample_of(report: &Report) -> Result<Sample, String> {
     let spec = kernels::Library::by_name(&c.stencil)
         .ok_or_else(|| format!("stencil {}: not a library stencil", c.stencil))?
         .spec();
+    if c.size.len() != spec.low.len() {
+        return Err(format!(
+            "size {:?}: the stencil {} has {} dimension(s)",
+            c.size,
+            c.stencil,
+            spec.low.len()
+        ));
+    }
     let first = report
         .iterations
         .first()
