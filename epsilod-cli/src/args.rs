@@ -117,12 +117,18 @@ pub struct CommbenchArgs {
 pub struct FitCommArgs {
     /// Training data from commbench.
     pub train: PathBuf,
-    /// linreg-sv, linreg-mv or gbrt.
+    /// linreg-sv, linreg-mv, gbrt, random-forest or extra-trees.
     #[arg(long, default_value = "gbrt")]
     pub method: String,
     /// Held-out data from commbench to score on (the model and an alpha-beta baseline).
     #[arg(long)]
     pub test: Option<PathBuf>,
+    /// Reports of single-process w0/s0 runs to score on too: each run's halo exchange.
+    #[arg(long, value_delimiter = ',')]
+    pub runs: Vec<PathBuf>,
+    /// Seed of the random forest's and extra trees' draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// Where to write the model (JSON).
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -2,12 +2,13 @@
 //! modelling.md §3): the phase's features, computed exactly from who sends
 //! what to whom, and three regressions of its time on them: the best
 //! single-feature model over transformed terms (LinReg-SV), a robust
-//! multi-feature regression (LinReg-MV) and gradient-boosted trees with
-//! absolute-deviation loss (GBRT, the `gbdt` crate).
+//! multi-feature regression (LinReg-MV), gradient-boosted trees with
+//! absolute-deviation loss (GBRT, the `gbdt` crate), and the seeded
+//! ensembles of [`crate::forest`] (random forest, extra trees).
 //!
-//! All three weigh errors relatively (times span microseconds to
-//! seconds, and the theses score relative error): the regressions by
-//! weighted least squares with weights 1/t², the trees by fitting ln t.
+//! All weigh errors relatively (times span microseconds to seconds, and
+//! the theses score relative error): the regressions by weighted least
+//! squares with weights 1/t², the trees by fitting ln t.
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,6 +19,7 @@ use gbdt::gradient_boost::GBDT;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
+use crate::forest::{Ensemble, Forest, ForestOptions};
 use crate::ModelError;
 
 /// Names of the features, in [`Features::values`] order.
@@ -584,6 +586,17 @@ enum Kind {
     Sv(LinRegSv),
     Mv(LinRegMv),
     Trees(Box<GBDT>),
+    /// A random forest or extra trees on ln t.
+    Forest(Forest),
+}
+
+/// Settings of every tree model a fit may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TreeOptions {
+    /// The boosted trees.
+    pub gbrt: GbrtOptions,
+    /// The random forest and extra trees, and their seed.
+    pub forest: ForestOptions,
 }
 
 /// Which learned model.
@@ -595,14 +608,20 @@ pub enum Method {
     LinRegMv,
     /// Gradient-boosted regression trees, absolute-deviation loss.
     Gbrt,
+    /// A random forest: bootstrap samples, a third of the features per split.
+    RandomForest,
+    /// Extremely randomised trees: random thresholds, every feature.
+    ExtraTrees,
 }
 
 impl Method {
     /// Every method, by its command-line name.
-    pub const ALL: [(Method, &'static str); 3] = [
+    pub const ALL: [(Method, &'static str); 5] = [
         (Method::LinRegSv, "linreg-sv"),
         (Method::LinRegMv, "linreg-mv"),
         (Method::Gbrt, "gbrt"),
+        (Method::RandomForest, "random-forest"),
+        (Method::ExtraTrees, "extra-trees"),
     ];
 }
 
@@ -618,7 +637,9 @@ impl fmt::Display for Method {
 
 /// A name that is no [`Method`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown learned method '{0}': use linreg-sv, linreg-mv or gbrt")]
+#[error(
+    "unknown learned method '{0}': use linreg-sv, linreg-mv, gbrt, random-forest or extra-trees"
+)]
 pub struct UnknownMethod(pub String);
 
 impl FromStr for Method {
@@ -694,6 +715,7 @@ impl TryFrom<Unchecked> for CommModel {
                 }
             }
             Kind::Trees(_) => {}
+            Kind::Forest(f) => f.check(FEATURES.len())?,
         }
         Ok(CommModel {
             method: m.method,
@@ -705,12 +727,15 @@ impl TryFrom<Unchecked> for CommModel {
 }
 
 impl CommModel {
-    /// Fits `method` to `samples` (at least 8, every time positive).
+    /// Fits `method` to `samples` (at least 8, every time positive). The
+    /// same samples and options give the same model on every run: the
+    /// boosted trees draw nothing, the forests draw from their seed.
     pub fn fit(
         method: Method,
         samples: &[Sample],
-        trees: GbrtOptions,
+        options: TreeOptions,
     ) -> Result<CommModel, ModelError> {
+        let trees = options.gbrt;
         if samples.len() < 8 {
             return Err(ModelError::TooFewPoints {
                 what: "a learned communication model",
@@ -766,6 +791,19 @@ impl CommModel {
                 model.fit(&mut tree_data(samples));
                 Kind::Trees(Box::new(model))
             }
+            Method::RandomForest | Method::ExtraTrees => {
+                let ensemble = if method == Method::RandomForest {
+                    Ensemble::RandomForest
+                } else {
+                    Ensemble::ExtraTrees
+                };
+                let x: Vec<Vec<f64>> = samples
+                    .iter()
+                    .map(|s| s.features.values().to_vec())
+                    .collect();
+                let y: Vec<f64> = samples.iter().map(|s| s.seconds.ln()).collect();
+                Kind::Forest(Forest::fit(ensemble, &x, &y, options.forest)?)
+            }
         };
         Ok(CommModel {
             method,
@@ -789,6 +827,8 @@ impl CommModel {
                 // outside what was measured; trees only interpolate.
                 f64::from(p[0]).exp().clamp(self.seconds.0, self.seconds.1)
             }
+            // A mean of leaves stays within the training range by itself.
+            Kind::Forest(f) => f.predict(&features.values()).exp(),
         };
         t.max(0.0)
     }
@@ -824,6 +864,13 @@ impl CommModel {
                     .join(", ")
             ),
             Kind::Trees(_) => "gbrt: boosted trees on ln t, absolute-deviation loss".to_string(),
+            Kind::Forest(f) => match f.ensemble {
+                Ensemble::RandomForest => {
+                    "random-forest: bootstrapped trees on ln t, a third of the features per split"
+                }
+                Ensemble::ExtraTrees => "extra-trees: randomised trees on ln t, every feature",
+            }
+            .to_string(),
         }
     }
 }
@@ -907,7 +954,7 @@ mod tests {
     #[test]
     fn linreg_sv_finds_the_generating_law() {
         let samples = grid(|f| 2e-5 + 3e-11 * f.pd * f.pd.log2());
-        let model = CommModel::fit(Method::LinRegSv, &samples, GbrtOptions::default()).unwrap();
+        let model = CommModel::fit(Method::LinRegSv, &samples, TreeOptions::default()).unwrap();
         let Kind::Sv(sv) = &model.kind else {
             unreachable!()
         };
@@ -940,7 +987,7 @@ mod tests {
         for s in samples.iter_mut().step_by(10) {
             s.seconds *= 20.0;
         }
-        let model = CommModel::fit(Method::LinRegMv, &samples, GbrtOptions::default()).unwrap();
+        let model = CommModel::fit(Method::LinRegMv, &samples, TreeOptions::default()).unwrap();
         let clean = grid(law);
         let errs: Vec<f64> = clean
             .iter()
@@ -959,7 +1006,7 @@ mod tests {
     fn gbrt_fits_in_range_and_warns_outside_it() {
         let law = |f: &Features| 1e-5 * (1.0 + f.pm) + 2e-10 * f.pd * (1.0 + 0.3 * f.per_rank);
         let samples = grid(law);
-        let model = CommModel::fit(Method::Gbrt, &samples, GbrtOptions::default()).unwrap();
+        let model = CommModel::fit(Method::Gbrt, &samples, TreeOptions::default()).unwrap();
         let est: Vec<f64> = samples.iter().map(|s| model.predict(&s.features)).collect();
         let real: Vec<f64> = samples.iter().map(|s| s.seconds).collect();
         let m = crate::metrics::mmre(&est, &real).unwrap();
@@ -976,6 +1023,45 @@ mod tests {
     }
 
     #[test]
+    fn forests_fit_in_range_reproduce_and_round_trip() {
+        let law = |f: &Features| 1e-5 * (1.0 + f.pm) + 2e-10 * f.pd * (1.0 + 0.3 * f.per_rank);
+        let samples = grid(law);
+        let real: Vec<f64> = samples.iter().map(|s| s.seconds).collect();
+        let far = ring(64, 8, 3, 1 << 24);
+        for method in [Method::RandomForest, Method::ExtraTrees] {
+            let model = CommModel::fit(method, &samples, TreeOptions::default()).unwrap();
+            let est: Vec<f64> = samples.iter().map(|s| model.predict(&s.features)).collect();
+            let m = crate::metrics::mmre(&est, &real).unwrap();
+            assert!(m < 0.15, "{method}: in-range MMRE {m}");
+            assert!(model.predict(&far) <= model.max_seconds() * 1.0001);
+            // Seeded: the same options grow the same trees, bit for bit.
+            let again = CommModel::fit(method, &samples, TreeOptions::default()).unwrap();
+            let other = TreeOptions {
+                forest: ForestOptions {
+                    seed: 1,
+                    ..ForestOptions::default()
+                },
+                ..TreeOptions::default()
+            };
+            let reseeded = CommModel::fit(method, &samples, other).unwrap();
+            let text = serde_json::to_string(&model).unwrap();
+            assert_eq!(serde_json::to_string(&again).unwrap(), text, "{method}");
+            assert_ne!(serde_json::to_string(&reseeded).unwrap(), text, "{method}");
+            let back: CommModel = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.predict(&far), model.predict(&far));
+            assert!(model.describe().starts_with(&method.to_string()));
+            // A tree pointing at a feature the model has not is refused.
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            v["kind"]["Forest"]["trees"][0][0]["Split"]["feature"] = 15.into();
+            let err = serde_json::from_value::<CommModel>(v)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(err.contains("feature index: 15"), "{err}");
+        }
+    }
+
+    #[test]
     fn alpha_beta_recovers_an_exact_law_across_five_decades() {
         let samples = grid(|f| 3e-6 * f.pm + 2e-10 * f.pd);
         let ab = AlphaBeta::fit(&samples);
@@ -989,7 +1075,7 @@ mod tests {
     #[test]
     fn a_model_file_with_wrong_shapes_is_refused() {
         let samples = grid(|f| 1e-5 + 1e-9 * f.pd);
-        let model = CommModel::fit(Method::LinRegSv, &samples, GbrtOptions::default()).unwrap();
+        let model = CommModel::fit(Method::LinRegSv, &samples, TreeOptions::default()).unwrap();
         let text = serde_json::to_string(&model).unwrap();
         let back: CommModel = serde_json::from_str(&text).unwrap();
         assert_eq!(
@@ -1016,7 +1102,7 @@ mod tests {
     fn bad_training_data_is_named() {
         let mut samples = grid(|_| 1e-5);
         assert!(matches!(
-            CommModel::fit(Method::Gbrt, &samples[..3], GbrtOptions::default()),
+            CommModel::fit(Method::Gbrt, &samples[..3], TreeOptions::default()),
             Err(ModelError::TooFewPoints {
                 needed: 8,
                 got: 3,
@@ -1025,7 +1111,7 @@ mod tests {
         ));
         samples[2].seconds = 0.0;
         assert!(matches!(
-            CommModel::fit(Method::LinRegSv, &samples, GbrtOptions::default()),
+            CommModel::fit(Method::LinRegSv, &samples, TreeOptions::default()),
             Err(ModelError::InvalidValue {
                 what: "a sample's seconds",
                 ..
@@ -1034,7 +1120,8 @@ mod tests {
         assert_eq!("gbrt".parse::<Method>(), Ok(Method::Gbrt));
         assert_eq!(
             "trees".parse::<Method>().unwrap_err().to_string(),
-            "unknown learned method 'trees': use linreg-sv, linreg-mv or gbrt"
+            "unknown learned method 'trees': use linreg-sv, linreg-mv, gbrt, random-forest or \
+             extra-trees"
         );
     }
 }

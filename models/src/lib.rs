@@ -5,7 +5,7 @@
 //! - [`link`]: link models (Hockney, LogGP, piecewise-linear with detected
 //!   breakpoints) and their least-squares fits to ping-pong samples;
 //! - [`metrics`]: the error metrics of the modelling theses (relative error,
-//!   MMRE, Pred(25), R², Spearman rank correlation);
+//!   MMRE, Pred(25), R², Spearman rank correlation, RCC);
 //! - [`predict`]: per-device compute and exchange time, iteration, loop and
 //!   perfectly balanced time of a run over a [`predict::Machine`], by the
 //!   published methods (Hockney, LogGP, HCLogP, Rivera) and by `Overlap`,
@@ -14,7 +14,8 @@
 //!   (P3S's method for one stencil phase), and [`replay`], the predicted
 //!   phase measured one range of processes at a time with black holes;
 //! - [`learned`]: a communication phase's features and learned models of
-//!   its time (LinReg-SV, robust LinReg-MV, boosted trees);
+//!   its time (LinReg-SV, robust LinReg-MV, boosted trees, and [`forest`]'s
+//!   random forest and extra trees);
 //! - [`halo_features`]: a predicted run's halo exchange as those features,
 //!   read from hitmap's plan of its layout (`predict --comm`);
 //! - [`simulate`]: the skeleton's loop on a virtual clock (real layouts,
@@ -52,6 +53,7 @@
 pub mod calibrate;
 mod curve;
 pub mod fit;
+pub mod forest;
 pub mod halo_features;
 pub mod learned;
 pub mod link;

@@ -11,6 +11,7 @@ mod plot;
 mod predict;
 mod replay;
 mod run;
+mod run_exchanges;
 mod scale;
 mod signature;
 mod simulate;

@@ -505,6 +505,69 @@ fn commbench_writes_exact_features_and_fit_comm_scores_them() {
     );
 }
 
+#[test]
+fn fit_comm_scores_real_runs_halo_exchanges_from_their_plans() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("train.csv");
+    let csv = csv.to_str().unwrap();
+    ok(&[
+        "commbench",
+        "--per-rank",
+        "2,3",
+        "--sizes",
+        "16,1024",
+        "--pm",
+        "1,2",
+        "--reps",
+        "2",
+        "--iters",
+        "3",
+        "--sweeps",
+        "1",
+        "--csv",
+        csv,
+    ]);
+    let report = |partition: &str, devices: usize| {
+        let path = dir.path().join(format!("{partition}-{devices}.json"));
+        let path = path.to_str().unwrap().to_string();
+        let mut args = vec!["run", "2d4", "--size", "34x34", "--partition", partition];
+        args.extend(["--iters", "5", "--quiet", "--report", &path]);
+        for _ in 0..devices {
+            args.extend(["--devices", "cpu:threads=1"]);
+        }
+        ok(&args);
+        path
+    };
+    let (two, three) = (report("w0", 2), report("w0", 3));
+    let out = ok(&[
+        "fit-comm",
+        csv,
+        "--method",
+        "extra-trees",
+        "--test",
+        csv,
+        "--runs",
+        &format!("{two},{three}"),
+    ]);
+    // 32 interior cells of 4 bytes a row, one halo row: two devices send
+    // one message each, three devices four in all.
+    for want in [
+        format!("{two}: 2 messages, largest 128 B: measured "),
+        format!("{three}: 4 messages, largest 128 B: measured "),
+        "real runs (extra-trees): MMRE".to_string(),
+        "real runs (alpha-beta): MMRE".to_string(),
+        "held out (extra-trees): MMRE".to_string(),
+    ] {
+        assert!(out.contains(&want), "{want} missing from {out}");
+    }
+    assert_eq!(out.matches(", RCC ").count(), 5, "{out}");
+    let blocks = report("m", 4);
+    fails_with(
+        &["fit-comm", csv, "--runs", &blocks],
+        "partition m: only runs cut along the first axis (w0, s0) are described",
+    );
+}
+
 /// A machine of three CPU devices and a slow link, written by hand.
 fn machine(dir: &Path) -> String {
     let path = dir.join("machine.json");
