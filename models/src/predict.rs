@@ -6,12 +6,11 @@
 //! `halo_rows · halo_bytes_per_row` bytes with each of its neighbours (one
 //! at the ends of the chain, two inside) every iteration.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-
-use std::borrow::Cow;
 
 use crate::cell_cost::{cell_cost_factor, WorkingSet};
 use crate::curve::{factor_at, kernel_time, tile_curve_fault};
@@ -1075,6 +1074,68 @@ mod tests {
         let json = r#"{"devices":[{"name":"c","seconds_per_cell":1e-9}],"links":[]}"#;
         let back: Machine = serde_json::from_str(json).unwrap();
         assert!(back.memory.is_none() && !back.devices[0].host_memory);
+    }
+
+    /// At the working set it was calibrated at, a machine predicts as its
+    /// lines do; at four times the cells per device its host devices' cells
+    /// cost the factor `cell_cost` gives, the same for both, and the
+    /// balanced time with them. Without noise the interval is the point;
+    /// with it, it brackets the median.
+    #[test]
+    fn the_working_set_moves_host_devices_and_noise_makes_an_interval() {
+        let memory = HostMemory::new(vec![(2e6, 64e9), (32e6, 8e9)]).unwrap();
+        let mut m = machine(&[1e-9, 2e-9]).with_memory(memory.clone());
+        for d in &mut m.devices {
+            d.host_memory = true;
+        }
+        let run = |rows: u64| Run {
+            rows: vec![rows, rows],
+            cells_per_row: 1000,
+            halo_rows: 1,
+            halo_bytes_per_row: 4000.0,
+            iterations: 100,
+            link: "net".into(),
+        };
+        let at = WorkingSet::of(&[5e5, 5e5], 1000.0, 4.0, 1.0);
+        let mut calibrated = m.clone();
+        calibrated.calibrated_at = Some(at);
+        for method in Method::ALL {
+            assert_eq!(
+                calibrated.predict(&run(500), method).unwrap(),
+                m.predict(&run(500), method).unwrap()
+            );
+        }
+        let big = calibrated.predict(&run(2000), Method::Hockney).unwrap();
+        let k = cell_cost_factor(
+            &memory,
+            &at,
+            &WorkingSet::of(&[2e6, 2e6], 1000.0, 4.0, 1.0),
+            1e-9,
+        );
+        assert!(k > 1.0);
+        for (d, spc) in [(0, 1e-9), (1, 2e-9)] {
+            let want = (k * spc * 2e6).max(m.kernel_times(&[2e6, 2e6], 4.0)[d]);
+            assert!(
+                (big.devices[d].compute / want - 1.0).abs() < 1e-12,
+                "{big:?}"
+            );
+        }
+        let quiet = calibrated.predict(&run(2000), Method::Overlap).unwrap();
+        let i = calibrated
+            .interval(&run(2000), Method::Overlap, ExchangeTime::Links)
+            .unwrap();
+        for x in [i.low, i.median, i.high] {
+            assert!((x / quiet.loop_time - 1.0).abs() < 1e-12, "{i:?}");
+        }
+        for d in &mut calibrated.devices {
+            d.cv = 0.1;
+            d.spell = 0.05;
+        }
+        let i = calibrated
+            .interval(&run(2000), Method::Overlap, ExchangeTime::Links)
+            .unwrap();
+        assert!(i.low < i.median && i.median < i.high, "{i:?}");
+        assert!(i.low < quiet.loop_time && quiet.loop_time < i.high, "{i:?}");
     }
 
     #[test]
