@@ -28,5 +28,22 @@ pub fn load_machine(path: &std::path::Path) -> Result<Machine, CliError> {
         let mem = HostMemory::new(mem.rates).map_err(|e| bad(format!("memory: {e}")))?;
         m = m.with_memory(mem);
     }
+    if let Some(at) = raw.calibrated_at {
+        let fine = [
+            at.bytes,
+            at.streams,
+            at.cell_bytes,
+            at.row_bytes,
+            at.reach_rows,
+        ]
+        .iter()
+        .all(|x| x.is_finite() && *x >= 0.0);
+        if !fine {
+            return Err(bad(format!(
+                "calibrated_at {at:?}: every figure must be finite and >= 0"
+            )));
+        }
+        m.calibrated_at = Some(at);
+    }
     Ok(m)
 }

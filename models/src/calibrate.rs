@@ -73,7 +73,8 @@ pub const MIN_CELL_SPREAD: f64 = 0.1;
 /// between passes) the device gets no fixed cost and the slope of a line
 /// through the origin, `Σ c·t / Σ c²`, which is the median seconds per cell
 /// of a single pass. The spread (`cv`) is the last pass's robust spread of seconds per
-/// cell, as [`device`] gives it; `samples` counts every pass.
+/// cell, as [`device`] gives it; the slow spells (`spell`) are [`spell`]'s;
+/// `samples` counts every pass.
 pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
     let Some(last) = passes.last() else {
         return Err(ModelError::TooFewPoints {
@@ -86,6 +87,7 @@ pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
     let per_cell: Vec<f64> = last.seconds.iter().map(|s| s / last.cells).collect();
     let mut d = device(name, &per_cell)?;
     d.samples = passes.iter().map(|p| p.seconds.len()).sum();
+    d.spell = spell(passes);
     let (lo, hi) = points
         .iter()
         .fold((f64::INFINITY, 0.0f64), |(lo, hi), &(c, _)| {
@@ -139,6 +141,56 @@ pub fn device_line(name: &str, passes: &[Pass]) -> Result<Device, ModelError> {
     d.fixed_seconds = a;
     d.seconds_per_cell = b;
     Ok(d)
+}
+
+/// Blocks a pass's iterations are cut into for [`spell`].
+pub const SPELL_BLOCKS: usize = 4;
+
+/// The log spread of a device's speed over spells longer than an
+/// iteration: the larger of two estimates. Between passes of one tile
+/// (cells within [`MIN_CELL_SPREAD`]): the RMS of the log differences of
+/// their median seconds per cell over `√2` (each pass one draw). Within
+/// the last pass: the standard deviation of the logs of its
+/// [`SPELL_BLOCKS`] blocks' medians (none below two iterations a block).
+/// Passes are taken as checked.
+pub fn spell(passes: &[Pass]) -> f64 {
+    let rate = |p: &Pass| heuristics::median(&p.seconds) / p.cells;
+    let (mut sum, mut pairs) = (0.0, 0usize);
+    for (i, a) in passes.iter().enumerate() {
+        for b in &passes[i + 1..] {
+            let near = a.cells.max(b.cells) <= a.cells.min(b.cells) * (1.0 + MIN_CELL_SPREAD);
+            if near && rate(a) > 0.0 && rate(b) > 0.0 {
+                sum += (rate(a) / rate(b)).ln().powi(2);
+                pairs += 1;
+            }
+        }
+    }
+    let between = if pairs > 0 {
+        (sum / (2.0 * pairs as f64)).sqrt()
+    } else {
+        0.0
+    };
+    let within = passes.last().map_or(0.0, |p| {
+        let size = p.seconds.len() / SPELL_BLOCKS;
+        if size < 2 {
+            return 0.0;
+        }
+        let logs: Vec<f64> = p
+            .seconds
+            .chunks_exact(size)
+            .take(SPELL_BLOCKS)
+            .map(heuristics::median)
+            .filter(|&m| m > 0.0)
+            .map(f64::ln)
+            .collect();
+        if logs.len() < 2 {
+            return 0.0;
+        }
+        let n = logs.len() as f64;
+        let mean = logs.iter().sum::<f64>() / n;
+        (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    });
+    between.max(within)
 }
 
 /// Each pass's cells and median kernel seconds, the passes checked.
@@ -567,6 +619,34 @@ mod tests {
         // intercept at 15 µs.
         let d = aba(0.3, 2e-5);
         assert_eq!(d.fixed_seconds, 0.0, "{d:?}");
+    }
+
+    /// Two passes of one tile 20% apart make a spell of `ln 1.2 / √2`;
+    /// a quiet pass alone none; a pass whose second half ran 30% slower
+    /// the spread of its blocks' logs.
+    #[test]
+    fn spells_come_from_repeated_tiles_and_blocks() {
+        let flat = |cells: f64, t: f64| Pass {
+            cells,
+            seconds: vec![t; 8],
+        };
+        let s = spell(&[
+            flat(1e6, 1e-3),
+            flat(2e5, 1e-4),
+            flat(1.05e6, 1.2e-3 * 1.05),
+        ]);
+        assert!((s - 1.2f64.ln() / 2f64.sqrt()).abs() < 1e-12, "{s}");
+        assert_eq!(spell(&[flat(1e6, 1e-3)]), 0.0);
+        let mut slow = flat(1e6, 1e-3);
+        for t in &mut slow.seconds[4..] {
+            *t *= 1.3;
+        }
+        // Logs 0, 0, l, l (l = ln 1.3): mean l/2, sample sd l/√3.
+        let want = 1.3f64.ln() / 3f64.sqrt();
+        assert!((spell(&[slow.clone()]) - want).abs() < 1e-12);
+        let d = device_line("cpu", &[flat(1e6, 1e-3), slow]).unwrap();
+        // Between the passes ln 1.15 / √2, under the blocks' spread.
+        assert!((d.spell - want).abs() < 1e-12, "{d:?}");
     }
 
     #[test]

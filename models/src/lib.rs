@@ -26,6 +26,10 @@
 //!   Pareto front of (devices, time) and a layout sweep;
 //! - [`calibrate`]: a device's seconds per cell and a link class's models
 //!   from measurements (`epsilod calibrate` measures);
+//! - [`cell_cost`]: a device's seconds per cell at a run's working set,
+//!   from the one calibration measured and the host's memory curve;
+//! - [`interval`]: a predicted loop time's median and 90% interval under
+//!   the calibrated noise;
 //! - [`fit`]: the least-squares line and power law the others use.
 //!
 //! The formulas are written out in `docs/modelling.md`.
@@ -51,10 +55,12 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+pub mod cell_cost;
 mod curve;
 pub mod fit;
 pub mod forest;
 pub mod halo_features;
+pub mod interval;
 pub mod learned;
 pub mod link;
 pub mod memory;

@@ -6,12 +6,15 @@
 //! `halo_rows · halo_bytes_per_row` bytes with each of its neighbours (one
 //! at the ends of the chain, two inside) every iteration.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cell_cost::{cell_cost_factor, WorkingSet};
 use crate::curve::{factor_at, kernel_time, tile_curve_fault};
+use crate::interval::{loop_interval, IterationShape, LoopInterval};
 use crate::link::{Hockney, LogGp, Piecewise};
 use crate::memory::HostMemory;
 use crate::{check_finite, ModelError};
@@ -40,6 +43,12 @@ pub struct Device {
     /// noise.
     #[serde(default)]
     pub cv: f64,
+    /// Slow spells: the log spread of the device's speed from one run to
+    /// the next (calibration's repeated tile, or its blocks of
+    /// iterations), which a loop's many iterations do not average out. The
+    /// predicted interval's ([`Machine::interval`]); 0: none measured.
+    #[serde(default)]
+    pub spell: f64,
     /// Iterations measured (0: written by hand).
     #[serde(default)]
     pub samples: usize,
@@ -79,6 +88,7 @@ impl Device {
             fixed_seconds: 0.0,
             relative_power: 0.0,
             cv: 0.0,
+            spell: 0.0,
             samples: 0,
             host_memory: false,
             host_link: None,
@@ -245,6 +255,12 @@ pub struct Machine {
     /// several hosts).
     #[serde(default)]
     pub memory: Option<HostMemory>,
+    /// The working set the devices' lines were calibrated at: with
+    /// [`Machine::memory`], the seconds per cell of a device in host
+    /// memory follow a run's working set ([`Machine::at_working_set`]).
+    /// `None`: the line at every tile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrated_at: Option<WorkingSet>,
 }
 
 impl Machine {
@@ -268,6 +284,7 @@ impl Machine {
                 });
             }
             check_finite("cv", d.cv)?;
+            check_finite("spell", d.spell)?;
             let a = check_finite("fixed seconds per iteration", d.fixed_seconds)?;
             if a < 0.0 {
                 return Err(ModelError::InvalidValue {
@@ -314,6 +331,7 @@ impl Machine {
             iteration_overhead: 0.0,
             rebalance: None,
             memory: None,
+            calibrated_at: None,
         })
     }
 
@@ -494,13 +512,78 @@ impl Machine {
         self.predict_with(run, method, ExchangeTime::Links)
     }
 
-    /// Predicts `run` by `method`, exchanges timed by `exchange`.
+    /// Predicts `run` by `method`, exchanges timed by `exchange`, on the
+    /// machine at the run's working set ([`Machine::at_working_set`]).
     pub fn predict_with(
         &self,
         run: &Run,
         method: Method,
         exchange: ExchangeTime,
     ) -> Result<Prediction, ModelError> {
+        Ok(self.at_working_set(run).shapes(run, method, exchange)?.0)
+    }
+
+    /// The loop time of [`Machine::predict_with`]'s prediction as a
+    /// distribution: its median and 90% interval under each device's
+    /// per-iteration noise (`cv`) and slow spells (`spell`), drawn with a
+    /// fixed seed ([`loop_interval`]).
+    pub fn interval(
+        &self,
+        run: &Run,
+        method: Method,
+        exchange: ExchangeTime,
+    ) -> Result<LoopInterval, ModelError> {
+        let (_, shapes) = self.at_working_set(run).shapes(run, method, exchange)?;
+        Ok(loop_interval(&shapes, run.iterations))
+    }
+
+    /// The machine as it runs `run`: with a host memory curve and a
+    /// calibrated working set, the seconds per cell of each device in host
+    /// memory without a tile curve (a sweep measured its tiles) times
+    /// [`cell_cost_factor`] at the run's working set, the fastest such
+    /// device the reference. Otherwise the machine itself.
+    pub fn at_working_set(&self, run: &Run) -> Cow<'_, Machine> {
+        let (Some(memory), Some(at)) = (&self.memory, &self.calibrated_at) else {
+            return Cow::Borrowed(self);
+        };
+        let cells: Vec<f64> = self
+            .devices
+            .iter()
+            .zip(&run.rows)
+            .filter(|(d, _)| d.host_memory)
+            .map(|(_, &r)| (r * run.cells_per_row) as f64)
+            .collect();
+        let now = WorkingSet::of(
+            &cells,
+            run.cells_per_row as f64,
+            run.cell_bytes(),
+            run.halo_rows as f64,
+        );
+        let reference = self
+            .devices
+            .iter()
+            .filter(|d| d.host_memory)
+            .map(|d| d.seconds_per_cell)
+            .fold(f64::INFINITY, f64::min);
+        let factor = cell_cost_factor(memory, at, &now, reference);
+        let mut m = self.clone();
+        for d in m
+            .devices
+            .iter_mut()
+            .filter(|d| d.host_memory && d.tile_curve.is_empty())
+        {
+            d.seconds_per_cell *= factor;
+        }
+        Cow::Owned(m)
+    }
+
+    /// The prediction, and each device's iteration as its noise moves it.
+    fn shapes(
+        &self,
+        run: &Run,
+        method: Method,
+        exchange: ExchangeTime,
+    ) -> Result<(Prediction, Vec<IterationShape>), ModelError> {
         let p = self.devices.len();
         if run.rows.len() != p {
             return Err(ModelError::DeviceCount {
@@ -530,6 +613,7 @@ impl Machine {
         let staging = self.staging(m, &chain)?;
 
         let mut devices = Vec::with_capacity(p);
+        let mut shapes = Vec::with_capacity(p);
         let mut iteration: f64 = 0.0;
         for (d, &staged) in staging.iter().enumerate() {
             let nb = neighbours(d);
@@ -540,14 +624,23 @@ impl Machine {
                 ExchangeTime::Phase(_) if nb == 0.0 => 0.0,
                 ExchangeTime::Phase(t) => t,
             };
-            let (compute, exchange, time) = match method {
+            let dev = &self.devices[d];
+            let additive = |compute: f64, exchange: f64| IterationShape {
+                before: compute,
+                overlapped: 0.0,
+                exchange,
+                after: 0.0,
+                cv: dev.cv,
+                spell: dev.spell,
+            };
+            let (compute, exchange, time, shape) = match method {
                 Method::Hockney => {
                     let (c, e) = (own(d), phase(nb * link.hockney.time(m)) + staged);
-                    (c, e, c + e)
+                    (c, e, c + e, additive(c, e))
                 }
                 Method::LogGp => {
                     let (c, e) = (own(d), phase(loggp_exchange(&link.loggp, nb, m)) + staged);
-                    (c, e, c + e)
+                    (c, e, c + e, additive(c, e))
                 }
                 Method::HcLogP => {
                     // HCLogP assumes the work divided by power (Eq. 3.2 with
@@ -566,13 +659,13 @@ impl Machine {
                         1.0 / l.big_g,
                         l.o_s + l.o_r,
                     )) + staged;
-                    (c, e, c + e)
+                    (c, e, c + e, additive(c, e))
                 }
                 Method::Rivera => {
                     // Rivera assumes equal work per process (§4.2).
                     let c = self.devices[d].time(total_cells / p as f64);
                     let e = phase(nb * rivera_p2p(&link.hockney, link.switch_latency, m)) + staged;
-                    (c, e, c + e)
+                    (c, e, c + e, additive(c, e))
                 }
                 Method::Overlap => {
                     let rows = run.rows[d];
@@ -580,7 +673,6 @@ impl Machine {
                     // halos leave (`hitmap::VpHalo::send_widths`), as the
                     // simulator has it.
                     let border_rows = rows.min(run.halo_rows * nb as u64);
-                    let dev = &self.devices[d];
                     let spc = dev.seconds_per_cell;
                     // The fixed cost is paid before the halos leave: the
                     // threads wake for the border strips first.
@@ -599,21 +691,31 @@ impl Machine {
                         border + inner,
                         e,
                         border + e.max(inner) + self.iteration_overhead,
+                        IterationShape {
+                            before: border,
+                            overlapped: inner,
+                            exchange: e,
+                            after: self.iteration_overhead,
+                            cv: dev.cv,
+                            spell: dev.spell,
+                        },
                     )
                 }
             };
             iteration = iteration.max(time);
             devices.push(DeviceTime { compute, exchange });
+            shapes.push(shape);
         }
         let iters = run.iterations as f64;
-        Ok(Prediction {
+        let prediction = Prediction {
             method,
             devices,
             iteration,
             loop_time: iteration * iters,
             balanced_iteration,
             balanced_loop: balanced_iteration * iters,
-        })
+        };
+        Ok((prediction, shapes))
     }
 }
 
@@ -972,6 +1074,68 @@ mod tests {
         let json = r#"{"devices":[{"name":"c","seconds_per_cell":1e-9}],"links":[]}"#;
         let back: Machine = serde_json::from_str(json).unwrap();
         assert!(back.memory.is_none() && !back.devices[0].host_memory);
+    }
+
+    /// At the working set it was calibrated at, a machine predicts as its
+    /// lines do; at four times the cells per device its host devices' cells
+    /// cost the factor `cell_cost` gives, the same for both, and the
+    /// balanced time with them. Without noise the interval is the point;
+    /// with it, it brackets the median.
+    #[test]
+    fn the_working_set_moves_host_devices_and_noise_makes_an_interval() {
+        let memory = HostMemory::new(vec![(2e6, 64e9), (32e6, 8e9)]).unwrap();
+        let mut m = machine(&[1e-9, 2e-9]).with_memory(memory.clone());
+        for d in &mut m.devices {
+            d.host_memory = true;
+        }
+        let run = |rows: u64| Run {
+            rows: vec![rows, rows],
+            cells_per_row: 1000,
+            halo_rows: 1,
+            halo_bytes_per_row: 4000.0,
+            iterations: 100,
+            link: "net".into(),
+        };
+        let at = WorkingSet::of(&[5e5, 5e5], 1000.0, 4.0, 1.0);
+        let mut calibrated = m.clone();
+        calibrated.calibrated_at = Some(at);
+        for method in Method::ALL {
+            assert_eq!(
+                calibrated.predict(&run(500), method).unwrap(),
+                m.predict(&run(500), method).unwrap()
+            );
+        }
+        let big = calibrated.predict(&run(2000), Method::Hockney).unwrap();
+        let k = cell_cost_factor(
+            &memory,
+            &at,
+            &WorkingSet::of(&[2e6, 2e6], 1000.0, 4.0, 1.0),
+            1e-9,
+        );
+        assert!(k > 1.0);
+        for (d, spc) in [(0, 1e-9), (1, 2e-9)] {
+            let want = (k * spc * 2e6).max(m.kernel_times(&[2e6, 2e6], 4.0)[d]);
+            assert!(
+                (big.devices[d].compute / want - 1.0).abs() < 1e-12,
+                "{big:?}"
+            );
+        }
+        let quiet = calibrated.predict(&run(2000), Method::Overlap).unwrap();
+        let i = calibrated
+            .interval(&run(2000), Method::Overlap, ExchangeTime::Links)
+            .unwrap();
+        for x in [i.low, i.median, i.high] {
+            assert!((x / quiet.loop_time - 1.0).abs() < 1e-12, "{i:?}");
+        }
+        for d in &mut calibrated.devices {
+            d.cv = 0.1;
+            d.spell = 0.05;
+        }
+        let i = calibrated
+            .interval(&run(2000), Method::Overlap, ExchangeTime::Links)
+            .unwrap();
+        assert!(i.low < i.median && i.median < i.high, "{i:?}");
+        assert!(i.low < quiet.loop_time && quiet.loop_time < i.high, "{i:?}");
     }
 
     #[test]

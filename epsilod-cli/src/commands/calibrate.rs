@@ -16,6 +16,7 @@ use epsilod::{Cluster, DeviceKind, DeviceSpec};
 use hitmap::{Footprint, Layout};
 use hitmap::{HaloPlan, Partition, Shape, Transport, TransportError};
 use models::calibrate::{device_line, link, tile_curve, Pass, PingPong, MIN_CELL_SPREAD};
+use models::cell_cost::WorkingSet;
 use models::link::{Hockney, LogGp, Overheads, Sample};
 use models::predict::{Device, LinkClass, Machine};
 use serde::Serialize;
@@ -161,6 +162,7 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
             );
         }
         machine = machine.with_memory(super::memory::host_curve()?);
+        machine.calibrated_at = calibrated_working_set(&args.run, &machine, &passes_of)?;
     }
     if weighted {
         machine.rebalance = measure_rebalance(&run, cluster)?;
@@ -174,6 +176,41 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
         }
     }
     Ok(())
+}
+
+/// The working set the devices' lines were fitted at: the seeded pass's
+/// tiles (the last of each device's passes, whose spread the machine
+/// keeps) of the devices in host memory, rows as wide as the interior.
+/// `None` without `--size` (the run's size is an input file's).
+fn calibrated_working_set(
+    run: &RunArgs,
+    machine: &Machine,
+    passes: &[Vec<Pass>],
+) -> Result<Option<WorkingSet>, CliError> {
+    let Some(size) = &run.size else {
+        return Ok(None);
+    };
+    let (shape, borders) = super::predict::stencil_shape(&run.stencil)?;
+    let size = parse_size(size, shape.ndims)?;
+    let cells_per_row: f64 = size
+        .iter()
+        .zip(&borders)
+        .skip(1)
+        .map(|(&n, &b)| n.saturating_sub(b) as f64)
+        .product();
+    let cells: Vec<f64> = machine
+        .devices
+        .iter()
+        .zip(passes)
+        .filter(|(d, _)| d.host_memory)
+        .filter_map(|(_, p)| p.last().map(|p| p.cells))
+        .collect();
+    Ok(Some(WorkingSet::of(
+        &cells,
+        cells_per_row,
+        shape.cell_bytes as f64,
+        shape.reach as f64,
+    )))
 }
 
 /// The run as calibration runs it: `iters` iterations, no load balancing,
@@ -597,6 +634,9 @@ struct Summary<'a> {
     rebalance: Option<Hockney>,
     /// The host's copy rate by working set.
     host_memory: Vec<MemoryRate>,
+    /// The working set the lines were fitted at, when the memory curve is
+    /// measured: seconds per cell follow a run's working set from it.
+    calibrated_at: Option<WorkingSet>,
 }
 
 /// One device's fitted line and the points it went through.
@@ -606,6 +646,8 @@ struct DeviceSummary<'a> {
     seconds_per_cell: f64,
     fixed_seconds: f64,
     cv: f64,
+    /// Slow spells: the log spread of the device's speed between runs.
+    spell: f64,
     relative_power: f64,
     samples: usize,
     /// Each pass's median kernel seconds and cells.
@@ -676,6 +718,7 @@ impl<'a> Summary<'a> {
                     seconds_per_cell: d.seconds_per_cell,
                     fixed_seconds: d.fixed_seconds,
                     cv: d.cv,
+                    spell: d.spell,
                     relative_power: d.relative_power,
                     samples: d.samples,
                     passes: points(passes.get(k)),
@@ -715,6 +758,7 @@ impl<'a> Summary<'a> {
                     bytes_per_second,
                 })
                 .collect(),
+            calibrated_at: m.calibrated_at,
         }
     }
 
@@ -803,6 +847,23 @@ impl<'a> Summary<'a> {
                 points.join(", ")
             );
         }
+        if let Some(w) = &self.calibrated_at {
+            s += &format!(
+                "calibrated working set {:.1} MiB over {} stream(s), rows of {} B: seconds per cell follow a run's working set from it\n",
+                w.bytes / (1 << 20) as f64,
+                w.streams,
+                w.row_bytes
+            );
+        }
+        let spells: Vec<String> = self
+            .devices
+            .iter()
+            .map(|d| format!("{} {:.3}", d.name, d.spell))
+            .collect();
+        s += &format!(
+            "slow spells (log spread between runs): {}\n",
+            spells.join(", ")
+        );
         s
     }
 }

@@ -148,11 +148,16 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
     let mut predictions = Vec::new();
     for m in methods {
         let p = machine.predict_with(&run, m, exchange).map_err(perr)?;
+        let interval = machine.interval(&run, m, exchange).map_err(perr)?;
         predictions.push(MethodFigures {
             method: m.name(),
             iteration_seconds: p.iteration,
             loop_seconds: p.loop_time,
             balanced_loop_seconds: p.balanced_loop,
+            median_loop_seconds: interval.median,
+            interval_loop_seconds: [interval.low, interval.high],
+            interval_contains_measured: measured
+                .map(|r| (interval.low..=interval.high).contains(&r)),
             relative_error: measured
                 .map(|r| metrics::relative_error(p.loop_time, r))
                 .transpose()
@@ -199,6 +204,12 @@ struct MethodFigures {
     iteration_seconds: f64,
     loop_seconds: f64,
     balanced_loop_seconds: f64,
+    /// The loop time's median under the calibrated noise.
+    median_loop_seconds: f64,
+    /// Its 90% interval: the 5th and 95th percentiles.
+    interval_loop_seconds: [f64; 2],
+    /// Whether `--against`'s loop time lies in the interval.
+    interval_contains_measured: Option<bool>,
     /// Against `--against`'s loop time.
     relative_error: Option<f64>,
     devices: Vec<DeviceFigures>,
@@ -250,6 +261,16 @@ impl Figures {
                     t.rows, t.compute_seconds, t.exchange_seconds
                 );
             }
+            let [lo, hi] = p.interval_loop_seconds;
+            let inside = match p.interval_contains_measured {
+                Some(true) => ", measured inside",
+                Some(false) => ", measured outside",
+                None => "",
+            };
+            text += &format!(
+                "  loop median {:.4} s, 90% interval {lo:.4} to {hi:.4} s{inside}\n",
+                p.median_loop_seconds
+            );
         }
         if let Some(r) = self.measured_loop_seconds {
             text += &format!("measured loop_s {r:.4}\n");
@@ -261,18 +282,18 @@ impl Figures {
 /// What predict needs of a stencil: what `--halo-rows` and `--cell-bytes`
 /// say by hand, and the boundary run checks a size against.
 #[derive(Clone, Copy)]
-struct StencilShape {
+pub(crate) struct StencilShape {
     /// Its reach along the partitioned axis: the halo rows.
-    reach: u64,
+    pub(crate) reach: u64,
     /// Bytes of one cell.
-    cell_bytes: u64,
+    pub(crate) cell_bytes: u64,
     /// Its dimensions.
-    ndims: usize,
+    pub(crate) ndims: usize,
 }
 
 /// The [`StencilShape`] of a library name or a spec file, and its boundary
 /// cells per dimension (low + high reach).
-fn stencil_shape(name: &str) -> Result<(StencilShape, Vec<usize>), CliError> {
+pub(crate) fn stencil_shape(name: &str) -> Result<(StencilShape, Vec<usize>), CliError> {
     let (low, high, components): (Vec<usize>, Vec<usize>, usize) =
         match kernels::Library::by_name(name) {
             Some(lib) => {

@@ -1025,6 +1025,58 @@ fn predict_partitions_by_calibrated_power_and_scores_a_report() {
     );
 }
 
+/// A calibrated machine's noise makes an interval: `--json` carries the
+/// median and the 90% interval, low <= median <= high, and the text says
+/// them. Its working set moves the seconds per cell: two 1.6 M-cell tiles
+/// (26.2 MB resident) against the 4 MB calibrated cost each cell the
+/// calibrated 1 ns plus the difference of memory times, 8 B a cell over
+/// half the curve's rate (hand-computed from its log-log line).
+#[test]
+fn predict_gives_a_median_and_interval_at_the_runs_working_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = machine_file(
+        dir.path(),
+        r#"{"devices":[{"name":"a","seconds_per_cell":1e-9,"cv":0.1,"spell":0.05,"host_memory":true},
+                       {"name":"b","seconds_per_cell":1e-9,"cv":0.1,"spell":0.05,"host_memory":true}],
+ "links":[{"name":"local","hockney":{"alpha":1e-6,"beta":1e-10},"loggp":{"l":1e-6,"o_s":0,"o_r":0,"g":0,"big_g":1e-10}}],
+ "memory":{"rates":[[2e6,64e9],[4e6,64e9],[32e6,8e9],[512e6,8e9]]},
+ "calibrated_at":{"bytes":4e6,"streams":2,"cell_bytes":4,"row_bytes":4096,"reach_rows":3}}"#,
+    );
+    let m = model.to_str().unwrap();
+    let args = [
+        "predict",
+        "--model",
+        m,
+        "--size",
+        "3202x1026",
+        "--stencil",
+        "2d4",
+        "--iters",
+        "300",
+        "--weights",
+        "1,1",
+    ];
+    let doc: serde_json::Value =
+        serde_json::from_str(&common::ok(&[&args[..], &["--json", "-"]].concat())).unwrap();
+    let p = &doc["predictions"][0];
+    let median = p["median_loop_seconds"].as_f64().unwrap();
+    let [lo, hi] = [0, 1].map(|k| p["interval_loop_seconds"][k].as_f64().unwrap());
+    assert!(lo <= median && median <= hi && lo < hi, "{p}");
+    assert!(p["interval_contains_measured"].is_null(), "{p}");
+    let cells = 1600.0 * 1024.0;
+    let rate = (64e9f64.ln() + (26.2144e6f64 / 4e6).ln() / 8f64.ln() * (8e9f64 / 64e9).ln()).exp();
+    let want = cells * (1e-9 + 16.0 / rate - 16.0 / 64e9);
+    let got = p["devices"][0]["compute_seconds"].as_f64().unwrap();
+    assert!((got / want - 1.0).abs() < 1e-9, "{got} {want}");
+    let text = common::ok(&args);
+    assert!(
+        text.contains(&format!(
+            "  loop median {median:.4} s, 90% interval {lo:.4} to {hi:.4} s\n"
+        )),
+        "{text}"
+    );
+}
+
 /// `--stencil` gives the halo rows and cell bytes the options say by hand,
 /// and the boundary its kernels leave alone; with no stencil named the
 /// boundary is `--halo-rows` deep on every side. 2dnc8 reaches 2 rows of

@@ -113,6 +113,18 @@ fn predict_writes_the_figures_it_prints() {
                 )
             );
         }
+        // Then the loop time's median and 90% interval.
+        let interval = &p["interval_loop_seconds"];
+        assert_eq!(
+            lines.next().unwrap(),
+            format!(
+                "  loop median {} s, 90% interval {} to {} s",
+                fmt(&p["median_loop_seconds"], 4),
+                fmt(&interval[0], 4),
+                fmt(&interval[1], 4)
+            )
+        );
+        assert!(p["interval_contains_measured"].is_null());
     }
     assert_eq!(lines.next(), None);
     assert!(doc["measured_loop_seconds"].is_null());
