@@ -715,6 +715,11 @@ pub struct RunArgs {
     /// from the last checkpoint, or the start).
     #[arg(long, default_value = "stop", value_parser = clap::value_parser!(OnFailure))]
     pub on_failure: OnFailure,
+    /// Under MPI, end the job when a peer rank sends nothing a device waits for during this many
+    /// seconds (killed, stopped or cut off the network), with an error naming that rank and its
+    /// host; 0: wait for ever.
+    #[arg(long, default_value_t = epsilod::options::PEER_TIMEOUT.as_secs_f64(), value_name = "SECONDS", value_parser = parse_seconds)]
+    pub peer_timeout: f64,
     /// Measure each CPU device's kernel thread CPU time into the report's cpu_seconds (off by
     /// default: two system calls per launch, a noticeable share of a small grid's iteration).
     #[arg(long)]

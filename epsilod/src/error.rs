@@ -5,7 +5,8 @@
 use crate::size::size_text;
 use controllers::registry::OptionError;
 use controllers::DeviceError;
-use hitmap::{HitmapError, Partition, TransportError};
+use hitmap::{Awaited, HitmapError, Partition, TransportError};
+use std::time::Duration;
 use thiserror::Error;
 
 /// What is wrong with a device string or a device file's table.
@@ -531,6 +532,60 @@ impl RunError {
             }
         )
     }
+
+    /// The rank a virtual process of rank `by` waited for in vain, where
+    /// that stopped it; `hosts` names every rank's host.
+    pub fn silent_peer(&self, hosts: &[String], by: usize) -> Option<SilentPeer> {
+        let RunError::Vp {
+            cause:
+                VpError::Transport(TransportError::Silent {
+                    rank,
+                    awaited,
+                    waited,
+                    ..
+                }),
+            ..
+        } = self
+        else {
+            return None;
+        };
+        Some(SilentPeer {
+            rank: *rank,
+            host: hosts.get(*rank).cloned().unwrap_or_else(|| "?".into()),
+            by,
+            awaited: *awaited,
+            waited: *waited,
+        })
+    }
+}
+
+/// A rank that stopped answering (killed, stopped, or cut off the network),
+/// as the rank that waited for it tells it.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error(
+    "rank {rank} on {host} stopped answering during {} (rank {by} had no message from it for {} s)",
+    during(*.awaited),
+    (.waited.as_secs_f64() * 10.0).round() / 10.0
+)]
+pub struct SilentPeer {
+    /// The rank that stopped answering.
+    pub rank: usize,
+    /// Its host.
+    pub host: String,
+    /// The rank that waited for it.
+    pub by: usize,
+    /// The message waited for.
+    pub awaited: Awaited,
+    /// How long it was waited for.
+    pub waited: Duration,
+}
+
+/// What the message waited for belongs to, in a run's terms.
+fn during(awaited: Awaited) -> String {
+    match awaited {
+        Awaited::Cells(tag) | Awaited::Values(tag) => crate::tag::Tag::decode(tag).to_string(),
+        Awaited::Collective(_) => "a step every virtual process takes together".into(),
+    }
 }
 
 /// Joining the job failed.
@@ -598,6 +653,7 @@ mod tests {
         };
         assert!(gone.is_peer_gone());
         assert!(!e.is_peer_gone());
+        assert!(gone.silent_peer(&[], 0).is_none());
         // A cause of several lines (a compiler's log) stays one line.
         let log = RunError::Vp {
             vp: 0,
@@ -615,6 +671,39 @@ mod tests {
         assert_eq!(
             chain(&log),
             "virtual process 0 (opencl) failed: device backend failure: kernel '2d4' failed to build for OpenCL: 1 error generated.; bracket nesting"
+        );
+    }
+
+    /// A silent peer is named by rank and host, with what was waited for
+    /// in the run's terms, iterations counted from 1.
+    #[test]
+    fn a_silent_peer_is_named_with_its_host_and_the_iteration() {
+        let silent = |awaited| RunError::Vp {
+            vp: 0,
+            device: "cpu".into(),
+            cause: VpError::Transport(TransportError::Silent {
+                peer: 3,
+                rank: 1,
+                awaited,
+                waited: Duration::from_millis(30_004),
+            }),
+        };
+        let hosts = ["n1".to_string(), "n2".to_string()];
+        let halo = crate::tag::Tag::Halo(811).encode();
+        assert_eq!(
+            silent(Awaited::Cells(halo))
+                .silent_peer(&hosts, 0)
+                .unwrap()
+                .to_string(),
+            "rank 1 on n2 stopped answering during the halo exchange of iteration 812 (rank 0 had no message from it for 30 s)"
+        );
+        let times = crate::tag::Tag::Times(9).encode();
+        assert_eq!(
+            silent(Awaited::Values(times))
+                .silent_peer(&hosts, 2)
+                .unwrap()
+                .to_string(),
+            "rank 1 on n2 stopped answering during the exchange of kernel times of iteration 10 (rank 2 had no message from it for 30 s)"
         );
     }
 }

@@ -10,6 +10,12 @@ use crate::output::Snapshots;
 use hitmap::Partition;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long, by default, a virtual process under MPI waits for a peer that
+/// sends nothing before it ends the job: well past any iteration, start-up
+/// or checkpoint write a peer may be busy with.
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Told the number of iterations every local virtual process has finished,
 /// from the thread that started the run, every few milliseconds while it
@@ -63,6 +69,10 @@ pub struct RunOptions {
     /// Send every halo through the host, even between devices that share
     /// memory (see [`Skeleton::host_halos`](crate::Skeleton::host_halos)).
     pub host_halos: bool,
+    /// Under MPI, how long a virtual process waits for a peer that sends
+    /// nothing before the job ends with an error naming it; `None`: for
+    /// ever (see [`Skeleton::peer_timeout`](crate::Skeleton::peer_timeout)).
+    pub peer_timeout: Option<Duration>,
 }
 
 impl Default for RunOptions {
@@ -86,6 +96,7 @@ impl Default for RunOptions {
             cpu_time: false,
             iteration_records: None,
             host_halos: false,
+            peer_timeout: Some(PEER_TIMEOUT),
         }
     }
 }

@@ -122,6 +122,16 @@ impl<T: Cell> Skeleton<T> {
         self
     }
 
+    /// Under MPI, how long a virtual process waits for a message from a
+    /// peer that sends nothing (its rank killed, stopped or cut off the
+    /// network) before it ends the job with an error naming that rank and
+    /// its host; `None` waits for ever. Default
+    /// [`PEER_TIMEOUT`](crate::options::PEER_TIMEOUT).
+    pub fn peer_timeout(mut self, limit: Option<std::time::Duration>) -> Self {
+        self.options.peer_timeout = limit;
+        self
+    }
+
     /// Writes a checkpoint into `dir` every `every` iterations (not after
     /// the last), keeping the last two; see [`crate::checkpoint`]. The run
     /// holds `dir`'s lock throughout, and refuses a `dir` that another run
@@ -411,7 +421,10 @@ impl<T: Cell> Skeleton<T> {
         let _measuring = self.options.cpu_time.then(controllers::cpu_time::measure);
         if job.size > 1 {
             #[cfg(feature = "mpi")]
-            return execute(self.plan(), &crate::cluster::mpi::MpiJob::new(job));
+            return execute(
+                self.plan(),
+                &crate::cluster::mpi::MpiJob::new(job).patience(self.options.peer_timeout),
+            );
             #[cfg(not(feature = "mpi"))]
             return Err(SetupError::NoMpi { size: job.size }.into());
         }

@@ -44,6 +44,41 @@ impl Tag {
             Tag::Refresh(n) => REDISTRIBUTE + 2 * n as u64 + 1,
         }
     }
+
+    /// The purpose a transport tag encodes.
+    pub(crate) fn decode(tag: u64) -> Tag {
+        match tag {
+            t if t >= REDISTRIBUTE => {
+                let (n, refresh) = ((t - REDISTRIBUTE) / 2, (t - REDISTRIBUTE) % 2 == 1);
+                if refresh {
+                    Tag::Refresh(n as usize)
+                } else {
+                    Tag::Move(n as usize)
+                }
+            }
+            t if t >= TIMES => Tag::Times(t - TIMES),
+            t if t >= CHECKPOINT => Tag::Checkpoint(t - CHECKPOINT),
+            t if t >= SNAPSHOT => Tag::Snapshot(t - SNAPSHOT),
+            t if t >= DEEPEN => Tag::Deepen(t - DEEPEN),
+            t => Tag::Halo(t),
+        }
+    }
+}
+
+/// What the messages of a tag are for, iterations counted from 1 (a halo
+/// of iteration index `it` belongs to the `it + 1`-th iteration).
+impl std::fmt::Display for Tag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Tag::Halo(it) => write!(f, "the halo exchange of iteration {}", it + 1),
+            Tag::Times(it) => write!(f, "the exchange of kernel times of iteration {}", it + 1),
+            Tag::Move(n) => write!(f, "the row moves of rebalance {}", n + 1),
+            Tag::Refresh(n) => write!(f, "the halo refresh after rebalance {}", n + 1),
+            Tag::Checkpoint(it) => write!(f, "the checkpoint after iteration {it}"),
+            Tag::Snapshot(it) => write!(f, "the snapshot after iteration {it}"),
+            Tag::Deepen(it) => write!(f, "the deeper halo exchange before iteration {}", it + 1),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -65,6 +100,7 @@ mod tests {
                 Tag::Deepen(i),
             ] {
                 assert!(seen.insert(t.encode()), "{t:?} collides");
+                assert_eq!(Tag::decode(t.encode()), t, "{t:?} read back");
             }
         }
         // Far apart: a run of 2^61 iterations would be needed to collide.

@@ -24,6 +24,6 @@ pub use shape::Shape;
 pub use sig::Sig;
 pub use tile::Tile;
 pub use topology::Topology;
-pub use transport::{in_process, InProcess, Transport, TransportError, SPIN};
+pub use transport::{in_process, Awaited, InProcess, Transport, TransportError, SPIN};
 #[cfg(feature = "mpi")]
 pub use transport::{MpiTransport, Placement, MAX_TAG};

@@ -6,8 +6,9 @@
 
 use epsilod_testkit::process::under_mpirun;
 use hitmap::transport::conformance;
-use hitmap::{MpiTransport, Placement, Transport, TransportError};
+use hitmap::{Awaited, MpiTransport, Placement, Transport, TransportError};
 use std::sync::Arc;
+use std::time::Duration;
 
 const RANKS: usize = 3;
 const PLACEMENT: [usize; 5] = [0, 1, 2, 0, 1];
@@ -45,16 +46,47 @@ fn rank_main() {
 }
 
 /// The exchange, then the conformance checks, on virtual process `p`'s
-/// endpoint.
+/// endpoint; then both again on an endpoint whose receives poll with a
+/// patience, and a receive that waits in vain.
 fn exchange(p: usize, placement: Arc<Placement>) {
-    let mut ep = MpiTransport::<u32>::new(p, placement).unwrap();
-    hand_written(&mut ep);
-    for (name, check) in conformance::all::<u32, MpiTransport<u32>>() {
-        check(&mut ep);
-        if p == 0 {
-            println!("mpi transport conformance: {name} ok");
+    for patience in [None, Some(Duration::from_secs(60))] {
+        let mut ep = MpiTransport::<u32>::new(p, placement.clone())
+            .unwrap()
+            .patience(patience);
+        hand_written(&mut ep);
+        for (name, check) in conformance::all::<u32, MpiTransport<u32>>() {
+            check(&mut ep);
+            if p == 0 {
+                println!("mpi transport conformance ({patience:?}): {name} ok");
+            }
         }
     }
+    silent_peer(p, placement);
+}
+
+/// A receive from a peer that sends nothing gives up after its patience,
+/// naming the peer, its rank and the message; the others go on.
+fn silent_peer(p: usize, placement: Arc<Placement>) {
+    let patience = Duration::from_millis(300);
+    let mut ep = MpiTransport::<u32>::new(p, placement)
+        .unwrap()
+        .patience(Some(patience));
+    ep.barrier().unwrap();
+    let q = (p + 1) % PLACEMENT.len();
+    match ep.recv(q, 999_999) {
+        Err(TransportError::Silent {
+            peer,
+            rank,
+            awaited,
+            waited,
+        }) => {
+            assert_eq!((peer, rank), (q, PLACEMENT[q]));
+            assert_eq!(awaited, Awaited::Cells(999_999));
+            assert!(waited >= patience, "{waited:?}");
+        }
+        other => panic!("a receive from a silent peer: {other:?}"),
+    }
+    ep.barrier().unwrap();
 }
 
 fn hand_written(ep: &mut MpiTransport<u32>) {

@@ -226,6 +226,8 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             cpu_time: args.cpu_time,
             iteration_records: None,
             host_halos: crate::knobs::host_halos(),
+            peer_timeout: (args.peer_timeout > 0.0)
+                .then(|| std::time::Duration::from_secs_f64(args.peer_timeout)),
             snapshots: args
                 .snapshot_every
                 .zip(args.snapshot.clone())

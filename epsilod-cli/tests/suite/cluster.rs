@@ -1,7 +1,8 @@
 //! Jobs across emulated nodes (scripts/cluster: network namespaces with
 //! hostnames of their own, Open MPI over TCP between them): the bytes of
 //! one process, device files placing devices by node, checkpoints moving
-//! between node counts, and a node that dies ending the job. Each test
+//! between node counts, and a node that dies, is cut off the network or
+//! stops answering ending the job within seconds. Each test
 //! brings up a cluster of its own and always brings it down; where
 //! namespaces cannot be made (not root), it says so and passes.
 #![cfg(feature = "mpi")]
@@ -96,6 +97,49 @@ impl Cluster {
             .map(|p| p.parse().unwrap())
             .collect()
     }
+}
+
+impl Cluster {
+    /// `cmd` on 3 nodes, one rank each, once it has written a checkpoint
+    /// into `ck`: its ranks are in their iteration loop.
+    fn in_its_loop(&self, cmd: &[&str], ck: &str) -> Child {
+        let mut job = self
+            .command(&["-np", "3", "--map-by", "node"], cmd)
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while checkpoints(ck).is_empty() {
+            if start.elapsed() > LIMIT || job.try_wait().unwrap().is_some() {
+                let _ = job.kill();
+                panic!("no checkpoint: {:?}", job.wait_with_output());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        job
+    }
+
+    /// The ids of the epsilod ranks on node `i`.
+    fn ranks(&self, i: usize) -> Vec<u32> {
+        let is_rank = |p: &u32| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|s| s.trim() == "epsilod")
+        };
+        self.pids(i).into_iter().filter(is_rank).collect()
+    }
+}
+
+/// The iterations of the checkpoints in `ck`, oldest first.
+fn checkpoints(ck: &str) -> Vec<u64> {
+    let mut its: Vec<u64> = std::fs::read_dir(ck)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("ckpt-")?.parse().ok()
+        })
+        .collect();
+    its.sort();
+    its
 }
 
 impl Drop for Cluster {
@@ -330,36 +374,9 @@ fn a_node_whose_ranks_die_ends_the_job_and_its_checkpoints_finish_on_2_nodes() {
     args.extend(["--iters", "100000000", "--checkpoint-every", "20"]);
     args.extend(["--checkpoint-dir", &ck, "--on-failure", "recover"]);
     args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", CPU1]);
-    let mut job = c
-        .command(&["-np", "3", "--map-by", "node"], &args)
-        .spawn()
-        .unwrap();
     // Once a checkpoint is complete, kill node 2's rank.
-    let start = Instant::now();
-    let checkpoints = || -> Vec<u64> {
-        let mut its: Vec<u64> = std::fs::read_dir(&ck)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.strip_prefix("ckpt-")?.parse().ok()
-            })
-            .collect();
-        its.sort();
-        its
-    };
-    while checkpoints().is_empty() {
-        if start.elapsed() > LIMIT || job.try_wait().unwrap().is_some() {
-            let _ = job.kill();
-            panic!("no checkpoint: {:?}", job.wait_with_output());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let is_rank = |p: &u32| {
-        std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|s| s.trim() == "epsilod")
-    };
-    let ranks: Vec<u32> = c.pids(2).into_iter().filter(is_rank).collect();
+    let job = c.in_its_loop(&args, &ck);
+    let ranks = c.ranks(2);
     assert_eq!(ranks.len(), 1, "node 2's ranks: {ranks:?}");
     // mpirun names the rank by its id in the job's PID namespace.
     let job_pid = std::fs::read_to_string(format!("/proc/{}/status", ranks[0]))
@@ -391,7 +408,7 @@ fn a_node_whose_ranks_die_ends_the_job_and_its_checkpoints_finish_on_2_nodes() {
         assert_eq!(c.pids(i), Vec::<u32>::new(), "processes left on node {i}");
     }
     // The newest checkpoint, on the nodes left, to 20 iterations past it.
-    let newest = *checkpoints().last().unwrap();
+    let newest = *checkpoints(&ck).last().unwrap();
     let iters = (newest + 20).to_string();
     let (out, rep, one) = (
         path(dir.path(), "two.dat"),
@@ -409,5 +426,85 @@ fn a_node_whose_ranks_die_ends_the_job_and_its_checkpoints_finish_on_2_nodes() {
     assert!(
         same_bytes(&out, &one),
         "the restart after the lost node differs from the uninterrupted run"
+    );
+}
+
+/// Node 2's rank silenced by `silence` mid-run, every rank waiting at most
+/// 2 s for a message: the job ends within `bound` of it, non-zero, each
+/// line of the ranks that waited naming rank 1 and node 2, and nothing is
+/// left running.
+fn silenced_node_is_named(tag: &str, silence: impl FnOnce(&Cluster), bound: Duration) {
+    let Some(c) = Cluster::up(tag, 3) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ck = path(dir.path(), "ck");
+    let mut args = vec![bin(), "run", "2d4", "--size", "130", "--quiet"];
+    args.extend(["--iters", "100000000", "--peer-timeout", "2"]);
+    args.extend(["--checkpoint-every", "20", "--checkpoint-dir", &ck]);
+    args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", CPU1]);
+    let job = c.in_its_loop(&args, &ck);
+    silence(&c);
+    let silenced_at = Instant::now();
+    let o = wait_bounded(job);
+    let took = silenced_at.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{}: {err}", o.status);
+    assert!(took < bound, "the job took {took:?} to end: {err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("stopped answering"))
+        .collect();
+    // Ranks 0 and 2 both wait for rank 1; the first abort may end the
+    // other before it prints.
+    assert!((1..=2).contains(&lines.len()), "{err}");
+    let named = format!(
+        "error: rank 1 on {} stopped answering during the halo exchange of iteration ",
+        c.node(2)
+    );
+    for l in lines {
+        assert!(
+            l.starts_with(&named) && l.ends_with("had no message from it for 2 s)"),
+            "{l}"
+        );
+    }
+    for i in 1..=3 {
+        assert_eq!(c.pids(i), Vec::<u32>::new(), "processes left on node {i}");
+    }
+}
+
+/// A node cut off the network (its link down, nothing dies): the ranks
+/// waiting for it name it, and mpirun gives up on its daemon.
+#[test]
+fn a_node_cut_off_the_network_is_named_and_the_job_ends() {
+    silenced_node_is_named(
+        "cut",
+        |c| {
+            let down = Command::new("ip")
+                .args(["-n", &c.node(2), "link", "set", "eth0", "down"])
+                .status()
+                .unwrap();
+            assert!(down.success());
+        },
+        Duration::from_secs(40),
+    );
+}
+
+/// A rank that stops (SIGSTOP: alive, its node reachable, silent): the
+/// ranks waiting for it name it and end the job.
+#[test]
+fn a_stopped_rank_is_named_and_the_job_ends() {
+    silenced_node_is_named(
+        "stop",
+        |c| {
+            let ranks = c.ranks(2);
+            assert_eq!(ranks.len(), 1, "node 2's ranks: {ranks:?}");
+            let stopped = Command::new("kill")
+                .args(["-STOP", &ranks[0].to_string()])
+                .status()
+                .unwrap();
+            assert!(stopped.success());
+        },
+        Duration::from_secs(30),
     );
 }

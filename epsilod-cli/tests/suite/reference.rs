@@ -160,6 +160,7 @@ fn help_is_read_with_its_defaults() {
     let run = options("run");
     assert_eq!(run["iters"].as_deref(), Some("100"));
     assert_eq!(run["partition"].as_deref(), Some("m"));
+    assert_eq!(run["peer-timeout"].as_deref(), Some("300"));
     assert_eq!(run["quiet"], None);
     assert!(!run.contains_key("help"));
     let plot = options("plot");

@@ -9,6 +9,7 @@
 use super::print_error;
 use crate::error::{chain, ControlError, ProtocolError, RunError, VpError};
 use crate::job::{Job, JobInfo, Readiness, WaitPolicy};
+use crate::options::PEER_TIMEOUT;
 use crate::report::Report;
 use crate::results::{VpMeta, VpResult};
 use hitmap::{MpiTransport, Placement, Transport, MAX_TAG};
@@ -17,6 +18,7 @@ use mpi::datatype::PartitionMut;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 const META_TAG: i32 = MAX_TAG + 1;
 const DATA_TAG: i32 = MAX_TAG + 2;
@@ -25,6 +27,8 @@ const DATA_TAG: i32 = MAX_TAG + 2;
 pub(crate) struct MpiJob<'a> {
     info: &'a JobInfo,
     placement: OnceLock<Arc<Placement>>,
+    /// How long a receive waits for a silent peer.
+    patience: Option<Duration>,
 }
 
 impl<'a> MpiJob<'a> {
@@ -32,7 +36,14 @@ impl<'a> MpiJob<'a> {
         MpiJob {
             info,
             placement: OnceLock::new(),
+            patience: Some(PEER_TIMEOUT),
         }
+    }
+
+    /// Receives wait at most `limit` for a silent peer (`None`: for ever).
+    pub(crate) fn patience(mut self, limit: Option<Duration>) -> MpiJob<'a> {
+        self.patience = limit;
+        self
     }
 }
 
@@ -59,7 +70,9 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
             .placement
             .get()
             .ok_or(VpError::Protocol(ProtocolError::BeforePlacement))?;
-        Ok(Box::new(MpiTransport::<T>::new(p, placement.clone())?))
+        Ok(Box::new(
+            MpiTransport::<T>::new(p, placement.clone())?.patience(self.patience),
+        ))
     }
 
     fn fails_fast(&self) -> bool {
@@ -68,8 +81,13 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
 
     fn on_failure(&self, error: &RunError) {
         // The others wait for messages this rank will never send: only
-        // ending the whole job stops them.
-        print_error(&format!("rank {}: {}", self.info.rank, chain(error)));
+        // ending the whole job stops them. A silent peer is the news, not
+        // this rank's process that waited for it.
+        let line = match error.silent_peer(&self.info.hosts, self.info.rank) {
+            Some(silent) => silent.to_string(),
+            None => format!("rank {}: {}", self.info.rank, chain(error)),
+        };
+        print_error(&line);
         SimpleCommunicator::world().abort(1)
     }
 

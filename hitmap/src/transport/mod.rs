@@ -11,6 +11,7 @@ pub use inproc::{in_process, InProcess, SPIN};
 pub use mpi::{MpiTransport, Placement, MAX_TAG};
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
+use std::time::Duration;
 use thiserror::Error;
 
 #[cfg(any(test, feature = "conformance"))]
@@ -55,6 +56,22 @@ pub enum TransportError {
         /// The rank that tried to make its endpoint.
         rank: usize,
     },
+    /// A peer sent nothing a receive waited for within the transport's
+    /// patience (MPI only: a rank stopped, killed or cut off the network).
+    #[error(
+        "virtual process {peer} on rank {rank} sent nothing for {} s (awaited: {awaited})",
+        waited.as_secs_f64()
+    )]
+    Silent {
+        /// The virtual process waited for.
+        peer: usize,
+        /// The MPI rank that hosts it.
+        rank: usize,
+        /// The message waited for.
+        awaited: Awaited,
+        /// How long the receive waited.
+        waited: Duration,
+    },
     /// A payload whose length is not a whole number of values: the sender
     /// used another cell type.
     #[error(
@@ -68,6 +85,27 @@ pub enum TransportError {
         /// The size of one value.
         elem: usize,
     },
+}
+
+/// The message a receive waits for, by the method that waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Awaited {
+    /// Cells (`recv`) with this tag.
+    Cells(u64),
+    /// Values (`recv_values`) with this tag.
+    Values(u64),
+    /// The part of the `n`-th `all_gather` (or barrier) from one process.
+    Collective(u64),
+}
+
+impl std::fmt::Display for Awaited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Awaited::Cells(tag) => write!(f, "cells tagged {tag}"),
+            Awaited::Values(tag) => write!(f, "values tagged {tag}"),
+            Awaited::Collective(n) => write!(f, "its part of collective {n}"),
+        }
+    }
 }
 
 /// Point-to-point messages of cells and small collectives of f64 values

@@ -10,15 +10,19 @@
 //! message, so MPI's non-overtaking rule keeps each header next to its
 //! payload; a receiver that meets another tag first keeps that message for
 //! later, as the in-process transport does.
+//!
+//! MPI cannot tell that a peer is gone: a receive given a patience gives up
+//! once its peer has sent nothing for that long (`TransportError::Silent`).
 
-use super::{pop_oldest, Transport, TransportError};
+use super::{pop_oldest, Awaited, Transport, TransportError};
 use bytemuck::Pod;
 use mpi::datatype::Equivalence;
-use mpi::point_to_point::{Destination, Source};
+use mpi::point_to_point::{Destination, Message, Source, Status};
 use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, Process, SimpleCommunicator};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The MPI standard guarantees tags up to 32767; the top of that range is
 /// left to the cluster's own control messages.
@@ -36,6 +40,25 @@ enum Kind {
     Values = 1,
     Collective = 2,
 }
+
+impl Kind {
+    fn awaited(self, tag: u64) -> Awaited {
+        match self {
+            Kind::Cells => Awaited::Cells(tag),
+            Kind::Values => Awaited::Values(tag),
+            Kind::Collective => Awaited::Collective(tag),
+        }
+    }
+}
+
+/// A receive with a patience polls; past this much waiting it lets other
+/// threads have the core between polls, as a long wait loses nothing by it.
+const YIELD_AFTER: Duration = Duration::from_millis(1);
+
+/// A gap this long between two polls means this process was stopped (a
+/// suspended job) or starved, not that the peer went quiet: the wait
+/// starts again.
+const STALL: Duration = Duration::from_secs(1);
 
 /// Where the virtual processes live: `rank[p]` hosts process `p`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,6 +248,14 @@ impl<U: Pod> Outbox<U> {
     }
 }
 
+impl<U: Pod> Outbox<U> {
+    /// Forgets the sends still running, their buffers leaked: a peer that
+    /// stopped answering may never take them, and waiting would hang.
+    fn abandon(&mut self) {
+        self.in_flight.drain(..).for_each(std::mem::forget);
+    }
+}
+
 impl<U: Pod> Drop for Outbox<U> {
     fn drop(&mut self) {
         // `free` waits for what is still being sent.
@@ -237,6 +268,8 @@ struct Link {
     me: usize,
     placement: Arc<Placement>,
     world: SimpleCommunicator,
+    /// How long a receive waits for a silent peer; `None`: for ever.
+    patience: Option<Duration>,
 }
 
 /// Messages that arrived before they were asked for, by sender, kind and tag.
@@ -285,7 +318,7 @@ impl Link {
             return Ok(v);
         }
         loop {
-            let (got, v) = self.next_message::<U>(from, kind)?;
+            let (got, v) = self.next_message::<U>(from, kind, tag)?;
             if got == tag {
                 return Ok(v);
             }
@@ -293,20 +326,23 @@ impl Link {
         }
     }
 
-    /// The next message of `kind` from `from`: its tag and payload.
+    /// The next message of `kind` from `from`, waited for as the one
+    /// tagged `tag`: its tag and payload.
     fn next_message<U: Pod>(
         &self,
         from: usize,
         kind: Kind,
+        tag: u64,
     ) -> Result<(u64, Vec<U>), TransportError> {
         let mpi_tag = self.placement.tag(from, self.me, kind);
         let source = self
             .world
             .process_at_rank(self.placement.rank_of(from) as i32);
+        let probe = || self.probe(&source, mpi_tag, from, kind.awaited(tag));
         let mut header = [0u8; 8];
-        let (msg, _) = source.matched_probe_with_tag(mpi_tag);
+        let (msg, _) = probe()?;
         msg.matched_receive_into(&mut header[..]);
-        let (msg, status) = source.matched_probe_with_tag(mpi_tag);
+        let (msg, status) = probe()?;
         let bytes = status.count(u8::equivalent_datatype()) as usize;
         let elem = std::mem::size_of::<U>();
         if elem == 0 || !bytes.is_multiple_of(elem) {
@@ -315,6 +351,45 @@ impl Link {
         let mut v = vec![U::zeroed(); bytes / elem];
         msg.matched_receive_into(bytemuck::cast_slice_mut::<U, u8>(&mut v));
         Ok((u64::from_le_bytes(header), v))
+    }
+
+    /// The next MPI message from `source` under `mpi_tag`: waited for as
+    /// MPI waits without a patience, else polled for until `from` has sent
+    /// nothing for that long.
+    fn probe(
+        &self,
+        source: &Process<'_>,
+        mpi_tag: i32,
+        from: usize,
+        awaited: Awaited,
+    ) -> Result<(Message, Status), TransportError> {
+        let Some(patience) = self.patience else {
+            return Ok(source.matched_probe_with_tag(mpi_tag));
+        };
+        let mut start = Instant::now();
+        let mut polled = start;
+        loop {
+            if let Some(got) = source.immediate_matched_probe_with_tag(mpi_tag) {
+                return Ok(got);
+            }
+            let now = Instant::now();
+            if now - polled > STALL {
+                start = now;
+            }
+            polled = now;
+            let waited = now - start;
+            if waited >= patience {
+                return Err(TransportError::Silent {
+                    peer: from,
+                    rank: self.placement.rank_of(from),
+                    awaited,
+                    waited,
+                });
+            }
+            if waited > YIELD_AFTER {
+                std::thread::yield_now();
+            }
+        }
     }
 }
 
@@ -329,6 +404,8 @@ pub struct MpiTransport<T: Pod> {
     cells: Stash<T>,
     values: Stash<f64>,
     collectives: u64,
+    /// A receive gave up on a silent peer: sends to it may never complete.
+    gave_up: bool,
 }
 
 impl<T: Pod> MpiTransport<T> {
@@ -357,13 +434,41 @@ impl<T: Pod> MpiTransport<T> {
                 me,
                 placement,
                 world,
+                patience: None,
             },
             cells_out: Outbox::new(),
             values_out: Outbox::new(),
             cells: HashMap::new(),
             values: HashMap::new(),
             collectives: 0,
+            gave_up: false,
         })
+    }
+
+    /// Gives every receive a patience: one whose peer sends nothing for
+    /// `limit` fails with [`TransportError::Silent`] instead of waiting for
+    /// ever (`None`, the default: it waits as MPI does).
+    pub fn patience(mut self, limit: Option<Duration>) -> MpiTransport<T> {
+        self.link.patience = limit;
+        self
+    }
+
+    /// Notes a receive that gave up, so that dropping the endpoint does not
+    /// wait for sends to the silent peer.
+    fn noting<R>(&mut self, r: Result<R, TransportError>) -> Result<R, TransportError> {
+        if matches!(r, Err(TransportError::Silent { .. })) {
+            self.gave_up = true;
+        }
+        r
+    }
+}
+
+impl<T: Pod> Drop for MpiTransport<T> {
+    fn drop(&mut self) {
+        if self.gave_up {
+            self.cells_out.abandon();
+            self.values_out.abandon();
+        }
     }
 }
 
@@ -382,7 +487,8 @@ impl<T: Pod> Transport<T> for MpiTransport<T> {
     }
 
     fn recv(&mut self, from: usize, tag: u64) -> Result<Vec<T>, TransportError> {
-        self.link.take(&mut self.cells, from, Kind::Cells, tag)
+        let r = self.link.take(&mut self.cells, from, Kind::Cells, tag);
+        self.noting(r)
     }
 
     fn send_values(&mut self, to: usize, tag: u64, values: Vec<f64>) -> Result<(), TransportError> {
@@ -391,7 +497,8 @@ impl<T: Pod> Transport<T> for MpiTransport<T> {
     }
 
     fn recv_values(&mut self, from: usize, tag: u64) -> Result<Vec<f64>, TransportError> {
-        self.link.take(&mut self.values, from, Kind::Values, tag)
+        let r = self.link.take(&mut self.values, from, Kind::Values, tag);
+        self.noting(r)
     }
 
     fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError> {
@@ -407,7 +514,7 @@ impl<T: Pod> Transport<T> for MpiTransport<T> {
                 values.to_vec(),
             )?;
         }
-        (0..n)
+        let all = (0..n)
             .map(|from| {
                 if from == me {
                     Ok(values.to_vec())
@@ -416,6 +523,7 @@ impl<T: Pod> Transport<T> for MpiTransport<T> {
                         .take(&mut self.values, from, Kind::Collective, tag)
                 }
             })
-            .collect()
+            .collect();
+        self.noting(all)
     }
 }
