@@ -53,6 +53,7 @@ pub(crate) fn execute<T: Cell>(
     // starts: a rank that bailed out early would leave the others waiting.
     let prepared = plan.and_then(|mut p| {
         let owners = p.owners(job.info())?;
+        p.settle_depth(job.info().size);
         p.check_memory(&owners, job.info(), crate::memory::available())?;
         // Every rank learns of a directory another run holds.
         p.claim_checkpoints(&owners, job.info())?;

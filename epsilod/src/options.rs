@@ -92,7 +92,7 @@ impl Default for RunOptions {
             identity: RunIdentity::default(),
             snapshots: None,
             on_failure: OnFailure::Stop,
-            halo_depth: HaloDepth::Depth(1),
+            halo_depth: HaloDepth::Cache,
             cpu_time: false,
             iteration_records: None,
             host_halos: false,
@@ -102,7 +102,7 @@ impl Default for RunOptions {
 }
 
 /// How deep the ghost cells go, in iterations between exchanges.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HaloDepth {
     /// Exchange every `n` iterations (1: every iteration).
     Depth(usize),
@@ -111,17 +111,20 @@ pub enum HaloDepth {
     /// times chooses (`heuristics::depth`). Runs under 126 iterations stay
     /// at 1.
     Auto,
+    /// The default: decided before the first iteration, without trials.
+    /// [`CACHE_DEPTH`](crate::depth_choice::CACHE_DEPTH) in one process
+    /// whose devices are all CPU devices, each tile more than
+    /// [`BEYOND_L2`](crate::depth_choice::BEYOND_L2) times its cores'
+    /// second-level cache (fused steps then save memory traffic), else 1;
+    /// the report's `halo_depth_reason` says which rule decided.
+    #[default]
+    Cache,
 }
 
-impl Default for HaloDepth {
-    fn default() -> HaloDepth {
-        HaloDepth::Depth(1)
-    }
-}
-
-/// A halo depth that is neither `auto` nor a whole number from 1 to 64.
+/// A halo depth that is neither `auto`, `cache` nor a whole number from 1
+/// to 64.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not auto or a whole number from 1 to 64")]
+#[error("'{0}' is not auto, cache or a whole number from 1 to 64")]
 pub struct BadHaloDepth(pub String);
 
 impl std::str::FromStr for HaloDepth {
@@ -129,6 +132,7 @@ impl std::str::FromStr for HaloDepth {
     fn from_str(s: &str) -> Result<HaloDepth, BadHaloDepth> {
         match s {
             "auto" => Ok(HaloDepth::Auto),
+            "cache" => Ok(HaloDepth::Cache),
             _ => match s.parse::<usize>() {
                 Ok(n) if (1..=64).contains(&n) => Ok(HaloDepth::Depth(n)),
                 _ => Err(BadHaloDepth(s.to_string())),
@@ -174,9 +178,10 @@ mod tests {
         let e = "0".parse::<HaloDepth>().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "'0' is not auto or a whole number from 1 to 64"
+            "'0' is not auto, cache or a whole number from 1 to 64"
         );
         assert_eq!("auto".parse::<HaloDepth>(), Ok(HaloDepth::Auto));
+        assert_eq!("cache".parse::<HaloDepth>(), Ok(HaloDepth::Cache));
         assert_eq!("64".parse::<HaloDepth>(), Ok(HaloDepth::Depth(64)));
         let e = "retry".parse::<OnFailure>().unwrap_err();
         assert_eq!(e.to_string(), "'retry' is not stop or recover");

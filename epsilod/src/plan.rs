@@ -3,13 +3,15 @@
 //! job can derive the same layout and owners from it.
 
 use crate::checkpoint::{self, Checkpointing, Claim, DirLock, Expect, Origin, Restart};
+use crate::depth_choice::DepthFacts;
 use crate::devices::{DeviceKind, DeviceSpec};
 use crate::error::{PlacementError, SetupError, SizeError};
 use crate::job::JobInfo;
 pub use crate::options::Observer;
 use crate::options::RunOptions;
 use crate::report::{
-    median, CheckpointRecord, DeviceIteration, IterationRecord, Report, ReportConfig, Summary,
+    median, CheckpointRecord, DepthReason, DeviceIteration, IterationRecord, Report, ReportConfig,
+    Summary,
 };
 use crate::results::{default_records, record_every, recorded_in_block, VpResult};
 use crate::size::size_text;
@@ -57,6 +59,8 @@ pub struct RunPlan<T> {
     /// `--halo-depth auto`: measure a few depths first, then run at the
     /// one the cost model chooses.
     pub(crate) auto_depth: bool,
+    /// Why the run goes at `depth` (or `auto`'s choice).
+    pub(crate) depth_reason: DepthReason,
 }
 
 impl<T> Problem<T> {
@@ -242,7 +246,34 @@ impl<T> RunPlan<T> {
             start: 0,
             depth: 1,
             auto_depth: false,
+            depth_reason: DepthReason::Given,
         })
+    }
+
+    /// Decides the halo depth of the run in a job of `ranks` processes,
+    /// the same on every rank (see [`DepthFacts::choose`]), once `start`
+    /// is known.
+    pub(crate) fn settle_depth(&mut self, ranks: usize) {
+        let kernel = &self.problem.stencil.kernel;
+        let fp = kernel.footprint();
+        let choice = DepthFacts {
+            setting: self.options.halo_depth,
+            reads_previous: kernel.reads_previous(),
+            aux_fields: !kernel.aux_fields().is_empty(),
+            iters: self.options.iters.saturating_sub(self.start),
+            ranks,
+            balanced: self.options.alb.is_some(),
+            devices: &self.options.devices,
+            cores: crate::job::all_cores(),
+            layout: &self.layout,
+            reach: fp.low().iter().chain(fp.high()).copied().max().unwrap_or(1),
+            cell_bytes: std::mem::size_of::<T>(),
+            l2_bytes: controllers::cpu::l2_cache_bytes(),
+        }
+        .choose();
+        self.depth = choice.depth;
+        self.auto_depth = choice.trials;
+        self.depth_reason = choice.reason;
     }
 
     /// The global size, boundary included.
@@ -578,6 +609,7 @@ impl<T> RunPlan<T> {
             heuristic: first.map_or_else(Vec::new, |r| r.decisions.clone()),
             checkpoints: checkpoint_records(results),
             halo_depth: first.map_or(self.depth, |r| r.depth),
+            halo_depth_reason: self.depth_reason,
             depth_trials: first.map_or_else(Vec::new, |r| r.depth_trials.clone()),
             failures: Vec::new(),
         }

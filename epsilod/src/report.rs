@@ -27,10 +27,50 @@ pub struct Report {
     /// depth chosen).
     #[serde(default = "one")]
     pub halo_depth: usize,
+    /// Why the run went at `halo_depth`: given, measured by `auto`, or the
+    /// default's rule.
+    #[serde(default)]
+    pub halo_depth_reason: DepthReason,
     /// With `--halo-depth auto`: the seconds per iteration measured at each
     /// depth tried (the slowest process's), which chose `halo_depth`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depth_trials: Vec<DepthTrial>,
+}
+
+/// Why a run went at its halo depth (the report's `halo_depth_reason`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DepthReason {
+    /// The depth was given (`--halo-depth K`).
+    #[default]
+    Given,
+    /// `auto`: the depth its trials chose.
+    Measured,
+    /// `auto`, in a run too short to repay the trials: depth 1.
+    ShortRun,
+    /// The kernel reads the previous time level, which deep halos do not
+    /// carry: depth 1.
+    ReadsPrevious,
+    /// Default: every CPU device's tile outgrows its cores' second-level
+    /// cache, so fused steps save memory traffic: [`CACHE_DEPTH`](crate::depth_choice::CACHE_DEPTH).
+    TilesBeyondL2,
+    /// Default: a tile fits (a few times) its cores' second-level cache,
+    /// where fusing saves no memory traffic: depth 1.
+    TilesInCache,
+    /// Default: a device is not a plain CPU device (a GPU, emulated
+    /// slowness or failure), where the default was not measured: depth 1.
+    NotPlainCpu,
+    /// Default: the kernel has auxiliary fields, which run step by step,
+    /// unfused: depth 1.
+    StepByStep,
+    /// Default: several ranks, where deep halos cost exchange bytes
+    /// between processes: depth 1.
+    SeveralRanks,
+    /// Default: load balancing moves rows during the run: depth 1.
+    Balanced,
+    /// Default: blocks too thin for the ring their neighbours compute
+    /// twice: depth 1.
+    ThinBlocks,
 }
 
 /// One depth `--halo-depth auto` tried.

@@ -88,7 +88,8 @@ impl<T: Cell> Skeleton<T> {
     /// still valid itself, so messages fall k-fold for some redundant
     /// compute. Results are bit-identical to `k = 1` whatever `k`, devices,
     /// partition or rebalances. Not for kernels that read the previous time
-    /// level (wavesim) yet.
+    /// level (wavesim) yet. By default [`HaloDepth::Cache`]: deep only
+    /// where fused steps save memory traffic.
     pub fn halo_depth(mut self, k: HaloDepth) -> Self {
         self.options.halo_depth = k;
         self
@@ -308,16 +309,14 @@ impl<T: Cell> Skeleton<T> {
         lineage: Option<&str>,
     ) -> Result<RunPlan<T>, SetupError> {
         let stencil = &self.problem.stencil;
-        let depth = match options.halo_depth {
-            HaloDepth::Depth(k) => k.max(1),
-            HaloDepth::Auto => 1,
-        };
-        let auto_depth = options.halo_depth == HaloDepth::Auto && !stencil.kernel.reads_previous();
-        if depth > 1 && stencil.kernel.reads_previous() {
-            return Err(SetupError::HaloDepth {
-                depth,
-                stencil: stencil.name.clone(),
-            });
+        match options.halo_depth {
+            HaloDepth::Depth(depth) if depth > 1 && stencil.kernel.reads_previous() => {
+                return Err(SetupError::HaloDepth {
+                    depth,
+                    stencil: stencil.name.clone(),
+                });
+            }
+            _ => {}
         }
         if let Some(c) = &options.checkpoint {
             if c.every == 0 {
@@ -359,8 +358,6 @@ impl<T: Cell> Skeleton<T> {
             lock: lock.cloned(),
             failures: Default::default(),
         };
-        plan.depth = depth;
-        plan.auto_depth = auto_depth;
         plan.restart = restart;
         Ok(plan)
     }

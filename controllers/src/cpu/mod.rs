@@ -92,6 +92,13 @@ fn fused_task_rows(
 /// next wave are copied at every wave, so short waves cost more than windows
 /// that spill into the third-level cache.
 fn window_budget() -> usize {
+    l2_cache_bytes()
+}
+
+/// One core's second-level cache, as Linux reports it; 1 MiB where it does
+/// not say. What a fused launch's windows are sized by, and what decides
+/// whether fusing saves memory traffic at all.
+pub fn l2_cache_bytes() -> usize {
     let read = || -> Option<usize> {
         let text =
             std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index2/size").ok()?;

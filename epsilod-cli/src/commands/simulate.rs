@@ -529,6 +529,7 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
             })
             .collect(),
         halo_depth: 1,
+        halo_depth_reason: Default::default(),
         depth_trials: Vec::new(),
     }
 }

@@ -99,7 +99,7 @@ fn counts_of_zero_are_refused() {
         ),
         (
             vec!["run", "2d4", "--size", "34", "--halo-depth", "0"],
-            "'0' is not auto or a whole number from 1 to 64",
+            "'0' is not auto, cache or a whole number from 1 to 64",
         ),
         (
             vec!["scale", "s.json", "--target", "0"],

@@ -236,3 +236,41 @@ proptest! {
         prop_assert_eq!(bits(&out.grid), bits(&want));
     }
 }
+
+/// With no halo depth given, one plain CPU device whose tile outgrows its
+/// core's second-level cache many times (2 x 16 MiB against any L2 up to
+/// 8 MiB) runs at depth 4, with the bits of depth 1, and the report says
+/// which depth ran and why; a tile that fits stays at 1.
+#[test]
+fn the_default_blocks_large_cpu_tiles_with_the_bits_of_depth_one() {
+    use epsilod::DepthReason;
+    let lib = Library::S2d4;
+    let at = |sizes: &[usize], depth: Option<HaloDepth>| {
+        let spec = lib.spec();
+        let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), 3);
+        let s = Skeleton::new(
+            sizes,
+            Stencil::<f32>::library(lib, KernelChoice::Specialized),
+        )
+        .iterations(10)
+        .init(init)
+        .devices(vec![DeviceSpec::cpu(1)]);
+        match depth {
+            Some(k) => s.halo_depth(k),
+            None => s,
+        }
+        .run()
+        .unwrap()
+    };
+    let large = [2050usize, 2050];
+    let (default, one) = (at(&large, None), at(&large, Some(HaloDepth::Depth(1))));
+    assert_eq!(bits(&default.grid), bits(&one.grid));
+    let why = |o: &epsilod::Outcome<f32>| (o.report.halo_depth, o.report.halo_depth_reason);
+    assert_eq!(why(&default), (4, DepthReason::TilesBeyondL2));
+    assert_eq!(why(&one), (1, DepthReason::Given));
+    let json = serde_json::to_value(&default.report).unwrap();
+    assert_eq!(json["halo_depth_reason"], "tiles_beyond_l2");
+    let small = at(&[66, 50], None);
+    assert_eq!(bits(&small.grid), reference_of(lib, &[66, 50], 10));
+    assert_eq!(why(&small), (1, DepthReason::TilesInCache));
+}
