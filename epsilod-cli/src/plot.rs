@@ -225,6 +225,18 @@ where
         cmax * 1.05,
         "ms",
     )?;
+    // Slow spells shaded in their device's colour, under its line.
+    chart
+        .draw_series(r.summary.slow_spells.iter().map(|s| {
+            Rectangle::new(
+                [
+                    (s.from_iter as f64, 0.0),
+                    (s.to_iter as f64 + 1.0, cmax * 1.05),
+                ],
+                Palette99::pick(s.device).mix(0.15).filled(),
+            )
+        }))
+        .map_err(perr)?;
     for k in 0..ndev {
         let colour = Palette99::pick(k).to_rgba();
         let pts = r

@@ -72,6 +72,10 @@ pub struct Alb {
     /// (`heuristics::roster`): default [`heuristics::DROP_BELOW`]; 0 keeps
     /// every device, as EPSILOD does.
     pub drop_below: f64,
+    /// Heuristic checks that did not rebalance the report keeps, the
+    /// latest ones (every check that did is kept): default
+    /// [`heuristics::CHECKS_KEPT`]; the summary counts the others.
+    pub checks_kept: usize,
 }
 
 /// The default [`Alb::slab_bytes`]: rows moved in slabs of this size
@@ -109,6 +113,7 @@ impl Alb {
             slab_bytes: SLAB_BYTES,
             direct_times_up_to: heuristics::gather::DIRECT_UP_TO,
             drop_below: heuristics::DROP_BELOW,
+            checks_kept: heuristics::CHECKS_KEPT,
         }
     }
 
@@ -130,6 +135,12 @@ impl Alb {
     /// a device is dropped ([`Alb::drop_below`]; clamped to 0..0.5).
     pub fn drop_below(mut self, fraction: f64) -> Alb {
         self.drop_below = heuristics::Roster::new(0, fraction).drop_below();
+        self
+    }
+
+    /// Checks that did not rebalance the report keeps ([`Alb::checks_kept`]).
+    pub fn checks_kept(mut self, checks: usize) -> Alb {
+        self.checks_kept = checks;
         self
     }
 

@@ -89,7 +89,8 @@ pub(crate) fn execute<T: Cell>(
     match all {
         Some(all) => {
             let grid = plan.assemble(&all);
-            let report = plan.report(&all, started.elapsed().as_secs_f64());
+            let mut report = plan.report(&all, started.elapsed().as_secs_f64());
+            report.locate(&owners, &job.info().hosts);
             let report = job.share(Some(report))?;
             Ok(Outcome {
                 grid,

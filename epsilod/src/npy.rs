@@ -76,6 +76,20 @@ pub fn read_as_f64(path: &Path) -> Result<ArrayD<f64>, NpyError> {
     read_f64(path, &kind)
 }
 
+/// The shape of an f32 or f64 `.npy` file's array, its header alone read
+/// (and checked as [`read_as_f32`] checks it), so that a run can check the
+/// memory an array needs before reading it.
+pub fn shape(path: &Path) -> Result<Vec<usize>, NpyError> {
+    let kind = check(path)?;
+    if kind.float_bytes.is_none() {
+        return Err(NpyError::Values(kind.descr));
+    }
+    let shape = kind
+        .shape
+        .ok_or_else(|| NpyError::Unreadable("its header declares no shape".into()))?;
+    Ok(shape.into_iter().map(|d| d as usize).collect())
+}
+
 fn read_f64(path: &Path, kind: &Header) -> Result<ArrayD<f64>, NpyError> {
     // A header without a type this could read is the reader's to name.
     if kind.float_bytes != Some(8) && !kind.descr.is_empty() {
@@ -99,6 +113,8 @@ struct Header {
     descr: String,
     /// 4 or 8 for a float of either byte order, else `None`.
     float_bytes: Option<usize>,
+    /// The shape, where the header's could be read.
+    shape: Option<Vec<u64>>,
 }
 
 /// Reads the header and errors unless the data the shape declares is in
@@ -143,7 +159,8 @@ fn check(path: &Path) -> Result<Header, NpyError> {
         .trim_start_matches(|c: char| !c.is_ascii_digit())
         .parse()
         .unwrap_or(1);
-    if let Some(shape) = shape_of(&header) {
+    let shape = shape_of(&header);
+    if let Some(shape) = shape.clone() {
         let declared = shape
             .iter()
             .try_fold(item, |n, &d| n.checked_mul(d))
@@ -156,7 +173,11 @@ fn check(path: &Path) -> Result<Header, NpyError> {
             });
         }
     }
-    Ok(Header { descr, float_bytes })
+    Ok(Header {
+        descr,
+        float_bytes,
+        shape,
+    })
 }
 
 fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -248,6 +269,7 @@ mod tests {
             24,
         );
         assert_eq!(read_as_f32(&f4).unwrap().shape(), &[2, 3]);
+        assert_eq!(shape(&f4).unwrap(), [2, 3]);
         assert_eq!(read_as_f64(&f4).unwrap().shape(), &[2, 3]);
         let f8 = file(
             d,
@@ -267,6 +289,7 @@ mod tests {
             e.contains("its values are '|i1'; give an array of f32 or f64"),
             "{e}"
         );
+        assert_eq!(shape(&i1).unwrap_err().to_string(), e);
         let untyped = file(
             d,
             "untyped.npy",

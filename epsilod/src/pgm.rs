@@ -200,8 +200,53 @@ impl Tokens<'_> {
     }
 }
 
-/// Parses a PGM file's bytes.
-pub fn parse(bytes: &[u8]) -> Result<Image, PgmSyntax> {
+/// What a PGM file's header declares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Rows (the PGM height).
+    pub rows: usize,
+    /// Columns (the PGM width).
+    pub cols: usize,
+    /// The white level, 1 to 65535.
+    pub maxval: u16,
+}
+
+/// Reads a PGM file's header alone, so that a run can check the memory an
+/// image needs before its pixels are read.
+pub fn read_header(path: &Path) -> Result<Header, PgmError> {
+    use std::io::Read;
+    let io = |e| PgmError::Io {
+        path: path.display().to_string(),
+        why: e,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    // Comments may make a header long: read more until it ends (a number
+    // at the end of what was read may go on past it).
+    let mut chunk = 4096;
+    loop {
+        let got = (&mut file)
+            .take(chunk)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        let more = got as u64 == chunk;
+        match parse_header(&bytes) {
+            Err(PgmSyntax::EndsBefore { .. }) if more => {}
+            Ok((_, (_, at))) if more && at == bytes.len() => {}
+            header => {
+                return header.map(|(h, _)| h).map_err(|why| PgmError::Format {
+                    path: path.display().to_string(),
+                    why,
+                })
+            }
+        }
+        chunk *= 2;
+    }
+}
+
+/// The header of a PGM file's bytes, and the tokens after it (the binary
+/// flag and where the maximum grey value ends).
+fn parse_header(bytes: &[u8]) -> Result<(Header, (bool, usize)), PgmSyntax> {
     let binary = match bytes.get(..2) {
         Some(b"P2") => false,
         Some(b"P5") => true,
@@ -226,11 +271,22 @@ pub fn parse(bytes: &[u8]) -> Result<Image, PgmSyntax> {
     if maxval == 0 {
         return Err(PgmSyntax::MaxvalZero);
     }
+    let header = Header {
+        rows,
+        cols,
+        maxval: maxval as u16,
+    };
+    Ok((header, (binary, t.at)))
+}
+
+/// Parses a PGM file's bytes.
+pub fn parse(bytes: &[u8]) -> Result<Image, PgmSyntax> {
+    let (Header { rows, cols, maxval }, (binary, at)) = parse_header(bytes)?;
+    let t = &mut Tokens { bytes, at };
     let count = rows
         .checked_mul(cols)
         .filter(|&n| n <= 1 << 30)
         .ok_or(PgmSyntax::TooMany { cols, rows })?;
-    let maxval = maxval as u16;
     let pixels = if binary {
         // Exactly one white-space byte ends the header.
         if !t.bytes.get(t.at).is_some_and(u8::is_ascii_whitespace) {
@@ -408,6 +464,28 @@ mod tests {
             matches!(&e, PgmError::Io { path, .. } if path == "/no/such/image.pgm"),
             "{e}"
         );
+    }
+
+    /// A header is read alone, however long its comments and however many
+    /// pixels it claims (the pixels are another reader's to refuse).
+    #[test]
+    fn headers_read_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("h.pgm");
+        let comment = format!("# {}\n", "x".repeat(5000));
+        std::fs::write(&p, format!("P5\n{comment}1000000 {comment}999999\n65535\n")).unwrap();
+        let want = Header {
+            rows: 999999,
+            cols: 1000000,
+            maxval: 65535,
+        };
+        assert_eq!(read_header(&p).unwrap(), want);
+        // Cut inside the maximum grey value: the file ends there.
+        std::fs::write(&p, b"P2\n3 2\n25").unwrap();
+        assert_eq!(read_header(&p).unwrap().maxval, 25);
+        std::fs::write(&p, b"P2\n3").unwrap();
+        let e = read_header(&p).unwrap_err().to_string();
+        assert!(e.contains("ends before the height"), "{e}");
     }
 
     /// Byte for byte what EPSILOD's `"%03.0f\n"` records give, checked

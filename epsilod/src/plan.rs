@@ -581,6 +581,7 @@ impl<T> RunPlan<T> {
                 partition: self.options.partition.to_string(),
                 kernel: self.problem.stencil.kind.to_string(),
                 resumed_from: self.restart.as_ref().map(|_| self.start),
+                hosts: Vec::new(),
             },
             summary: Summary {
                 total_seconds: total,
@@ -603,6 +604,8 @@ impl<T> RunPlan<T> {
                 halo_messages_on_device: results.iter().map(|r| r.device_messages).sum(),
                 devices_in_planes: results.iter().filter(|r| r.planes).count() as u64,
                 iterations_recorded_every: every,
+                heuristic_checks_dropped: first.map_or(0, |r| r.decisions_dropped),
+                slow_spells: Vec::new(),
             },
             iterations,
             redistributions,

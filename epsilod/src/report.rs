@@ -4,6 +4,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+mod spells;
+
+pub use spells::{slow_spells, SlowSpell, Timed, SLOW_FACTOR, SPELL_FRACTION, SPELL_RECORDS};
+
 /// Everything measured in a run, as `--report` writes it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
@@ -15,7 +19,9 @@ pub struct Report {
     pub iterations: Vec<IterationRecord>,
     /// Every rebalance.
     pub redistributions: Vec<Redistribution>,
-    /// Every heuristic check.
+    /// Every heuristic check that rebalanced, and the latest others
+    /// ([`crate::Alb::checks_kept`]; `summary.heuristic_checks_dropped`
+    /// counts the rest).
     pub heuristic: Vec<DecisionRecord>,
     /// Every checkpoint written.
     #[serde(default)]
@@ -268,6 +274,10 @@ pub struct ReportConfig {
     /// The iteration a restart resumed from (the first in `iterations`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_from: Option<u64>,
+    /// The host each device ran on, in device order (its rank's: MPI's
+    /// processor name under MPI); absent from simulated and older reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// The run's totals.
@@ -308,6 +318,14 @@ pub struct Summary {
     /// still one iteration; means, medians and overhead are the sample's).
     #[serde(default = "every_iteration")]
     pub iterations_recorded_every: u64,
+    /// Heuristic checks left out of `heuristic` (checks that did not
+    /// rebalance, beyond the latest [`crate::Alb::checks_kept`]).
+    #[serde(default)]
+    pub heuristic_checks_dropped: u64,
+    /// Devices whose kernel time per row stayed above their peers' for a
+    /// long spell ([`slow_spells`]).
+    #[serde(default)]
+    pub slow_spells: Vec<SlowSpell>,
 }
 
 fn every_iteration() -> u64 {
@@ -328,6 +346,15 @@ pub struct IterationRecord {
     pub elapsed_seconds: f64,
     /// Each device's part, in device order.
     pub devices: Vec<DeviceIteration>,
+}
+
+impl Timed for IterationRecord {
+    fn iter(&self) -> u64 {
+        self.iter
+    }
+    fn kernels(&self) -> impl Iterator<Item = (f64, usize)> {
+        self.devices.iter().map(|d| (d.compute_seconds, d.rows))
+    }
 }
 
 /// One device in one iteration.
@@ -381,6 +408,24 @@ pub struct Redistribution {
 }
 
 pub use heuristics::median;
+
+impl Report {
+    /// Names the hosts each device ran on (`hosts` one per rank, `owners`
+    /// each device's rank) and finds the slow spells, which name them.
+    pub(crate) fn locate(&mut self, owners: &[usize], hosts: &[String]) {
+        self.config.hosts = owners
+            .iter()
+            .map(|&r| hosts.get(r).cloned().unwrap_or_default())
+            .collect();
+        self.find_slow_spells();
+    }
+
+    /// Fills `summary.slow_spells` from the iterations.
+    pub fn find_slow_spells(&mut self) {
+        self.summary.slow_spells =
+            slow_spells(&self.iterations, &self.config.devices, &self.config.hosts);
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -40,6 +40,8 @@ pub(crate) struct VpResult<T> {
     /// on the same numbers), so the report may take them from any.
     pub redistributions: Vec<Redistribution>,
     pub decisions: Vec<DecisionRecord>,
+    /// Checks not in `decisions` (`heuristics::CheckLog`).
+    pub decisions_dropped: u64,
     /// The checkpoints this process took part in, with its own time.
     pub checkpoints: Vec<CheckpointRecord>,
     /// Halo messages it sent.
@@ -67,6 +69,8 @@ pub(crate) struct VpMeta {
     loop_seconds: f64,
     redistributions: Vec<Redistribution>,
     decisions: Vec<DecisionRecord>,
+    #[serde(default)]
+    decisions_dropped: u64,
     checkpoints: Vec<CheckpointRecord>,
     messages: u64,
     #[serde(default)]
@@ -92,6 +96,7 @@ impl VpMeta {
             loop_seconds: r.loop_seconds,
             redistributions: r.redistributions.clone(),
             decisions: r.decisions.clone(),
+            decisions_dropped: r.decisions_dropped,
             checkpoints: r.checkpoints.clone(),
             messages: r.messages,
             device_messages: r.device_messages,
@@ -117,6 +122,7 @@ impl VpMeta {
                 loop_seconds: self.loop_seconds,
                 redistributions: self.redistributions,
                 decisions: self.decisions,
+                decisions_dropped: self.decisions_dropped,
                 checkpoints: self.checkpoints,
                 messages: self.messages,
                 device_messages: self.device_messages,

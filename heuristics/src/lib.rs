@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod check_log;
 pub mod cycle;
 pub mod depth;
 mod epsilod;
@@ -33,6 +34,7 @@ pub mod sampling;
 mod stats;
 pub mod testing;
 
+pub use check_log::{CheckLog, Ordered, CHECKS_KEPT};
 pub use cycle::{floor_weights, relayout, Cycle, Windows, WINDOW};
 pub use epsilod::{ConstIters, DoubleIters, ExpIters, NextAlb, NoAlb};
 pub use ours::{rebalance_cost, rows_to_move, CostAware, Welch, PRIOR_COST_ITERATIONS};

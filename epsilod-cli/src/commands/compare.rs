@@ -76,6 +76,13 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
     }
     if json.prints_text() {
         print!("{}", stats::render(&rows));
+        for (n, rs) in names.iter().zip(&reports) {
+            for (i, r) in rs.iter().enumerate() {
+                for s in &r.summary.slow_spells {
+                    println!("{n} run {}: {}", i + 1, s.line());
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -7,7 +7,10 @@ use crate::error::CliError;
 pub fn plot(args: &PlotArgs) -> Result<(), CliError> {
     let mut runs = Vec::new();
     for p in &args.reports {
-        let r = crate::plot::load_report(p)?;
+        let mut r = crate::plot::load_report(p)?;
+        // Found again, so that reports from before spells were recorded
+        // name theirs too.
+        r.find_slow_spells();
         runs.push((r.config.alb.clone(), r));
     }
     let names: Vec<String> = runs.iter().map(|(n, _)| n.clone()).collect();
@@ -21,5 +24,11 @@ pub fn plot(args: &PlotArgs) -> Result<(), CliError> {
             );
         }
     }
-    crate::plot::plot(&runs, &args.output)
+    crate::plot::plot(&runs, &args.output)?;
+    for (label, r) in &runs {
+        for s in &r.summary.slow_spells {
+            println!("{label}: {}", s.line());
+        }
+    }
+    Ok(())
 }

@@ -347,4 +347,7 @@ fn print_summary(r: &Report) {
         r.summary.cell_updates_per_second,
         r.summary.skeleton_overhead_seconds_per_iteration * 1e3
     );
+    for s in &r.summary.slow_spells {
+        println!("{}", s.line());
+    }
 }

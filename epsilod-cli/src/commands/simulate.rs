@@ -126,6 +126,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         partition: args.partition.to_string(),
         kernel: "simulated".into(),
         resumed_from: None,
+        hosts: Vec::new(),
     };
     let mut reports: Vec<Vec<Report>> = vec![Vec::new(); names.len()];
     for rep in 0..args.reps {
@@ -397,7 +398,11 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
     let mut config = real.config.clone();
     config.kernel = "simulated (trace)".into();
     let r = to_report(&sim, config, &s);
-    if r.heuristic != real.heuristic {
+    let dropped = (
+        r.summary.heuristic_checks_dropped,
+        real.summary.heuristic_checks_dropped,
+    );
+    if r.heuristic != real.heuristic || dropped.0 != dropped.1 {
         let at = r
             .heuristic
             .iter()
@@ -407,8 +412,8 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
                 || {
                     format!(
                         "{} checks against {}",
-                        r.heuristic.len(),
-                        real.heuristic.len()
+                        r.heuristic.len() as u64 + dropped.0,
+                        real.heuristic.len() as u64 + dropped.1
                     )
                 },
                 |(a, _)| format!("the check at iteration {}", a.iter),
@@ -426,7 +431,7 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
     println!(
         "trace of {}: {} checks and {} rebalance(s), decisions and weights identical to the report",
         path.display(),
-        r.heuristic.len(),
+        r.heuristic.len() as u64 + dropped.0,
         r.redistributions.len()
     );
     if let Some(p) = &args.report {
@@ -478,7 +483,7 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
             weights_after: m.weights_after.clone(),
         })
         .collect();
-    Report {
+    let mut report = Report {
         summary: Summary {
             total_seconds: sim.loop_seconds,
             loop_seconds: sim.loop_seconds,
@@ -499,6 +504,8 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
             halo_messages_on_device: 0,
             devices_in_planes: 0,
             iterations_recorded_every: sim.recorded_every,
+            heuristic_checks_dropped: sim.checks_dropped,
+            slow_spells: Vec::new(),
         },
         config,
         iterations,
@@ -531,7 +538,9 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
         halo_depth: 1,
         halo_depth_reason: Default::default(),
         depth_trials: Vec::new(),
-    }
+    };
+    report.find_slow_spells();
+    report
 }
 
 /// Each iteration's kernel seconds and rows per device, from a report.

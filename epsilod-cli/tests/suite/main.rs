@@ -10,5 +10,6 @@ mod modelling;
 mod mpi;
 mod output;
 mod reference;
+mod reliability;
 mod scale;
 mod specs;

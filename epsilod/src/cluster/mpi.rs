@@ -228,6 +228,7 @@ mod tests {
                 decision: DecisionOutcome::Rebalance,
                 values: [("x".to_string(), 1.5)].into(),
             }],
+            decisions_dropped: 5,
             checkpoints: vec![CheckpointRecord {
                 iter: 2,
                 seconds: 0.75,
@@ -251,6 +252,7 @@ mod tests {
         assert_eq!(back.stats, r.stats);
         assert_eq!(back.redistributions, r.redistributions);
         assert_eq!(back.decisions, r.decisions);
+        assert_eq!(back.decisions_dropped, 5);
         assert_eq!(back.checkpoints, r.checkpoints);
         assert_eq!(back.messages, 9);
         assert_eq!(back.device_messages, 4);

@@ -10,7 +10,7 @@ use crate::report::{DecisionOutcome, DecisionRecord, Redistribution};
 use crate::tag::Tag;
 use crate::times::TimesGather;
 use controllers::BufferId;
-use heuristics::{relayout, Cycle, Heuristic, Rebalanced, Roster, Snapshot};
+use heuristics::{relayout, CheckLog, Cycle, Heuristic, Ordered, Rebalanced, Roster, Snapshot};
 use hitmap::{Partition, RedistributionPlan};
 use kernels::Cell;
 use std::time::Instant;
@@ -92,11 +92,15 @@ impl<T: Cell> Vp<'_, T> {
                 None => outcome = DecisionOutcome::SkippedTooThin,
             }
         }
-        a.checks.push(Check {
-            iter: it,
-            decision: outcome,
-            values: d.values,
-        });
+        let moved = outcome == DecisionOutcome::Rebalance;
+        a.checks.push(
+            Check {
+                iter: it,
+                decision: outcome,
+                values: d.values,
+            },
+            moved,
+        );
         Ok(comm)
     }
 
@@ -369,7 +373,8 @@ pub(super) struct AlbState {
     /// Every process's kernel times, on their way.
     pub(super) times: TimesGather,
     pub(super) redistributions: Vec<Redistribution>,
-    pub(super) checks: Vec<Check>,
+    /// Every check that rebalanced, the latest others (`heuristics::CheckLog`).
+    pub(super) checks: CheckLog<Check>,
 }
 
 /// A heuristic check as the loop records it: the values keep their static
@@ -380,6 +385,12 @@ pub(super) struct Check {
     iter: u64,
     decision: DecisionOutcome,
     values: Vec<(&'static str, f64)>,
+}
+
+impl Ordered for Check {
+    fn order(&self) -> u64 {
+        self.iter
+    }
 }
 
 impl Check {
@@ -408,7 +419,7 @@ impl AlbState {
             rebalances: 0,
             times: TimesGather::new(me, procs, alb.direct_times_up_to),
             redistributions: Vec::new(),
-            checks: Vec::new(),
+            checks: CheckLog::new(alb.checks_kept),
         }
     }
 }

@@ -357,16 +357,16 @@ impl<'a, T: Cell> Vp<'a, T> {
         }
         // The last checkpoint is on disk and visible before the run ends.
         self.finish_checkpoint()?;
-        let (redistributions, decisions) = match alb {
+        let (redistributions, (decisions, decisions_dropped)) = match alb {
             Some(mut a) => {
                 // Collect the last times, so no message is left behind.
                 a.times
                     .finish(&mut *self.transport)
                     .map_err(|e| self.gather_err(e))?;
                 a.heuristic.end();
-                (a.redistributions, a.checks)
+                (a.redistributions, a.checks.finish())
             }
-            None => (Vec::new(), Vec::new()),
+            None => (Vec::new(), (Vec::new(), 0)),
         };
         let loop_seconds = started.elapsed().as_secs_f64();
         // The report's form, named values, built once the loop is timed.
@@ -386,6 +386,7 @@ impl<'a, T: Cell> Vp<'a, T> {
             loop_seconds,
             redistributions,
             decisions,
+            decisions_dropped,
             checkpoints,
             messages: self.messages,
             device_messages: self.device_messages,

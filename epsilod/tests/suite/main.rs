@@ -4,9 +4,11 @@
 mod alb;
 mod checkpoint;
 mod custom_heuristic;
+mod decision_log;
 mod deep_halos;
 mod devices;
 mod launch;
 mod mpi_placement;
 mod parsers;
 mod skeleton;
+mod spells;

@@ -3,7 +3,10 @@
 
 use heuristics::gather::Gather;
 use heuristics::sampling::{default_records, is_recorded, record_every, RECORDED_ITERATIONS};
-use heuristics::{relayout, Cycle, Heuristic, HeuristicSpec, Rebalanced, Roster, Snapshot};
+use heuristics::{
+    relayout, CheckLog, Cycle, Heuristic, HeuristicSpec, Ordered, Rebalanced, Roster, Snapshot,
+    CHECKS_KEPT,
+};
 use hitmap::{Layout, RedistributionPlan};
 use std::collections::VecDeque;
 
@@ -58,6 +61,8 @@ struct Sim<'a> {
     /// (`heuristics::gather`: one iteration up to
     /// `Scenario::direct_times_up_to` devices, 32 by default).
     recent: VecDeque<Vec<f64>>,
+    /// The checks, bounded as the skeleton bounds its own.
+    checks: CheckLog<Check>,
     out: Simulated,
     /// Sum of wall minus slowest kernel over iterations.
     overhead: f64,
@@ -107,6 +112,7 @@ impl<'a> Sim<'a> {
             noise: Noise::new(&s.devices, seed, &s.noise),
             clock: vec![0.0; n],
             recent: VecDeque::new(),
+            checks: CheckLog::new(CHECKS_KEPT),
             out: Simulated {
                 steps: Vec::new(),
                 // The skeleton's bound, and the caller's coarser sample.
@@ -118,6 +124,7 @@ impl<'a> Sim<'a> {
                 loop_seconds: 0.0,
                 moves: Vec::new(),
                 checks: Vec::new(),
+                checks_dropped: 0,
                 failures: Vec::new(),
                 halo_messages: 0,
             },
@@ -366,15 +373,18 @@ impl<'a> Sim<'a> {
                 Some((weights, layout)) => self.rebalance(it, &holding, weights, layout)?,
             }
         }
-        self.out.checks.push(Check {
-            iter: it,
-            outcome,
-            values: dec
-                .values
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect(),
-        });
+        self.checks.push(
+            Check {
+                iter: it,
+                outcome,
+                values: dec
+                    .values
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), *v))
+                    .collect(),
+            },
+            outcome == Outcome::Rebalance,
+        );
         Ok(())
     }
 
@@ -475,7 +485,14 @@ impl<'a> Sim<'a> {
         self.out.loop_seconds = self.clock.iter().copied().fold(0.0, f64::max);
         self.out.overhead_per_iteration = self.overhead / self.s.iters.max(1) as f64;
         self.out.mean_iteration_seconds = self.wall / self.s.iters.max(1) as f64;
+        (self.out.checks, self.out.checks_dropped) = self.checks.finish();
         self.out
+    }
+}
+
+impl Ordered for Check {
+    fn order(&self) -> u64 {
+        self.iter
     }
 }
 

@@ -442,8 +442,12 @@ pub struct Simulated {
     pub loop_seconds: f64,
     /// Every rebalance.
     pub moves: Vec<Move>,
-    /// Every heuristic check.
+    /// Every heuristic check that rebalanced, and the latest
+    /// `heuristics::CHECKS_KEPT` others, as the skeleton keeps them.
     pub checks: Vec<Check>,
+    /// Checks left out of `checks`.
+    #[serde(default)]
+    pub checks_dropped: u64,
     /// Devices lost.
     pub failures: Vec<Failure>,
     /// Halo messages sent in all.

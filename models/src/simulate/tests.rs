@@ -645,3 +645,38 @@ fn long_runs_keep_a_bounded_sample_of_records() {
     assert_eq!(coarse.iteration_seconds, sim.iteration_seconds);
     assert_eq!((&coarse.checks, &coarse.moves), (&sim.checks, &sim.moves));
 }
+
+/// A long simulation keeps its checks as the skeleton does: every one that
+/// rebalanced, the latest `CHECKS_KEPT` others, and the count of the rest.
+#[test]
+fn long_runs_keep_every_rebalance_and_a_bounded_rest_of_checks() {
+    use heuristics::CHECKS_KEPT;
+    let iters = 5000;
+    let devices = vec![SimDevice::new("fast", 1e-9), SimDevice::new("slow", 3e-9)];
+    // next-alb checks every iteration, rebalancing where the gap is wide.
+    let sim = simulate(&scenario(devices, 400, iters, Some("next-alb"))).unwrap();
+    let moved: Vec<u64> = sim
+        .checks
+        .iter()
+        .filter(|c| c.outcome == Outcome::Rebalance)
+        .map(|c| c.iter)
+        .collect();
+    assert!(!sim.moves.is_empty());
+    assert_eq!(moved, sim.moves.iter().map(|m| m.iter).collect::<Vec<_>>());
+    let others = sim.checks.len() - moved.len();
+    assert_eq!(others, CHECKS_KEPT);
+    assert!(sim.checks.windows(2).all(|w| w[0].iter < w[1].iter));
+    // The latest checks, one an iteration, up to the run's last.
+    let tail: Vec<u64> = sim
+        .checks
+        .iter()
+        .rev()
+        .take(others)
+        .map(|c| c.iter)
+        .collect();
+    assert!(tail.windows(2).all(|w| w[0] == w[1] + 1), "{tail:?}");
+    assert!(tail[0] >= iters - 2, "{tail:?}");
+    // Most checks were let go, and counted.
+    let made = sim.checks_dropped + sim.checks.len() as u64;
+    assert!(sim.checks_dropped > iters / 2 && made < iters, "{made}");
+}

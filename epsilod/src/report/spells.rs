@@ -1,0 +1,246 @@
+//! Slow spells: a device whose kernel time per row stayed above its peers'
+//! for a long stretch of the run, found in the report's per-iteration
+//! records (a slow node, a throttled GPU, a noisy neighbour).
+
+use heuristics::median;
+use serde::{Deserialize, Serialize};
+
+/// A device at least this many times its peers' time per row is slow.
+pub const SLOW_FACTOR: f64 = 1.5;
+
+/// A spell lasts at least this share of the recorded iterations ...
+pub const SPELL_FRACTION: f64 = 0.1;
+
+/// ... and at least this many of them.
+pub const SPELL_RECORDS: usize = 5;
+
+/// The records are judged in about this many blocks, each by its median, so
+/// that one iteration's hiccup neither starts nor breaks a spell.
+const BLOCKS: usize = 100;
+
+/// Blocks on each side whose medians a block's verdict takes the median
+/// with: a dip of up to this many blocks does not break a spell, and a
+/// spell's edges stay where they were.
+const REACH: usize = 2;
+
+/// One recorded iteration as spells read it (the report's
+/// `IterationRecord`).
+pub trait Timed {
+    /// Its number.
+    fn iter(&self) -> u64;
+    /// Each device's kernel seconds and rows, in device order.
+    fn kernels(&self) -> impl Iterator<Item = (f64, usize)>;
+}
+
+/// A device that stayed slower than its peers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlowSpell {
+    /// The device's index in `config.devices`.
+    pub device: usize,
+    /// The device, as `config.devices` writes it.
+    pub name: String,
+    /// The host it ran on, where the report names hosts.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub host: String,
+    /// The first recorded iteration of the spell.
+    pub from_iter: u64,
+    /// The last.
+    pub to_iter: u64,
+    /// Its kernel seconds per row over the median of its peers', the
+    /// median over the spell's iterations.
+    pub factor: f64,
+}
+
+impl SlowSpell {
+    /// The spell as the run's summary and `compare` print it.
+    pub fn line(&self) -> String {
+        let host = if self.host.is_empty() {
+            String::new()
+        } else {
+            format!(" on {}", self.host)
+        };
+        format!(
+            "slow spell: device {} ({}){host}, iterations {}-{}, {:.2}x its peers' kernel time per row",
+            self.device, self.name, self.from_iter, self.to_iter, self.factor
+        )
+    }
+}
+
+/// The spells in `iterations` of devices `names` that ran on `hosts` (one
+/// per device, or none): each a run of blocks whose median ratio of a
+/// device's kernel seconds per row to its peers' median, the median with
+/// the blocks near, is at least [`SLOW_FACTOR`], over at least
+/// [`SPELL_FRACTION`] of the records and [`SPELL_RECORDS`] of them.
+/// Devices without rows in an iteration sit it out.
+pub fn slow_spells(
+    iterations: &[impl Timed],
+    names: &[String],
+    hosts: &[String],
+) -> Vec<SlowSpell> {
+    let devices = iterations.first().map_or(0, |i| i.kernels().count());
+    if devices < 2 {
+        return Vec::new();
+    }
+    let ratios: Vec<Vec<Option<f64>>> = iterations.iter().map(ratios_to_peers).collect();
+    let n = iterations.len();
+    let block = n.div_ceil(BLOCKS);
+    let shortest = ((n as f64 * SPELL_FRACTION).ceil() as usize).max(SPELL_RECORDS);
+    let mut spells = Vec::new();
+    for d in 0..devices {
+        let of = |range: std::ops::Range<usize>| -> Vec<f64> {
+            ratios[range]
+                .iter()
+                .filter_map(|r| r.get(d).copied().flatten())
+                .collect()
+        };
+        let blocks = n.div_ceil(block);
+        let medians: Vec<Option<f64>> = (0..blocks)
+            .map(|b| {
+                let r = of(b * block..((b + 1) * block).min(n));
+                (!r.is_empty()).then(|| median(&r))
+            })
+            .collect();
+        let slow = |b: usize| {
+            let near: Vec<f64> = medians[b.saturating_sub(REACH)..(b + REACH + 1).min(blocks)]
+                .iter()
+                .flatten()
+                .copied()
+                .collect();
+            medians[b].is_some() && median(&near) >= SLOW_FACTOR
+        };
+        let mut b = 0;
+        while b < blocks {
+            if !slow(b) {
+                b += 1;
+                continue;
+            }
+            let start = b;
+            while b < blocks && slow(b) {
+                b += 1;
+            }
+            let (first, last) = (start * block, (b * block).min(n) - 1);
+            if last + 1 - first >= shortest {
+                spells.push(SlowSpell {
+                    device: d,
+                    name: names.get(d).cloned().unwrap_or_default(),
+                    host: hosts.get(d).cloned().unwrap_or_default(),
+                    from_iter: iterations[first].iter(),
+                    to_iter: iterations[last].iter(),
+                    factor: median(&of(first..last + 1)),
+                });
+            }
+        }
+    }
+    spells.sort_by_key(|s| (s.from_iter, s.device));
+    spells
+}
+
+/// Each device's kernel seconds per row over the median of the others'
+/// that held rows (`None`: it held none, or no other did).
+fn ratios_to_peers(it: &impl Timed) -> Vec<Option<f64>> {
+    let per_row: Vec<Option<f64>> = it
+        .kernels()
+        .map(|(seconds, rows)| (rows > 0 && seconds > 0.0).then(|| seconds / rows as f64))
+        .collect();
+    per_row
+        .iter()
+        .enumerate()
+        .map(|(d, mine)| {
+            let peers: Vec<f64> = per_row
+                .iter()
+                .enumerate()
+                .filter(|&(e, _)| e != d)
+                .filter_map(|(_, p)| *p)
+                .collect();
+            let mine = (*mine)?;
+            (!peers.is_empty()).then(|| mine / median(&peers))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An iteration: its number and each device's kernel seconds and rows.
+    struct It(u64, Vec<(f64, usize)>);
+
+    impl Timed for It {
+        fn iter(&self) -> u64 {
+            self.0
+        }
+        fn kernels(&self) -> impl Iterator<Item = (f64, usize)> {
+            self.1.iter().copied()
+        }
+    }
+
+    /// `n` iterations of devices with kernel seconds per row `per_row(iter, device)`.
+    fn run(n: u64, devices: usize, per_row: impl Fn(u64, usize) -> f64) -> Vec<It> {
+        (0..n)
+            .map(|iter| {
+                It(
+                    iter,
+                    (0..devices)
+                        .map(|d| (per_row(iter, d) * 10.0, 10))
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    fn names(n: usize) -> Vec<String> {
+        (0..n).map(|d| format!("cpu{d}")).collect()
+    }
+
+    #[test]
+    fn a_device_slowed_from_an_iteration_is_named_from_there() {
+        let its = run(400, 3, |i, d| if d == 2 && i >= 120 { 4.0 } else { 1.0 });
+        let hosts = vec!["a".to_string(), "a".into(), "b".into()];
+        let spells = slow_spells(&its, &names(3), &hosts);
+        assert_eq!(
+            spells,
+            [SlowSpell {
+                device: 2,
+                name: "cpu2".into(),
+                host: "b".into(),
+                from_iter: 120,
+                to_iter: 399,
+                factor: 4.0,
+            }]
+        );
+        assert_eq!(
+            spells[0].line(),
+            "slow spell: device 2 (cpu2) on b, iterations 120-399, 4.00x its peers' kernel time per row"
+        );
+    }
+
+    /// Two blocks of peers as slow in a long spell do not break it.
+    #[test]
+    fn a_short_dip_does_not_break_a_spell() {
+        let its = run(400, 2, |i, d| match (d, i) {
+            (1, 200..=207) => 1.0,
+            (1, 100..) => 4.0,
+            _ => 1.0,
+        });
+        let spells = slow_spells(&its, &names(2), &[]);
+        assert_eq!(
+            spells
+                .iter()
+                .map(|s| (s.device, s.from_iter, s.to_iter))
+                .collect::<Vec<_>>(),
+            [(1, 100, 399)]
+        );
+    }
+
+    #[test]
+    fn short_hiccups_and_equal_devices_are_no_spell() {
+        // Slow for 5% of the run, and a lone slow iteration every 10th.
+        let its = run(1000, 2, |i, d| match (d, i) {
+            (0, 500..=549) => 3.0,
+            (1, i) if i % 10 == 0 => 9.0,
+            _ => 1.0,
+        });
+        assert_eq!(slow_spells(&its, &names(2), &[]), []);
+        assert_eq!(slow_spells(&run(50, 1, |_, _| 1.0), &names(1), &[]), []);
+    }
+}

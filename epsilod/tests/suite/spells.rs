@@ -1,0 +1,50 @@
+//! Slow spells: a device slowed from an iteration on is named, from about
+//! there, with the host it ran on; devices alike are not.
+
+use epsilod::{DeviceSpec, Skeleton, Stencil};
+use kernels::{KernelChoice, Library};
+
+fn run(second: &str) -> epsilod::Report {
+    Skeleton::new(
+        &[1026, 1026],
+        Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
+    )
+    .iterations(200)
+    .devices(vec![DeviceSpec::cpu(1), DeviceSpec::parse(second).unwrap()])
+    .run()
+    .unwrap()
+    .report
+}
+
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_device_slowed_from_an_iteration_is_named_from_there() {
+    // Eight times slower: other tests' load on the cores cannot hide it.
+    let r = run("cpu:threads=1,slowdown=8@60");
+    let spells = &r.summary.slow_spells;
+    assert_eq!(spells.len(), 1, "{spells:?}");
+    let s = &spells[0];
+    assert_eq!(
+        (s.device, s.name.as_str()),
+        (1, "cpu:threads=1,slowdown=8@60")
+    );
+    assert!((56..=66).contains(&s.from_iter), "{s:?}");
+    assert_eq!(s.to_iter, 199);
+    assert!(s.factor > 4.0, "{s:?}");
+    assert_eq!(r.config.hosts.len(), 2);
+    assert_eq!(s.host, r.config.hosts[1]);
+    if cfg!(target_os = "linux") {
+        assert_eq!(r.config.hosts, [this_host(), this_host()]);
+    }
+}
+
+#[test]
+fn devices_alike_have_no_spell() {
+    let r = run("cpu:threads=1");
+    assert_eq!(r.summary.slow_spells, []);
+}
