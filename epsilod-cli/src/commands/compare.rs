@@ -76,7 +76,13 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
     }
     if json.prints_text() {
         print!("{}", stats::render(&rows));
-        for (n, rs) in names.iter().zip(&reports) {
+        // Notes for people, as a run's summary: `--quiet` leaves the table.
+        let notes = if args.run.quiet {
+            &[][..]
+        } else {
+            &reports[..]
+        };
+        for (n, rs) in names.iter().zip(notes) {
             for (i, r) in rs.iter().enumerate() {
                 for s in &r.summary.slow_spells {
                     println!("{n} run {}: {}", i + 1, s.line());

@@ -191,7 +191,7 @@ fn same_bytes(a: &str, b: &str) -> bool {
 }
 
 /// `args` alone and on `np` nodes, one rank each: the same output bytes
-/// and the same configuration in the report.
+/// and the same configuration in the report, devices on `np` hosts.
 fn same_as_one_process(c: &Cluster, np: usize, args: &[&str], dir: &Path, tag: &str) {
     let (a, b) = (
         path(dir, &format!("{tag}-1.dat")),
@@ -211,7 +211,18 @@ fn same_as_one_process(c: &Cluster, np: usize, args: &[&str], dir: &Path, tag: &
         same_bytes(&a, &b),
         "{tag}: {np} nodes differ from one process"
     );
-    assert_eq!(report(&ra)["config"], report(&rb)["config"], "{tag}");
+    // The same configuration, but for the hosts each device ran on: one
+    // host alone, each node's own across the nodes.
+    let hosts = |c: &mut serde_json::Value| {
+        let h = c.as_object_mut().unwrap().remove("hosts").unwrap();
+        let mut h: Vec<String> = serde_json::from_value(h).unwrap();
+        h.sort();
+        h.dedup();
+        h.len()
+    };
+    let (mut ca, mut cb) = (report(&ra)["config"].clone(), report(&rb)["config"].clone());
+    assert_eq!((hosts(&mut ca), hosts(&mut cb)), (1, np), "{tag}: hosts");
+    assert_eq!(ca, cb, "{tag}");
 }
 
 #[test]

@@ -119,14 +119,17 @@ pub fn slow_spells(
                 b += 1;
             }
             let (first, last) = (start * block, (b * block).min(n) - 1);
-            if last + 1 - first >= shortest {
+            // Smoothing can join scattered spikes into a stretch whose own
+            // median is near 1: that is noise, not a slow device.
+            let factor = median(&of(first..last + 1));
+            if last + 1 - first >= shortest && factor >= SLOW_FACTOR {
                 spells.push(SlowSpell {
                     device: d,
                     name: names.get(d).cloned().unwrap_or_default(),
                     host: hosts.get(d).cloned().unwrap_or_default(),
                     from_iter: iterations[first].iter(),
                     to_iter: iterations[last].iter(),
-                    factor: median(&of(first..last + 1)),
+                    factor,
                 });
             }
         }
@@ -242,5 +245,19 @@ mod tests {
         });
         assert_eq!(slow_spells(&its, &names(2), &[]), []);
         assert_eq!(slow_spells(&run(50, 1, |_, _| 1.0), &names(1), &[]), []);
+    }
+
+    /// Spikes in 3 of every 10 iterations make every smoothed block look
+    /// slow, but the device's own median is its peers': no spell.
+    #[test]
+    fn scattered_spikes_joined_by_smoothing_are_no_spell() {
+        let its = run(200, 2, |i, d| {
+            if d == 0 && i % 10 < 6 && i % 2 == 0 {
+                20.0
+            } else {
+                1.0
+            }
+        });
+        assert_eq!(slow_spells(&its, &names(2), &[]), []);
     }
 }
