@@ -6,7 +6,7 @@
 
 use controllers::{BufferId, Controller, CpuController};
 use hitmap::{Shape, Sig};
-use kernels::{basic_init, library_kernel, reference, KernelChoice, Library};
+use kernels::{basic_init, library_kernel, reference, Kernel, KernelChoice, Library};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -68,16 +68,18 @@ proptest! {
             controllers::conformance::probe_value(i) + basic_init(i, &sizes, &spec.low, &spec.high)
         };
         let mut c = CpuController::<f32>::new(threads).unwrap().window_bytes(window);
-        let k = c.load(Arc::from(library_kernel::<f32>(lib, KernelChoice::Specialized))).unwrap();
+        let kernel: Arc<dyn Kernel<f32>> = Arc::from(library_kernel::<f32>(lib, KernelChoice::Specialized));
+        let k = c.load(kernel.clone()).unwrap();
         let cap = all.expand(&vec![2; nd], &vec![1; nd]);
-        let bufs: Vec<BufferId> = (0..4).map(|_| c.alloc(&all, &cap).unwrap()).collect();
-        let a = controllers::conformance::stepwise_and_fused(&mut c, k, &bufs, &all, &init, &cones);
-        prop_assert_eq!(bits(&read(&mut c, bufs[3], &fin)), bits(&read(&mut c, a, &fin)));
+        let (src, dst) = (c.alloc(&all, &cap).unwrap(), c.alloc(&all, &cap).unwrap());
+        controllers::conformance::fused(&mut c, k, (src, dst), &all, &init, &cones);
+        let want = controllers::conformance::stepwise(&kernel, &all, &init, &cones, &fin);
+        prop_assert_eq!(bits(&read(&mut c, dst, &fin)), bits(&want));
         if whole {
             let want = reference::run(
                 &sizes, &spec.low, &spec.high, steps, init, reference::library_formula(lib),
             );
-            let got = read(&mut c, bufs[3], &all);
+            let got = read(&mut c, dst, &all);
             prop_assert_eq!(bits(&got), bits(want.as_slice().unwrap()));
         }
     }
