@@ -45,6 +45,8 @@ pub fn devices(specs: &[String]) -> anyhow::Result<Vec<epsilod::DeviceSpec>> {
 /// What the grid examples take after their sizes: iterations, where to
 /// write the grid, and devices.
 #[derive(clap::Args)]
+// Not the help's about text: each example's own command has none.
+#[command(about = None, long_about = None)]
 pub struct RunArgs {
     pub iters: u64,
     /// Where to write the whole grid, boundary included (.npy, .raw or
