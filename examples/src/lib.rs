@@ -41,3 +41,44 @@ pub fn devices(specs: &[String]) -> anyhow::Result<Vec<epsilod::DeviceSpec>> {
         .map(|d| epsilod::DeviceSpec::parse(d))
         .collect::<Result<Vec<_>, _>>()?)
 }
+
+/// What the grid examples take after their sizes: iterations, where to
+/// write the grid, and devices.
+#[derive(clap::Args)]
+// Not the help's about text: each example's own command has none.
+#[command(about = None, long_about = None)]
+pub struct RunArgs {
+    pub iters: u64,
+    /// Where to write the whole grid, boundary included (.npy, .raw or
+    /// .txt).
+    pub output: Option<std::path::PathBuf>,
+    /// Devices, as `epsilod run --devices` takes them.
+    #[arg(long = "device", default_value = "cpu")]
+    pub devices: Vec<String>,
+}
+
+impl RunArgs {
+    /// Runs `skeleton` for these iterations on these devices: the outcome
+    /// on the root, `None` on the other ranks, which print nothing.
+    pub fn run<T: epsilod::output::OutputCell>(
+        &self,
+        skeleton: epsilod::Skeleton<T>,
+    ) -> anyhow::Result<Option<epsilod::Outcome<T>>> {
+        let out = skeleton
+            .iterations(self.iters)
+            .devices(devices(&self.devices)?)
+            .run()?;
+        Ok(out.is_root().then_some(out))
+    }
+
+    /// Writes `out`'s grid where asked.
+    pub fn write<T: epsilod::output::OutputCell>(
+        &self,
+        out: &epsilod::Outcome<T>,
+    ) -> anyhow::Result<()> {
+        if let Some(path) = &self.output {
+            epsilod::output::write(path, out.grid.view())?;
+        }
+        Ok(())
+    }
+}

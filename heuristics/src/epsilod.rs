@@ -16,13 +16,80 @@ impl Heuristic for NoAlb {
     }
 }
 
-/// Every `period` iterations, the first at iteration `period`.
-pub struct ConstIters {
-    period: u64,
+/// A heuristic that rebalances once iteration `next` comes; its rule `S`
+/// moves `next` when it fires or after a rebalance. The schedules differ in
+/// that rule only, so they share the check and the state a checkpoint keeps.
+pub struct Scheduled<S> {
     next: u64,
+    rule: S,
 }
 
-impl ConstIters {
+/// When a [`Scheduled`] heuristic rebalances next.
+pub trait Schedule: Send {
+    /// The heuristic's name.
+    const NAME: &'static str;
+    /// The next iteration when the check fires after `done` iterations
+    /// (`None`: it stays until a rebalance moves it).
+    fn on_due(&self, _done: u64) -> Option<u64> {
+        None
+    }
+    /// The next iteration after rebalance `r` (`None`: it stays).
+    fn after(&self, _r: &Rebalanced<'_>) -> Option<u64> {
+        None
+    }
+}
+
+impl<S: Schedule> Heuristic for Scheduled<S> {
+    fn name(&self) -> &str {
+        S::NAME
+    }
+    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
+        let done = s.iter + 1;
+        let yes = done >= self.next;
+        if let Some(next) = yes.then(|| self.rule.on_due(done)).flatten() {
+            self.next = next;
+        }
+        Decision::when(yes).with("next", self.next as f64)
+    }
+    fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
+        if let Some(next) = self.rule.after(r) {
+            self.next = next;
+        }
+    }
+    fn state(&self) -> Vec<f64> {
+        vec![self.next as f64]
+    }
+    fn restore(&mut self, state: &[f64]) {
+        if let [next] = state {
+            self.next = *next as u64;
+        }
+    }
+}
+
+/// The rules without a setting start at the first opportunity.
+impl<S: Schedule + Default> Default for Scheduled<S> {
+    fn default() -> Scheduled<S> {
+        Scheduled {
+            next: 0,
+            rule: S::default(),
+        }
+    }
+}
+
+/// Every `period` iterations, the first at iteration `period`.
+pub type ConstIters = Scheduled<Period>;
+
+/// [`ConstIters`]' rule: `period` iterations after each firing.
+pub struct Period(u64);
+
+impl Schedule for Period {
+    const NAME: &'static str = "const-iters";
+    fn on_due(&self, done: u64) -> Option<u64> {
+        Some(done + self.0)
+    }
+}
+
+impl Scheduled<Period> {
     /// Default `period`: the moving window's length, so each check sees a
     /// window measured entirely since the last rebalance.
     pub const PERIOD: u64 = 30;
@@ -30,89 +97,43 @@ impl ConstIters {
     /// Every `period` iterations (at least 1).
     pub fn new(period: u64) -> ConstIters {
         let period = period.max(1);
-        ConstIters {
-            period,
+        Scheduled {
             next: period,
+            rule: Period(period),
         }
     }
 
     /// Iterations between rebalances.
     pub fn period(&self) -> u64 {
-        self.period
-    }
-}
-
-impl Heuristic for ConstIters {
-    fn name(&self) -> &str {
-        "const-iters"
-    }
-    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
-        let done = s.iter + 1;
-        let yes = done >= self.next;
-        if yes {
-            self.next = done + self.period;
-        }
-        Decision::when(yes).with("next", self.next as f64)
-    }
-    fn state(&self) -> Vec<f64> {
-        vec![self.next as f64]
-    }
-    fn restore(&mut self, state: &[f64]) {
-        if let [next] = state {
-            self.next = *next as u64;
-        }
+        self.rule.0
     }
 }
 
 /// After the n-th rebalance at iteration i, the next at `i + 2^n`.
-#[derive(Default)]
-pub struct ExpIters {
-    next: u64,
-}
+pub type ExpIters = Scheduled<Exponential>;
 
-impl Heuristic for ExpIters {
-    fn name(&self) -> &str {
-        "exp-iters"
-    }
-    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
-        Decision::when(s.iter + 1 >= self.next).with("next", self.next as f64)
-    }
-    fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
-        self.next = r.iter + 1 + (1u64 << r.rebalances.min(62));
-    }
-    fn state(&self) -> Vec<f64> {
-        vec![self.next as f64]
-    }
-    fn restore(&mut self, state: &[f64]) {
-        if let [next] = state {
-            self.next = *next as u64;
-        }
+/// [`ExpIters`]' rule.
+#[derive(Default)]
+pub struct Exponential;
+
+impl Schedule for Exponential {
+    const NAME: &'static str = "exp-iters";
+    fn after(&self, r: &Rebalanced<'_>) -> Option<u64> {
+        Some(r.iter + 1 + (1u64 << r.rebalances.min(62)))
     }
 }
 
 /// After a rebalance at iteration i, the next at `2 i`.
-#[derive(Default)]
-pub struct DoubleIters {
-    next: u64,
-}
+pub type DoubleIters = Scheduled<Doubling>;
 
-impl Heuristic for DoubleIters {
-    fn name(&self) -> &str {
-        "double-iters"
-    }
-    fn check(&mut self, s: &Snapshot<'_>) -> Decision {
-        Decision::when(s.iter + 1 >= self.next).with("next", self.next as f64)
-    }
-    fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
-        self.next = 2 * (r.iter + 1);
-    }
-    fn state(&self) -> Vec<f64> {
-        vec![self.next as f64]
-    }
-    fn restore(&mut self, state: &[f64]) {
-        if let [next] = state {
-            self.next = *next as u64;
-        }
+/// [`DoubleIters`]' rule.
+#[derive(Default)]
+pub struct Doubling;
+
+impl Schedule for Doubling {
+    const NAME: &'static str = "double-iters";
+    fn after(&self, r: &Rebalanced<'_>) -> Option<u64> {
+        Some(2 * (r.iter + 1))
     }
 }
 

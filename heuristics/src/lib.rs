@@ -36,7 +36,10 @@ pub mod testing;
 
 pub use check_log::{CheckLog, Ordered, CHECKS_KEPT};
 pub use cycle::{floor_weights, relayout, Cycle, Windows, WINDOW};
-pub use epsilod::{ConstIters, DoubleIters, ExpIters, NextAlb, NoAlb};
+pub use epsilod::{
+    ConstIters, DoubleIters, Doubling, ExpIters, Exponential, NextAlb, NoAlb, Period, Schedule,
+    Scheduled,
+};
 pub use ours::{rebalance_cost, rows_to_move, CostAware, Welch, PRIOR_COST_ITERATIONS};
 pub use registry::{
     builtin, by_name, Args, Builtin, HeuristicSpec, Param, ParamKind, SpecError, UnknownHeuristic,

@@ -102,6 +102,47 @@ pub fn rows_to_move(devices: &[DeviceWindow], weights: &[f64]) -> f64 {
     moved
 }
 
+/// What moving to throughput weights would gain and cost, as both our
+/// heuristics weigh it.
+struct Price {
+    /// Whether the move pays (`CostAware`'s rule).
+    pays: bool,
+    weights: Vec<f64>,
+    balanced: f64,
+    saving: f64,
+    cost: f64,
+}
+
+impl CostAware {
+    /// The move to the weights of `robust` (the median windows), the
+    /// slowest of which takes `worst`.
+    fn price(&self, s: &Snapshot<'_>, robust: &[DeviceWindow], worst: f64) -> Price {
+        let balanced = balanced_time(robust);
+        let gain = (worst - balanced).max(0.0);
+        let saving = gain * s.remaining as f64;
+        let weights = throughput_weights(robust);
+        let rows = rows_to_move(s.devices, &weights);
+        let cost = rebalance_cost(&self.costs, self.prior_cost, worst, rows);
+        Price {
+            pays: worst > 0.0 && gain / worst >= self.min_gain && saving > self.margin * cost,
+            weights,
+            balanced,
+            saving,
+            cost,
+        }
+    }
+}
+
+impl Price {
+    /// Rebalance to these weights if `yes`.
+    fn decide(self, yes: bool) -> Decision {
+        Decision {
+            weights: yes.then_some(self.weights),
+            ..Decision::when(yes)
+        }
+    }
+}
+
 impl Heuristic for CostAware {
     fn name(&self) -> &str {
         "cost-aware"
@@ -109,21 +150,13 @@ impl Heuristic for CostAware {
     fn check(&mut self, s: &Snapshot<'_>) -> Decision {
         let robust: Vec<DeviceWindow> = s.devices.iter().map(DeviceWindow::robust).collect();
         let worst = robust.iter().map(DeviceWindow::mean).fold(0.0, f64::max);
-        let balanced = balanced_time(&robust);
-        let gain = (worst - balanced).max(0.0);
-        let saving = gain * s.remaining as f64;
-        let weights = throughput_weights(&robust);
-        let rows = rows_to_move(s.devices, &weights);
-        let cost = rebalance_cost(&self.costs, self.prior_cost, worst, rows);
-        let yes = worst > 0.0 && gain / worst >= self.min_gain && saving > self.margin * cost;
-        Decision {
-            weights: yes.then_some(weights),
-            ..Decision::when(yes)
-        }
-        .with("worst", worst)
-        .with("balanced", balanced)
-        .with("saving", saving)
-        .with("cost", cost)
+        let p = self.price(s, &robust, worst);
+        let (yes, balanced, saving, cost) = (p.pays, p.balanced, p.saving, p.cost);
+        p.decide(yes)
+            .with("worst", worst)
+            .with("balanced", balanced)
+            .with("saving", saving)
+            .with("cost", cost)
     }
     fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
         self.costs.push((r.rows_moved as f64, r.seconds));
@@ -145,33 +178,25 @@ impl Heuristic for CostAware {
 pub struct Welch {
     /// Significance level of the one-sided test.
     pub alpha: f64,
-    /// Smallest imbalance worth acting on, as a fraction of an iteration.
-    pub min_gain: f64,
-    /// How many times over the saving must pay for a rebalance.
-    pub margin: f64,
-    /// Assumed cost of a rebalance until one is measured, in iterations.
-    pub prior_cost: f64,
-    /// `(rows moved, seconds)` of each rebalance so far.
-    costs: Vec<(f64, f64)>,
+    /// What a rebalance must gain and what it costs, weighed as
+    /// [`CostAware`] does (its `margin`, `min_gain` and `prior_cost`).
+    pub cost: CostAware,
 }
 
 impl Welch {
     /// Default `alpha`: strict, because the test runs every iteration.
     pub const ALPHA: f64 = 1e-3;
     /// Default `min_gain`.
-    pub const MIN_GAIN: f64 = 0.05;
+    pub const MIN_GAIN: f64 = CostAware::MIN_GAIN;
     /// Default `margin`.
-    pub const MARGIN: f64 = 2.0;
+    pub const MARGIN: f64 = CostAware::MARGIN;
 }
 
 impl Default for Welch {
     fn default() -> Welch {
         Welch {
             alpha: Welch::ALPHA,
-            min_gain: Welch::MIN_GAIN,
-            margin: Welch::MARGIN,
-            prior_cost: PRIOR_COST_ITERATIONS,
-            costs: Vec::new(),
+            cost: CostAware::default(),
         }
     }
 }
@@ -195,37 +220,23 @@ impl Heuristic for Welch {
         let Some(test) = welch_t_test(&slow.samples, &fast.samples) else {
             return Decision::no();
         };
-        let balanced = balanced_time(&robust);
-        let gain = (worst - balanced).max(0.0);
-        let weights = throughput_weights(&robust);
-        let cost = rebalance_cost(
-            &self.costs,
-            self.prior_cost,
-            worst,
-            rows_to_move(s.devices, &weights),
-        );
-        let yes = test.p_greater < self.alpha
-            && worst > 0.0
-            && gain / worst >= self.min_gain
-            && gain * s.remaining as f64 > self.margin * cost;
-        Decision {
-            weights: yes.then_some(weights),
-            ..Decision::when(yes)
-        }
-        .with("t", test.t)
-        .with("p", test.p_greater)
-        .with("worst", worst)
-        .with("balanced", balanced)
-        .with("cost", cost)
+        let p = self.cost.price(s, &robust, worst);
+        let (yes, balanced, cost) = (test.p_greater < self.alpha && p.pays, p.balanced, p.cost);
+        p.decide(yes)
+            .with("t", test.t)
+            .with("p", test.p_greater)
+            .with("worst", worst)
+            .with("balanced", balanced)
+            .with("cost", cost)
     }
     fn on_redistribute(&mut self, r: &Rebalanced<'_>) {
-        self.costs.push((r.rows_moved as f64, r.seconds));
+        self.cost.on_redistribute(r);
     }
     fn state(&self) -> Vec<f64> {
-        flatten(&self.costs)
+        self.cost.state()
     }
     fn restore(&mut self, state: &[f64]) {
-        self.costs = pairs(state);
+        self.cost.restore(state);
     }
 }
 

@@ -134,9 +134,34 @@ const fn real(key: &'static str, kind: ParamKind, default: f64, about: &'static 
     }
 }
 
-const MARGIN: &str = "how many times over the predicted saving must pay for a rebalance";
-const MIN_GAIN: &str = "smallest imbalance worth acting on, as a fraction of an iteration";
-const PRIOR: &str = "assumed cost of a rebalance until one is measured, in iterations";
+// The settings both cost heuristics take, with `CostAware`'s defaults.
+const MARGIN: Param = real(
+    "margin",
+    ParamKind::NonNegative,
+    CostAware::MARGIN,
+    "how many times over the predicted saving must pay for a rebalance",
+);
+const MIN_GAIN: Param = real(
+    "min-gain",
+    ParamKind::NonNegative,
+    CostAware::MIN_GAIN,
+    "smallest imbalance worth acting on, as a fraction of an iteration",
+);
+const PRIOR: Param = real(
+    "prior",
+    ParamKind::NonNegative,
+    PRIOR_COST_ITERATIONS,
+    "assumed cost of a rebalance until one is measured, in iterations",
+);
+
+/// A `CostAware` of the settings [`MARGIN`], [`MIN_GAIN`] and [`PRIOR`].
+fn cost_aware(a: &Args<'_>) -> CostAware {
+    let mut h = CostAware::default();
+    h.margin = a.real("margin");
+    h.min_gain = a.real("min-gain");
+    h.prior_cost = a.real("prior");
+    h
+}
 
 /// Every built-in heuristic, in the order help texts list them.
 pub const BUILTIN: &[Builtin] = &[
@@ -177,28 +202,8 @@ pub const BUILTIN: &[Builtin] = &[
     Builtin {
         name: "cost-aware",
         about: "rebalance when the saving over the remaining iterations pays for it (ours)",
-        params: &[
-            real("margin", ParamKind::NonNegative, CostAware::MARGIN, MARGIN),
-            real(
-                "min-gain",
-                ParamKind::NonNegative,
-                CostAware::MIN_GAIN,
-                MIN_GAIN,
-            ),
-            real(
-                "prior",
-                ParamKind::NonNegative,
-                PRIOR_COST_ITERATIONS,
-                PRIOR,
-            ),
-        ],
-        make: |a| {
-            let mut h = CostAware::default();
-            h.margin = a.real("margin");
-            h.min_gain = a.real("min-gain");
-            h.prior_cost = a.real("prior");
-            Box::new(h)
-        },
+        params: &[MARGIN, MIN_GAIN, PRIOR],
+        make: |a| Box::new(cost_aware(a)),
     },
     Builtin {
         name: "welch",
@@ -211,27 +216,15 @@ pub const BUILTIN: &[Builtin] = &[
                 Welch::ALPHA,
                 "significance level of the one-sided Welch t-test",
             ),
-            real(
-                "min-gain",
-                ParamKind::NonNegative,
-                Welch::MIN_GAIN,
-                MIN_GAIN,
-            ),
-            real("margin", ParamKind::NonNegative, Welch::MARGIN, MARGIN),
-            real(
-                "prior",
-                ParamKind::NonNegative,
-                PRIOR_COST_ITERATIONS,
-                PRIOR,
-            ),
+            MIN_GAIN,
+            MARGIN,
+            PRIOR,
         ],
         make: |a| {
-            let mut h = Welch::default();
-            h.alpha = a.real("alpha");
-            h.min_gain = a.real("min-gain");
-            h.margin = a.real("margin");
-            h.prior_cost = a.real("prior");
-            Box::new(h)
+            Box::new(Welch {
+                alpha: a.real("alpha"),
+                cost: cost_aware(a),
+            })
         },
     },
 ];

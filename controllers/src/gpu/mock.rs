@@ -109,6 +109,20 @@ pub struct MockKernel<T> {
     fused: Option<FusedShape>,
 }
 
+impl<T> MockKernel<T> {
+    /// `kernel` compiled, fused to `fused` where given, with the group
+    /// hints of a GPU.
+    fn compiled(kernel: Arc<dyn Kernel<T>>, fused: Option<FusedShape>) -> Compiled<MockKernel<T>> {
+        Compiled {
+            kernel: MockKernel { kernel, fused },
+            hints: GroupHints {
+                multiple: 32,
+                max: 1024,
+            },
+        }
+    }
+}
+
 /// What a fused kernel of `shape` computes from `src` into `dst` (an
 /// allocation of `cells` cells) for these arguments, tile by tile as the
 /// device code does: load the tile's cone into two arrays, compute each
@@ -326,16 +340,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
             .get(source)
             .cloned()
             .ok_or(BackendError::NotLibraryKernel)?;
-        Ok(Compiled {
-            kernel: MockKernel {
-                kernel,
-                fused: None,
-            },
-            hints: GroupHints {
-                multiple: 32,
-                max: 1024,
-            },
-        })
+        Ok(MockKernel::compiled(kernel, None))
     }
 
     fn fused_limits(&self) -> Option<FusedLimits> {
@@ -367,16 +372,7 @@ impl<T: Cell> DeviceRuntime for MockRuntime<T> {
             index_arg_count,
             FusedArgs::arg_count(shape.ndims(), shape.steps)
         );
-        Ok(Compiled {
-            kernel: MockKernel {
-                kernel,
-                fused: Some(shape),
-            },
-            hints: GroupHints {
-                multiple: 32,
-                max: 1024,
-            },
-        })
+        Ok(MockKernel::compiled(kernel, Some(shape)))
     }
 
     unsafe fn launch_fused(

@@ -15,6 +15,7 @@ use devices::open as open_device;
 pub use devices::platforms;
 use kernels::device::abi::{ArgKind, BufferArg, ARGS, LONG_ARGS};
 use kernels::{Cell, Dialect};
+use ocl::builders::KernelCmd;
 use ocl::enums::ProfilingInfo;
 use ocl::{Buffer, Context, Device, Event, Queue};
 pub(crate) use register::{list, open};
@@ -70,6 +71,37 @@ impl OclRuntime {
             context: &self.context,
             queue: &self.queue,
         }
+    }
+
+    /// Enqueues `cmd` (its kernel's arguments set) on `lane`, returning
+    /// the event that times it. A side-lane launch starts after the main
+    /// lane's earlier commands.
+    ///
+    /// # Safety
+    ///
+    /// As [`DeviceRuntime::launch`]: the kernel's accesses for its arguments
+    /// lie inside its buffers, which its arguments (and OpenCL) retain until
+    /// the command completes.
+    unsafe fn enqueue(&self, lane: Lane, cmd: KernelCmd<'_>) -> Result<Event, DeviceError> {
+        let after = match lane {
+            Lane::Main => None,
+            Lane::Side => Some(
+                self.queue
+                    .enqueue_marker::<Event>(None)
+                    .map_err(backend("OpenCL"))?,
+            ),
+        };
+        let mut ev = Event::empty();
+        let cmd = cmd.enew(&mut ev);
+        let cmd = match &after {
+            Some(marker) => cmd.queue(&self.side).ewait(marker),
+            None => cmd,
+        };
+        // SAFETY: the caller's promise, passed on.
+        unsafe {
+            cmd.enq().map_err(backend("OpenCL"))?;
+        }
+        Ok(ev)
     }
 
     /// Launches with the work-group shapes of a GPU (`true`) or of a CPU
@@ -237,31 +269,13 @@ impl DeviceRuntime for OclRuntime {
         for (i, v) in index_args.iter().enumerate() {
             kernel.set_arg(2 + i, *v).map_err(backend("OpenCL"))?;
         }
-        let after = match lane {
-            Lane::Main => None,
-            Lane::Side => Some(
-                self.queue
-                    .enqueue_marker::<Event>(None)
-                    .map_err(backend("OpenCL"))?,
-            ),
-        };
-        let mut ev = Event::empty();
         let cmd = kernel
             .cmd()
             .global_work_size([groups[0] * group, groups[1], groups[2]])
-            .local_work_size([group, 1, 1])
-            .enew(&mut ev);
-        let cmd = match &after {
-            Some(marker) => cmd.queue(&self.side).ewait(marker),
-            None => cmd,
-        };
+            .local_work_size([group, 1, 1]);
         // SAFETY: as in `launch`: the caller guarantees the kernel's accesses
-        // for these arguments lie inside both buffers, which the kernel's
-        // arguments retain until the command completes.
-        unsafe {
-            cmd.enq().map_err(backend("OpenCL"))?;
-        }
-        Ok(ev)
+        // for these arguments lie inside both buffers.
+        unsafe { self.enqueue(lane, cmd) }
     }
 
     unsafe fn launch(
@@ -296,33 +310,14 @@ impl DeviceRuntime for OclRuntime {
                 .set_arg(ARGS.len() + i, *buf)
                 .map_err(backend("OpenCL"))?;
         }
-        // A side-lane launch starts after the main lane's earlier commands.
-        let after = match lane {
-            Lane::Main => None,
-            Lane::Side => Some(
-                self.queue
-                    .enqueue_marker::<Event>(None)
-                    .map_err(backend("OpenCL"))?,
-            ),
-        };
-        let mut ev = Event::empty();
-        let cmd = kernel.cmd().global_work_size(grid).enew(&mut ev);
-        let cmd = match &after {
-            Some(marker) => cmd.queue(&self.side).ewait(marker),
-            None => cmd,
-        };
+        let cmd = kernel.cmd().global_work_size(grid);
         let cmd = match group {
             Some(g) => cmd.local_work_size(g),
             None => cmd,
         };
         // SAFETY: the caller guarantees that the kernel's reads of `src` and
-        // writes of `dst` for these arguments lie inside both buffers; the
-        // buffers are retained by the kernel's arguments (and by OpenCL)
-        // until the command completes.
-        unsafe {
-            cmd.enq().map_err(backend("OpenCL"))?;
-        }
-        Ok(ev)
+        // writes of `dst` for these arguments lie inside both buffers.
+        unsafe { self.enqueue(lane, cmd) }
     }
 
     fn finish(&mut self) -> Result<(), DeviceError> {

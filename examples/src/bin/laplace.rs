@@ -8,7 +8,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use epsilod::{output, Skeleton};
+use epsilod::Skeleton;
 use epsilod_apps::laplace;
 
 #[derive(Parser)]
@@ -17,12 +17,8 @@ struct Args {
     s0: usize,
     s1: usize,
     s2: usize,
-    iters: u64,
-    /// Where to write the grid (.npy, .raw or .txt).
-    output: Option<std::path::PathBuf>,
-    /// Devices, as `epsilod run --devices` takes them.
-    #[arg(long = "device", default_value = "cpu")]
-    devices: Vec<String>,
+    #[command(flatten)]
+    run: examples::RunArgs,
 }
 
 fn main() -> std::process::ExitCode {
@@ -31,15 +27,10 @@ fn main() -> std::process::ExitCode {
 
 fn run(a: Args) -> Result<()> {
     let size = [a.s0, a.s1, a.s2];
-    let devices = examples::devices(&a.devices)?;
-    let out = Skeleton::new(&size, laplace::stencil(&size))
-        .iterations(a.iters)
-        .init(laplace::init(&size))
-        .devices(devices)
-        .run()?;
-    if !out.is_root() {
+    let skeleton = Skeleton::new(&size, laplace::stencil(&size)).init(laplace::init(&size));
+    let Some(out) = a.run.run(skeleton)? else {
         return Ok(());
-    }
+    };
     let interior = out.grid.slice_each_axis(|ax| {
         let n = size[ax.axis.index()] as isize;
         ndarray::Slice::from(1..n - 1)
@@ -47,10 +38,7 @@ fn run(a: Args) -> Result<()> {
     let mean = interior.iter().map(|&v| f64::from(v)).sum::<f64>() / interior.len() as f64;
     println!(
         "laplace {}x{}x{}, {} iterations: interior mean {mean:.6}, loop {:.3} s",
-        a.s0, a.s1, a.s2, a.iters, out.report.summary.loop_seconds
+        a.s0, a.s1, a.s2, a.run.iters, out.report.summary.loop_seconds
     );
-    if let Some(path) = &a.output {
-        output::write(path, out.grid.view())?;
-    }
-    Ok(())
+    a.run.write(&out)
 }

@@ -7,7 +7,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use epsilod::{output, Skeleton};
+use epsilod::Skeleton;
 use epsilod_apps::poisson;
 
 #[derive(Parser)]
@@ -15,12 +15,8 @@ struct Args {
     /// Global sizes, the 1-cell boundary included.
     nx: usize,
     ny: usize,
-    iters: u64,
-    /// Where to write the grid (.npy, .raw or .txt).
-    output: Option<std::path::PathBuf>,
-    /// Devices, as `epsilod run --devices` takes them.
-    #[arg(long = "device", default_value = "cpu")]
-    devices: Vec<String>,
+    #[command(flatten)]
+    run: examples::RunArgs,
 }
 
 fn main() -> std::process::ExitCode {
@@ -29,27 +25,19 @@ fn main() -> std::process::ExitCode {
 
 fn run(a: Args) -> Result<()> {
     let size = [a.nx, a.ny];
-    let devices = examples::devices(&a.devices)?;
-    let out = Skeleton::new(&size, poisson::stencil(&size))
-        .iterations(a.iters)
-        .init(poisson::init(&size))
-        .devices(devices)
-        .run()?;
-    if !out.is_root() {
+    let skeleton = Skeleton::new(&size, poisson::stencil(&size)).init(poisson::init(&size));
+    let Some(out) = a.run.run(skeleton)? else {
         return Ok(());
-    }
+    };
     let (p, q) = ([a.nx / 4, a.ny / 4], [3 * a.nx / 4, 3 * a.ny / 4]);
     println!(
         "poisson {}x{}, {} iterations: u at the sources {:.6} and {:.6}, loop {:.3} s",
         a.nx,
         a.ny,
-        a.iters,
+        a.run.iters,
         out.grid[p.as_slice()],
         out.grid[q.as_slice()],
         out.report.summary.loop_seconds
     );
-    if let Some(path) = &a.output {
-        output::write(path, out.grid.view())?;
-    }
-    Ok(())
+    a.run.write(&out)
 }

@@ -8,7 +8,7 @@
 
 use anyhow::Result;
 use clap::Parser;
-use epsilod::{output, Skeleton};
+use epsilod::Skeleton;
 use epsilod_apps::wavesim;
 
 #[derive(Parser)]
@@ -16,15 +16,11 @@ struct Args {
     /// User domain: rows (dimension 0) and columns (dimension 1).
     rows: usize,
     cols: usize,
-    iters: u64,
-    /// Where to write the whole grid, boundary included (.npy, .raw, .txt).
-    output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    run: examples::RunArgs,
     /// Time step.
     #[arg(long, default_value_t = wavesim::DT)]
     dt: f32,
-    /// Devices, as `epsilod run --devices` takes them.
-    #[arg(long = "device", default_value = "cpu")]
-    devices: Vec<String>,
 }
 
 fn main() -> std::process::ExitCode {
@@ -33,23 +29,16 @@ fn main() -> std::process::ExitCode {
 
 fn run(a: Args) -> Result<()> {
     let size = [a.rows + 2, a.cols + 2];
-    let devices = examples::devices(&a.devices)?;
-    let out = Skeleton::new(&size, wavesim::stencil(&size, a.dt))
-        .iterations(a.iters)
+    let skeleton = Skeleton::new(&size, wavesim::stencil(&size, a.dt))
         .init(wavesim::init(&size))
-        .init_previous(wavesim::init_previous(&size, a.dt))
-        .devices(devices)
-        .run()?;
-    if !out.is_root() {
+        .init_previous(wavesim::init_previous(&size, a.dt));
+    let Some(out) = a.run.run(skeleton)? else {
         return Ok(());
-    }
+    };
     let peak = out.grid.iter().fold(f32::MIN, |m, &v| m.max(v));
     println!(
         "wavesim {}x{}, {} steps of {}: peak {peak:.6}, loop {:.3} s",
-        a.rows, a.cols, a.iters, a.dt, out.report.summary.loop_seconds
+        a.rows, a.cols, a.run.iters, a.dt, out.report.summary.loop_seconds
     );
-    if let Some(path) = &a.output {
-        output::write(path, out.grid.view())?;
-    }
-    Ok(())
+    a.run.write(&out)
 }
