@@ -3,7 +3,9 @@
 //! and jobs that fail end, with a message, within a time limit.
 #![cfg(feature = "mpi")]
 
-use crate::common::{self, json, path, same_bytes, succeeded};
+use crate::common::{
+    self, json, one_cpu_each, path, same_bytes, succeeded, CPU1, QUICK_CALIBRATION,
+};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
@@ -21,7 +23,7 @@ fn bin() -> &'static str {
 
 /// Waits for `cmd` at most LIMIT; a job still running then is a hang.
 fn run_bounded(mut cmd: Command) -> Output {
-    let mut child = cmd
+    let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -30,15 +32,7 @@ fn run_bounded(mut cmd: Command) -> Output {
                 "cannot start {cmd:?} ({e}): install OpenMPI (openmpi-bin) to test the mpi feature"
             )
         });
-    let start = Instant::now();
-    while child.try_wait().expect("waiting").is_none() {
-        if start.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("{cmd:?} hung for {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("collecting output")
+    common::wait_bounded(child, LIMIT, &format!("{cmd:?}"))
 }
 
 fn mpirun_cmd(np: usize) -> Command {
@@ -89,7 +83,7 @@ fn device_file(dir: &Path, name: &str, tables: &str) -> String {
 /// byte-identical and the reports alike in everything but timings.
 fn same_as_one_process(np: usize, args: &[&str], dir: &Path, tag: &str) {
     let (ra, rb) =
-        common::same_as_one_process(args, dir, tag, &format!("{np} ranks"), alone, |many| {
+        common::same_as_one_process(args, dir, tag, &format!("{np} ranks"), 1, alone, |many| {
             mpirun(np, many)
         });
     let (ia, ib) = (
@@ -108,13 +102,6 @@ fn same_as_one_process(np: usize, args: &[&str], dir: &Path, tag: &str) {
         };
         assert_eq!(rows(x), rows(y), "{tag}: rows per device");
     }
-}
-
-const CPU1: &str = "cpu:threads=1";
-
-/// `--devices cpu:threads=1` once for each of `np` ranks.
-fn one_cpu_each(np: usize) -> Vec<&'static str> {
-    ["--devices", CPU1].repeat(np)
 }
 
 #[test]
@@ -803,17 +790,7 @@ fn commbench_pairs_processes_across_ranks() {
 #[test]
 fn a_predicted_trace_replays_across_ranks_with_black_holes() {
     let dir = tempfile::tempdir().unwrap();
-    let mut sigs = Vec::new();
-    for n in [2, 4] {
-        let out = path(dir.path(), &format!("s{n}.json"));
-        let mut args = vec!["signature", "2d4", "--size", "34", "--partition", "w0"];
-        args.extend(["--sig-iters", "3", "--quiet", "--out", &out]);
-        for _ in 0..n {
-            args.extend(["--devices", "cpu:threads=1"]);
-        }
-        succeeded(&alone(&args), "signature");
-        sigs.push(out);
-    }
+    let sigs = [2, 4].map(|n| common::signature(dir.path(), "34", n, &["--sig-iters", "3"]));
     let trace = path(dir.path(), "t6.json");
     succeeded(
         &alone(&[
@@ -836,40 +813,15 @@ fn a_predicted_trace_replays_across_ranks_with_black_holes() {
 #[test]
 fn checkpoints_written_by_ranks_restart_on_other_rank_counts() {
     let dir = tempfile::tempdir().unwrap();
-    let ck = path(dir.path(), "ck");
-    let base = ["run", "3d27", "--size", "18x14x12", "--quiet"];
-    let full = path(dir.path(), "full.dat");
-    let mut args = base.to_vec();
-    args.extend(["--iters", "30", "--devices", CPU1, "--output", &full]);
-    succeeded(&alone(&args), "uninterrupted");
-    let mut args = base.to_vec();
-    args.extend([
-        "--iters",
-        "17",
-        "--partition",
-        "s0",
-        "--checkpoint-every",
-        "5",
-    ]);
-    args.extend([
-        "--checkpoint-dir",
-        &ck,
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-    ]);
-    succeeded(&mpirun(2, &args), "checkpoints on 2 ranks");
-    for (np, tag) in [(3, "three"), (1, "one")] {
-        let out = path(dir.path(), &format!("{tag}.dat"));
-        let mut args = base.to_vec();
-        args.extend(["--iters", "30", "--restart", &ck, "--output", &out]);
-        succeeded(&on_ranks(np, &args), &format!("restart on {np} rank(s)"));
-        assert!(
-            same_bytes(&full, &out),
-            "restart on {np} rank(s) differs from the uninterrupted run"
-        );
-    }
+    common::restarts_end_as_the_run_never_stopped(
+        dir.path(),
+        "2 ranks",
+        |args| on_ranks(2, args),
+        &[
+            ("3 ranks", &|args| on_ranks(3, args)),
+            ("1 rank", &|args| on_ranks(1, args)),
+        ],
+    );
 }
 
 /// Snapshots gathered across ranks are the one-process snapshots.
@@ -898,24 +850,9 @@ fn snapshots_across_ranks_match_one_process() {
 #[test]
 fn deep_halos_across_ranks_match_one_process() {
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "run",
-        "3d27",
-        "--size",
-        "26x14x12",
-        "--iters",
-        "20",
-        "--halo-depth",
-        "3",
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-        "--partition",
-        "s0",
-    ];
+    let mut args = vec!["run", "3d27", "--size", "26x14x12", "--iters", "20"];
+    args.extend(["--halo-depth", "3", "--partition", "s0"]);
+    args.extend(one_cpu_each(3));
     same_as_one_process(3, &args, dir.path(), "deep");
     let r = json(path(dir.path(), "deep-n.json"));
     // 20 iterations at depth 3: periods of 3 iterations and a last one of
@@ -931,24 +868,9 @@ fn deep_halos_across_ranks_match_one_process() {
 #[test]
 fn auto_halo_depth_across_ranks_matches_one_process() {
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "run",
-        "2d4",
-        "--size",
-        "40x30",
-        "--iters",
-        "140",
-        "--halo-depth",
-        "auto",
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-        "--partition",
-        "s0",
-    ];
+    let mut args = vec!["run", "2d4", "--size", "40x30", "--iters", "140"];
+    args.extend(["--halo-depth", "auto", "--partition", "s0"]);
+    args.extend(one_cpu_each(3));
     same_as_one_process(3, &args, dir.path(), "auto");
     let r = json(path(dir.path(), "auto-n.json"));
     let tried: Vec<u64> = r["depth_trials"]
@@ -970,25 +892,10 @@ fn calibrate_measures_the_mpi_link() {
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m.json");
     let m = m.to_str().unwrap();
-    let o = on_ranks(
-        2,
-        &[
-            "calibrate",
-            "2d4",
-            "--size",
-            "34x34",
-            "--partition",
-            "w0",
-            "--calib-iters",
-            "6",
-            "--reps",
-            "3",
-            "--max-bytes",
-            "1024",
-            "--out",
-            m,
-        ],
-    );
+    let mut args = vec!["calibrate", "2d4", "--size", "34x34"];
+    args.extend(QUICK_CALIBRATION);
+    args.extend(["--max-bytes", "1024", "--out", m]);
+    let o = on_ranks(2, &args);
     succeeded(&o, "calibrate under mpirun");
     let v = json(m);
     let links: Vec<&str> = v["links"]
