@@ -160,8 +160,10 @@ fn same_as_one_process(c: &Cluster, np: usize, args: &[&str], dir: &Path, tag: &
     common::same_as_one_process(args, dir, tag, &on, np, epsilod, |many| c.epsilod(np, many));
 }
 
+/// Stencils and gas-sim on 3 and 2 nodes, and a checkpoint written by 3
+/// nodes resumed by 2: the bytes of one process, of the run never stopped.
 #[test]
-fn stencils_and_gas_sim_match_one_process_across_3_nodes() {
+fn stencils_gas_sim_and_checkpoints_match_one_process_across_nodes() {
     let Some(c) = Cluster::up("same", 3) else {
         return;
     };
@@ -186,6 +188,19 @@ fn stencils_and_gas_sim_match_one_process_across_3_nodes() {
     let mut args = vec!["run", "gas-sim", "--size", "14x12x10", "--iters", "6"];
     args.extend(["--devices", CPU1, "--devices", CPU1]);
     same_as_one_process(&c, 2, &args, dir.path(), "gas");
+    // On this cluster too: one bring-up less than a test of its own.
+    let dir = tempfile::tempdir().unwrap();
+    let on_nodes = |np: usize, args: &[&str]| {
+        let mut args = args.to_vec();
+        args.extend(one_cpu_each(np));
+        c.epsilod(np, &args)
+    };
+    common::restarts_end_as_the_run_never_stopped(
+        dir.path(),
+        "3 nodes",
+        |args| on_nodes(3, args),
+        &[("2 nodes", &|args| on_nodes(2, args))],
+    );
 }
 
 #[test]
@@ -202,38 +217,13 @@ fn host_tables_place_devices_by_node() {
         c.node(2)
     );
     std::fs::write(&file, tables).unwrap();
-    let (out, rep, one) = (
-        path(dir.path(), "placed.dat"),
-        path(dir.path(), "placed.json"),
-        path(dir.path(), "one.dat"),
-    );
-    let base = [
-        "run",
-        "2d8",
-        "--size",
-        "40",
-        "--iters",
-        "5",
-        "--partition",
-        "w0",
-        "--quiet",
-    ];
-    let mut args = base.to_vec();
-    args.extend(["--device-file", &file, "--output", &out, "--report", &rep]);
-    succeeded(&c.epsilod(3, &args), "device file on 3 nodes");
     // Numbered rank by rank: node 1's, node 2's two, node 3's.
     let w2 = "cpu:threads=1,weight=2";
-    assert_eq!(
-        json(&rep)["config"]["devices"],
-        serde_json::json!([CPU1, CPU1, w2, CPU1])
-    );
-    let mut args = base.to_vec();
-    args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", w2]);
-    args.extend(["--devices", CPU1, "--output", &one]);
-    succeeded(&epsilod(&args), "one process");
-    assert!(
-        same_bytes(&out, &one),
-        "host tables differ from one process"
+    common::a_device_file_deals(
+        dir.path(),
+        &file,
+        &|args| c.epsilod(3, args),
+        &[CPU1, CPU1, w2, CPU1],
     );
     // Tables for nodes 1 and 2 only: node 3's rank has none, and the error
     // names it by its hostname.
@@ -253,26 +243,6 @@ fn host_tables_place_devices_by_node() {
         c.node(3)
     );
     assert_eq!(err.matches(&want).count(), 1, "{err}");
-}
-
-/// Written by 3 nodes, resumed by 2: the bytes of the run never stopped.
-#[test]
-fn a_checkpoint_written_on_3_nodes_restarts_on_2() {
-    let Some(c) = Cluster::up("ckpt", 3) else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let on_nodes = |np: usize, args: &[&str]| {
-        let mut args = args.to_vec();
-        args.extend(one_cpu_each(np));
-        c.epsilod(np, &args)
-    };
-    common::restarts_end_as_the_run_never_stopped(
-        dir.path(),
-        "3 nodes",
-        |args| on_nodes(3, args),
-        &[("2 nodes", &|args| on_nodes(2, args))],
-    );
 }
 
 /// The ranks of node 2 killed mid-run: mpirun ends the job within seconds,

@@ -185,6 +185,47 @@ pub fn same_as_one_process(
     (ra, rb)
 }
 
+/// 2d8 on 40x40 over 5 iterations, rows by weight, on the devices `file`
+/// deals to the processes `many` starts: the report numbers them as
+/// `dealt` (rank by rank), and one process given `dealt` writes the same
+/// bytes.
+pub fn a_device_file_deals(dir: &Path, file: &str, many: &Runner, dealt: &[&str]) {
+    let (out, rep, one) = (
+        path(dir, "placed.dat"),
+        path(dir, "placed.json"),
+        path(dir, "one.dat"),
+    );
+    let base = [
+        "run",
+        "2d8",
+        "--size",
+        "40",
+        "--iters",
+        "5",
+        "--partition",
+        "w0",
+        "--quiet",
+    ];
+    let mut args = base.to_vec();
+    args.extend(["--device-file", file, "--output", &out, "--report", &rep]);
+    succeeded(&many(&args), "device file");
+    assert_eq!(
+        json(&rep)["config"]["devices"],
+        serde_json::json!(dealt),
+        "devices numbered rank by rank"
+    );
+    let mut args = base.to_vec();
+    for d in dealt {
+        args.extend(["--devices", d]);
+    }
+    args.extend(["--output", &one]);
+    succeeded(&epsilod(&args), "one process");
+    assert!(
+        same_bytes(&out, &one),
+        "the devices dealt differ from one process"
+    );
+}
+
 /// Runs the binary with the arguments it is given, somewhere: alone, on
 /// ranks, on nodes.
 pub type Runner<'a> = dyn Fn(&[&str]) -> Output + 'a;

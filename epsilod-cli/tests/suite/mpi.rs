@@ -163,50 +163,78 @@ fn laplace_poisson_wavesim_and_spec_files_match_one_process_on_2_and_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let spec =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs/damped-heat.toml");
-    for np in [2, 3] {
-        let mut args = vec!["run", "laplace", "--size", "14x12x10", "--iters", "6"];
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("laplace-{np}"));
-        let mut args = vec!["run", "poisson", "--size", "30x26", "--iters", "20"];
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("poisson-{np}"));
-        let mut args = vec!["run", "wavesim", "--size", "34x26", "--iters", "20"];
-        args.extend(["--partition", "w0"]);
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("wavesim-{np}"));
-        let mut args = vec![
-            "run",
-            spec.to_str().unwrap(),
-            "--size",
-            "34",
-            "--iters",
-            "6",
-        ];
-        args.extend(["--init", "random"]);
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("heat-{np}"));
+    let varcoef = spec.with_file_name("varcoef.toml");
+    let gas = spec.with_file_name("gassim.toml");
+    let (spec, varcoef, gas) = (
+        spec.to_str().unwrap(),
+        varcoef.to_str().unwrap(),
+        gas.to_str().unwrap(),
+    );
+    // The field from a file every rank reads.
+    let field = dir.path().join("k.npy");
+    {
+        use ndarray_npy::WriteNpyExt;
+        let k = ndarray::Array2::from_shape_fn((40, 18), |(r, q)| (r * 18 + q) as f32 * 1e-3);
+        k.write_npy(std::fs::File::create(&field).unwrap()).unwrap();
+    }
+    let k = format!("k={}", field.display());
+    let varcoef_run = [
+        "run",
+        varcoef,
+        "--size",
+        "40x18",
+        "--iters",
+        "30",
+        "--init",
+        "random",
+        "--halo-depth",
+        "2",
+    ];
+    let cases: [(&str, Vec<&str>); 7] = [
+        (
+            "laplace",
+            vec!["run", "laplace", "--size", "14x12x10", "--iters", "6"],
+        ),
+        (
+            "poisson",
+            vec!["run", "poisson", "--size", "30x26", "--iters", "20"],
+        ),
+        (
+            "wavesim",
+            vec![
+                "run",
+                "wavesim",
+                "--size",
+                "34x26",
+                "--iters",
+                "20",
+                "--partition",
+                "w0",
+            ],
+        ),
+        (
+            "heat",
+            vec![
+                "run", spec, "--size", "34", "--iters", "6", "--init", "random",
+            ],
+        ),
         // An auxiliary field, computed by each rank where it holds cells.
-        let varcoef = spec.with_file_name("varcoef.toml");
-        let mut args = vec!["run", varcoef.to_str().unwrap(), "--size", "40x18"];
-        args.extend(["--iters", "30", "--init", "random", "--halo-depth", "2"]);
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("varcoef-{np}"));
-        // The field from a file every rank reads.
-        let field = dir.path().join("k.npy");
-        {
-            use ndarray_npy::WriteNpyExt;
-            let k = ndarray::Array2::from_shape_fn((40, 18), |(r, q)| (r * 18 + q) as f32 * 1e-3);
-            k.write_npy(std::fs::File::create(&field).unwrap()).unwrap();
-        }
-        let k = format!("k={}", field.display());
-        args.extend(["--aux", &k]);
-        same_as_one_process(np, &args, dir.path(), &format!("varcoef-file-{np}"));
+        ("varcoef", varcoef_run.to_vec()),
+        ("varcoef-file", [&varcoef_run[..], &["--aux", &k]].concat()),
         // Cells of 19 components, from a spec file.
-        let gas = spec.with_file_name("gassim.toml");
-        let mut args = vec!["run", gas.to_str().unwrap(), "--size", "14x12x10"];
-        args.extend(["--iters", "4", "--init", "random"]);
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("gas-spec-{np}"));
+        (
+            "gas-spec",
+            vec![
+                "run", gas, "--size", "14x12x10", "--iters", "4", "--init", "random",
+            ],
+        ),
+    ];
+    for np in [2, 3] {
+        for (tag, args) in &cases {
+            let mut args = args.clone();
+            args.extend(one_cpu_each(np));
+            same_as_one_process(np, &args, dir.path(), &format!("{tag}-{np}"));
+        }
     }
 }
 
@@ -236,62 +264,13 @@ fn a_device_file_places_devices_per_rank() {
         "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\n\n\
          [[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\nweight = 2\n",
     );
-    let out = path(dir.path(), "placed.dat");
-    let rep = path(dir.path(), "placed.json");
-    let o = mpirun(
-        3,
-        &[
-            "run",
-            "2d8",
-            "--size",
-            "40",
-            "--iters",
-            "5",
-            "--partition",
-            "w0",
-            "--device-file",
-            &file,
-            "--output",
-            &out,
-            "--report",
-            &rep,
-            "--quiet",
-        ],
-    );
-    succeeded(&o, "device file");
-    // The same devices, in the order the file deals them, in one process.
-    let one = path(dir.path(), "one.dat");
+    // In the order the file deals them: rank 0's two, then ranks 1 and 2's.
     let w2 = "cpu:threads=1,weight=2";
-    succeeded(
-        &alone(&[
-            "run",
-            "2d8",
-            "--size",
-            "40",
-            "--iters",
-            "5",
-            "--partition",
-            "w0",
-            "--devices",
-            CPU1,
-            "--devices",
-            w2,
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-            "--output",
-            &one,
-            "--quiet",
-        ]),
-        "one process",
-    );
-    assert!(same_bytes(&out, &one));
-    let devices = json(&rep)["config"]["devices"].clone();
-    assert_eq!(
-        devices,
-        serde_json::json!([CPU1, w2, CPU1, CPU1]),
-        "devices numbered rank by rank"
+    common::a_device_file_deals(
+        dir.path(),
+        &file,
+        &|args| mpirun(3, args),
+        &[CPU1, w2, CPU1, CPU1],
     );
 }
 
