@@ -2,7 +2,7 @@
 //! `calibrate` and `plan`, on the real binary.
 
 use crate::common;
-use common::{fails_with, json, ok, plan, INVENTORY, QUICK_CALIBRATION};
+use common::{fails_with, json, ok, one_cpu_each, plan, INVENTORY, QUICK_CALIBRATION};
 
 use serde_json::Value;
 
@@ -453,18 +453,14 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
     let m = dir.path().join("machine.json");
     let m = m.to_str().unwrap();
     let two = [
-        "--size",
-        "68x34",
-        "--devices",
-        "cpu:threads=1",
-        "--devices",
-        "cpu:threads=1",
-        "--partition",
-        "w0",
-    ];
+        &["--size", "68x34"][..],
+        &one_cpu_each(2),
+        &["--partition", "w0"],
+    ]
+    .concat();
     let base = [
         &["calibrate", "2d4"][..],
-        &two,
+        &two[..],
         // A small link calibration: predict reads the machine back.
         &[
             "--calib-iters",
@@ -541,7 +537,7 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
     let report = dir.path().join("seeded.json");
     ok(&[
         &["run", "2d4", "--iters", "3", "--weights-from", m, "--quiet"][..],
-        &two,
+        &two[..],
         &["--report", report.to_str().unwrap()],
     ]
     .concat());
@@ -774,11 +770,11 @@ fn simulate_resamples_noise_from_a_real_report() {
     let real = dir.path().join("real.json");
     let real = real.to_str().unwrap();
     let base = ["2d4", "--size", "66x34", "--partition", "w0"];
-    let devs = ["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"];
+    let devs = one_cpu_each(2);
     ok(&[
         &["run"][..],
         &base,
-        &devs,
+        &devs[..],
         &["--iters", "40", "--quiet", "--report", real],
     ]
     .concat());
@@ -788,7 +784,7 @@ fn simulate_resamples_noise_from_a_real_report() {
         ok(&[
             &["simulate"][..],
             &base,
-            &devs,
+            &devs[..],
             &["--iters", "60", "--seed", seed, "--report", out],
             noise,
         ]
@@ -834,7 +830,14 @@ fn simulate_resamples_noise_from_a_real_report() {
     assert_ne!(a, wide);
     for lone in [["--noise-block", "4"], ["--noise-window", "100"]] {
         fails_with(
-            &[&["simulate"][..], &base, &devs, &["--iters", "6"], &lone].concat(),
+            &[
+                &["simulate"][..],
+                &base,
+                &devs[..],
+                &["--iters", "6"],
+                &lone,
+            ]
+            .concat(),
             "--noise-from",
         );
     }
@@ -842,7 +845,7 @@ fn simulate_resamples_noise_from_a_real_report() {
         &[
             &["simulate"][..],
             &base,
-            &devs,
+            &devs[..],
             &["--iters", "6", "--noise-from", "/nonexistent/r.json"],
         ]
         .concat(),
@@ -852,7 +855,7 @@ fn simulate_resamples_noise_from_a_real_report() {
         &[
             &["simulate"][..],
             &base,
-            &devs,
+            &devs[..],
             &["--iters", "6", "--noise-from", real, "--noise", "0.1"],
         ]
         .concat(),

@@ -549,51 +549,25 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
 #[test]
 fn clear_errors_for_jobs_that_cannot_run() {
     let dir = tempfile::tempdir().unwrap();
+    // `args` on `np` ranks fails, saying `want` once.
+    let said_once = |np: usize, args: &[&str], want: &str| {
+        let o = mpirun(np, args);
+        assert!(!o.status.success());
+        let e = stderr(&o);
+        assert_eq!(e.matches(want).count(), 1, "{e}");
+    };
     // More ranks than devices: said once, by rank 0.
-    let o = mpirun(
+    let mut args = vec!["run", "2d4", "--size", "34"];
+    args.extend(one_cpu_each(2));
+    said_once(
         3,
-        &[
-            "run",
-            "2d4",
-            "--size",
-            "34",
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-        ],
+        &args,
+        "error: 3 MPI ranks but only 2 device(s): give at least one device per rank (repeat --devices, or give none for one CPU device per rank), or run fewer ranks (mpirun -np 2)",
     );
-    assert!(!o.status.success());
-    let e = stderr(&o);
-    let want = "error: 3 MPI ranks but only 2 device(s): give at least one device per rank (repeat --devices, or give none for one CPU device per rank), or run fewer ranks (mpirun -np 2)";
-    assert_eq!(e.matches(want).count(), 1, "{e}");
     // More ranks than rows.
-    let o = mpirun(
-        4,
-        &[
-            "run",
-            "2d4",
-            "--size",
-            "5x40",
-            "--partition",
-            "s0",
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-        ],
-    );
-    assert!(!o.status.success());
-    let e = stderr(&o);
-    assert_eq!(
-        e.matches("error: rank 3 would compute no rows").count(),
-        1,
-        "{e}"
-    );
+    let mut args = vec!["run", "2d4", "--size", "5x40", "--partition", "s0"];
+    args.extend(one_cpu_each(4));
+    said_once(4, &args, "error: rank 3 would compute no rows");
     // Ranks given different device files (one per side of mpirun's ':').
     let f1 = device_file(
         dir.path(),
