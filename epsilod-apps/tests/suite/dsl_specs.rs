@@ -2,7 +2,8 @@
 //! Rust apps' output byte for byte: the spec's update with the app's
 //! initial levels, written as the app's output, on several layouts.
 
-use epsilod::{output, AnySpec, DeviceSpec, ExprSpec, Partition, Skeleton, Stencil};
+use crate::common::{devices, gas_on, GAS_USER};
+use epsilod::{output, AnySpec, ExprSpec, Partition, Skeleton, Stencil};
 use epsilod_apps::wavesim;
 use std::path::Path;
 
@@ -40,7 +41,7 @@ fn the_wavesim_spec_is_the_wavesim_app() {
             .iterations(25)
             .init(wavesim::init(&size))
             .init_previous(wavesim::init_previous(&size, wavesim::DT))
-            .devices(devs.iter().map(|d| DeviceSpec::parse(d).unwrap()).collect())
+            .devices(devices(devs))
             .partition(part)
             .run()
             .unwrap()
@@ -84,18 +85,8 @@ fn the_gassim_spec_is_the_gas_sim_app() {
     use epsilod_testkit::bits;
     let spec = spec("gassim.toml");
     assert_eq!(spec.components, Some(19));
-    // Large enough for the obstacle sphere (centre x = y = 50, z = 8).
-    let user = [56, 54, 14];
-    let run = |stencil: Stencil<GasCell>, devs: &[&str], part: Partition| {
-        Skeleton::new(&gas::global_size(user), stencil)
-            .iterations(9)
-            .init(gas::init(user))
-            .devices(devs.iter().map(|d| DeviceSpec::parse(d).unwrap()).collect())
-            .partition(part)
-            .run()
-            .unwrap()
-            .grid
-    };
+    let user = GAS_USER;
+    let run = gas_on;
     let app = bits(&run(gas::stencil(), &["cpu:threads=1"], Partition::Multi));
     for (devs, part) in [
         (vec!["cpu:threads=1"], Partition::Multi),

@@ -3,7 +3,8 @@
 //! even kernel widths, and for images with negative pixels (where
 //! truncation meets -0).
 
-use epsilod::{DeviceSpec, Partition, Skeleton};
+use crate::common::{bits_on, layouts};
+use epsilod::{Partition, Skeleton};
 use epsilod_apps::gaussian;
 
 /// EPSILOD's gaussian, serially: the image inside a border of kw/2 zeros;
@@ -54,25 +55,13 @@ type Case = (usize, usize, usize, f32);
 
 fn run(image: &[f32], case: Case, iters: u64, devices: &[&str], part: Partition) -> Vec<u32> {
     let (rows, cols, kw, sigma) = case;
-    Skeleton::new(
+    let s = Skeleton::new(
         &gaussian::global_size(rows, cols, kw),
         gaussian::stencil(kw, sigma),
     )
     .iterations(iters)
-    .init(gaussian::init(image.to_vec(), rows, cols, kw))
-    .devices(
-        devices
-            .iter()
-            .map(|d| DeviceSpec::parse(d).unwrap())
-            .collect(),
-    )
-    .partition(part)
-    .run()
-    .unwrap()
-    .grid
-    .iter()
-    .map(|v| v.to_bits())
-    .collect()
+    .init(gaussian::init(image.to_vec(), rows, cols, kw));
+    bits_on(s, devices, part)
 }
 
 /// Pixels 0..=255 and some far larger (where f32 steps in place of f64
@@ -93,15 +82,7 @@ fn image(rows: usize, cols: usize, negative: bool) -> Vec<f32> {
 
 #[test]
 fn same_bits_as_the_serial_loop_on_every_layout() {
-    let layouts = [
-        (vec!["cpu:threads=1"], Partition::Multi),
-        (vec!["cpu:threads=1"; 4], Partition::Multi),
-        (
-            vec!["cpu:threads=2", "cpu:threads=1,weight=3"],
-            Partition::Weighted(0),
-        ),
-        (vec!["cpu:threads=1"; 3], Partition::Single(1)),
-    ];
+    let layouts = layouts();
     for (rows, cols, kw, sigma, negative) in [
         (23, 31, 5, 1.0, false),
         (20, 17, 4, 1.5, true),

@@ -1,7 +1,8 @@
 //! The laplace app: the same bits as an independent serial loop written
 //! from laplace_kernels.c, on every layout and device mix.
 
-use epsilod::{DeviceSpec, Partition, Skeleton};
+use crate::common::devices;
+use epsilod::{Partition, Skeleton};
 use epsilod_apps::laplace;
 use ndarray::{ArrayD, IxDyn};
 
@@ -48,16 +49,11 @@ fn serial(size: [usize; 3], iters: usize) -> ArrayD<f32> {
     u
 }
 
-fn run(size: [usize; 3], iters: u64, devices: &[&str], part: Partition) -> ArrayD<f32> {
+fn run(size: [usize; 3], iters: u64, devs: &[&str], part: Partition) -> ArrayD<f32> {
     Skeleton::new(&size, laplace::stencil(&size))
         .iterations(iters)
         .init(laplace::init(&size))
-        .devices(
-            devices
-                .iter()
-                .map(|d| DeviceSpec::parse(d).unwrap())
-                .collect(),
-        )
+        .devices(devices(devs))
         .partition(part)
         .run()
         .unwrap()

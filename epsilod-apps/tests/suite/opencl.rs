@@ -1,14 +1,8 @@
 //! gas-sim on OpenCL (PoCL in CI): bit-identical to the CPU.
 #![cfg(feature = "opencl")]
 
-use epsilod::{DeviceSpec, Partition, Skeleton};
-
-fn devices(specs: &[&str]) -> Vec<DeviceSpec> {
-    specs
-        .iter()
-        .map(|s| DeviceSpec::parse(s).unwrap())
-        .collect()
-}
+use crate::common::{bits_on, devices, gas_on};
+use epsilod::{Partition, Skeleton};
 
 #[test]
 fn gas_sim_on_opencl_matches_the_cpu_bit_for_bit() {
@@ -141,17 +135,7 @@ fn the_gassim_spec_on_opencl_matches_the_app_on_the_cpu() {
     let AnySpec::Expr(spec) = AnySpec::load(&path).unwrap() else {
         panic!("gassim.toml is an update expression")
     };
-    let user = [56, 54, 14];
-    let run = |stencil, devs: &[&str], part| {
-        Skeleton::new(&gas::global_size(user), stencil)
-            .iterations(9)
-            .init(gas::init(user))
-            .devices(devices(devs))
-            .partition(part)
-            .run()
-            .unwrap()
-            .grid
-    };
+    let run = gas_on;
     let cells = |g: &ndarray::ArrayD<gas::GasCell>| -> Vec<u32> {
         g.iter().flat_map(|c| c.map(f32::to_bits)).collect()
     };
@@ -194,20 +178,13 @@ fn gaussian_on_opencl_matches_the_cpu_bit_for_bit() {
             })
             .collect();
         let run = |devs: &[&str], part| -> Vec<u32> {
-            Skeleton::new(
+            let s = Skeleton::new(
                 &gaussian::global_size(rows, cols, kw),
                 gaussian::stencil(kw, sigma),
             )
             .iterations(5)
-            .init(gaussian::init(img.clone(), rows, cols, kw))
-            .devices(devices(devs))
-            .partition(part)
-            .run()
-            .unwrap()
-            .grid
-            .iter()
-            .map(|v| v.to_bits())
-            .collect()
+            .init(gaussian::init(img.clone(), rows, cols, kw));
+            bits_on(s, devs, part)
         };
         let cpu = run(&["cpu:threads=1"], Partition::Multi);
         assert_eq!(

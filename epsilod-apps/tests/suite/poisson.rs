@@ -1,7 +1,8 @@
 //! The poisson app: the same bits as an independent serial loop written
 //! from poisson_kernels.c, on every layout and device mix.
 
-use epsilod::{DeviceSpec, Partition, Skeleton};
+use crate::common::{bits_on, layouts};
+use epsilod::{Partition, Skeleton};
 use epsilod_apps::poisson;
 
 /// EPSILOD's poisson, serially, in f32 and the original's order.
@@ -42,22 +43,10 @@ fn serial(nx: usize, ny: usize, iters: usize) -> Vec<u32> {
 }
 
 fn run(size: [usize; 2], iters: u64, devices: &[&str], part: Partition) -> Vec<u32> {
-    Skeleton::new(&size, poisson::stencil(&size))
+    let s = Skeleton::new(&size, poisson::stencil(&size))
         .iterations(iters)
-        .init(poisson::init(&size))
-        .devices(
-            devices
-                .iter()
-                .map(|d| DeviceSpec::parse(d).unwrap())
-                .collect(),
-        )
-        .partition(part)
-        .run()
-        .unwrap()
-        .grid
-        .iter()
-        .map(|v| v.to_bits())
-        .collect()
+        .init(poisson::init(&size));
+    bits_on(s, devices, part)
 }
 
 #[test]
@@ -66,15 +55,7 @@ fn same_bits_as_the_serial_loop_on_every_layout() {
     let want = serial(size[0], size[1], iters);
     // The sources move the field: a run that misplaced them would differ.
     assert_ne!(want, serial(size[0], size[1], 0));
-    for (devs, part) in [
-        (vec!["cpu:threads=1"], Partition::Multi),
-        (vec!["cpu:threads=1"; 4], Partition::Multi),
-        (
-            vec!["cpu:threads=2", "cpu:threads=1,weight=3"],
-            Partition::Weighted(0),
-        ),
-        (vec!["cpu:threads=1"; 3], Partition::Single(1)),
-    ] {
+    for (devs, part) in layouts() {
         assert_eq!(
             run(size, iters as u64, &devs, part),
             want,

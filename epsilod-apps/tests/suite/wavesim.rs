@@ -2,7 +2,8 @@
 //! from wavesim_kernels.c, on every layout and device mix, and through
 //! rebalances, which move both time levels.
 
-use epsilod::{Alb, DeviceSpec, Partition, Skeleton};
+use crate::common::{devices, layouts};
+use epsilod::{Alb, Partition, Skeleton};
 use epsilod_apps::wavesim;
 use heuristics::testing::Scripted;
 
@@ -48,17 +49,12 @@ fn serial(size: [usize; 2], iters: usize, dt: f32) -> Vec<u32> {
     a.iter().map(|v| v.to_bits()).collect()
 }
 
-fn skeleton(size: [usize; 2], iters: u64, devices: &[&str], part: Partition) -> Skeleton<f32> {
+fn skeleton(size: [usize; 2], iters: u64, devs: &[&str], part: Partition) -> Skeleton<f32> {
     Skeleton::new(&size, wavesim::stencil(&size, wavesim::DT))
         .iterations(iters)
         .init(wavesim::init(&size))
         .init_previous(wavesim::init_previous(&size, wavesim::DT))
-        .devices(
-            devices
-                .iter()
-                .map(|d| DeviceSpec::parse(d).unwrap())
-                .collect(),
-        )
+        .devices(devices(devs))
         .partition(part)
 }
 
@@ -72,15 +68,7 @@ fn same_bits_as_the_serial_loop_on_every_layout() {
     let want = serial(size, iters, wavesim::DT);
     // The wave moves: the first level alone would not pass.
     assert_ne!(want, serial(size, 0, wavesim::DT));
-    for (devs, part) in [
-        (vec!["cpu:threads=1"], Partition::Multi),
-        (vec!["cpu:threads=1"; 4], Partition::Multi),
-        (
-            vec!["cpu:threads=2", "cpu:threads=1,weight=3"],
-            Partition::Weighted(0),
-        ),
-        (vec!["cpu:threads=1"; 3], Partition::Single(1)),
-    ] {
+    for (devs, part) in layouts() {
         assert_eq!(
             bits(&skeleton(size, iters as u64, &devs, part)),
             want,

@@ -394,43 +394,29 @@ fn snapshots_are_written_and_drawn() {
 fn a_restart_of_other_settings_is_refused_naming_the_difference() {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
-    let (ck1, ck2, ck3) = (p("ck1"), p("ck2"), p("ck3"));
-    let quiet = ["--quiet", "--checkpoint-every", "5"];
-    ok(&[
-        &[
-            "run", "wavesim", "--size", "34", "--iters", "20", "--param", "dt=0.1",
-        ][..],
-        &quiet,
-        &["--checkpoint-dir", &ck1],
-    ]
-    .concat());
-    fails_with(
-        &[
-            "run",
-            "wavesim",
-            "--size",
-            "34",
-            "--iters",
-            "30",
-            "--restart",
-            &ck1,
-        ],
+    // `run` checkpointed up to 20 iterations into `ck`, then `other`
+    // restarted from it to 30: refused with `want`.
+    let refused = |ck: &str, run: &[&str], other: &[&str], want: &str| {
+        let ck = p(ck);
+        let write = ["--iters", "20", "--quiet", "--checkpoint-every", "5"];
+        ok(&[run, &write, &["--checkpoint-dir", &ck]].concat());
+        fails_with(
+            &[other, &["--iters", "30", "--restart", &ck]].concat(),
+            want,
+        );
+    };
+    let wavesim = ["run", "wavesim", "--size", "34"];
+    refused(
+        "ck1",
+        &[&wavesim[..], &["--param", "dt=0.1"]].concat(),
+        &wavesim,
         "is of another run: it was written with dt=0.1, this run has dt=0.25",
     );
     let random = ["run", "2d4", "--size", "20", "--init", "random"];
-    ok(&[
-        &random[..],
-        &["--seed", "1", "--iters", "20"],
-        &quiet,
-        &["--checkpoint-dir", &ck2],
-    ]
-    .concat());
-    fails_with(
-        &[
-            &random[..],
-            &["--seed", "2", "--iters", "30", "--restart", &ck2],
-        ]
-        .concat(),
+    refused(
+        "ck2",
+        &[&random[..], &["--seed", "1"]].concat(),
+        &[&random[..], &["--seed", "2"]].concat(),
         "is of another run: it was written with seed=1, this run has seed=2",
     );
     let spec = p("s2d4.toml");
@@ -439,16 +425,10 @@ fn a_restart_of_other_settings_is_refused_naming_the_difference() {
         "name = \"2d4\"\nlow = [1, 1]\nhigh = [1, 1]\nweights = [0, 1, 0, 1, 1, 1, 0, 1, 0]\nfactor = 5\n",
     )
     .unwrap();
-    let size = ["--size", "20"];
-    ok(&[
-        &["run", "2d4", "--iters", "20"][..],
-        &size,
-        &quiet,
-        &["--checkpoint-dir", &ck3],
-    ]
-    .concat());
-    fails_with(
-        &[&["run", &spec, "--iters", "30", "--restart", &ck3][..], &size].concat(),
+    refused(
+        "ck3",
+        &["run", "2d4", "--size", "20"],
+        &["run", &spec, "--size", "20"],
         "is of another run: it was written with target=2d4, this run has target=spec file s2d4.toml",
     );
 }
@@ -492,32 +472,44 @@ fn a_directory_of_another_run_is_refused_until_overwritten() {
     ok(&[&base[..], &["--seed", "2", "--restart", &ck]].concat());
 }
 
+/// A long 2d4 run checkpointing into `ck` every `every` iterations.
+fn checkpointing<'a>(ck: &'a str, every: &'a str) -> [&'a str; 11] {
+    [
+        "run",
+        "2d4",
+        "--size",
+        "66",
+        "--iters",
+        "3000",
+        "--quiet",
+        "--checkpoint-every",
+        every,
+        "--checkpoint-dir",
+        ck,
+    ]
+}
+
+/// `ck` made and locked as another run (pid 4242 on elsewhere) holds it,
+/// for as long as the file returned is open.
+fn held_by_another_run(ck: &Path) -> std::fs::File {
+    std::fs::create_dir(ck).unwrap();
+    let mut held = std::fs::File::create(ck.join(".lock")).unwrap();
+    held.try_lock().unwrap();
+    std::io::Write::write_all(&mut held, b"pid 4242 on elsewhere\n").unwrap();
+    held
+}
+
 /// A second run writing into a directory is refused at once, naming the
 /// holder of its lock (here this test, as another run would be).
 #[test]
 fn a_second_writer_is_refused_at_once_naming_the_holder() {
     let dir = tempfile::tempdir().unwrap();
     let ck = dir.path().join("ck");
-    std::fs::create_dir(&ck).unwrap();
-    let mut held = std::fs::File::create(ck.join(".lock")).unwrap();
-    held.try_lock().unwrap();
-    std::io::Write::write_all(&mut held, b"pid 4242 on elsewhere\n").unwrap();
+    let _held = held_by_another_run(&ck);
     let started = Instant::now();
     let ckd = ck.display().to_string();
     fails_with(
-        &[
-            "run",
-            "2d4",
-            "--size",
-            "66",
-            "--iters",
-            "3000",
-            "--quiet",
-            "--checkpoint-every",
-            "500",
-            "--checkpoint-dir",
-            &ckd,
-        ],
+        &checkpointing(&ckd, "500"),
         &format!("checkpoint directory {ckd} is in use by another run (pid 4242 on elsewhere)"),
     );
     assert!(
@@ -552,19 +544,7 @@ fn an_unwritable_directory_is_refused_before_the_run() {
     };
     let rod = ro.display().to_string();
     fails_with(
-        &[
-            "run",
-            "2d4",
-            "--size",
-            "66",
-            "--iters",
-            "3000",
-            "--quiet",
-            "--checkpoint-every",
-            "1000",
-            "--checkpoint-dir",
-            &rod,
-        ],
+        &checkpointing(&rod, "1000"),
         &format!("checkpoint directory {rod} is not writable: "),
     );
 }
@@ -577,17 +557,13 @@ fn an_unwritable_directory_is_refused_before_the_run() {
 fn every_rank_learns_that_another_run_holds_the_directory() {
     let dir = tempfile::tempdir().unwrap();
     let ck = dir.path().join("ck");
-    std::fs::create_dir(&ck).unwrap();
-    let mut held = std::fs::File::create(ck.join(".lock")).unwrap();
-    held.try_lock().unwrap();
-    std::io::Write::write_all(&mut held, b"pid 4242 on elsewhere\n").unwrap();
+    let _held = held_by_another_run(&ck);
     let ckd = ck.display().to_string();
     let started = Instant::now();
     let out = Command::new("mpirun")
         .args(["--oversubscribe", "-np", "2", env!("CARGO_BIN_EXE_epsilod")])
-        .args(["run", "2d4", "--size", "66", "--iters", "3000", "--quiet"])
+        .args(checkpointing(&ckd, "500"))
         .args(["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"])
-        .args(["--checkpoint-every", "500", "--checkpoint-dir", &ckd])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()

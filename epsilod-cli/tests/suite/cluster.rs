@@ -7,6 +7,7 @@
 //! namespaces cannot be made (not root), it says so and passes.
 #![cfg(feature = "mpi")]
 
+use crate::common::{self, epsilod, json, one_cpu_each, path, same_bytes, succeeded, CPU1};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
@@ -20,8 +21,6 @@ static JOBS: Mutex<()> = Mutex::new(());
 /// shorter, so that it ends mpirun and its ranks first.
 const LIMIT: Duration = Duration::from_secs(150);
 const SCRIPT_LIMIT: &str = "120";
-
-const CPU1: &str = "cpu:threads=1";
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_epsilod")
@@ -150,83 +149,21 @@ impl Drop for Cluster {
     }
 }
 
-fn wait_bounded(mut child: Child) -> Output {
-    let start = Instant::now();
-    while child.try_wait().expect("waiting").is_none() {
-        if start.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("a job on the emulated cluster hung for {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("collecting output")
-}
-
-fn alone(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("the epsilod binary runs")
-}
-
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what}: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-fn path(dir: &Path, name: &str) -> String {
-    dir.join(name).display().to_string()
-}
-
-fn report(p: &str) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
-fn same_bytes(a: &str, b: &str) -> bool {
-    std::fs::read(a).unwrap() == std::fs::read(b).unwrap()
+fn wait_bounded(child: Child) -> Output {
+    common::wait_bounded(child, LIMIT, "a job on the emulated cluster")
 }
 
 /// `args` alone and on `np` nodes, one rank each: the same output bytes
 /// and the same configuration in the report, devices on `np` hosts.
 fn same_as_one_process(c: &Cluster, np: usize, args: &[&str], dir: &Path, tag: &str) {
-    let (a, b) = (
-        path(dir, &format!("{tag}-1.dat")),
-        path(dir, &format!("{tag}-n.dat")),
-    );
-    let (ra, rb) = (
-        path(dir, &format!("{tag}-1.json")),
-        path(dir, &format!("{tag}-n.json")),
-    );
-    let mut one = args.to_vec();
-    one.extend(["--quiet", "--output", &a, "--report", &ra]);
-    ok(&alone(&one), tag);
-    let mut many = args.to_vec();
-    many.extend(["--quiet", "--output", &b, "--report", &rb]);
-    ok(&c.epsilod(np, &many), &format!("{tag} on {np} nodes"));
-    assert!(
-        same_bytes(&a, &b),
-        "{tag}: {np} nodes differ from one process"
-    );
-    // The same configuration, but for the hosts each device ran on: one
-    // host alone, each node's own across the nodes.
-    let hosts = |c: &mut serde_json::Value| {
-        let h = c.as_object_mut().unwrap().remove("hosts").unwrap();
-        let mut h: Vec<String> = serde_json::from_value(h).unwrap();
-        h.sort();
-        h.dedup();
-        h.len()
-    };
-    let (mut ca, mut cb) = (report(&ra)["config"].clone(), report(&rb)["config"].clone());
-    assert_eq!((hosts(&mut ca), hosts(&mut cb)), (1, np), "{tag}: hosts");
-    assert_eq!(ca, cb, "{tag}");
+    let on = format!("{np} nodes");
+    common::same_as_one_process(args, dir, tag, &on, np, epsilod, |many| c.epsilod(np, many));
 }
 
+/// Stencils and gas-sim on 3 and 2 nodes, and a checkpoint written by 3
+/// nodes resumed by 2: the bytes of one process, of the run never stopped.
 #[test]
-fn stencils_and_gas_sim_match_one_process_across_3_nodes() {
+fn stencils_gas_sim_and_checkpoints_match_one_process_across_nodes() {
     let Some(c) = Cluster::up("same", 3) else {
         return;
     };
@@ -236,7 +173,7 @@ fn stencils_and_gas_sim_match_one_process_across_3_nodes() {
             .spawn()
             .unwrap(),
     );
-    ok(&o, "hostname on 3 nodes");
+    succeeded(&o, "hostname on 3 nodes");
     let mut hosts: Vec<String> = String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(String::from)
@@ -251,6 +188,19 @@ fn stencils_and_gas_sim_match_one_process_across_3_nodes() {
     let mut args = vec!["run", "gas-sim", "--size", "14x12x10", "--iters", "6"];
     args.extend(["--devices", CPU1, "--devices", CPU1]);
     same_as_one_process(&c, 2, &args, dir.path(), "gas");
+    // On this cluster too: one bring-up less than a test of its own.
+    let dir = tempfile::tempdir().unwrap();
+    let on_nodes = |np: usize, args: &[&str]| {
+        let mut args = args.to_vec();
+        args.extend(one_cpu_each(np));
+        c.epsilod(np, &args)
+    };
+    common::restarts_end_as_the_run_never_stopped(
+        dir.path(),
+        "3 nodes",
+        |args| on_nodes(3, args),
+        &[("2 nodes", &|args| on_nodes(2, args))],
+    );
 }
 
 #[test]
@@ -267,38 +217,13 @@ fn host_tables_place_devices_by_node() {
         c.node(2)
     );
     std::fs::write(&file, tables).unwrap();
-    let (out, rep, one) = (
-        path(dir.path(), "placed.dat"),
-        path(dir.path(), "placed.json"),
-        path(dir.path(), "one.dat"),
-    );
-    let base = [
-        "run",
-        "2d8",
-        "--size",
-        "40",
-        "--iters",
-        "5",
-        "--partition",
-        "w0",
-        "--quiet",
-    ];
-    let mut args = base.to_vec();
-    args.extend(["--device-file", &file, "--output", &out, "--report", &rep]);
-    ok(&c.epsilod(3, &args), "device file on 3 nodes");
     // Numbered rank by rank: node 1's, node 2's two, node 3's.
     let w2 = "cpu:threads=1,weight=2";
-    assert_eq!(
-        report(&rep)["config"]["devices"],
-        serde_json::json!([CPU1, CPU1, w2, CPU1])
-    );
-    let mut args = base.to_vec();
-    args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", w2]);
-    args.extend(["--devices", CPU1, "--output", &one]);
-    ok(&alone(&args), "one process");
-    assert!(
-        same_bytes(&out, &one),
-        "host tables differ from one process"
+    common::a_device_file_deals(
+        dir.path(),
+        &file,
+        &|args| c.epsilod(3, args),
+        &[CPU1, CPU1, w2, CPU1],
     );
     // Tables for nodes 1 and 2 only: node 3's rank has none, and the error
     // names it by its hostname.
@@ -318,53 +243,6 @@ fn host_tables_place_devices_by_node() {
         c.node(3)
     );
     assert_eq!(err.matches(&want).count(), 1, "{err}");
-}
-
-/// Written by 3 nodes, resumed by 2: the bytes of the run never stopped.
-#[test]
-fn a_checkpoint_written_on_3_nodes_restarts_on_2() {
-    let Some(c) = Cluster::up("ckpt", 3) else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let ck = path(dir.path(), "ck");
-    let base = ["run", "3d27", "--size", "18x14x12", "--quiet"];
-    let full = path(dir.path(), "full.dat");
-    let mut args = base.to_vec();
-    args.extend(["--iters", "30", "--devices", CPU1, "--output", &full]);
-    ok(&alone(&args), "uninterrupted");
-    let mut args = base.to_vec();
-    args.extend([
-        "--iters",
-        "17",
-        "--partition",
-        "s0",
-        "--checkpoint-every",
-        "5",
-    ]);
-    args.extend(["--checkpoint-dir", &ck]);
-    args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", CPU1]);
-    ok(&c.epsilod(3, &args), "checkpoints on 3 nodes");
-    let out = path(dir.path(), "two.dat");
-    let rep = path(dir.path(), "two.json");
-    let mut args = base.to_vec();
-    args.extend([
-        "--iters",
-        "30",
-        "--restart",
-        &ck,
-        "--output",
-        &out,
-        "--report",
-        &rep,
-    ]);
-    args.extend(["--devices", CPU1, "--devices", CPU1]);
-    ok(&c.epsilod(2, &args), "restart on 2 nodes");
-    assert_eq!(report(&rep)["config"]["resumed_from"], 15);
-    assert!(
-        same_bytes(&full, &out),
-        "the restart on 2 nodes differs from the uninterrupted run"
-    );
 }
 
 /// The ranks of node 2 killed mid-run: mpirun ends the job within seconds,
@@ -429,11 +307,11 @@ fn a_node_whose_ranks_die_ends_the_job_and_its_checkpoints_finish_on_2_nodes() {
     let mut args = base.to_vec();
     args.extend(["--iters", &iters, "--restart", &ck, "--output", &out]);
     args.extend(["--report", &rep, "--devices", CPU1, "--devices", CPU1]);
-    ok(&c.epsilod(2, &args), "restart on 2 nodes");
-    assert_eq!(report(&rep)["config"]["resumed_from"], newest);
+    succeeded(&c.epsilod(2, &args), "restart on 2 nodes");
+    assert_eq!(json(&rep)["config"]["resumed_from"], newest);
     let mut args = base.to_vec();
     args.extend(["--iters", &iters, "--devices", CPU1, "--output", &one]);
-    ok(&alone(&args), "uninterrupted");
+    succeeded(&epsilod(&args), "uninterrupted");
     assert!(
         same_bytes(&out, &one),
         "the restart after the lost node differs from the uninterrupted run"

@@ -3,7 +3,7 @@
 //! checked as the kernel sees them (f32), counts of 0 that mean nothing
 //! refused, and a long simulation's report a bounded sample that says so.
 
-use crate::common::{epsilod, fails_with, json, ok, INVENTORY};
+use crate::common::{epsilod, fails_with, json, ok, plan, INVENTORY};
 
 /// gaussian built its image before the memory check: a 4 TB image aborted
 /// with a backtrace (status 134).
@@ -43,15 +43,7 @@ fn parameters_beyond_f32_and_wavesims_t_are_refused() {
 /// option (plan's --cell-bytes and replay's --per-rank took 0).
 #[test]
 fn counts_of_zero_are_refused() {
-    let plan = [
-        "plan",
-        "--inventory",
-        INVENTORY,
-        "--size",
-        "4098x4098",
-        "--iters",
-        "10",
-    ];
+    let plan = plan(INVENTORY, "4098x4098", "10", &[]);
     let simulate = |iters, count, extra: &[&'static str]| {
         let counts = ["--iters", iters, "--devices-count", count];
         [&["simulate", "2d4", "--size", "34"][..], &counts, extra].concat()

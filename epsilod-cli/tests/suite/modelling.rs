@@ -2,7 +2,7 @@
 //! `calibrate` and `plan`, on the real binary.
 
 use crate::common;
-use common::{fails_with, json, ok, INVENTORY};
+use common::{fails_with, json, ok, one_cpu_each, plan, INVENTORY, QUICK_CALIBRATION};
 
 use serde_json::Value;
 
@@ -368,26 +368,16 @@ fn calibrate_writes_a_machine_the_other_commands_read() {
     let m = dir.path().join("machine.json");
     let m = m.to_str().unwrap();
     let devices = ["cpu:threads=1", "cpu:threads=1,slowdown=2"];
+    // The grid and devices every command here is given.
+    let on = |cmd: &'static str, rest: &[&'static str]| {
+        let grid = ["2d4", "--size", "66x34", "--devices", devices[0]];
+        [&[cmd][..], &grid, &["--devices", devices[1]], rest].concat()
+    };
     let out = ok(&[
-        "calibrate",
-        "2d4",
-        "--size",
-        "66x34",
-        "--devices",
-        devices[0],
-        "--devices",
-        devices[1],
-        "--partition",
-        "w0",
-        "--calib-iters",
-        "6",
-        "--reps",
-        "3",
-        "--max-bytes",
-        "4096",
-        "--out",
-        m,
-    ]);
+        &on("calibrate", &QUICK_CALIBRATION)[..],
+        &["--max-bytes", "4096", "--out", m],
+    ]
+    .concat());
     assert!(out.contains("link in-process"), "{out}");
     let v = json(std::path::Path::new(m));
     let ds = v["devices"].as_array().unwrap();
@@ -441,37 +431,9 @@ fn calibrate_writes_a_machine_the_other_commands_read() {
     );
     // Read back by the others.
     ok(&["predict", "--model", m, "--size", "66x34", "--iters", "10"]);
-    ok(&[
-        "run",
-        "2d4",
-        "--size",
-        "66x34",
-        "--iters",
-        "3",
-        "--devices",
-        devices[0],
-        "--devices",
-        devices[1],
-        "--partition",
-        "w0",
-        "--weights-from",
-        m,
-        "--quiet",
-    ]);
-    ok(&[
-        "simulate",
-        "2d4",
-        "--size",
-        "66x34",
-        "--iters",
-        "10",
-        "--devices",
-        devices[0],
-        "--devices",
-        devices[1],
-        "--model",
-        m,
-    ]);
+    let run = on("run", &["--iters", "3", "--partition", "w0", "--quiet"]);
+    ok(&[&run[..], &["--weights-from", m]].concat());
+    ok(&[&on("simulate", &["--iters", "10"])[..], &["--model", m]].concat());
     fails_with(
         &["calibrate", "poisson", "--size", "34", "--out", m],
         "is an app",
@@ -491,18 +453,14 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
     let m = dir.path().join("machine.json");
     let m = m.to_str().unwrap();
     let two = [
-        "--size",
-        "68x34",
-        "--devices",
-        "cpu:threads=1",
-        "--devices",
-        "cpu:threads=1",
-        "--partition",
-        "w0",
-    ];
+        &["--size", "68x34"][..],
+        &one_cpu_each(2),
+        &["--partition", "w0"],
+    ]
+    .concat();
     let base = [
         &["calibrate", "2d4"][..],
-        &two,
+        &two[..],
         // A small link calibration: predict reads the machine back.
         &[
             "--calib-iters",
@@ -579,7 +537,7 @@ fn calibrate_sweeps_tile_sizes_into_a_curve() {
     let report = dir.path().join("seeded.json");
     ok(&[
         &["run", "2d4", "--iters", "3", "--weights-from", m, "--quiet"][..],
-        &two,
+        &two[..],
         &["--report", report.to_str().unwrap()],
     ]
     .concat());
@@ -726,19 +684,10 @@ fn plan_chooses_devices_and_writes_the_front() {
     let inv = INVENTORY;
     let dir = tempfile::tempdir().unwrap();
     let j = dir.path().join("plan.json");
-    let out = ok(&[
-        "plan",
-        "--inventory",
-        inv,
-        "--size",
-        "4098x4098",
-        "--iters",
-        "1000",
-        "--json",
-        j.to_str().unwrap(),
-    ]);
+    let j = j.to_str().unwrap();
+    let out = ok(&plan(inv, "4098x4098", "1000", &["--json", j]));
     assert!(out.starts_with("best: "), "{out}");
-    let v = json(&j);
+    let v = json(j);
     assert_eq!(v["best"]["devices"], 10);
     assert_eq!(v["best"]["network"], "infiniband");
     let front = v["pareto"].as_array().unwrap();
@@ -765,36 +714,24 @@ fn plan_chooses_devices_and_writes_the_front() {
         "in_process = { alpha = 1e-6, beta = 0 }\n[[device]]\nname = \"x\"\nhost = \"h\"\nseconds_per_cell = 1e-9\nfixed_seconds = 1e-4\n",
     )
     .unwrap();
-    let out = ok(&[
-        "plan",
-        "--inventory",
+    let out = ok(&plan(
         fixed.to_str().unwrap(),
-        "--size",
         "102x102",
-        "--iters",
         "10",
-        "--json",
-        j.to_str().unwrap(),
-    ]);
+        &["--json", j],
+    ));
     // One device: 1e-4 + 1e4 cells (the interior, 100 x 100) x 1 ns = 110
     // µs an iteration.
     assert!(out.starts_with("best: 0.0011 s"), "{out}");
-    let seconds = json(&j)["best"]["seconds"].as_f64().unwrap();
+    let seconds = json(j)["best"]["seconds"].as_f64().unwrap();
     assert!((seconds / 1.1e-3 - 1.0).abs() < 1e-9, "{seconds}");
-    ok(&[
-        "plan",
-        "--inventory",
+    ok(&plan(
         inv,
-        "--size",
         "258x258",
-        "--iters",
         "1000",
-        "--estimate",
-        "additive",
-        "--json",
-        j.to_str().unwrap(),
-    ]);
-    let v = json(&j);
+        &["--estimate", "additive", "--json", j],
+    ));
+    let v = json(j);
     assert_eq!(v["best"]["devices"], 1);
     assert!(v["best"]["network"].is_null());
     let bad = dir.path().join("bad.toml");
@@ -804,35 +741,22 @@ fn plan_chooses_devices_and_writes_the_front() {
     )
     .unwrap();
     let b = bad.to_str().unwrap();
-    fails_with(
-        &["plan", "--inventory", b, "--size", "10x10", "--iters", "1"],
-        "seconds_per_cel",
-    );
+    fails_with(&plan(b, "10x10", "1", &[]), "seconds_per_cel");
     std::fs::write(
         &bad,
         "in_process = { alpha = 1e-6, beta = 0 }\n[[device]]\nname = \"x\"\nhost = \"h\"\nseconds_per_cell = -1\n",
     )
     .unwrap();
     fails_with(
-        &["plan", "--inventory", b, "--size", "10x10", "--iters", "1"],
+        &plan(b, "10x10", "1", &[]),
         "device x seconds_per_cell must be a finite number > 0, got -1",
     );
     fails_with(
-        &[
-            "plan",
-            "--inventory",
-            inv,
-            "--size",
-            "10x10",
-            "--iters",
-            "1",
-            "--estimate",
-            "guess",
-        ],
+        &plan(inv, "10x10", "1", &["--estimate", "guess"]),
         "unknown estimate",
     );
     fails_with(
-        &["plan", "--inventory", inv, "--size", "10x2", "--iters", "1"],
+        &plan(inv, "10x2", "1", &[]),
         "--size 10x2: dimension 1 needs more than 2 cells (--halo-rows 1 each side) to leave an interior",
     );
 }
@@ -846,11 +770,11 @@ fn simulate_resamples_noise_from_a_real_report() {
     let real = dir.path().join("real.json");
     let real = real.to_str().unwrap();
     let base = ["2d4", "--size", "66x34", "--partition", "w0"];
-    let devs = ["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"];
+    let devs = one_cpu_each(2);
     ok(&[
         &["run"][..],
         &base,
-        &devs,
+        &devs[..],
         &["--iters", "40", "--quiet", "--report", real],
     ]
     .concat());
@@ -860,7 +784,7 @@ fn simulate_resamples_noise_from_a_real_report() {
         ok(&[
             &["simulate"][..],
             &base,
-            &devs,
+            &devs[..],
             &["--iters", "60", "--seed", seed, "--report", out],
             noise,
         ]
@@ -906,7 +830,14 @@ fn simulate_resamples_noise_from_a_real_report() {
     assert_ne!(a, wide);
     for lone in [["--noise-block", "4"], ["--noise-window", "100"]] {
         fails_with(
-            &[&["simulate"][..], &base, &devs, &["--iters", "6"], &lone].concat(),
+            &[
+                &["simulate"][..],
+                &base,
+                &devs[..],
+                &["--iters", "6"],
+                &lone,
+            ]
+            .concat(),
             "--noise-from",
         );
     }
@@ -914,7 +845,7 @@ fn simulate_resamples_noise_from_a_real_report() {
         &[
             &["simulate"][..],
             &base,
-            &devs,
+            &devs[..],
             &["--iters", "6", "--noise-from", "/nonexistent/r.json"],
         ]
         .concat(),
@@ -924,7 +855,7 @@ fn simulate_resamples_noise_from_a_real_report() {
         &[
             &["simulate"][..],
             &base,
-            &devs,
+            &devs[..],
             &["--iters", "6", "--noise-from", real, "--noise", "0.1"],
         ]
         .concat(),

@@ -3,7 +3,9 @@
 //! and jobs that fail end, with a message, within a time limit.
 #![cfg(feature = "mpi")]
 
-use crate::common::{self, json, path, same_bytes, succeeded};
+use crate::common::{
+    self, json, one_cpu_each, path, same_bytes, succeeded, CPU1, QUICK_CALIBRATION,
+};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
@@ -21,7 +23,7 @@ fn bin() -> &'static str {
 
 /// Waits for `cmd` at most LIMIT; a job still running then is a hang.
 fn run_bounded(mut cmd: Command) -> Output {
-    let mut child = cmd
+    let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -30,15 +32,7 @@ fn run_bounded(mut cmd: Command) -> Output {
                 "cannot start {cmd:?} ({e}): install OpenMPI (openmpi-bin) to test the mpi feature"
             )
         });
-    let start = Instant::now();
-    while child.try_wait().expect("waiting").is_none() {
-        if start.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("{cmd:?} hung for {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("collecting output")
+    common::wait_bounded(child, LIMIT, &format!("{cmd:?}"))
 }
 
 fn mpirun_cmd(np: usize) -> Command {
@@ -89,7 +83,7 @@ fn device_file(dir: &Path, name: &str, tables: &str) -> String {
 /// byte-identical and the reports alike in everything but timings.
 fn same_as_one_process(np: usize, args: &[&str], dir: &Path, tag: &str) {
     let (ra, rb) =
-        common::same_as_one_process(args, dir, tag, &format!("{np} ranks"), alone, |many| {
+        common::same_as_one_process(args, dir, tag, &format!("{np} ranks"), 1, alone, |many| {
             mpirun(np, many)
         });
     let (ia, ib) = (
@@ -108,13 +102,6 @@ fn same_as_one_process(np: usize, args: &[&str], dir: &Path, tag: &str) {
         };
         assert_eq!(rows(x), rows(y), "{tag}: rows per device");
     }
-}
-
-const CPU1: &str = "cpu:threads=1";
-
-/// `--devices cpu:threads=1` once for each of `np` ranks.
-fn one_cpu_each(np: usize) -> Vec<&'static str> {
-    ["--devices", CPU1].repeat(np)
 }
 
 #[test]
@@ -176,50 +163,78 @@ fn laplace_poisson_wavesim_and_spec_files_match_one_process_on_2_and_3_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let spec =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/specs/damped-heat.toml");
-    for np in [2, 3] {
-        let mut args = vec!["run", "laplace", "--size", "14x12x10", "--iters", "6"];
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("laplace-{np}"));
-        let mut args = vec!["run", "poisson", "--size", "30x26", "--iters", "20"];
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("poisson-{np}"));
-        let mut args = vec!["run", "wavesim", "--size", "34x26", "--iters", "20"];
-        args.extend(["--partition", "w0"]);
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("wavesim-{np}"));
-        let mut args = vec![
-            "run",
-            spec.to_str().unwrap(),
-            "--size",
-            "34",
-            "--iters",
-            "6",
-        ];
-        args.extend(["--init", "random"]);
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("heat-{np}"));
+    let varcoef = spec.with_file_name("varcoef.toml");
+    let gas = spec.with_file_name("gassim.toml");
+    let (spec, varcoef, gas) = (
+        spec.to_str().unwrap(),
+        varcoef.to_str().unwrap(),
+        gas.to_str().unwrap(),
+    );
+    // The field from a file every rank reads.
+    let field = dir.path().join("k.npy");
+    {
+        use ndarray_npy::WriteNpyExt;
+        let k = ndarray::Array2::from_shape_fn((40, 18), |(r, q)| (r * 18 + q) as f32 * 1e-3);
+        k.write_npy(std::fs::File::create(&field).unwrap()).unwrap();
+    }
+    let k = format!("k={}", field.display());
+    let varcoef_run = [
+        "run",
+        varcoef,
+        "--size",
+        "40x18",
+        "--iters",
+        "30",
+        "--init",
+        "random",
+        "--halo-depth",
+        "2",
+    ];
+    let cases: [(&str, Vec<&str>); 7] = [
+        (
+            "laplace",
+            vec!["run", "laplace", "--size", "14x12x10", "--iters", "6"],
+        ),
+        (
+            "poisson",
+            vec!["run", "poisson", "--size", "30x26", "--iters", "20"],
+        ),
+        (
+            "wavesim",
+            vec![
+                "run",
+                "wavesim",
+                "--size",
+                "34x26",
+                "--iters",
+                "20",
+                "--partition",
+                "w0",
+            ],
+        ),
+        (
+            "heat",
+            vec![
+                "run", spec, "--size", "34", "--iters", "6", "--init", "random",
+            ],
+        ),
         // An auxiliary field, computed by each rank where it holds cells.
-        let varcoef = spec.with_file_name("varcoef.toml");
-        let mut args = vec!["run", varcoef.to_str().unwrap(), "--size", "40x18"];
-        args.extend(["--iters", "30", "--init", "random", "--halo-depth", "2"]);
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("varcoef-{np}"));
-        // The field from a file every rank reads.
-        let field = dir.path().join("k.npy");
-        {
-            use ndarray_npy::WriteNpyExt;
-            let k = ndarray::Array2::from_shape_fn((40, 18), |(r, q)| (r * 18 + q) as f32 * 1e-3);
-            k.write_npy(std::fs::File::create(&field).unwrap()).unwrap();
-        }
-        let k = format!("k={}", field.display());
-        args.extend(["--aux", &k]);
-        same_as_one_process(np, &args, dir.path(), &format!("varcoef-file-{np}"));
+        ("varcoef", varcoef_run.to_vec()),
+        ("varcoef-file", [&varcoef_run[..], &["--aux", &k]].concat()),
         // Cells of 19 components, from a spec file.
-        let gas = spec.with_file_name("gassim.toml");
-        let mut args = vec!["run", gas.to_str().unwrap(), "--size", "14x12x10"];
-        args.extend(["--iters", "4", "--init", "random"]);
-        args.extend(one_cpu_each(np));
-        same_as_one_process(np, &args, dir.path(), &format!("gas-spec-{np}"));
+        (
+            "gas-spec",
+            vec![
+                "run", gas, "--size", "14x12x10", "--iters", "4", "--init", "random",
+            ],
+        ),
+    ];
+    for np in [2, 3] {
+        for (tag, args) in &cases {
+            let mut args = args.clone();
+            args.extend(one_cpu_each(np));
+            same_as_one_process(np, &args, dir.path(), &format!("{tag}-{np}"));
+        }
     }
 }
 
@@ -249,62 +264,13 @@ fn a_device_file_places_devices_per_rank() {
         "[[device]]\nhost = \"*\"\nkind = \"cpu\"\nthreads = 1\n\n\
          [[device]]\nrank = 0\nkind = \"cpu\"\nthreads = 1\nweight = 2\n",
     );
-    let out = path(dir.path(), "placed.dat");
-    let rep = path(dir.path(), "placed.json");
-    let o = mpirun(
-        3,
-        &[
-            "run",
-            "2d8",
-            "--size",
-            "40",
-            "--iters",
-            "5",
-            "--partition",
-            "w0",
-            "--device-file",
-            &file,
-            "--output",
-            &out,
-            "--report",
-            &rep,
-            "--quiet",
-        ],
-    );
-    succeeded(&o, "device file");
-    // The same devices, in the order the file deals them, in one process.
-    let one = path(dir.path(), "one.dat");
+    // In the order the file deals them: rank 0's two, then ranks 1 and 2's.
     let w2 = "cpu:threads=1,weight=2";
-    succeeded(
-        &alone(&[
-            "run",
-            "2d8",
-            "--size",
-            "40",
-            "--iters",
-            "5",
-            "--partition",
-            "w0",
-            "--devices",
-            CPU1,
-            "--devices",
-            w2,
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-            "--output",
-            &one,
-            "--quiet",
-        ]),
-        "one process",
-    );
-    assert!(same_bytes(&out, &one));
-    let devices = json(&rep)["config"]["devices"].clone();
-    assert_eq!(
-        devices,
-        serde_json::json!([CPU1, w2, CPU1, CPU1]),
-        "devices numbered rank by rank"
+    common::a_device_file_deals(
+        dir.path(),
+        &file,
+        &|args| mpirun(3, args),
+        &[CPU1, w2, CPU1, CPU1],
     );
 }
 
@@ -583,51 +549,25 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
 #[test]
 fn clear_errors_for_jobs_that_cannot_run() {
     let dir = tempfile::tempdir().unwrap();
+    // `args` on `np` ranks fails, saying `want` once.
+    let said_once = |np: usize, args: &[&str], want: &str| {
+        let o = mpirun(np, args);
+        assert!(!o.status.success());
+        let e = stderr(&o);
+        assert_eq!(e.matches(want).count(), 1, "{e}");
+    };
     // More ranks than devices: said once, by rank 0.
-    let o = mpirun(
+    let mut args = vec!["run", "2d4", "--size", "34"];
+    args.extend(one_cpu_each(2));
+    said_once(
         3,
-        &[
-            "run",
-            "2d4",
-            "--size",
-            "34",
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-        ],
+        &args,
+        "error: 3 MPI ranks but only 2 device(s): give at least one device per rank (repeat --devices, or give none for one CPU device per rank), or run fewer ranks (mpirun -np 2)",
     );
-    assert!(!o.status.success());
-    let e = stderr(&o);
-    let want = "error: 3 MPI ranks but only 2 device(s): give at least one device per rank (repeat --devices, or give none for one CPU device per rank), or run fewer ranks (mpirun -np 2)";
-    assert_eq!(e.matches(want).count(), 1, "{e}");
     // More ranks than rows.
-    let o = mpirun(
-        4,
-        &[
-            "run",
-            "2d4",
-            "--size",
-            "5x40",
-            "--partition",
-            "s0",
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-            "--devices",
-            CPU1,
-        ],
-    );
-    assert!(!o.status.success());
-    let e = stderr(&o);
-    assert_eq!(
-        e.matches("error: rank 3 would compute no rows").count(),
-        1,
-        "{e}"
-    );
+    let mut args = vec!["run", "2d4", "--size", "5x40", "--partition", "s0"];
+    args.extend(one_cpu_each(4));
+    said_once(4, &args, "error: rank 3 would compute no rows");
     // Ranks given different device files (one per side of mpirun's ':').
     let f1 = device_file(
         dir.path(),
@@ -803,17 +743,7 @@ fn commbench_pairs_processes_across_ranks() {
 #[test]
 fn a_predicted_trace_replays_across_ranks_with_black_holes() {
     let dir = tempfile::tempdir().unwrap();
-    let mut sigs = Vec::new();
-    for n in [2, 4] {
-        let out = path(dir.path(), &format!("s{n}.json"));
-        let mut args = vec!["signature", "2d4", "--size", "34", "--partition", "w0"];
-        args.extend(["--sig-iters", "3", "--quiet", "--out", &out]);
-        for _ in 0..n {
-            args.extend(["--devices", "cpu:threads=1"]);
-        }
-        succeeded(&alone(&args), "signature");
-        sigs.push(out);
-    }
+    let sigs = [2, 4].map(|n| common::signature(dir.path(), "34", n, &["--sig-iters", "3"]));
     let trace = path(dir.path(), "t6.json");
     succeeded(
         &alone(&[
@@ -836,40 +766,15 @@ fn a_predicted_trace_replays_across_ranks_with_black_holes() {
 #[test]
 fn checkpoints_written_by_ranks_restart_on_other_rank_counts() {
     let dir = tempfile::tempdir().unwrap();
-    let ck = path(dir.path(), "ck");
-    let base = ["run", "3d27", "--size", "18x14x12", "--quiet"];
-    let full = path(dir.path(), "full.dat");
-    let mut args = base.to_vec();
-    args.extend(["--iters", "30", "--devices", CPU1, "--output", &full]);
-    succeeded(&alone(&args), "uninterrupted");
-    let mut args = base.to_vec();
-    args.extend([
-        "--iters",
-        "17",
-        "--partition",
-        "s0",
-        "--checkpoint-every",
-        "5",
-    ]);
-    args.extend([
-        "--checkpoint-dir",
-        &ck,
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-    ]);
-    succeeded(&mpirun(2, &args), "checkpoints on 2 ranks");
-    for (np, tag) in [(3, "three"), (1, "one")] {
-        let out = path(dir.path(), &format!("{tag}.dat"));
-        let mut args = base.to_vec();
-        args.extend(["--iters", "30", "--restart", &ck, "--output", &out]);
-        succeeded(&on_ranks(np, &args), &format!("restart on {np} rank(s)"));
-        assert!(
-            same_bytes(&full, &out),
-            "restart on {np} rank(s) differs from the uninterrupted run"
-        );
-    }
+    common::restarts_end_as_the_run_never_stopped(
+        dir.path(),
+        "2 ranks",
+        |args| on_ranks(2, args),
+        &[
+            ("3 ranks", &|args| on_ranks(3, args)),
+            ("1 rank", &|args| on_ranks(1, args)),
+        ],
+    );
 }
 
 /// Snapshots gathered across ranks are the one-process snapshots.
@@ -898,24 +803,9 @@ fn snapshots_across_ranks_match_one_process() {
 #[test]
 fn deep_halos_across_ranks_match_one_process() {
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "run",
-        "3d27",
-        "--size",
-        "26x14x12",
-        "--iters",
-        "20",
-        "--halo-depth",
-        "3",
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-        "--partition",
-        "s0",
-    ];
+    let mut args = vec!["run", "3d27", "--size", "26x14x12", "--iters", "20"];
+    args.extend(["--halo-depth", "3", "--partition", "s0"]);
+    args.extend(one_cpu_each(3));
     same_as_one_process(3, &args, dir.path(), "deep");
     let r = json(path(dir.path(), "deep-n.json"));
     // 20 iterations at depth 3: periods of 3 iterations and a last one of
@@ -931,24 +821,9 @@ fn deep_halos_across_ranks_match_one_process() {
 #[test]
 fn auto_halo_depth_across_ranks_matches_one_process() {
     let dir = tempfile::tempdir().unwrap();
-    let args = [
-        "run",
-        "2d4",
-        "--size",
-        "40x30",
-        "--iters",
-        "140",
-        "--halo-depth",
-        "auto",
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-        "--devices",
-        CPU1,
-        "--partition",
-        "s0",
-    ];
+    let mut args = vec!["run", "2d4", "--size", "40x30", "--iters", "140"];
+    args.extend(["--halo-depth", "auto", "--partition", "s0"]);
+    args.extend(one_cpu_each(3));
     same_as_one_process(3, &args, dir.path(), "auto");
     let r = json(path(dir.path(), "auto-n.json"));
     let tried: Vec<u64> = r["depth_trials"]
@@ -970,25 +845,10 @@ fn calibrate_measures_the_mpi_link() {
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("m.json");
     let m = m.to_str().unwrap();
-    let o = on_ranks(
-        2,
-        &[
-            "calibrate",
-            "2d4",
-            "--size",
-            "34x34",
-            "--partition",
-            "w0",
-            "--calib-iters",
-            "6",
-            "--reps",
-            "3",
-            "--max-bytes",
-            "1024",
-            "--out",
-            m,
-        ],
-    );
+    let mut args = vec!["calibrate", "2d4", "--size", "34x34"];
+    args.extend(QUICK_CALIBRATION);
+    args.extend(["--max-bytes", "1024", "--out", m]);
+    let o = on_ranks(2, &args);
     succeeded(&o, "calibrate under mpirun");
     let v = json(m);
     let links: Vec<&str> = v["links"]

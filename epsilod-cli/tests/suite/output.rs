@@ -3,7 +3,7 @@
 //! (`| head -1`), a quiet end.
 
 use crate::common;
-use common::{epsilod, json, ok, INVENTORY};
+use common::{epsilod, json, ok, plan, INVENTORY, QUICK_CALIBRATION};
 
 use serde_json::Value;
 use std::io::BufRead;
@@ -134,18 +134,7 @@ fn predict_writes_the_figures_it_prints() {
 #[test]
 fn plan_writes_the_figures_it_prints_each_sweep_line_once() {
     let dir = tempfile::tempdir().unwrap();
-    let (text, doc) = text_and_json(
-        &[
-            "plan",
-            "--inventory",
-            INVENTORY,
-            "--size",
-            "4098x4098",
-            "--iters",
-            "1000",
-        ],
-        dir.path(),
-    );
+    let (text, doc) = text_and_json(&plan(INVENTORY, "4098x4098", "1000", &[]), dir.path());
     // The devices the choices count, in the inventory's order.
     let names: Vec<String> = doc["devices"]
         .as_array()
@@ -227,30 +216,17 @@ fn calibrate_writes_the_summary_it_prints() {
     let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("machine.json");
     let file = dir.path().join("summary.json");
-    let text = ok(&[
-        "calibrate",
-        "2d4",
-        "--size",
-        "66x34",
-        "--devices",
-        "cpu:threads=1",
-        "--devices",
-        "cpu:threads=1",
-        "--partition",
-        "w0",
-        "--calib-iters",
-        "6",
-        "--reps",
-        "3",
-        "--max-bytes",
-        "64",
-        "--tile-sweep",
-        "0.5",
+    let mut args = vec!["calibrate", "2d4", "--size", "66x34"];
+    args.extend(common::one_cpu_each(2));
+    args.extend(QUICK_CALIBRATION);
+    args.extend(["--max-bytes", "64", "--tile-sweep", "0.5"]);
+    args.extend([
         "--out",
         m.to_str().unwrap(),
         "--json",
         file.to_str().unwrap(),
     ]);
+    let text = ok(&args);
     let doc = json(&file);
     let machine = json(&m);
     let devices = doc["devices"].as_array().unwrap();
@@ -433,30 +409,7 @@ fn into_head(args: &[&str]) {
 fn printing_into_a_closed_pipe_ends_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let m = machine(dir.path());
-    let sig = |n: usize| {
-        let out = dir.path().join(format!("s{n}.json"));
-        let out = out.to_str().unwrap().to_string();
-        let mut args = vec![
-            "signature",
-            "2d4",
-            "--size",
-            "66",
-            "--partition",
-            "w0",
-            "--iters",
-            "100",
-            "--sig-iters",
-            "3",
-            "--quiet",
-            "--out",
-            &out,
-        ];
-        for _ in 0..n {
-            args.extend(["--devices", "cpu:threads=1"]);
-        }
-        ok(&args);
-        out
-    };
+    let sig = |n| common::signature(dir.path(), "66", n, &["--iters", "100", "--sig-iters", "3"]);
     let (s2, s4) = (sig(2), sig(4));
     let calibrated = dir.path().join("calibrated.json");
     let two = ["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"];
@@ -466,15 +419,7 @@ fn printing_into_a_closed_pipe_ends_quietly() {
         vec![
             "predict", "--model", &m, "--size", "66x34", "--iters", "10", "--json",
         ],
-        vec![
-            "plan",
-            "--inventory",
-            INVENTORY,
-            "--size",
-            "4098x4098",
-            "--iters",
-            "1000",
-        ],
+        plan(INVENTORY, "4098x4098", "1000", &[]),
         vec!["scale", &s2, &s4, "--targets", "8,16,32"],
         vec!["scale", &s2, &s4, "--target", "8", "--json", "-"],
         [
@@ -521,14 +466,6 @@ fn printing_into_a_closed_pipe_ends_quietly() {
         into_head(args);
     }
     // Not a closed pipe: a failure is still one clear line.
-    let out = epsilod(&[
-        "plan",
-        "--inventory",
-        "/nonexistent.toml",
-        "--size",
-        "8",
-        "--iters",
-        "1",
-    ]);
+    let out = epsilod(&plan("/nonexistent.toml", "8", "1", &[]));
     assert_eq!(out.status.code(), Some(1));
 }

@@ -7,24 +7,9 @@ use common::{epsilod, fails_with, ok};
 
 use std::path::Path;
 
+/// The signature of 500 iterations of 2d4 66x66 on `devices` devices.
 fn take(dir: &Path, devices: usize) -> String {
-    let out = dir.join(format!("s{devices}.json"));
-    let out = out.to_str().unwrap().to_string();
-    let mut args = vec!["signature", "2d4", "--size", "66", "--partition", "w0"];
-    args.extend([
-        "--iters",
-        "500",
-        "--sig-iters",
-        "4",
-        "--quiet",
-        "--out",
-        &out,
-    ]);
-    for _ in 0..devices {
-        args.extend(["--devices", "cpu:threads=1"]);
-    }
-    ok(&args);
-    out
+    common::signature(dir, "66", devices, &["--iters", "500", "--sig-iters", "4"])
 }
 
 #[test]
@@ -429,12 +414,10 @@ fn bad_signature_input_is_one_clear_line() {
     );
 }
 
-#[test]
-fn commbench_writes_exact_features_and_fit_comm_scores_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("train.csv");
-    let csv = csv.to_str().unwrap();
-    let out = ok(&[
+/// commbench's 16 configurations (2 and 3 processes a rank, messages of 16
+/// and 1024 bytes, 1 and 2 a pair), `sweeps` times, into `csv`.
+fn commbench(csv: &str, sweeps: &str) -> String {
+    ok(&[
         "commbench",
         "--per-rank",
         "2,3",
@@ -447,10 +430,18 @@ fn commbench_writes_exact_features_and_fit_comm_scores_them() {
         "--iters",
         "3",
         "--sweeps",
-        "3",
+        sweeps,
         "--csv",
         csv,
-    ]);
+    ])
+}
+
+#[test]
+fn commbench_writes_exact_features_and_fit_comm_scores_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("train.csv");
+    let csv = csv.to_str().unwrap();
+    let out = commbench(csv, "3");
     assert!(out.contains("16 configurations timed"), "{out}");
     let text = std::fs::read_to_string(csv).unwrap();
     let mut lines = text.lines();
@@ -510,23 +501,7 @@ fn fit_comm_scores_real_runs_halo_exchanges_from_their_plans() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("train.csv");
     let csv = csv.to_str().unwrap();
-    ok(&[
-        "commbench",
-        "--per-rank",
-        "2,3",
-        "--sizes",
-        "16,1024",
-        "--pm",
-        "1,2",
-        "--reps",
-        "2",
-        "--iters",
-        "3",
-        "--sweeps",
-        "1",
-        "--csv",
-        csv,
-    ]);
+    commbench(csv, "1");
     let report = |partition: &str, devices: usize| {
         let path = dir.path().join(format!("{partition}-{devices}.json"));
         let path = path.to_str().unwrap().to_string();

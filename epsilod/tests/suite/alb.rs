@@ -1,10 +1,10 @@
 //! Load balancing: rebalances never change results, conserve every row, and
 //! move work off slow devices.
 
+use crate::common::library_serial;
 use epsilod::report::DecisionOutcome;
 use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
 use heuristics::{Decision, Heuristic, Snapshot};
-use kernels::reference;
 use kernels::{KernelChoice, Library};
 use proptest::prelude::*;
 use std::sync::Mutex;
@@ -102,7 +102,7 @@ proptest! {
             }
             Err(e) => panic!("{e}"),
         };
-        let want = reference::run(&sizes, &spec.low, &spec.high, iters as usize, init, reference::library_formula(lib));
+        let want = library_serial(lib, &sizes, iters as usize, init);
         prop_assert_eq!(bits(&out.grid), bits(&want));
         // Every iteration, the devices' rows add up to the interior: no row lost or doubled.
         let interior = size - spec.low[0] - spec.high[0];

@@ -3,10 +3,11 @@
 //! window, rebalances when and to the weights it says, and the result stays
 //! bit-identical to the serial reference.
 
+use crate::common::library_serial;
 use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
 use epsilod_testkit::{bits, irregular_init};
 use heuristics::{Decision, Heuristic, Snapshot};
-use kernels::{reference, KernelChoice, Library};
+use kernels::{KernelChoice, Library};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
@@ -43,14 +44,7 @@ fn a_heuristic_of_your_own_decides_when_and_how_to_rebalance() {
     let sizes = vec![66usize, 40];
     let iters = 24;
     let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 8);
-    let want = reference::run(
-        &sizes,
-        &spec.low,
-        &spec.high,
-        iters,
-        &init,
-        reference::library_formula(lib),
-    );
+    let want = library_serial(lib, &sizes, iters, &init);
     let asked = Arc::new(Mutex::new(Vec::new()));
     let noted = asked.clone();
     let alb = Alb::custom("shift-once", move || {

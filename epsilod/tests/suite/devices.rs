@@ -5,6 +5,7 @@
 //! that needs hardware CI lacks is listed with `#[ignore = "why"]` and run
 //! with `--ignored` where the hardware exists.
 
+use crate::common::library_serial;
 use epsilod::{Alb, DeviceSpec, Partition, Skeleton, Stencil};
 use kernels::reference;
 use kernels::{random_value, KernelChoice, Library};
@@ -88,14 +89,7 @@ fn every_library_stencil_alone_and_mixed(kind: &str) {
             let sizes = vec![size; lib.ndims()];
             let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 3);
             let want = match choice {
-                KernelChoice::Specialized => reference::run(
-                    &sizes,
-                    &spec.low,
-                    &spec.high,
-                    20,
-                    &init,
-                    reference::library_formula(lib),
-                ),
+                KernelChoice::Specialized => library_serial(lib, &sizes, 20, &init),
                 KernelChoice::Generic => reference::run(
                     &sizes,
                     &spec.low,
@@ -457,17 +451,9 @@ proptest::proptest! {
 #[allow(dead_code)]
 fn load_balancing_with_a_cpu(kind: &str) {
     let lib = Library::S2d4;
-    let spec = lib.spec();
     let sizes = [130usize, 130];
     let init = |i: &[i64]| random_value(i, 3);
-    let want = reference::run(
-        &sizes,
-        &spec.low,
-        &spec.high,
-        80,
-        init,
-        reference::library_formula(lib),
-    );
+    let want = library_serial(lib, &sizes, 80, init);
     let out = Skeleton::new(
         &sizes,
         Stencil::<f32>::library(lib, KernelChoice::Specialized),
@@ -539,14 +525,7 @@ fn rebalancing_every_few_iterations(kind: &str) {
     ] {
         let spec = lib.spec();
         let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 5);
-        let want = reference::run(
-            &sizes,
-            &spec.low,
-            &spec.high,
-            iters as usize,
-            &init,
-            reference::library_formula(lib),
-        );
+        let want = library_serial(lib, &sizes, iters as usize, &init);
         let p = plan.clone();
         let alb = Alb::custom("every-third", move || Box::new(EveryThird(p.clone()))).window(2);
         let out = Skeleton::new(
@@ -576,14 +555,7 @@ fn deep_halos(kind: &str) {
     ] {
         let spec = lib.spec();
         let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 4);
-        let want = reference::run(
-            &sizes,
-            &spec.low,
-            &spec.high,
-            23,
-            &init,
-            reference::library_formula(lib),
-        );
+        let want = library_serial(lib, &sizes, 23, &init);
         for depth in [2, 3] {
             let out = Skeleton::new(
                 &sizes,
@@ -730,14 +702,7 @@ fn halos_in_device_memory(kind: &str) {
     for (lib, sizes, devs, part, depth) in cases {
         let spec = lib.spec();
         let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 6);
-        let want = reference::run(
-            &sizes,
-            &spec.low,
-            &spec.high,
-            17,
-            &init,
-            reference::library_formula(lib),
-        );
+        let want = library_serial(lib, &sizes, 17, &init);
         let out = Skeleton::new(
             &sizes,
             Stencil::<f32>::library(lib, KernelChoice::Specialized),
@@ -772,14 +737,7 @@ fn halos_in_device_memory(kind: &str) {
     let (lib, sizes) = (Library::S2d4, vec![98usize, 40]);
     let spec = lib.spec();
     let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 7);
-    let want = reference::run(
-        &sizes,
-        &spec.low,
-        &spec.high,
-        30,
-        &init,
-        reference::library_formula(lib),
-    );
+    let want = library_serial(lib, &sizes, 30, &init);
     let out = Skeleton::new(
         &sizes,
         Stencil::<f32>::library(lib, KernelChoice::Specialized),
@@ -814,14 +772,7 @@ fn recovering_from_a_failed_device(kind: &str) {
     let spec = lib.spec();
     let sizes = vec![26usize, 12, 14];
     let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 9);
-    let want = reference::run(
-        &sizes,
-        &spec.low,
-        &spec.high,
-        25,
-        &init,
-        reference::library_formula(lib),
-    );
+    let want = library_serial(lib, &sizes, 25, &init);
     let dir = tempfile::tempdir().unwrap();
     let out = Skeleton::new(
         &sizes,

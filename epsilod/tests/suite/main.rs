@@ -3,6 +3,7 @@
 
 mod alb;
 mod checkpoint;
+mod common;
 mod custom_heuristic;
 mod decision_log;
 mod deep_halos;

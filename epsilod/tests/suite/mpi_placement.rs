@@ -4,11 +4,12 @@
 //! itself under `mpirun -np 2`.
 #![cfg(feature = "mpi")]
 
+use crate::common::library_serial;
 use epsilod::{Alb, Cluster, DeviceSpec, Partition, Skeleton, Stencil};
 use epsilod_testkit::process::under_mpirun;
 use heuristics::testing::Scripted;
 use heuristics::{Decision, Heuristic, Snapshot};
-use kernels::{reference, KernelChoice, Library};
+use kernels::{KernelChoice, Library};
 use std::sync::{Arc, Mutex};
 
 #[test]
@@ -113,15 +114,7 @@ fn run_placed(cluster: &Cluster, devices: usize, placement: Vec<usize>, direct_u
         .iter()
         .any(|d| d.values.get("at") == Some(&80.0)));
     if cluster.is_root() {
-        let spec = Library::S2d4.spec();
-        let want = reference::run(
-            &size,
-            &spec.low,
-            &spec.high,
-            100,
-            init,
-            reference::library_formula(Library::S2d4),
-        );
+        let want = library_serial(Library::S2d4, &size, 100, init);
         let bits = |a: &ndarray::ArrayD<f32>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&out.grid), bits(&want));
     }

@@ -1,6 +1,7 @@
 //! The skeleton's results are bit-identical to the naive serial reference,
 //! whatever the number of devices, the partition and the weights.
 
+use crate::common::library_serial;
 use epsilod::{DeviceSpec, Partition, RunError, SetupError, Skeleton, Stencil};
 use hitmap::{HitmapError, Layout, Shape};
 use kernels::reference;
@@ -56,14 +57,7 @@ fn check_library(lib: Library, size: usize, iters: u64, rng: &mut Lcg) {
     let spec = lib.spec();
     let sizes = vec![size; lib.ndims()];
     let init = irregular_init(sizes.clone(), spec.low.clone(), spec.high.clone(), 1);
-    let want = reference::run(
-        &sizes,
-        &spec.low,
-        &spec.high,
-        iters as usize,
-        &init,
-        reference::library_formula(lib),
-    );
+    let want = library_serial(lib, &sizes, iters as usize, &init);
     for (part, devs) in configs(rng) {
         let desc = format!(
             "{lib} size {size} iters {iters} {part} {:?}",
@@ -151,15 +145,7 @@ fn more_devices_than_rows_leaves_some_idle() {
     let lib = Library::S2d4;
     let sizes = [5, 9];
     let init = |i: &[i64]| random_value(i, 1);
-    let spec = lib.spec();
-    let want = reference::run(
-        &sizes,
-        &spec.low,
-        &spec.high,
-        5,
-        init,
-        reference::library_formula(lib),
-    );
+    let want = library_serial(lib, &sizes, 5, init);
     let out = Skeleton::new(
         &sizes,
         Stencil::<f32>::library(lib, KernelChoice::Specialized),
