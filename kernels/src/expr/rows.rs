@@ -4,7 +4,9 @@
 //! arithmetic stays operation-for-operation what the device code does.
 
 use super::fused::{fused, Last};
+use super::op::Op;
 use super::parse::{Arith, Compare, Expr, Func};
+use super::segment::Run;
 use super::Math;
 use crate::frame::{for_each_row, Frame};
 use std::collections::HashMap;
@@ -20,34 +22,6 @@ const CHUNK: usize = 4096;
 /// runs on shorter chunks to keep them in L2.
 const ARRAY_TEMPORARIES: usize = 256 * 1024;
 
-/// One operation; operands are earlier operations' indices. Conditions are
-/// carried as 1 and 0.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Op<T> {
-    /// A component of a neighbour: `Program::loads[i]`.
-    Load(usize),
-    Const(T),
-    /// The global index along a dimension.
-    Global(usize),
-    /// A component of the destination's value before this step (level
-    /// t-1).
-    Old2(usize),
-    Neg(usize),
-    Arith(Arith, usize, usize),
-    Compare(Compare, usize, usize),
-    And(usize, usize),
-    Or(usize, usize),
-    Not(usize),
-    Select(usize, usize, usize),
-    Call1(Func, usize),
-    Call2(Func, usize, usize),
-    /// `(((t0 + t1) + t2) + ...) op c`: a left-to-right sum, then
-    /// optionally one more operation with a last operand, in one pass
-    /// (the same roundings as one operation per pass; [`super::fused`]).
-    /// Its terms are `Program::sums[i]`.
-    Sum(usize, Option<(Arith, usize)>),
-}
-
 /// Terms a fused sum takes; longer sums nest.
 const MAX_SUM: usize = 32;
 
@@ -55,10 +29,10 @@ const MAX_SUM: usize = 32;
 /// neighbour read twice, a repeated term) are computed once.
 #[derive(Clone, Debug)]
 pub struct Program<T> {
-    ops: Vec<Op<T>>,
+    pub(super) ops: Vec<Op<T>>,
     /// The operation computing each component of the new cell (one for a
     /// scalar cell).
-    roots: Vec<usize>,
+    pub(super) roots: Vec<usize>,
     /// The offset, component and buffer (0 the grid, `1 + i` auxiliary
     /// field `i`) `Load(i)` reads.
     loads: Vec<(Vec<i64>, usize, usize)>,
@@ -67,10 +41,13 @@ pub struct Program<T> {
     /// Cells per chunk.
     chunk: usize,
     /// The terms of each fused sum.
-    sums: Vec<Vec<usize>>,
+    pub(super) sums: Vec<Vec<usize>>,
     /// The operations that compute something, in order up to the root
     /// (operands come before their users, so nothing after it feeds it).
     steps: Vec<usize>,
+    /// Whether conditions on the global index are found per run of cells
+    /// (scalar cells) rather than computed cell by cell.
+    hoist: bool,
 }
 
 /// A hashable key of an operation (constants by their bits).
@@ -291,6 +268,17 @@ impl<T: Math> Program<T> {
             chunk,
             sums: b.sums,
             steps,
+            hoist: true,
+        }
+    }
+
+    /// The same program computing conditions on the global index cell by
+    /// cell, as array cells do: what the hoisted runs must equal.
+    #[cfg(test)]
+    pub(super) fn cell_by_cell(self) -> Program<T> {
+        Program {
+            hoist: false,
+            ..self
         }
     }
 
@@ -324,11 +312,16 @@ impl<T: Math> Program<T> {
                 _ => vec![T::from_f64(0.0); chunk],
             })
             .collect();
+        let mut run = Run::new();
         let Some(width) = self.width else {
             for_each_row(frame, region, |s, d, len| {
                 let mut at = 0;
                 while at < len {
+                    // Runs of cells over which every condition on the
+                    // global index keeps its outcome, in chunks.
+                    let g = global(frame, s + at);
                     let n = chunk.min(len - at);
+                    let n = run.plan(&self.ops, &self.sums, &self.roots, &g, n, self.hoist);
                     let out = &mut dst[d + at..d + at + n];
                     let ch = Chunk {
                         srcs: &bufs_of,
@@ -337,12 +330,20 @@ impl<T: Math> Program<T> {
                         at: s + at,
                         n,
                     };
-                    eval(self, frame, ch, &mut bufs, Some(out));
+                    eval(self, frame, ch, &run, &mut bufs, Some(out));
                     at += n;
                 }
             });
             return;
         };
+        run.plan(
+            &self.ops,
+            &self.sums,
+            &self.roots,
+            &vec![0; frame.ndims()],
+            chunk,
+            false,
+        );
         // Array cells: each component a chunk reads is gathered into a row
         // of its own, so the operations run on plain rows as for scalar
         // cells; load `j`'s row starts at `j * chunk` of `gathered`.
@@ -377,10 +378,12 @@ impl<T: Math> Program<T> {
                     at: s,
                     n,
                 };
-                eval(self, frame, ch, &mut bufs, None);
+                eval(self, frame, ch, &run, &mut bufs, None);
                 for (k, &root) in self.roots.iter().enumerate() {
-                    let value = |i: usize| match self.ops[root] {
-                        Op::Load(j) => gathered[j * chunk + i],
+                    let root = run.source(root);
+                    let value = |i: usize| match (self.ops[root], run.scalar(root)) {
+                        (_, Some(v)) => v,
+                        (Op::Load(j), _) => gathered[j * chunk + i],
                         _ => bufs[root][i],
                     };
                     for i in 0..n {
@@ -405,23 +408,57 @@ struct Chunk<'a, T> {
     n: usize,
 }
 
-/// One chunk: the root into `out` for scalar cells; for array cells
-/// (`out` is `None`) every operation into `bufs`, `Old2` rows filled in
-/// already.
+/// The global index of the frame's cell `at`.
+fn global(frame: &Frame, at: usize) -> Vec<i64> {
+    frame
+        .index_of(at)
+        .iter()
+        .zip(frame.origin())
+        .map(|(&i, &o)| o + i as i64)
+        .collect()
+}
+
+/// An operand: a row, or a value the same in every cell (kept in a
+/// register rather than read from a row of copies).
+#[derive(Clone, Copy)]
+enum In<'a, T> {
+    Row(&'a [T]),
+    Scalar(T),
+}
+
+/// `dst = f(a, b)` cell by cell.
+#[inline(always)]
+fn binary<T: Copy>(dst: &mut [T], a: In<'_, T>, b: In<'_, T>, f: impl Fn(T, T) -> T) {
+    match (a, b) {
+        (In::Row(x), In::Row(y)) => dst
+            .iter_mut()
+            .zip(x)
+            .zip(y)
+            .for_each(|((o, x), y)| *o = f(*x, *y)),
+        (In::Row(x), In::Scalar(y)) => dst.iter_mut().zip(x).for_each(|(o, x)| *o = f(*x, y)),
+        (In::Scalar(x), In::Row(y)) => dst.iter_mut().zip(y).for_each(|(o, y)| *o = f(x, *y)),
+        (In::Scalar(x), In::Scalar(y)) => dst.fill(f(x, y)),
+    }
+}
+
+/// One run of cells (`run`'s values): the root into `out` for scalar
+/// cells; for array cells (`out` is `None`) every operation into `bufs`,
+/// `Old2` rows filled in already.
 #[inline(never)]
 fn eval<T: Math>(
     p: &Program<T>,
     frame: &Frame,
     ch: Chunk<'_, T>,
+    run: &Run<T>,
     bufs: &mut [Vec<T>],
     out: Option<&mut [T]>,
 ) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: `eval_avx2` only requires AVX2, which the CPU was just found to have.
-        return unsafe { eval_avx2(p, frame, ch, bufs, out) };
+        return unsafe { eval_avx2(p, frame, ch, run, bufs, out) };
     }
-    eval_body(p, frame, ch, bufs, out)
+    eval_body(p, frame, ch, run, bufs, out)
 }
 
 /// See `kernel::row_avx2`: wider vectors, the same operations (AVX2 has no
@@ -432,10 +469,11 @@ fn eval_avx2<T: Math>(
     p: &Program<T>,
     frame: &Frame,
     ch: Chunk<'_, T>,
+    run: &Run<T>,
     bufs: &mut [Vec<T>],
     out: Option<&mut [T]>,
 ) {
-    eval_body(p, frame, ch, bufs, out)
+    eval_body(p, frame, ch, run, bufs, out)
 }
 
 #[inline(always)]
@@ -443,6 +481,7 @@ fn eval_body<T: Math>(
     p: &Program<T>,
     frame: &Frame,
     ch: Chunk<'_, T>,
+    run: &Run<T>,
     bufs: &mut [Vec<T>],
     mut out: Option<&mut [T]>,
 ) {
@@ -457,11 +496,26 @@ fn eval_body<T: Math>(
     let truth = |b: bool| if b { one } else { zero };
     // Scalar cells compute their root straight into `out`.
     let root = if out.is_some() {
-        p.roots[0]
+        run.source(p.roots[0])
     } else {
         usize::MAX
     };
+    // Values known for the run that an operation reads as a row (all but
+    // arithmetic and comparisons, which take them as they are).
     for &k in &p.steps {
+        if !run.computes(k) || matches!(p.ops[k], Op::Arith(..) | Op::Compare(..)) {
+            continue;
+        }
+        p.ops[k].operands(&p.sums, |i| {
+            if let (Some(v), false) = (run.scalar(i), matches!(p.ops[i], Op::Const(_))) {
+                bufs[i][..n].fill(v);
+            }
+        });
+    }
+    for &k in &p.steps {
+        if !run.computes(k) {
+            continue;
+        }
         let op = &p.ops[k];
         let (done, rest) = bufs.split_at_mut(k);
         if let Op::Old2(_) = op {
@@ -478,7 +532,8 @@ fn eval_body<T: Math>(
             Some(out) if k == root => out,
             _ => &mut rest[0][..n],
         };
-        let get = |i: usize| -> &[T] {
+        let row = |i: usize| -> &[T] {
+            let i = run.source(i);
             match p.ops[i] {
                 Op::Load(j) => {
                     let start = (s as isize + lin[j]) as usize;
@@ -487,10 +542,14 @@ fn eval_body<T: Math>(
                 _ => &done[i][..n],
             }
         };
+        let get = |i: usize| match run.scalar(i) {
+            Some(v) => In::Scalar(v),
+            None => In::Row(row(i)),
+        };
         match *op {
             Op::Load(_) | Op::Const(_) | Op::Old2(_) => {}
             Op::Global(dim) => {
-                // This chunk's global index: constant along the row except
+                // This run's global index: constant along the row except
                 // in the last dimension, where it counts up.
                 let pos = (at / frame.strides()[dim]) % frame.dims()[dim];
                 let first = frame.origin()[dim] + pos as i64;
@@ -502,49 +561,49 @@ fn eval_body<T: Math>(
                     dst.fill(T::from_f64(first as f64));
                 }
             }
-            Op::Neg(a) => dst.iter_mut().zip(get(a)).for_each(|(o, x)| *o = -*x),
+            Op::Neg(a) => dst.iter_mut().zip(row(a)).for_each(|(o, x)| *o = -*x),
             Op::Not(a) => dst
                 .iter_mut()
-                .zip(get(a))
+                .zip(row(a))
                 .for_each(|(o, x)| *o = truth(*x == zero)),
             Op::Arith(f, a, b) => {
-                let it = dst.iter_mut().zip(get(a)).zip(get(b));
+                let (a, b) = (get(a), get(b));
                 match f {
-                    Arith::Add => it.for_each(|((o, x), y)| *o = *x + *y),
-                    Arith::Sub => it.for_each(|((o, x), y)| *o = *x - *y),
-                    Arith::Mul => it.for_each(|((o, x), y)| *o = *x * *y),
-                    Arith::Div => it.for_each(|((o, x), y)| *o = *x / *y),
+                    Arith::Add => binary(dst, a, b, |x, y| x + y),
+                    Arith::Sub => binary(dst, a, b, |x, y| x - y),
+                    Arith::Mul => binary(dst, a, b, |x, y| x * y),
+                    Arith::Div => binary(dst, a, b, |x, y| x / y),
                 }
             }
             Op::Compare(f, a, b) => {
-                let it = dst.iter_mut().zip(get(a)).zip(get(b));
+                let (a, b) = (get(a), get(b));
                 match f {
-                    Compare::Lt => it.for_each(|((o, x), y)| *o = truth(*x < *y)),
-                    Compare::Le => it.for_each(|((o, x), y)| *o = truth(*x <= *y)),
-                    Compare::Gt => it.for_each(|((o, x), y)| *o = truth(*x > *y)),
-                    Compare::Ge => it.for_each(|((o, x), y)| *o = truth(*x >= *y)),
-                    Compare::Eq => it.for_each(|((o, x), y)| *o = truth(*x == *y)),
-                    Compare::Ne => it.for_each(|((o, x), y)| *o = truth(*x != *y)),
+                    Compare::Lt => binary(dst, a, b, |x, y| truth(x < y)),
+                    Compare::Le => binary(dst, a, b, |x, y| truth(x <= y)),
+                    Compare::Gt => binary(dst, a, b, |x, y| truth(x > y)),
+                    Compare::Ge => binary(dst, a, b, |x, y| truth(x >= y)),
+                    Compare::Eq => binary(dst, a, b, |x, y| truth(x == y)),
+                    Compare::Ne => binary(dst, a, b, |x, y| truth(x != y)),
                 }
             }
             Op::And(a, b) => dst
                 .iter_mut()
-                .zip(get(a))
-                .zip(get(b))
+                .zip(row(a))
+                .zip(row(b))
                 .for_each(|((o, x), y)| *o = truth(*x != zero && *y != zero)),
             Op::Or(a, b) => dst
                 .iter_mut()
-                .zip(get(a))
-                .zip(get(b))
+                .zip(row(a))
+                .zip(row(b))
                 .for_each(|((o, x), y)| *o = truth(*x != zero || *y != zero)),
             Op::Select(c, a, b) => dst
                 .iter_mut()
-                .zip(get(c))
-                .zip(get(a))
-                .zip(get(b))
+                .zip(row(c))
+                .zip(row(a))
+                .zip(row(b))
                 .for_each(|(((o, c), x), y)| *o = if *c != zero { *x } else { *y }),
             Op::Call1(f, a) => {
-                let it = dst.iter_mut().zip(get(a));
+                let it = dst.iter_mut().zip(row(a));
                 match f {
                     Func::Sqrt => it.for_each(|(o, x)| *o = x.sqrt()),
                     Func::Abs => it.for_each(|(o, x)| *o = x.abs()),
@@ -553,10 +612,11 @@ fn eval_body<T: Math>(
             }
             Op::Sum(i, tail) => {
                 let mut terms: [&[T]; MAX_SUM] = [&[]; MAX_SUM];
-                // Resolved here rather than through `get`: a stencil's sum
-                // reads many neighbours, and a call per read per row showed
-                // in profiles of 3d27.
+                // Resolved here rather than through a closure per read: a
+                // stencil's sum reads many neighbours, and a call per read
+                // per row showed in profiles of 3d27.
                 for (t, &op) in terms.iter_mut().zip(&p.sums[i]) {
+                    let op = run.source(op);
                     *t = match p.ops[op] {
                         Op::Load(j) => {
                             let start = (s as isize + lin[j]) as usize;
@@ -565,14 +625,14 @@ fn eval_body<T: Math>(
                         _ => &done[op][..n],
                     };
                 }
-                let tail = tail.map(|(f, c)| match p.ops[c] {
-                    Op::Const(v) => (f, Last::Scalar(v)),
-                    _ => (f, Last::Row(get(c))),
+                let tail = tail.map(|(f, c)| match get(c) {
+                    In::Scalar(v) => (f, Last::Scalar(v)),
+                    In::Row(r) => (f, Last::Row(r)),
                 });
                 fused(dst, &terms[..p.sums[i].len()], tail);
             }
             Op::Call2(f, a, b) => {
-                let it = dst.iter_mut().zip(get(a)).zip(get(b));
+                let it = dst.iter_mut().zip(row(a)).zip(row(b));
                 match f {
                     Func::Min => it.for_each(|((o, x), y)| *o = x.min(*y)),
                     Func::Max => it.for_each(|((o, x), y)| *o = x.max(*y)),
@@ -581,14 +641,15 @@ fn eval_body<T: Math>(
             }
         }
     }
-    // A root that is a plain read or a constant computed nothing above.
+    // A root that is a plain read or a value known for the run computed
+    // nothing above.
     let Some(out) = out else { return };
-    match p.ops[root] {
-        Op::Load(j) => {
+    match (p.ops[root], run.scalar(root)) {
+        (_, Some(v)) => out.fill(v),
+        (Op::Load(j), _) => {
             let start = (s as isize + lin[j]) as usize;
             out.copy_from_slice(&srcs[j][start..start + n]);
         }
-        Op::Const(c) => out.fill(c),
         _ => {}
     }
 }
