@@ -1054,7 +1054,8 @@ mod tests {
     /// Updates with `select`s on the global index of the kinds the apps
     /// use (point sources, edges clamped by index, a second level) and
     /// conditions on either side, nested, combined and choosing the index
-    /// itself, over rows longer than a chunk.
+    /// itself, and sums of constant multiples, over rows longer than a
+    /// chunk.
     fn on_the_global_index() -> Vec<Expr> {
         use build::{g, num, old2, select, u};
         let c = u(&[0, 0]);
@@ -1073,7 +1074,29 @@ mod tests {
                 select(g(1).ge(g(0)), 1.0, old2()),
             )
             .expr(),
+            laplace_shaped().expr(),
         ]
+    }
+
+    /// Laplace's shape in 2-d: sums of constant multiples, nested, then
+    /// a constant times the whole.
+    fn laplace_shaped() -> build::E {
+        use build::{num, u};
+        let (r1, r2, r3) = (num(0.3), num(1.7), num(-0.9));
+        let i = (r3 * u(&[-1, 0])) + (r3 * u(&[1, 0]));
+        let j = (((r2 * u(&[0, -1])) + (u(&[0, 1]) * r2)) + (u(&[0, 0]) / 4.0)) + u(&[1, 1]);
+        num(0.35) * ((r2 * i) + (r1 * j))
+    }
+
+    #[test]
+    fn sums_of_constant_multiples_run_in_one_pass_each() {
+        let p = Program::<f32>::new(&[], &[laplace_shaped().expr()], None);
+        let count = |f: fn(&op::Op<f32>) -> bool| p.ops.iter().filter(|o| f(o)).count();
+        assert_eq!(count(|o| matches!(o, op::Op::Weighted(..))), 3);
+        assert_eq!(
+            count(|o| matches!(o, op::Op::Arith(..) | op::Op::Sum(..))),
+            0
+        );
     }
 
     #[test]
@@ -1123,7 +1146,7 @@ mod tests {
         while j < end {
             let n = run.plan(
                 &p.ops,
-                &p.sums,
+                (&p.sums, &p.weights),
                 &p.roots,
                 &[6, j],
                 (end - j).min(4096) as usize,

@@ -29,6 +29,11 @@ pub(super) enum Op<T> {
     /// (the same roundings as one operation per pass; [`super::fused`]).
     /// Its terms are `Program::sums[i]`.
     Sum(usize, Option<(Arith, usize)>),
+    /// `(((w0 t0) + (w1 t1)) + ...) op c`: a left-to-right sum of terms
+    /// each multiplied by a constant (1 where none, an exact identity), in
+    /// one pass. Its terms are `Program::sums[i]`, its constants
+    /// `Program::weights[i]`.
+    Weighted(usize, Option<(Arith, usize)>),
 }
 
 impl<T> Op<T> {
@@ -50,7 +55,7 @@ impl<T> Op<T> {
                 f(a);
                 f(b)
             }
-            Op::Sum(i, tail) => {
+            Op::Sum(i, tail) | Op::Weighted(i, tail) => {
                 sums[i].iter().for_each(|&t| f(t));
                 if let Some((_, c)) = tail {
                     f(c)

@@ -3,7 +3,7 @@
 //! chunk of a row at a time, a loop the compiler vectorises, so the
 //! arithmetic stays operation-for-operation what the device code does.
 
-use super::fused::{fused, Last};
+use super::fused::{fused, weighted, Last};
 use super::op::Op;
 use super::parse::{Arith, Compare, Expr, Func};
 use super::segment::Run;
@@ -21,6 +21,9 @@ const CHUNK: usize = 4096;
 /// one row each per operation, so a long program (gas-sim's has hundreds)
 /// runs on shorter chunks to keep them in L2.
 const ARRAY_TEMPORARIES: usize = 256 * 1024;
+
+/// Terms a weighted sum takes (one loop each number of terms).
+const MAX_WEIGHTED: usize = 8;
 
 /// Terms a fused sum takes; longer sums nest.
 const MAX_SUM: usize = 32;
@@ -42,6 +45,8 @@ pub struct Program<T> {
     chunk: usize,
     /// The terms of each fused sum.
     pub(super) sums: Vec<Vec<usize>>,
+    /// The constants of each weighted sum's terms (none for a plain sum).
+    pub(super) weights: Vec<Vec<T>>,
     /// The operations that compute something, in order up to the root
     /// (operands come before their users, so nothing after it feeds it).
     steps: Vec<usize>,
@@ -64,6 +69,7 @@ struct Builder<T> {
     loads: Vec<(Vec<i64>, usize, usize)>,
     lets: Vec<usize>,
     sums: Vec<Vec<usize>>,
+    weights: Vec<Vec<T>>,
 }
 
 impl<T: Math> Builder<T> {
@@ -74,7 +80,22 @@ impl<T: Math> Builder<T> {
             return i;
         }
         self.sums.push(terms);
+        self.weights.push(Vec::new());
         self.push(key, Op::Sum(self.sums.len() - 1, tail))
+    }
+
+    /// A weighted sum of `terms` (two or more; a constant and an
+    /// expression each), then `tail`.
+    fn weighted(&mut self, terms: Vec<(T, &Expr)>, tail: Option<(Arith, usize)>) -> usize {
+        let (weights, terms): (Vec<T>, Vec<usize>) =
+            terms.into_iter().map(|(w, t)| (w, self.build(t))).unzip();
+        let key = Key::Node(format!("Weighted{terms:?}{weights:?}{tail:?}"));
+        if let Some(&i) = self.seen.get(&key) {
+            return i;
+        }
+        self.sums.push(terms);
+        self.weights.push(weights);
+        self.push(key, Op::Weighted(self.sums.len() - 1, tail))
     }
 
     fn load(&mut self, load: (Vec<i64>, usize, usize)) -> usize {
@@ -140,6 +161,25 @@ impl<T: Math> Builder<T> {
             Expr::Arith(Arith::Div, a, b) if reciprocal::<T>(b).is_some() => {
                 let r = Expr::Num(reciprocal::<T>(b).expect("checked"));
                 self.build(&Expr::Arith(Arith::Mul, a.clone(), Box::new(r)))
+            }
+            // A sum of constant multiples (Devito's coefficients), then one
+            // more operation, or a constant times it (the same bits either
+            // side: the constant is no NaN).
+            Expr::Arith(Arith::Add, _, _) if weighted_terms::<T>(e).is_some() => {
+                let terms = weighted_terms::<T>(e).expect("checked");
+                self.weighted(terms, None)
+            }
+            Expr::Arith(op, a, b) if *op != Arith::Add && weighted_terms::<T>(a).is_some() => {
+                let terms = weighted_terms::<T>(a).expect("checked");
+                let last = self.build(b);
+                self.weighted(terms, Some((*op, last)))
+            }
+            Expr::Arith(Arith::Mul, a, b)
+                if weight::<T>(a).is_some() && weighted_terms::<T>(b).is_some() =>
+            {
+                let c = self.build(a);
+                let terms = weighted_terms::<T>(b).expect("checked");
+                self.weighted(terms, Some((Arith::Mul, c)))
             }
             Expr::Arith(op, a, b)
                 if *op != Arith::Add
@@ -215,6 +255,46 @@ fn reciprocal<T: Math>(b: &Expr) -> Option<f64> {
     }
 }
 
+/// A literal as a weight: rounded to `T`, and no NaN (so `w x` is `x w`).
+fn weight<T: Math>(e: &Expr) -> Option<T> {
+    match e {
+        Expr::Num(v) if !v.is_nan() => Some(T::from_f64(*v)),
+        _ => None,
+    }
+}
+
+/// The terms of `e` as a weighted sum (two to [`MAX_WEIGHTED`] terms,
+/// one of them or more a literal times an expression, or one divided by a
+/// power of two): each term's constant (1 where none) and expression.
+fn weighted_terms<T: Math>(e: &Expr) -> Option<Vec<(T, &Expr)>> {
+    let spine = left_spine(e);
+    if !(2..=MAX_WEIGHTED).contains(&spine.len()) {
+        return None;
+    }
+    let one = T::from_f64(1.0);
+    let terms: Vec<(T, &Expr)> = spine
+        .into_iter()
+        .map(|t| match t {
+            Expr::Arith(Arith::Mul, a, b) => match (weight::<T>(a), weight::<T>(b)) {
+                (Some(w), _) => (w, &**b),
+                (None, Some(w)) => (w, &**a),
+                _ => (one, t),
+            },
+            Expr::Arith(Arith::Div, a, b) => match reciprocal::<T>(b) {
+                Some(r) => (T::from_f64(r), &**a),
+                None => (one, t),
+            },
+            _ => (one, t),
+        })
+        .collect();
+    // Some term is weighted (`t` is kept whole where none is).
+    terms
+        .iter()
+        .zip(left_spine(e))
+        .any(|((_, x), t)| !std::ptr::eq(*x, t))
+        .then_some(terms)
+}
+
 /// The terms of a left-associated chain of additions, in order:
 /// `((a + b) + c) + d` gives a, b, c, d (a right operand that is itself a
 /// sum stays one term: its parentheses change the roundings).
@@ -241,6 +321,7 @@ impl<T: Math> Program<T> {
             loads: Vec::new(),
             lets: Vec::new(),
             sums: Vec::new(),
+            weights: Vec::new(),
         };
         for l in lets {
             let id = b.build(l);
@@ -267,6 +348,7 @@ impl<T: Math> Program<T> {
             width,
             chunk,
             sums: b.sums,
+            weights: b.weights,
             steps,
             hoist: true,
         }
@@ -321,7 +403,14 @@ impl<T: Math> Program<T> {
                     // global index keeps its outcome, in chunks.
                     let g = global(frame, s + at);
                     let n = chunk.min(len - at);
-                    let n = run.plan(&self.ops, &self.sums, &self.roots, &g, n, self.hoist);
+                    let n = run.plan(
+                        &self.ops,
+                        (&self.sums, &self.weights),
+                        &self.roots,
+                        &g,
+                        n,
+                        self.hoist,
+                    );
                     let out = &mut dst[d + at..d + at + n];
                     let ch = Chunk {
                         srcs: &bufs_of,
@@ -338,7 +427,7 @@ impl<T: Math> Program<T> {
         };
         run.plan(
             &self.ops,
-            &self.sums,
+            (&self.sums, &self.weights),
             &self.roots,
             &vec![0; frame.ndims()],
             chunk,
@@ -630,6 +719,17 @@ fn eval_body<T: Math>(
                     In::Row(r) => (f, Last::Row(r)),
                 });
                 fused(dst, &terms[..p.sums[i].len()], tail);
+            }
+            Op::Weighted(i, tail) => {
+                let mut terms: [(T, &[T]); MAX_WEIGHTED] = [(zero, &[]); MAX_WEIGHTED];
+                for ((t, &op), &w) in terms.iter_mut().zip(&p.sums[i]).zip(&p.weights[i]) {
+                    *t = (w, row(op));
+                }
+                let tail = tail.map(|(f, c)| match get(c) {
+                    In::Scalar(v) => (f, Last::Scalar(v)),
+                    In::Row(r) => (f, Last::Row(r)),
+                });
+                weighted(dst, &terms[..p.sums[i].len()], tail);
             }
             Op::Call2(f, a, b) => {
                 let it = dst.iter_mut().zip(row(a)).zip(row(b));

@@ -74,7 +74,7 @@ impl<T: Math> Run<T> {
     pub(super) fn plan(
         &mut self,
         ops: &[Op<T>],
-        sums: &[Vec<usize>],
+        (sums, weights): (&[Vec<usize>], &[Vec<T>]),
         roots: &[usize],
         g: &[i64],
         n: usize,
@@ -153,8 +153,13 @@ impl<T: Math> Run<T> {
                     }),
                     _ => Val::Row,
                 },
-                Op::Sum(i, tail) => {
-                    let terms: Option<Vec<T>> = sums[i].iter().map(|&t| s(t)).collect();
+                Op::Sum(i, tail) | Op::Weighted(i, tail) => {
+                    let w = |k: usize| weights[i].get(k).copied();
+                    let terms: Option<Vec<T>> = sums[i]
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &t)| s(t).map(|x| w(k).map_or(x, |w| w * x)))
+                        .collect();
                     match (terms, tail.map(|(f, c)| (f, s(c)))) {
                         (Some(t), None) => Val::Scalar(sum(&t)),
                         (Some(t), Some((f, Some(c)))) => Val::Scalar(f.apply(sum(&t), c)),
