@@ -395,22 +395,33 @@ impl<T: Math> Program<T> {
             })
             .collect();
         let mut run = Run::new();
+        let mut g = vec![0; frame.ndims()];
+        // Without the global index every run is the same: planned once.
+        let fixed = !self.ops.iter().any(|op| matches!(op, Op::Global(_)));
+        let plan = |run: &mut Run<T>, g: &[i64], n: usize, hoist: bool| {
+            run.plan(
+                &self.ops,
+                (&self.sums, &self.weights),
+                &self.roots,
+                g,
+                n,
+                hoist,
+            )
+        };
+        if fixed || self.width.is_some() {
+            plan(&mut run, &g, chunk, self.hoist && self.width.is_none());
+        }
         let Some(width) = self.width else {
             for_each_row(frame, region, |s, d, len| {
                 let mut at = 0;
                 while at < len {
                     // Runs of cells over which every condition on the
                     // global index keeps its outcome, in chunks.
-                    let g = global(frame, s + at);
-                    let n = chunk.min(len - at);
-                    let n = run.plan(
-                        &self.ops,
-                        (&self.sums, &self.weights),
-                        &self.roots,
-                        &g,
-                        n,
-                        self.hoist,
-                    );
+                    let mut n = chunk.min(len - at);
+                    if !fixed {
+                        global(frame, s + at, &mut g);
+                        n = plan(&mut run, &g, n, self.hoist);
+                    }
                     let out = &mut dst[d + at..d + at + n];
                     let ch = Chunk {
                         srcs: &bufs_of,
@@ -425,14 +436,6 @@ impl<T: Math> Program<T> {
             });
             return;
         };
-        run.plan(
-            &self.ops,
-            (&self.sums, &self.weights),
-            &self.roots,
-            &vec![0; frame.ndims()],
-            chunk,
-            false,
-        );
         // Array cells: each component a chunk reads is gathered into a row
         // of its own, so the operations run on plain rows as for scalar
         // cells; load `j`'s row starts at `j * chunk` of `gathered`.
@@ -497,14 +500,11 @@ struct Chunk<'a, T> {
     n: usize,
 }
 
-/// The global index of the frame's cell `at`.
-fn global(frame: &Frame, at: usize) -> Vec<i64> {
-    frame
-        .index_of(at)
-        .iter()
-        .zip(frame.origin())
-        .map(|(&i, &o)| o + i as i64)
-        .collect()
+/// The global index of the frame's cell `at`, into `g`.
+fn global(frame: &Frame, at: usize, g: &mut [i64]) {
+    for (d, x) in g.iter_mut().enumerate() {
+        *x = frame.origin()[d] + ((at / frame.strides()[d]) % frame.dims()[d]) as i64;
+    }
 }
 
 /// An operand: a row, or a value the same in every cell (kept in a
@@ -591,15 +591,8 @@ fn eval_body<T: Math>(
     };
     // Values known for the run that an operation reads as a row (all but
     // arithmetic and comparisons, which take them as they are).
-    for &k in &p.steps {
-        if !run.computes(k) || matches!(p.ops[k], Op::Arith(..) | Op::Compare(..)) {
-            continue;
-        }
-        p.ops[k].operands(&p.sums, |i| {
-            if let (Some(v), false) = (run.scalar(i), matches!(p.ops[i], Op::Const(_))) {
-                bufs[i][..n].fill(v);
-            }
-        });
+    for &(i, v) in run.fills() {
+        bufs[i][..n].fill(v);
     }
     for &k in &p.steps {
         if !run.computes(k) {

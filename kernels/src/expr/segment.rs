@@ -31,6 +31,10 @@ pub(super) struct Run<T> {
     live: Vec<bool>,
     /// What is read cell by cell (the roots, operands of what is computed).
     rows: Vec<bool>,
+    /// Values known for the run that a computed operation reads as a row
+    /// (all but arithmetic and comparisons, which take them as they are;
+    /// constants have their rows already).
+    fills: Vec<(usize, T)>,
     /// Comparisons with the last global index: each one's operation and
     /// the cells over which it keeps its outcome.
     ends: Vec<(usize, usize)>,
@@ -42,6 +46,7 @@ impl<T: Math> Run<T> {
             vals: Vec::new(),
             live: Vec::new(),
             rows: Vec::new(),
+            fills: Vec::new(),
             ends: Vec::new(),
         }
     }
@@ -60,6 +65,11 @@ impl<T: Math> Run<T> {
             Val::Scalar(v) => Some(v),
             _ => None,
         }
+    }
+
+    /// The rows to fill with a value before the run is computed.
+    pub(super) fn fills(&self) -> &[(usize, T)] {
+        &self.fills
     }
 
     /// Whether `k` is computed cell by cell in this run (for its roots).
@@ -170,6 +180,18 @@ impl<T: Math> Run<T> {
             self.vals.push(val);
         }
         self.mark_live(ops, sums, roots);
+        self.fills.clear();
+        for (k, op) in ops.iter().enumerate() {
+            if !self.computes(k) || matches!(op, Op::Arith(..) | Op::Compare(..)) {
+                continue;
+            }
+            let (vals, fills) = (&self.vals, &mut self.fills);
+            op.operands(sums, |i| {
+                if let (Val::Scalar(v), false) = (vals[i], matches!(ops[i], Op::Const(_))) {
+                    fills.push((i, v));
+                }
+            });
+        }
         // The run ends where a comparison the roots depend on changes.
         self.ends
             .iter()
