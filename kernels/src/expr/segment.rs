@@ -5,7 +5,7 @@
 //! in `T` that the rows would do cell by cell.
 
 use super::op::Op;
-use super::parse::{Compare, Func};
+use super::parse::Func;
 use super::Math;
 use std::cmp::Ordering;
 
@@ -126,7 +126,7 @@ impl<T: Math> Run<T> {
                             (None, Some(i)) => self.ends.push((k, until_passed(i, x, n))),
                             _ => {}
                         }
-                        truth(holds(f, x, y))
+                        truth(f.holds(x, y))
                     }
                     _ => Val::Row,
                 },
@@ -272,17 +272,6 @@ fn index<T: Math>(x: i64) -> T {
 /// `((t0 + t1) + t2) + ...`.
 fn sum<T: Math>(t: &[T]) -> T {
     t[1..].iter().fold(t[0], |acc, &x| acc + x)
-}
-
-fn holds<T: Math>(f: Compare, x: T, y: T) -> bool {
-    match f {
-        Compare::Lt => x < y,
-        Compare::Le => x <= y,
-        Compare::Gt => x > y,
-        Compare::Ge => x >= y,
-        Compare::Eq => x == y,
-        Compare::Ne => x != y,
-    }
 }
 
 /// The cells, from global index `x` on (at most `n`), before the index
