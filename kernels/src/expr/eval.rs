@@ -3,7 +3,7 @@
 //! row operations' ([`super::rows`]) in `T`, one cell at a time, so a field
 //! is the same on every device and layout.
 
-use super::parse::{Compare, Expr, Func};
+use super::parse::{Expr, Func};
 use super::Math;
 
 /// The value of `e` at global index `g`. `e` reads no grid (`u`, `old2`,
@@ -24,17 +24,7 @@ pub fn value<T: Math>(e: &Expr, g: &[i64]) -> T {
         Expr::Neg(a) => -v(a),
         Expr::Not(a) => truth(v(a) == zero),
         Expr::Arith(op, a, b) => op.apply(v(a), v(b)),
-        Expr::Compare(op, a, b) => {
-            let (x, y) = (v(a), v(b));
-            truth(match op {
-                Compare::Lt => x < y,
-                Compare::Le => x <= y,
-                Compare::Gt => x > y,
-                Compare::Ge => x >= y,
-                Compare::Eq => x == y,
-                Compare::Ne => x != y,
-            })
-        }
+        Expr::Compare(op, a, b) => truth(op.holds(v(a), v(b))),
         Expr::And(a, b) => truth(v(a) != zero && v(b) != zero),
         Expr::Or(a, b) => truth(v(a) != zero || v(b) != zero),
         // Both sides computed, as the row operations do (no side effects).

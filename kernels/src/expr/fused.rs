@@ -141,6 +141,74 @@ fn passes_with<T: Math>(
     }
 }
 
+/// `dst[j] = ((((w0 t0[j]) + (w1 t1[j])) + ...) op last[j])` for every
+/// cell of `dst`, one to eight terms, in one pass: a loop per number of
+/// terms, which the compiler vectorises with the caller's instruction set.
+#[inline(always)]
+pub(super) fn weighted<T: Math>(dst: &mut [T], terms: &[(T, &[T])], tail: Tail<'_, T>) {
+    match tail {
+        None => weighted_with(dst, terms, None, |x, _| x),
+        Some((op, Last::Row(r))) => match op {
+            Arith::Add => weighted_with(dst, terms, Some(r), |x, y| x + y),
+            Arith::Sub => weighted_with(dst, terms, Some(r), |x, y| x - y),
+            Arith::Mul => weighted_with(dst, terms, Some(r), |x, y| x * y),
+            Arith::Div => weighted_with(dst, terms, Some(r), |x, y| x / y),
+        },
+        Some((op, Last::Scalar(c))) => match op {
+            Arith::Add => weighted_with(dst, terms, None, move |x, _| x + c),
+            Arith::Sub => weighted_with(dst, terms, None, move |x, _| x - c),
+            Arith::Mul => weighted_with(dst, terms, None, move |x, _| x * c),
+            Arith::Div => weighted_with(dst, terms, None, move |x, _| x / c),
+        },
+    }
+}
+
+#[inline(always)]
+fn weighted_with<T: Math>(
+    dst: &mut [T],
+    terms: &[(T, &[T])],
+    last: Option<&[T]>,
+    fin: impl Fn(T, T) -> T + Copy,
+) {
+    let n = dst.len();
+    macro_rules! arity {
+        ($($k:tt),+) => {{
+            let w = [$(terms[$k].0),+];
+            // Every row cut to the destination's length, so the loop
+            // indexes without bounds checks.
+            let t = [$(&terms[$k].1[..n]),+];
+            match last {
+                Some(l) => {
+                    let l = &l[..n];
+                    for (j, o) in dst.iter_mut().enumerate() {
+                        *o = fin(arity!(@sum w, t, j; $($k),+), l[j]);
+                    }
+                }
+                None => {
+                    for (j, o) in dst.iter_mut().enumerate() {
+                        let s = arity!(@sum w, t, j; $($k),+);
+                        *o = fin(s, s);
+                    }
+                }
+            }
+        }};
+        (@sum $w:ident, $t:ident, $j:ident; 0 $(, $k:tt)*) => {
+            ($w[0] * $t[0][$j]) $(+ ($w[$k] * $t[$k][$j]))*
+        };
+    }
+    match terms.len() {
+        1 => arity!(0),
+        2 => arity!(0, 1),
+        3 => arity!(0, 1, 2),
+        4 => arity!(0, 1, 2, 3),
+        5 => arity!(0, 1, 2, 3, 4),
+        6 => arity!(0, 1, 2, 3, 4, 5),
+        7 => arity!(0, 1, 2, 3, 4, 5, 6),
+        8 => arity!(0, 1, 2, 3, 4, 5, 6, 7),
+        k => unreachable!("a weighted sum has one to eight terms, not {k}"),
+    }
+}
+
 /// Whether `T` is `U`.
 fn same<T: 'static, U: 'static>() -> bool {
     TypeId::of::<T>() == TypeId::of::<U>()

@@ -29,8 +29,10 @@ pub mod build;
 pub mod error;
 mod eval;
 mod fused;
+mod op;
 pub(crate) mod parse;
 mod rows;
+mod segment;
 
 use crate::cell::Real;
 use crate::device::emit::expression::{spec_kernel, SpecBody};
@@ -1047,6 +1049,124 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    /// Updates with `select`s on the global index of the kinds the apps
+    /// use (point sources, edges clamped by index, a second level) and
+    /// conditions on either side, nested, combined and choosing the index
+    /// itself, and sums of constant multiples, over rows longer than a
+    /// chunk.
+    fn on_the_global_index() -> Vec<Expr> {
+        use build::{g, num, old2, select, u};
+        let c = u(&[0, 0]);
+        let at = |i: f64, j: f64| g(0).eq_to(i).and(g(1).eq_to(j));
+        let source = select(at(6.0, 40.0), 2500.0, select(at(7.0, 4100.0), -2500.0, 0.0));
+        let sum = (num(0.3) * (u(&[-1, 0]) + u(&[1, 0]))) + (num(0.7) * (u(&[0, -1]) + u(&[0, 1])));
+        let clamped =
+            select(g(1).lt(4095.0), u(&[0, 1]), c) - select(g(1).gt(-1.0), u(&[0, -1]), c);
+        vec![
+            ((sum - ((source * 0.3) * 0.7)) / 3.0).expr(),
+            (((2.0 * c) - old2()) + (0.25 * clamped)).expr(),
+            select(g(0).lt(7.0).or(g(1).eq_to(17.0)), g(1), g(0) * 2.0).expr(),
+            select(
+                num(4200.0).le(g(1)).and(g(1).ne_to(4300.0)),
+                c,
+                select(g(1).ge(g(0)), 1.0, old2()),
+            )
+            .expr(),
+            laplace_shaped().expr(),
+        ]
+    }
+
+    /// Laplace's shape in 2-d: sums of constant multiples, nested, then
+    /// a constant times the whole.
+    fn laplace_shaped() -> build::E {
+        use build::{num, u};
+        let (r1, r2, r3) = (num(0.3), num(1.7), num(-0.9));
+        let i = (r3 * u(&[-1, 0])) + (r3 * u(&[1, 0]));
+        let j = (((r2 * u(&[0, -1])) + (u(&[0, 1]) * r2)) + (u(&[0, 0]) / 4.0)) + u(&[1, 1]);
+        num(0.35) * ((r2 * i) + (r1 * j))
+    }
+
+    #[test]
+    fn sums_of_constant_multiples_run_in_one_pass_each() {
+        let p = Program::<f32>::new(&[], &[laplace_shaped().expr()], None);
+        let count = |f: fn(&op::Op<f32>) -> bool| p.ops.iter().filter(|o| f(o)).count();
+        assert_eq!(count(|o| matches!(o, op::Op::Weighted(..))), 3);
+        assert_eq!(
+            count(|o| matches!(o, op::Op::Arith(..) | op::Op::Sum(..))),
+            0
+        );
+    }
+
+    #[test]
+    fn conditions_on_the_global_index_found_per_run_equal_the_tree() {
+        for e in on_the_global_index() {
+            let hoisted = Program::<f32>::new(&[], std::slice::from_ref(&e), None);
+            let by_cell = hoisted.clone().cell_by_cell();
+            for origin in [[5, -3], [3, -2_000], [6, 16_777_000]] {
+                let (rows, cols) = (4, 9000);
+                let frame = Frame::row_major(&[rows, cols]).with_origin(&origin);
+                let src: Vec<f32> = (0..rows * cols)
+                    .map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 3.0)
+                    .collect();
+                let prev: Vec<f32> = (0..rows * cols)
+                    .map(|i| (i % 13) as f32 * 0.7 - 2.0)
+                    .collect();
+                let region = [1..rows - 1, 1..cols - 1];
+                let (mut a, mut b) = (prev.clone(), prev.clone());
+                hoisted.apply(&src, &[], &mut a[cols..], &frame, &region);
+                by_cell.apply(&src, &[], &mut b[cols..], &frame, &region);
+                for r in region[0].clone() {
+                    for q in region[1].clone() {
+                        let at = r * cols + q;
+                        let want = at_cell(&e, (&src, &[], &prev), &frame, at as isize, 1);
+                        assert_eq!(
+                            (a[at].to_bits(), b[at].to_bits()),
+                            (want.to_bits(), want.to_bits()),
+                            "cell ({r},{q}) of {e:?} from {origin:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// A row of the first update above: the run up to the source, the
+    /// source alone, the rest (in chunks); outside the source no condition,
+    /// `select` or global index is computed cell by cell.
+    #[test]
+    fn a_row_runs_in_runs_between_the_conditions_changes() {
+        let e = &on_the_global_index()[0];
+        let p = Program::<f32>::new(&[], std::slice::from_ref(e), None);
+        let mut run = segment::Run::new();
+        let mut lens = Vec::new();
+        let mut computed = Vec::new();
+        let (mut j, end) = (1, 9000);
+        while j < end {
+            let n = run.plan(
+                &p.ops,
+                (&p.sums, &p.weights),
+                &p.roots,
+                &[6, j],
+                (end - j).min(4096) as usize,
+                true,
+            );
+            lens.push(n);
+            let kinds: Vec<_> = (0..p.ops.len())
+                .filter(|&k| run.computes(k))
+                .map(|k| p.ops[k])
+                .collect();
+            computed.push(kinds.iter().any(|op| {
+                matches!(
+                    op,
+                    op::Op::Compare(..) | op::Op::Select(..) | op::Op::Global(_) | op::Op::And(..)
+                )
+            }));
+            j += n as i64;
+        }
+        assert_eq!(lens, [39, 1, 4096, 4096, 767]);
+        assert_eq!(computed, [false; 5]);
     }
 
     #[test]

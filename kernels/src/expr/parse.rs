@@ -43,6 +43,20 @@ pub enum Compare {
     Ne,
 }
 
+impl Compare {
+    /// Whether `x op y` holds (false where either is NaN, but for `!=`).
+    pub fn holds<T: PartialOrd>(self, x: T, y: T) -> bool {
+        match self {
+            Compare::Lt => x < y,
+            Compare::Le => x <= y,
+            Compare::Gt => x > y,
+            Compare::Ge => x >= y,
+            Compare::Eq => x == y,
+            Compare::Ne => x != y,
+        }
+    }
+}
+
 /// A built-in function of reals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Func {

@@ -3,8 +3,10 @@
 //! chunk of a row at a time, a loop the compiler vectorises, so the
 //! arithmetic stays operation-for-operation what the device code does.
 
-use super::fused::{fused, Last};
+use super::fused::{fused, weighted, Last};
+use super::op::Op;
 use super::parse::{Arith, Compare, Expr, Func};
+use super::segment::Run;
 use super::Math;
 use crate::frame::{for_each_row, Frame};
 use std::collections::HashMap;
@@ -20,33 +22,8 @@ const CHUNK: usize = 4096;
 /// runs on shorter chunks to keep them in L2.
 const ARRAY_TEMPORARIES: usize = 256 * 1024;
 
-/// One operation; operands are earlier operations' indices. Conditions are
-/// carried as 1 and 0.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Op<T> {
-    /// A component of a neighbour: `Program::loads[i]`.
-    Load(usize),
-    Const(T),
-    /// The global index along a dimension.
-    Global(usize),
-    /// A component of the destination's value before this step (level
-    /// t-1).
-    Old2(usize),
-    Neg(usize),
-    Arith(Arith, usize, usize),
-    Compare(Compare, usize, usize),
-    And(usize, usize),
-    Or(usize, usize),
-    Not(usize),
-    Select(usize, usize, usize),
-    Call1(Func, usize),
-    Call2(Func, usize, usize),
-    /// `(((t0 + t1) + t2) + ...) op c`: a left-to-right sum, then
-    /// optionally one more operation with a last operand, in one pass
-    /// (the same roundings as one operation per pass; [`super::fused`]).
-    /// Its terms are `Program::sums[i]`.
-    Sum(usize, Option<(Arith, usize)>),
-}
+/// Terms a weighted sum takes (one loop each number of terms).
+const MAX_WEIGHTED: usize = 8;
 
 /// Terms a fused sum takes; longer sums nest.
 const MAX_SUM: usize = 32;
@@ -55,10 +32,10 @@ const MAX_SUM: usize = 32;
 /// neighbour read twice, a repeated term) are computed once.
 #[derive(Clone, Debug)]
 pub struct Program<T> {
-    ops: Vec<Op<T>>,
+    pub(super) ops: Vec<Op<T>>,
     /// The operation computing each component of the new cell (one for a
     /// scalar cell).
-    roots: Vec<usize>,
+    pub(super) roots: Vec<usize>,
     /// The offset, component and buffer (0 the grid, `1 + i` auxiliary
     /// field `i`) `Load(i)` reads.
     loads: Vec<(Vec<i64>, usize, usize)>,
@@ -67,10 +44,15 @@ pub struct Program<T> {
     /// Cells per chunk.
     chunk: usize,
     /// The terms of each fused sum.
-    sums: Vec<Vec<usize>>,
+    pub(super) sums: Vec<Vec<usize>>,
+    /// The constants of each weighted sum's terms (none for a plain sum).
+    pub(super) weights: Vec<Vec<T>>,
     /// The operations that compute something, in order up to the root
     /// (operands come before their users, so nothing after it feeds it).
     steps: Vec<usize>,
+    /// Whether conditions on the global index are found per run of cells
+    /// (scalar cells) rather than computed cell by cell.
+    hoist: bool,
 }
 
 /// A hashable key of an operation (constants by their bits).
@@ -87,6 +69,7 @@ struct Builder<T> {
     loads: Vec<(Vec<i64>, usize, usize)>,
     lets: Vec<usize>,
     sums: Vec<Vec<usize>>,
+    weights: Vec<Vec<T>>,
 }
 
 impl<T: Math> Builder<T> {
@@ -97,7 +80,22 @@ impl<T: Math> Builder<T> {
             return i;
         }
         self.sums.push(terms);
+        self.weights.push(Vec::new());
         self.push(key, Op::Sum(self.sums.len() - 1, tail))
+    }
+
+    /// A weighted sum of `terms` (two or more; a constant and an
+    /// expression each), then `tail`.
+    fn weighted(&mut self, terms: Vec<(T, &Expr)>, tail: Option<(Arith, usize)>) -> usize {
+        let (weights, terms): (Vec<T>, Vec<usize>) =
+            terms.into_iter().map(|(w, t)| (w, self.build(t))).unzip();
+        let key = Key::Node(format!("Weighted{terms:?}{weights:?}{tail:?}"));
+        if let Some(&i) = self.seen.get(&key) {
+            return i;
+        }
+        self.sums.push(terms);
+        self.weights.push(weights);
+        self.push(key, Op::Weighted(self.sums.len() - 1, tail))
     }
 
     fn load(&mut self, load: (Vec<i64>, usize, usize)) -> usize {
@@ -163,6 +161,25 @@ impl<T: Math> Builder<T> {
             Expr::Arith(Arith::Div, a, b) if reciprocal::<T>(b).is_some() => {
                 let r = Expr::Num(reciprocal::<T>(b).expect("checked"));
                 self.build(&Expr::Arith(Arith::Mul, a.clone(), Box::new(r)))
+            }
+            // A sum of constant multiples (Devito's coefficients), then one
+            // more operation, or a constant times it (the same bits either
+            // side: the constant is no NaN).
+            Expr::Arith(Arith::Add, _, _) if weighted_terms::<T>(e).is_some() => {
+                let terms = weighted_terms::<T>(e).expect("checked");
+                self.weighted(terms, None)
+            }
+            Expr::Arith(op, a, b) if *op != Arith::Add && weighted_terms::<T>(a).is_some() => {
+                let terms = weighted_terms::<T>(a).expect("checked");
+                let last = self.build(b);
+                self.weighted(terms, Some((*op, last)))
+            }
+            Expr::Arith(Arith::Mul, a, b)
+                if weight::<T>(a).is_some() && weighted_terms::<T>(b).is_some() =>
+            {
+                let c = self.build(a);
+                let terms = weighted_terms::<T>(b).expect("checked");
+                self.weighted(terms, Some((Arith::Mul, c)))
             }
             Expr::Arith(op, a, b)
                 if *op != Arith::Add
@@ -238,6 +255,46 @@ fn reciprocal<T: Math>(b: &Expr) -> Option<f64> {
     }
 }
 
+/// A literal as a weight: rounded to `T`, and no NaN (so `w x` is `x w`).
+fn weight<T: Math>(e: &Expr) -> Option<T> {
+    match e {
+        Expr::Num(v) if !v.is_nan() => Some(T::from_f64(*v)),
+        _ => None,
+    }
+}
+
+/// The terms of `e` as a weighted sum (two to [`MAX_WEIGHTED`] terms,
+/// one of them or more a literal times an expression, or one divided by a
+/// power of two): each term's constant (1 where none) and expression.
+fn weighted_terms<T: Math>(e: &Expr) -> Option<Vec<(T, &Expr)>> {
+    let spine = left_spine(e);
+    if !(2..=MAX_WEIGHTED).contains(&spine.len()) {
+        return None;
+    }
+    let one = T::from_f64(1.0);
+    let terms: Vec<(T, &Expr)> = spine
+        .into_iter()
+        .map(|t| match t {
+            Expr::Arith(Arith::Mul, a, b) => match (weight::<T>(a), weight::<T>(b)) {
+                (Some(w), _) => (w, &**b),
+                (None, Some(w)) => (w, &**a),
+                _ => (one, t),
+            },
+            Expr::Arith(Arith::Div, a, b) => match reciprocal::<T>(b) {
+                Some(r) => (T::from_f64(r), &**a),
+                None => (one, t),
+            },
+            _ => (one, t),
+        })
+        .collect();
+    // Some term is weighted (`t` is kept whole where none is).
+    terms
+        .iter()
+        .zip(left_spine(e))
+        .any(|((_, x), t)| !std::ptr::eq(*x, t))
+        .then_some(terms)
+}
+
 /// The terms of a left-associated chain of additions, in order:
 /// `((a + b) + c) + d` gives a, b, c, d (a right operand that is itself a
 /// sum stays one term: its parentheses change the roundings).
@@ -264,6 +321,7 @@ impl<T: Math> Program<T> {
             loads: Vec::new(),
             lets: Vec::new(),
             sums: Vec::new(),
+            weights: Vec::new(),
         };
         for l in lets {
             let id = b.build(l);
@@ -290,7 +348,19 @@ impl<T: Math> Program<T> {
             width,
             chunk,
             sums: b.sums,
+            weights: b.weights,
             steps,
+            hoist: true,
+        }
+    }
+
+    /// The same program computing conditions on the global index cell by
+    /// cell, as array cells do: what the hoisted runs must equal.
+    #[cfg(test)]
+    pub(super) fn cell_by_cell(self) -> Program<T> {
+        Program {
+            hoist: false,
+            ..self
         }
     }
 
@@ -324,11 +394,34 @@ impl<T: Math> Program<T> {
                 _ => vec![T::from_f64(0.0); chunk],
             })
             .collect();
+        let mut run = Run::new();
+        let mut g = vec![0; frame.ndims()];
+        // Without the global index every run is the same: planned once.
+        let fixed = !self.ops.iter().any(|op| matches!(op, Op::Global(_)));
+        let plan = |run: &mut Run<T>, g: &[i64], n: usize, hoist: bool| {
+            run.plan(
+                &self.ops,
+                (&self.sums, &self.weights),
+                &self.roots,
+                g,
+                n,
+                hoist,
+            )
+        };
+        if fixed || self.width.is_some() {
+            plan(&mut run, &g, chunk, self.hoist && self.width.is_none());
+        }
         let Some(width) = self.width else {
             for_each_row(frame, region, |s, d, len| {
                 let mut at = 0;
                 while at < len {
-                    let n = chunk.min(len - at);
+                    // Runs of cells over which every condition on the
+                    // global index keeps its outcome, in chunks.
+                    let mut n = chunk.min(len - at);
+                    if !fixed {
+                        global(frame, s + at, &mut g);
+                        n = plan(&mut run, &g, n, self.hoist);
+                    }
                     let out = &mut dst[d + at..d + at + n];
                     let ch = Chunk {
                         srcs: &bufs_of,
@@ -337,7 +430,7 @@ impl<T: Math> Program<T> {
                         at: s + at,
                         n,
                     };
-                    eval(self, frame, ch, &mut bufs, Some(out));
+                    eval(self, frame, ch, &run, &mut bufs, Some(out));
                     at += n;
                 }
             });
@@ -377,10 +470,12 @@ impl<T: Math> Program<T> {
                     at: s,
                     n,
                 };
-                eval(self, frame, ch, &mut bufs, None);
+                eval(self, frame, ch, &run, &mut bufs, None);
                 for (k, &root) in self.roots.iter().enumerate() {
-                    let value = |i: usize| match self.ops[root] {
-                        Op::Load(j) => gathered[j * chunk + i],
+                    let root = run.source(root);
+                    let value = |i: usize| match (self.ops[root], run.scalar(root)) {
+                        (_, Some(v)) => v,
+                        (Op::Load(j), _) => gathered[j * chunk + i],
                         _ => bufs[root][i],
                     };
                     for i in 0..n {
@@ -405,23 +500,54 @@ struct Chunk<'a, T> {
     n: usize,
 }
 
-/// One chunk: the root into `out` for scalar cells; for array cells
-/// (`out` is `None`) every operation into `bufs`, `Old2` rows filled in
-/// already.
+/// The global index of the frame's cell `at`, into `g`.
+fn global(frame: &Frame, at: usize, g: &mut [i64]) {
+    for (d, x) in g.iter_mut().enumerate() {
+        *x = frame.origin()[d] + ((at / frame.strides()[d]) % frame.dims()[d]) as i64;
+    }
+}
+
+/// An operand: a row, or a value the same in every cell (kept in a
+/// register rather than read from a row of copies).
+#[derive(Clone, Copy)]
+enum In<'a, T> {
+    Row(&'a [T]),
+    Scalar(T),
+}
+
+/// `dst = f(a, b)` cell by cell.
+#[inline(always)]
+fn binary<T: Copy>(dst: &mut [T], a: In<'_, T>, b: In<'_, T>, f: impl Fn(T, T) -> T) {
+    match (a, b) {
+        (In::Row(x), In::Row(y)) => dst
+            .iter_mut()
+            .zip(x)
+            .zip(y)
+            .for_each(|((o, x), y)| *o = f(*x, *y)),
+        (In::Row(x), In::Scalar(y)) => dst.iter_mut().zip(x).for_each(|(o, x)| *o = f(*x, y)),
+        (In::Scalar(x), In::Row(y)) => dst.iter_mut().zip(y).for_each(|(o, y)| *o = f(x, *y)),
+        (In::Scalar(x), In::Scalar(y)) => dst.fill(f(x, y)),
+    }
+}
+
+/// One run of cells (`run`'s values): the root into `out` for scalar
+/// cells; for array cells (`out` is `None`) every operation into `bufs`,
+/// `Old2` rows filled in already.
 #[inline(never)]
 fn eval<T: Math>(
     p: &Program<T>,
     frame: &Frame,
     ch: Chunk<'_, T>,
+    run: &Run<T>,
     bufs: &mut [Vec<T>],
     out: Option<&mut [T]>,
 ) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: `eval_avx2` only requires AVX2, which the CPU was just found to have.
-        return unsafe { eval_avx2(p, frame, ch, bufs, out) };
+        return unsafe { eval_avx2(p, frame, ch, run, bufs, out) };
     }
-    eval_body(p, frame, ch, bufs, out)
+    eval_body(p, frame, ch, run, bufs, out)
 }
 
 /// See `kernel::row_avx2`: wider vectors, the same operations (AVX2 has no
@@ -432,10 +558,11 @@ fn eval_avx2<T: Math>(
     p: &Program<T>,
     frame: &Frame,
     ch: Chunk<'_, T>,
+    run: &Run<T>,
     bufs: &mut [Vec<T>],
     out: Option<&mut [T]>,
 ) {
-    eval_body(p, frame, ch, bufs, out)
+    eval_body(p, frame, ch, run, bufs, out)
 }
 
 #[inline(always)]
@@ -443,6 +570,7 @@ fn eval_body<T: Math>(
     p: &Program<T>,
     frame: &Frame,
     ch: Chunk<'_, T>,
+    run: &Run<T>,
     bufs: &mut [Vec<T>],
     mut out: Option<&mut [T]>,
 ) {
@@ -457,11 +585,19 @@ fn eval_body<T: Math>(
     let truth = |b: bool| if b { one } else { zero };
     // Scalar cells compute their root straight into `out`.
     let root = if out.is_some() {
-        p.roots[0]
+        run.source(p.roots[0])
     } else {
         usize::MAX
     };
+    // Values known for the run that an operation reads as a row (all but
+    // arithmetic and comparisons, which take them as they are).
+    for &(i, v) in run.fills() {
+        bufs[i][..n].fill(v);
+    }
     for &k in &p.steps {
+        if !run.computes(k) {
+            continue;
+        }
         let op = &p.ops[k];
         let (done, rest) = bufs.split_at_mut(k);
         if let Op::Old2(_) = op {
@@ -478,7 +614,8 @@ fn eval_body<T: Math>(
             Some(out) if k == root => out,
             _ => &mut rest[0][..n],
         };
-        let get = |i: usize| -> &[T] {
+        let row = |i: usize| -> &[T] {
+            let i = run.source(i);
             match p.ops[i] {
                 Op::Load(j) => {
                     let start = (s as isize + lin[j]) as usize;
@@ -487,10 +624,14 @@ fn eval_body<T: Math>(
                 _ => &done[i][..n],
             }
         };
+        let get = |i: usize| match run.scalar(i) {
+            Some(v) => In::Scalar(v),
+            None => In::Row(row(i)),
+        };
         match *op {
             Op::Load(_) | Op::Const(_) | Op::Old2(_) => {}
             Op::Global(dim) => {
-                // This chunk's global index: constant along the row except
+                // This run's global index: constant along the row except
                 // in the last dimension, where it counts up.
                 let pos = (at / frame.strides()[dim]) % frame.dims()[dim];
                 let first = frame.origin()[dim] + pos as i64;
@@ -502,49 +643,49 @@ fn eval_body<T: Math>(
                     dst.fill(T::from_f64(first as f64));
                 }
             }
-            Op::Neg(a) => dst.iter_mut().zip(get(a)).for_each(|(o, x)| *o = -*x),
+            Op::Neg(a) => dst.iter_mut().zip(row(a)).for_each(|(o, x)| *o = -*x),
             Op::Not(a) => dst
                 .iter_mut()
-                .zip(get(a))
+                .zip(row(a))
                 .for_each(|(o, x)| *o = truth(*x == zero)),
             Op::Arith(f, a, b) => {
-                let it = dst.iter_mut().zip(get(a)).zip(get(b));
+                let (a, b) = (get(a), get(b));
                 match f {
-                    Arith::Add => it.for_each(|((o, x), y)| *o = *x + *y),
-                    Arith::Sub => it.for_each(|((o, x), y)| *o = *x - *y),
-                    Arith::Mul => it.for_each(|((o, x), y)| *o = *x * *y),
-                    Arith::Div => it.for_each(|((o, x), y)| *o = *x / *y),
+                    Arith::Add => binary(dst, a, b, |x, y| x + y),
+                    Arith::Sub => binary(dst, a, b, |x, y| x - y),
+                    Arith::Mul => binary(dst, a, b, |x, y| x * y),
+                    Arith::Div => binary(dst, a, b, |x, y| x / y),
                 }
             }
             Op::Compare(f, a, b) => {
-                let it = dst.iter_mut().zip(get(a)).zip(get(b));
+                let (a, b) = (get(a), get(b));
                 match f {
-                    Compare::Lt => it.for_each(|((o, x), y)| *o = truth(*x < *y)),
-                    Compare::Le => it.for_each(|((o, x), y)| *o = truth(*x <= *y)),
-                    Compare::Gt => it.for_each(|((o, x), y)| *o = truth(*x > *y)),
-                    Compare::Ge => it.for_each(|((o, x), y)| *o = truth(*x >= *y)),
-                    Compare::Eq => it.for_each(|((o, x), y)| *o = truth(*x == *y)),
-                    Compare::Ne => it.for_each(|((o, x), y)| *o = truth(*x != *y)),
+                    Compare::Lt => binary(dst, a, b, |x, y| truth(x < y)),
+                    Compare::Le => binary(dst, a, b, |x, y| truth(x <= y)),
+                    Compare::Gt => binary(dst, a, b, |x, y| truth(x > y)),
+                    Compare::Ge => binary(dst, a, b, |x, y| truth(x >= y)),
+                    Compare::Eq => binary(dst, a, b, |x, y| truth(x == y)),
+                    Compare::Ne => binary(dst, a, b, |x, y| truth(x != y)),
                 }
             }
             Op::And(a, b) => dst
                 .iter_mut()
-                .zip(get(a))
-                .zip(get(b))
+                .zip(row(a))
+                .zip(row(b))
                 .for_each(|((o, x), y)| *o = truth(*x != zero && *y != zero)),
             Op::Or(a, b) => dst
                 .iter_mut()
-                .zip(get(a))
-                .zip(get(b))
+                .zip(row(a))
+                .zip(row(b))
                 .for_each(|((o, x), y)| *o = truth(*x != zero || *y != zero)),
             Op::Select(c, a, b) => dst
                 .iter_mut()
-                .zip(get(c))
-                .zip(get(a))
-                .zip(get(b))
+                .zip(row(c))
+                .zip(row(a))
+                .zip(row(b))
                 .for_each(|(((o, c), x), y)| *o = if *c != zero { *x } else { *y }),
             Op::Call1(f, a) => {
-                let it = dst.iter_mut().zip(get(a));
+                let it = dst.iter_mut().zip(row(a));
                 match f {
                     Func::Sqrt => it.for_each(|(o, x)| *o = x.sqrt()),
                     Func::Abs => it.for_each(|(o, x)| *o = x.abs()),
@@ -553,10 +694,11 @@ fn eval_body<T: Math>(
             }
             Op::Sum(i, tail) => {
                 let mut terms: [&[T]; MAX_SUM] = [&[]; MAX_SUM];
-                // Resolved here rather than through `get`: a stencil's sum
-                // reads many neighbours, and a call per read per row showed
-                // in profiles of 3d27.
+                // Resolved here rather than through a closure per read: a
+                // stencil's sum reads many neighbours, and a call per read
+                // per row showed in profiles of 3d27.
                 for (t, &op) in terms.iter_mut().zip(&p.sums[i]) {
+                    let op = run.source(op);
                     *t = match p.ops[op] {
                         Op::Load(j) => {
                             let start = (s as isize + lin[j]) as usize;
@@ -565,14 +707,25 @@ fn eval_body<T: Math>(
                         _ => &done[op][..n],
                     };
                 }
-                let tail = tail.map(|(f, c)| match p.ops[c] {
-                    Op::Const(v) => (f, Last::Scalar(v)),
-                    _ => (f, Last::Row(get(c))),
+                let tail = tail.map(|(f, c)| match get(c) {
+                    In::Scalar(v) => (f, Last::Scalar(v)),
+                    In::Row(r) => (f, Last::Row(r)),
                 });
                 fused(dst, &terms[..p.sums[i].len()], tail);
             }
+            Op::Weighted(i, tail) => {
+                let mut terms: [(T, &[T]); MAX_WEIGHTED] = [(zero, &[]); MAX_WEIGHTED];
+                for ((t, &op), &w) in terms.iter_mut().zip(&p.sums[i]).zip(&p.weights[i]) {
+                    *t = (w, row(op));
+                }
+                let tail = tail.map(|(f, c)| match get(c) {
+                    In::Scalar(v) => (f, Last::Scalar(v)),
+                    In::Row(r) => (f, Last::Row(r)),
+                });
+                weighted(dst, &terms[..p.sums[i].len()], tail);
+            }
             Op::Call2(f, a, b) => {
-                let it = dst.iter_mut().zip(get(a)).zip(get(b));
+                let it = dst.iter_mut().zip(row(a)).zip(row(b));
                 match f {
                     Func::Min => it.for_each(|((o, x), y)| *o = x.min(*y)),
                     Func::Max => it.for_each(|((o, x), y)| *o = x.max(*y)),
@@ -581,14 +734,15 @@ fn eval_body<T: Math>(
             }
         }
     }
-    // A root that is a plain read or a constant computed nothing above.
+    // A root that is a plain read or a value known for the run computed
+    // nothing above.
     let Some(out) = out else { return };
-    match p.ops[root] {
-        Op::Load(j) => {
+    match (p.ops[root], run.scalar(root)) {
+        (_, Some(v)) => out.fill(v),
+        (Op::Load(j), _) => {
             let start = (s as isize + lin[j]) as usize;
             out.copy_from_slice(&srcs[j][start..start + n]);
         }
-        Op::Const(c) => out.fill(c),
         _ => {}
     }
 }
