@@ -858,13 +858,20 @@ mod tests {
         assert_eq!(big.network.as_deref(), Some("net0"));
     }
 
-    #[test]
-    fn the_sweep_ranks_layouts_and_seeding_wins_on_mixed_devices() {
+    /// Two fast and two slow devices on one host, 4096 rows, additive (the
+    /// messages count, hidden by nothing): the inventory, the problem, the
+    /// best choice and its sweep.
+    fn mixed() -> (Inventory, Problem, Choice, Vec<Choice>) {
         let inv = inventory(&[(0, 1e-9, 2), (0, 3e-9, 2)], &[]);
-        // Additive: the messages count, hidden by nothing.
         let p = problem(4096.0, Estimate::Additive);
         let best = branch_and_bound(&inv, &p).unwrap();
         let s = sweep(&inv, &p, &best, &[4096, 1024]);
+        (inv, p, best, s)
+    }
+
+    #[test]
+    fn the_sweep_ranks_layouts_and_seeding_wins_on_mixed_devices() {
+        let (inv, p, best, s) = mixed();
         assert_eq!(s.len(), 12, "2 weightings and m x 1..4 per rank");
         assert!(s.windows(2).all(|w| w[0].seconds <= w[1].seconds));
         assert_eq!(s[0].weights, Weights::Seeded);
@@ -885,10 +892,7 @@ mod tests {
     /// layout at fewer devices per rank.
     #[test]
     fn the_ranking_and_its_runner_up() {
-        let inv = inventory(&[(0, 1e-9, 2), (0, 3e-9, 2)], &[]);
-        let p = problem(4096.0, Estimate::Additive);
-        let best = branch_and_bound(&inv, &p).unwrap();
-        let s = sweep(&inv, &p, &best, &[4096, 1024]);
+        let (inv, p, _, s) = mixed();
         let counts = per_count(&inv, &p).unwrap();
         assert_eq!(
             counts.iter().map(|c| c.devices).collect::<Vec<_>>(),

@@ -20,21 +20,11 @@ fn run(c: &Value) -> Vec<String> {
 fn the_ranking_is_the_texts_order_and_the_runner_up_its_next_run() {
     let dir = tempfile::tempdir().unwrap();
     let machine = path(dir.path(), "machine.json");
-    ok(&[
-        "calibrate",
-        "2d4",
-        "--size",
-        "66x34",
-        "--devices",
-        "cpu:threads=1",
-        "--devices",
-        "cpu:threads=1,slowdown=4",
-        "--partition",
-        "w0",
-        "--no-links",
-        "--out",
-        &machine,
-    ]);
+    let calibrate = "calibrate 2d4 --size 66x34 --devices cpu:threads=1 \
+                     --devices cpu:threads=1,slowdown=4 --partition w0 --no-links --out";
+    let mut args: Vec<&str> = calibrate.split_whitespace().collect();
+    args.push(&machine);
+    ok(&args);
     // Each calibrated device a class of two on one host; ranks of a host
     // dearer to link than devices of a rank, so devices per rank count.
     let mut inv = String::from(
