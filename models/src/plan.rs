@@ -607,17 +607,65 @@ impl Bound<'_> {
 /// choice with exactly that many (branch and bound under the count), kept
 /// when it beats every smaller count.
 pub fn pareto(inv: &Inventory, p: &Problem) -> Result<Vec<Choice>, PlanError> {
-    inv.check()?;
-    let total: usize = inv.devices.iter().map(|d| d.count).sum();
+    Ok(front(&per_count(inv, p)?))
+}
+
+/// The choices of `per_count` (fewest devices first) that beat every
+/// smaller count: the Pareto front of (devices, time).
+pub fn front(per_count: &[Choice]) -> Vec<Choice> {
     let mut front: Vec<Choice> = Vec::new();
-    for n in 1..=total {
-        if let Some(c) = best_of(inv, p, Some(n)) {
-            if front.last().is_none_or(|f| c.seconds < f.seconds) {
-                front.push(c);
-            }
+    for c in per_count {
+        if front.last().is_none_or(|f| c.seconds < f.seconds) {
+            front.push(c.clone());
         }
     }
-    Ok(front)
+    front
+}
+
+/// For each device count the best choice with exactly that many (branch
+/// and bound under the count), fewest devices first; a count no choice
+/// can use is left out.
+pub fn per_count(inv: &Inventory, p: &Problem) -> Result<Vec<Choice>, PlanError> {
+    inv.check()?;
+    let total: usize = inv.devices.iter().map(|d| d.count).sum();
+    Ok((1..=total)
+        .filter_map(|n| best_of(inv, p, Some(n)))
+        .collect())
+}
+
+/// Every candidate the plan weighs, fastest first: the best choice's
+/// layouts (its [`sweep`]) and the best choice of every other device count
+/// ([`per_count`], slabs of seeded rows). Ties go to fewer devices, then
+/// to fewer ranks.
+pub fn ranked(sweep: &[Choice], per_count: &[Choice]) -> Vec<Choice> {
+    let best = sweep.first().map(|c| (&c.counts, &c.network));
+    let mut out: Vec<Choice> = sweep.to_vec();
+    // The best's own count is already in the sweep, at every layout.
+    out.extend(
+        per_count
+            .iter()
+            .filter(|c| Some((&c.counts, &c.network)) != best)
+            .cloned(),
+    );
+    out.sort_by(|a, b| {
+        a.seconds
+            .total_cmp(&b.seconds)
+            .then(a.devices.cmp(&b.devices))
+            .then(b.per_rank.cmp(&a.per_rank))
+    });
+    out
+}
+
+/// The first candidate of `ranked` that is another run than its first:
+/// other devices, network, partition or weights, not the same layout at
+/// another number of devices per rank (one device: any layout is the same).
+pub fn runner_up(ranked: &[Choice]) -> Option<&Choice> {
+    let first = ranked.first()?;
+    let run = |c: &Choice| {
+        let layout = (c.devices > 1).then(|| (c.partition.clone(), c.weights));
+        (c.counts.clone(), c.network.clone(), layout)
+    };
+    ranked.iter().find(|c| run(c) != run(first))
 }
 
 /// Rivera's sweep over one choice of devices: slabs with rows seeded or
@@ -810,13 +858,20 @@ mod tests {
         assert_eq!(big.network.as_deref(), Some("net0"));
     }
 
-    #[test]
-    fn the_sweep_ranks_layouts_and_seeding_wins_on_mixed_devices() {
+    /// Two fast and two slow devices on one host, 4096 rows, additive (the
+    /// messages count, hidden by nothing): the inventory, the problem, the
+    /// best choice and its sweep.
+    fn mixed() -> (Inventory, Problem, Choice, Vec<Choice>) {
         let inv = inventory(&[(0, 1e-9, 2), (0, 3e-9, 2)], &[]);
-        // Additive: the messages count, hidden by nothing.
         let p = problem(4096.0, Estimate::Additive);
         let best = branch_and_bound(&inv, &p).unwrap();
         let s = sweep(&inv, &p, &best, &[4096, 1024]);
+        (inv, p, best, s)
+    }
+
+    #[test]
+    fn the_sweep_ranks_layouts_and_seeding_wins_on_mixed_devices() {
+        let (inv, p, best, s) = mixed();
         assert_eq!(s.len(), 12, "2 weightings and m x 1..4 per rank");
         assert!(s.windows(2).all(|w| w[0].seconds <= w[1].seconds));
         assert_eq!(s[0].weights, Weights::Seeded);
@@ -830,6 +885,38 @@ mod tests {
         assert!(sweep(&inv, &flat, &best, &[4096])
             .iter()
             .all(|c| c.partition == "w0"));
+    }
+
+    /// The ranking: the best's layouts and each other count's best,
+    /// fastest first; the runner-up is the first other run, past the same
+    /// layout at fewer devices per rank.
+    #[test]
+    fn the_ranking_and_its_runner_up() {
+        let (inv, p, _, s) = mixed();
+        let counts = per_count(&inv, &p).unwrap();
+        assert_eq!(
+            counts.iter().map(|c| c.devices).collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
+        let r = ranked(&s, &counts);
+        assert_eq!(r.len(), s.len() + 3, "{r:?}");
+        assert!(r.windows(2).all(|w| w[0].seconds <= w[1].seconds));
+        assert_eq!(r[0], s[0]);
+        let second = runner_up(&r).unwrap();
+        let k = r.iter().position(|c| c == second).unwrap();
+        assert!(k > 1, "seeded slabs at 3 and 4 per rank first: {r:?}");
+        let layout = |c: &Choice| (c.counts.clone(), c.partition.clone(), c.weights);
+        assert!(r[..k].iter().all(|c| layout(c) == layout(&r[0])));
+        assert_ne!(layout(second), layout(&r[0]));
+        // One device: its three layouts are one run.
+        let one = inventory(&[(0, 1e-9, 1)], &[]);
+        let b = branch_and_bound(&one, &p).unwrap();
+        let r = ranked(
+            &sweep(&one, &p, &b, &[4096, 1024]),
+            &per_count(&one, &p).unwrap(),
+        );
+        assert_eq!(r.len(), 3);
+        assert_eq!(runner_up(&r), None);
     }
 
     /// Hand-computed blocks: four 10 ns devices on 64x64 cells of 4 B make a

@@ -4,7 +4,9 @@ use crate::args::PlanArgs;
 use crate::error::CliError;
 use crate::json::JsonOut;
 use crate::sizes::parse_size;
-use models::plan::{branch_and_bound, pareto, sweep, Choice, Inventory, Problem};
+use models::plan::{
+    branch_and_bound, front, per_count, ranked, runner_up, sweep, Choice, Inventory, Problem,
+};
 
 pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
     let json = JsonOut::of(args.json.as_ref());
@@ -44,8 +46,10 @@ pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
     };
     let perr = |e: models::plan::PlanError| CliError::Plan(format!("{path}: {e}"));
     let best = branch_and_bound(&inv, &problem).map_err(perr)?;
-    let front = pareto(&inv, &problem).map_err(perr)?;
+    let counts = per_count(&inv, &problem).map_err(perr)?;
+    let front = front(&counts);
     let table = sweep(&inv, &problem, &best, &size);
+    let candidates = ranked(&table, &counts);
     let describe = |c: &Choice| -> String {
         let devices: Vec<String> = inv
             .devices
@@ -70,6 +74,7 @@ pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
         .collect();
     let doc = serde_json::json!({
         "devices": devices, "best": best, "pareto": front, "sweep": table,
+        "ranked": candidates, "runner_up": runner_up(&candidates),
     });
     json.write(&doc)?;
     if json.prints_text() {

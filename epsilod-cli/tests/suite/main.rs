@@ -9,6 +9,7 @@ mod limits;
 mod modelling;
 mod mpi;
 mod output;
+mod plan_choice;
 mod reference;
 mod reliability;
 mod scale;
