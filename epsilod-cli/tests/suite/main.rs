@@ -12,4 +12,5 @@ mod output;
 mod reference;
 mod reliability;
 mod scale;
+mod seeded_tiles;
 mod specs;
