@@ -14,3 +14,4 @@ mod reliability;
 mod scale;
 mod seeded_tiles;
 mod specs;
+mod trace_depth;
