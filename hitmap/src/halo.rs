@@ -49,6 +49,29 @@ impl Footprint {
     pub fn ndims(&self) -> usize {
         self.ndims
     }
+
+    /// The footprint reaching `depth` times as far in every direction,
+    /// corners included (what `depth` steps of this one can read): the halo
+    /// of `depth` iterations between exchanges. Itself at depth 1 or less.
+    pub fn deepened(&self, depth: usize) -> Footprint {
+        if depth <= 1 {
+            return self.clone();
+        }
+        let corners = (0..1usize << self.ndims)
+            .map(|mask| {
+                (0..self.ndims)
+                    .map(|d| {
+                        if mask & (1 << d) != 0 {
+                            (self.high[d] * depth) as i64
+                        } else {
+                            -((self.low[d] * depth) as i64)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        Footprint::new(self.ndims, corners)
+    }
     /// The offsets read, relative to the cell computed.
     pub fn offsets(&self) -> &[Vec<i64>] {
         &self.offsets
@@ -313,6 +336,17 @@ mod tests {
             }
         }
         Footprint::new(ndims, offs)
+    }
+
+    /// Three steps of a radius-1 cross read a 7x7 box: reach 3 each way,
+    /// corners included; one step is the footprint itself.
+    #[test]
+    fn deepened_footprints_reach_depth_times_as_far() {
+        let fp = cross(2, 1);
+        assert_eq!(fp.deepened(1), fp);
+        let deep = fp.deepened(3);
+        assert_eq!((deep.low(), deep.high()), (&[3, 3][..], &[3, 3][..]));
+        assert!(deep.offsets().contains(&vec![-3, 3]));
     }
 
     fn boxed(ndims: usize) -> Footprint {

@@ -465,6 +465,40 @@ impl Machine {
             .collect()
     }
 
+    /// [`Machine::seeded_weights`] at the cost each device has in the run
+    /// the weights seed: `global_rows` rows of `cells_per_row` cells of
+    /// `cell_bytes`, a stencil reaching `halo_rows` rows. The split is taken
+    /// again on the machine at the working set of the plain split's tiles
+    /// ([`Machine::at_working_set`], as `predict` costs a run): one
+    /// correction, so the weights are a function of the run alone.
+    pub fn seeded_weights_for(
+        &self,
+        global_rows: u64,
+        cells_per_row: u64,
+        halo_rows: u64,
+        cell_bytes: f64,
+    ) -> Vec<f64> {
+        let total = global_rows as f64 * cells_per_row as f64;
+        let plain = self.seeded_weights(total);
+        if self.memory.is_none() || self.calibrated_at.is_none() {
+            return plain;
+        }
+        let halo_bytes = cells_per_row as f64 * cell_bytes;
+        // The link is not read: only the rows and the tiles' shape are.
+        match Run::from_weights(
+            global_rows,
+            cells_per_row,
+            halo_rows,
+            halo_bytes,
+            1,
+            &plain,
+            "",
+        ) {
+            Ok(run) => self.at_working_set(&run).seeded_weights(total),
+            Err(_) => plain,
+        }
+    }
+
     /// Each device's seconds per iteration spent moving halos of `m` bytes
     /// between device and host memory, per neighbour outside its peer
     /// group, each transfer timed by a host link's Hockney fit: a device
@@ -1136,6 +1170,35 @@ mod tests {
             .unwrap();
         assert!(i.low < i.median && i.median < i.high, "{i:?}");
         assert!(i.low < quiet.loop_time && quiet.loop_time < i.high, "{i:?}");
+    }
+
+    /// `--weights-from`'s split: where the host's memory rate falls past
+    /// the calibrated working set, the device in host memory costs more per
+    /// cell and gets fewer rows than the plain split gives it; at the
+    /// calibrated tiles the split is the plain one.
+    #[test]
+    fn seeded_weights_follow_the_working_set_of_their_tiles() {
+        let memory = HostMemory::new(vec![(2e6, 64e9), (32e6, 8e9)]).unwrap();
+        // Equal lines: the plain split halves the rows.
+        let mut m = machine(&[1e-9, 1e-9]).with_memory(memory);
+        m.devices[0].host_memory = true;
+        m.calibrated_at = Some(WorkingSet::of(&[2.5e5], 1000.0, 4.0, 1.0));
+        let plain = m.seeded_weights(4e6);
+        assert_eq!(plain[0], plain[1]);
+        let big = m.seeded_weights_for(4000, 1000, 1, 4.0);
+        assert!(big[0] < 0.9 * big[1], "{big:?}");
+        assert!(
+            (big.iter().sum::<f64>() / 4e6 - 1.0).abs() < 1e-9,
+            "{big:?}"
+        );
+        // The plain split's tiles are the calibrated ones: nothing moves.
+        assert_eq!(
+            m.seeded_weights_for(500, 1000, 1, 4.0),
+            m.seeded_weights(5e5)
+        );
+        // Without a calibrated working set the plain split stands.
+        m.calibrated_at = None;
+        assert_eq!(m.seeded_weights_for(4000, 1000, 1, 4.0), plain);
     }
 
     #[test]

@@ -73,15 +73,50 @@ fn devices(args: &RunArgs, job: &JobInfo) -> Result<Placed, CliError> {
     Ok((crate::knobs::tune(specs)?, placement))
 }
 
+/// The tiles `--weights-from` splits: the interior's rows along the
+/// weighted dimension, the cells of a row, the stencil's reach in rows and
+/// a cell's bytes (what a split's working set depends on).
+struct Tiles {
+    rows: u64,
+    cells_per_row: u64,
+    halo_rows: u64,
+    cell_bytes: f64,
+}
+
+fn tiles_of(stencil: &str, interior: &[u64], boundary: Vec<usize>, partition: Partition) -> Tiles {
+    let d = match partition {
+        Partition::Weighted(d) if d < interior.len() => d,
+        _ => 0,
+    };
+    // An app is no stencil file: its boundary gives the reach, cells of
+    // one f32 component.
+    let (halo_rows, cell_bytes) = match super::predict::stencil_shape(stencil) {
+        Ok((shape, _)) => (shape.reach, shape.cell_bytes as f64),
+        Err(_) => (boundary.get(d).map_or(1, |b| b.div_ceil(2)) as u64, 4.0),
+    };
+    Tiles {
+        rows: interior.get(d).copied().unwrap_or(0),
+        cells_per_row: interior
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| k != d)
+            .map(|(_, &n)| n)
+            .product(),
+        halo_rows,
+        cell_bytes,
+    }
+}
+
 /// Model-seeded partition: each device's weight becomes its cells in the
-/// split of `total_cells` that equalises the calibrated kernel times
-/// (`Machine::seeded_weights`: proportional to the relative powers when no
-/// device has a fixed cost or a tile curve),
-/// so the first ALB window starts near balance.
+/// split of the interior that equalises the calibrated kernel times at the
+/// run's own tiles (`Machine::seeded_weights_for`: a device in host memory
+/// costs what the memory curve gives at the split's working set;
+/// proportional to the relative powers when no device has a fixed cost, a
+/// tile curve or such a cost), so the first ALB window starts near balance.
 fn seed_weights(
     devices: &mut [DeviceSpec],
     machine: &models::predict::Machine,
-    total_cells: f64,
+    tiles: &Tiles,
     drop_below: f64,
     path: &std::path::Path,
 ) -> Result<(), CliError> {
@@ -95,7 +130,12 @@ fn seed_weights(
             ),
         });
     }
-    let mut weights = machine.seeded_weights(total_cells);
+    let mut weights = machine.seeded_weights_for(
+        tiles.rows,
+        tiles.cells_per_row,
+        tiles.halo_rows,
+        tiles.cell_bytes,
+    );
     // The model's shares are throughputs at the balanced tiles: a device the
     // ALB rule would drop at its first rebalance starts without rows, so
     // the run does not pay its iterations (or the move) until then.
@@ -164,15 +204,15 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     if let Some(path) = &args.weights_from {
         // The cells calibration timed: the interior (a size too small for
         // one is refused with the run's own error further on).
-        let total = size
+        let interior: Vec<u64> = size
             .iter()
             .zip(app.boundary())
-            .map(|(&n, b)| n.saturating_sub(b) as f64)
-            .product();
+            .map(|(&n, b)| n.saturating_sub(b) as u64)
+            .collect();
         seed_weights(
             &mut devices,
             &crate::machine_file::load_machine(path)?,
-            total,
+            &tiles_of(&args.stencil, &interior, app.boundary(), args.partition),
             args.alb_drop_below,
             path,
         )?;

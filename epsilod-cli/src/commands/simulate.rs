@@ -113,6 +113,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),
         rebalance: machine.as_ref().and_then(|m| m.rebalance),
         record_every: args.record_every,
+        halo_depth: 1,
     };
     let config = |alb: &str, s: &Scenario| ReportConfig {
         stencil: stencil.name.clone(),
@@ -323,14 +324,6 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
             real.config.alb_window, real.config.times_direct_up_to
         )));
     }
-    if real.halo_depth > 1 {
-        // Deep halos time and decide once per period, which the simulator
-        // does not model.
-        return Err(bad(format!(
-            "trace mode replays runs at halo depth 1; this one ran at depth {}",
-            real.halo_depth
-        )));
-    }
     let stencil = stencil_of(&real.config.stencil, &real.config.size)?;
     let partition: Partition = real
         .config
@@ -350,6 +343,13 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
         )));
     }
     let (compute, rows) = kernel_times_and_rows(&real);
+    let depth = real.halo_depth.max(1);
+    if let Some(at) = period_cut(&compute, depth) {
+        return Err(bad(format!(
+            "its records do not go by periods of its halo depth {depth} (iteration {at}): trace \
+             mode replays deep-halo runs without depth trials, snapshots or checkpoints"
+        )));
+    }
     let machine = args.model.as_deref().map(load_machine).transpose()?;
     // The first iteration's rows are the initial partition exactly.
     let devices = real
@@ -393,11 +393,13 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
         iteration_overhead: machine.as_ref().map_or(0.0, |m| m.iteration_overhead),
         rebalance: machine.as_ref().and_then(|m| m.rebalance),
         record_every: args.record_every,
+        halo_depth: depth,
     };
     let sim = run_sim(&s)?;
     let mut config = real.config.clone();
     config.kernel = "simulated (trace)".into();
-    let r = to_report(&sim, config, &s);
+    let mut r = to_report(&sim, config, &s);
+    r.halo_depth_reason = real.halo_depth_reason;
     let dropped = (
         r.summary.heuristic_checks_dropped,
         real.summary.heuristic_checks_dropped,
@@ -535,12 +537,28 @@ fn to_report(sim: &Simulated, config: ReportConfig, s: &Scenario) -> Report {
                 devices_left: f.devices_left,
             })
             .collect(),
-        halo_depth: 1,
+        halo_depth: s.halo_depth.max(1),
         halo_depth_reason: Default::default(),
         depth_trials: Vec::new(),
     };
     report.find_slow_spells();
     report
+}
+
+/// The first iteration at which a device's kernel time changes within a
+/// period of `depth` iterations from the first: the skeleton records each
+/// iteration of a period its equal share, so a run whose periods were cut
+/// (depth trials, snapshots, checkpoints) shows one.
+fn period_cut(compute: &[Vec<f64>], depth: usize) -> Option<usize> {
+    if depth <= 1 {
+        return None;
+    }
+    compute.chunks(depth).enumerate().find_map(|(p, period)| {
+        period
+            .iter()
+            .position(|row| row != &period[0])
+            .map(|j| p * depth + j)
+    })
 }
 
 /// Each iteration's kernel seconds and rows per device, from a report.

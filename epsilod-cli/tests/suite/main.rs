@@ -13,4 +13,6 @@ mod plan_choice;
 mod reference;
 mod reliability;
 mod scale;
+mod seeded_tiles;
 mod specs;
+mod trace_depth;

@@ -15,31 +15,6 @@ pub(super) struct Geometry {
     pub(super) inner: Shape,
 }
 
-/// A footprint reaching `depth` times as far as `fp` in every direction,
-/// corners included (what `depth` steps of `fp` can read): the halo a
-/// process needs to compute `depth` iterations between exchanges.
-fn deep_footprint(fp: &hitmap::Footprint, depth: usize) -> hitmap::Footprint {
-    if depth <= 1 {
-        return fp.clone();
-    }
-    let (low, high) = (fp.low(), fp.high());
-    let nd = fp.ndims();
-    let corners = (0..1usize << nd)
-        .map(|mask| {
-            (0..nd)
-                .map(|d| {
-                    if mask & (1 << d) != 0 {
-                        (high[d] * depth) as i64
-                    } else {
-                        -((low[d] * depth) as i64)
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    hitmap::Footprint::new(nd, corners)
-}
-
 pub(super) fn geometry(
     layout: Layout,
     fp: &hitmap::Footprint,
@@ -49,7 +24,8 @@ pub(super) fn geometry(
     global: &Shape,
     depth: usize,
 ) -> Result<Geometry, hitmap::HitmapError> {
-    let plan = HaloPlan::new(&layout, &deep_footprint(fp, depth))?;
+    // The halo `depth` steps read (`Footprint::deepened`).
+    let plan = HaloPlan::new(&layout, &fp.deepened(depth))?;
     let block = layout.block(p).clone();
     let k = depth.max(1) as i64;
     let deep_low: Vec<i64> = reach_low.iter().map(|r| r * k).collect();

@@ -9,6 +9,7 @@ use heuristics::{
 };
 use hitmap::{Layout, RedistributionPlan};
 use std::collections::VecDeque;
+use std::ops::Range;
 
 use super::noise::Noise;
 use super::*;
@@ -26,19 +27,29 @@ fn link_time(l: &Links, a: usize, b: usize, bytes: f64, host_out: f64) -> f64 {
 /// Runs the scenario.
 pub(super) fn run(s: &Scenario) -> Result<Simulated, SimError> {
     let mut sim = Sim::new(s)?;
-    for it in 0..s.iters {
-        sim.fail_devices(it)?;
-        sim.check_trace(it)?;
-        sim.kernel_times(it);
-        let (step, slowest) = sim.iterate(it);
-        let row = sim.compute[..sim.live.len()].to_vec();
-        sim.balance(it)?;
+    let depth = s.halo_depth.max(1) as u64;
+    let mut it = 0;
+    while it < s.iters {
+        // A period of the halo depth's iterations, cut by the run's end.
+        let period = it..(it + depth).min(s.iters);
+        let len = (period.end - period.start) as f64;
+        sim.fail_devices(&period)?;
+        sim.check_trace(&period)?;
+        sim.kernel_times(&period);
+        let (step, slowest) = sim.iterate(&period);
+        // Each iteration's share, as the skeleton shares a period's time.
+        let row = sim.compute[..sim.live.len()]
+            .iter()
+            .map(|c| c / len)
+            .collect();
+        sim.balance(&period)?;
         // Kept for as long as the skeleton's gather takes to deliver it.
-        sim.recent.push_back(row);
+        sim.recent.push_back((period.clone(), row));
         if sim.recent.len() > sim.lag() {
             sim.recent.pop_front();
         }
-        sim.record(it, step, slowest);
+        sim.record(&period, step, slowest);
+        it = period.end;
     }
     Ok(sim.finish())
 }
@@ -56,11 +67,11 @@ struct Sim<'a> {
     noise: Noise,
     /// Each device's virtual clock.
     clock: Vec<f64>,
-    /// Kernel times of the last iterations, oldest first: ALB reads them
-    /// as late as the skeleton's gather delivers them
-    /// (`heuristics::gather`: one iteration up to
+    /// Kernel times of the last periods (each its iterations and their
+    /// mean), oldest first: ALB reads them as late as the skeleton's
+    /// gather delivers them (`heuristics::gather`: one period up to
     /// `Scenario::direct_times_up_to` devices, 32 by default).
-    recent: VecDeque<Vec<f64>>,
+    recent: VecDeque<(Range<u64>, Vec<f64>)>,
     /// The checks, bounded as the skeleton bounds its own.
     checks: CheckLog<Check>,
     out: Simulated,
@@ -76,6 +87,8 @@ struct Sim<'a> {
     compute: Vec<f64>,
     /// The part of each kernel time spent on the border strips.
     border_share: Vec<f64>,
+    /// Cells each device computes in the period.
+    cells: Vec<f64>,
     sent_at: Vec<f64>,
     arrive: Vec<f64>,
     began: Vec<f64>,
@@ -105,7 +118,7 @@ impl<'a> Sim<'a> {
         Ok(Sim {
             s,
             live: (0..n).collect(),
-            geo: Geometry::new(layout, &s.footprint, s.cell_bytes)?,
+            geo: Geometry::deep(layout, &s.footprint, s.cell_bytes, s.halo_depth)?,
             heuristic,
             cycle: Cycle::new(n, s.window, 0, s.iters),
             roster: Roster::new(n, s.drop_below),
@@ -127,6 +140,7 @@ impl<'a> Sim<'a> {
                 checks_dropped: 0,
                 failures: Vec::new(),
                 halo_messages: 0,
+                exchanges: 0,
             },
             overhead: 0.0,
             wall: 0.0,
@@ -134,6 +148,7 @@ impl<'a> Sim<'a> {
             high,
             compute: vec![0.0; n],
             border_share: vec![0.0; n],
+            cells: vec![0.0; n],
             sent_at: vec![0.0; n],
             arrive: vec![0.0; n],
             began: vec![0.0; n],
@@ -146,15 +161,16 @@ impl<'a> Sim<'a> {
         self.live.iter().map(|&d| self.clock[d]).fold(0.0, f64::max)
     }
 
-    /// Devices failing at `it` (their launch in it fails) are dropped; the
+    /// Devices failing in `period` (their launch in it fails) are dropped; the
     /// others share their rows and start again together.
-    fn fail_devices(&mut self, it: u64) -> Result<(), SimError> {
+    fn fail_devices(&mut self, period: &Range<u64>) -> Result<(), SimError> {
         let s = self.s;
+        let it = period.start;
         let failing: Vec<usize> = self
             .live
             .iter()
             .copied()
-            .filter(|&d| s.devices[d].fail_at == Some(it))
+            .filter(|&d| s.devices[d].fail_at.is_some_and(|f| period.contains(&f)))
             .collect();
         if failing.is_empty() {
             return Ok(());
@@ -188,7 +204,7 @@ impl<'a> Sim<'a> {
         }
         let layout = Layout::new(&s.domain, s.partition, self.live.len(), Some(&share))?;
         layout.check_width(&self.low, &self.high)?;
-        self.geo = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
+        self.geo = Geometry::deep(layout, &s.footprint, s.cell_bytes, s.halo_depth)?;
         self.cycle = Cycle::new(self.live.len(), s.window, it, s.iters);
         self.roster.retain(&kept);
         self.recent.clear();
@@ -199,41 +215,58 @@ impl<'a> Sim<'a> {
     }
 
     /// In trace mode, the rows must be the real run's.
-    fn check_trace(&self, it: u64) -> Result<(), SimError> {
+    fn check_trace(&self, period: &Range<u64>) -> Result<(), SimError> {
         let Kernels::Trace { rows, .. } = &self.s.kernels else {
             return Ok(());
         };
-        for (i, &r) in self.geo.rows.iter().enumerate() {
-            let real = rows[it as usize][self.live[i]];
-            if real != r {
-                return Err(SimError::TraceDiverged {
-                    iter: it,
-                    device: self.live[i],
-                    real,
-                    simulated: r,
-                });
+        for it in period.clone() {
+            for (i, &r) in self.geo.rows.iter().enumerate() {
+                let real = rows[it as usize][self.live[i]];
+                if real != r {
+                    return Err(SimError::TraceDiverged {
+                        iter: it,
+                        device: self.live[i],
+                        real,
+                        simulated: r,
+                    });
+                }
             }
         }
         Ok(())
     }
 
-    fn kernel_times(&mut self, it: u64) {
+    /// Each device's kernel seconds over the period and the border
+    /// strips' share of them.
+    fn kernel_times(&mut self, period: &Range<u64>) {
         let s = self.s;
+        let len = (period.end - period.start) as f64;
+        let (all_cells, all_border) = self.geo.period_cells(len as usize);
         for (i, &d) in self.live.iter().enumerate() {
-            let (cells, border) = (self.geo.cells[i], self.geo.border[i]);
+            let (cells, border) = (all_cells[i], all_border[i]);
+            self.cells[i] = cells;
             let by_cells = if cells > 0.0 { border / cells } else { 0.0 };
             (self.compute[i], self.border_share[i]) = match &s.kernels {
-                Kernels::Trace { compute, .. } => (compute[it as usize][d], by_cells),
+                Kernels::Trace { compute, .. } => (
+                    period.clone().map(|it| compute[it as usize][d]).sum(),
+                    by_cells,
+                ),
                 Kernels::Modelled { .. } => {
-                    // Drawn for an empty block too: a seed's stream of
-                    // draws does not depend on the partition.
-                    let eps = self.noise.draw(d, it);
                     let dev = &s.devices[d];
+                    let mut seconds = 0.0;
+                    for it in period.clone() {
+                        // Drawn for an empty block too: a seed's stream of
+                        // draws does not depend on the partition.
+                        let eps = self.noise.draw(d, it);
+                        if cells > 0.0 {
+                            seconds += dev.line_time(cells / len) * dev.factor(it) * eps;
+                        }
+                    }
                     if cells > 0.0 {
-                        let line = dev.fixed_seconds + dev.seconds_per_cell * cells;
-                        let share = (dev.fixed_seconds + dev.seconds_per_cell * border) / line;
-                        let base = dev.line_time(cells);
-                        (base * dev.factor(it) * eps, share)
+                        // The fixed part is paid at every step.
+                        let fixed = dev.fixed_seconds * len;
+                        let line = fixed + dev.seconds_per_cell * cells;
+                        let share = (fixed + dev.seconds_per_cell * border) / line;
+                        (seconds, share)
                     } else {
                         (0.0, 0.0)
                     }
@@ -245,7 +278,7 @@ impl<'a> Sim<'a> {
     /// Borders, halos out, inner rows, halos in, overhead: every live
     /// clock moves on by one iteration. Returns the devices' records (when
     /// this iteration is recorded) and the slowest kernel time.
-    fn iterate(&mut self, it: u64) -> (Option<Vec<DeviceStep>>, f64) {
+    fn iterate(&mut self, period: &Range<u64>) -> (Option<Vec<DeviceStep>>, f64) {
         let s = self.s;
         let (live, geo) = (&self.live, &self.geo);
         let m = live.len();
@@ -302,7 +335,11 @@ impl<'a> Sim<'a> {
         } else {
             0.0
         };
-        let record = is_recorded(it, self.out.recorded_every);
+        self.out.exchanges += 1;
+        let len = (period.end - period.start) as f64;
+        let record = period
+            .clone()
+            .any(|it| is_recorded(it, self.out.recorded_every));
         let mut step = record.then(|| vec![DeviceStep::default(); s.devices.len()]);
         let mut slowest: f64 = 0.0;
         for (i, &d) in live.iter().enumerate() {
@@ -317,9 +354,10 @@ impl<'a> Sim<'a> {
             slowest = slowest.max(self.compute[i]);
             if let Some(st) = step.as_mut() {
                 st[d] = DeviceStep {
-                    compute: self.compute[i],
-                    comm: waited - start - self.compute[i],
+                    compute: self.compute[i] / len,
+                    comm: (waited - start - self.compute[i]) / len,
                     rows: geo.rows[i],
+                    cells: self.cells[i] / len,
                 };
             }
         }
@@ -333,21 +371,23 @@ impl<'a> Sim<'a> {
         Gather::of(n, self.s.direct_times_up_to).lag(n)
     }
 
-    /// ALB after iteration `it`, on the times of iteration `it - lag`: the
+    /// ALB after `period`, on the times of the period `lag` before: the
     /// cycle says whether to ask, the heuristic decides, `relayout` gives
     /// the new layout.
-    fn balance(&mut self, it: u64) -> Result<(), SimError> {
+    fn balance(&mut self, period: &Range<u64>) -> Result<(), SimError> {
         let s = self.s;
         let lag = self.lag();
+        let it = period.end - 1;
         let Some(h) = self.heuristic.as_mut() else {
             return Ok(());
         };
-        // The times of iteration `it - lag`, once the gather delivers them.
+        // The times of the period `lag` periods back, once the gather
+        // delivers them.
         let arrived = (self.recent.len() == lag)
             .then(|| self.recent.front())
             .flatten()
-            .map(|row| (it - lag as u64..it - lag as u64 + 1, row.as_slice()));
-        if !self.cycle.after_period(it..it + 1, arrived) {
+            .map(|(range, row)| (range.clone(), row.as_slice()));
+        if !self.cycle.after_period(period.clone(), arrived) {
             return Ok(());
         }
         let windows = self.cycle.snapshot(&self.geo.rows);
@@ -400,7 +440,7 @@ impl<'a> Sim<'a> {
     ) -> Result<(), SimError> {
         let s = self.s;
         let plan = RedistributionPlan::new(&self.geo.layout, &layout)?;
-        let next = Geometry::new(layout, &s.footprint, s.cell_bytes)?;
+        let next = Geometry::deep(layout, &s.footprint, s.cell_bytes, s.halo_depth)?;
         // The report counts the cells moved once; kernels reading the
         // level before move both levels, which the link model pays for.
         let cells_bytes = plan.cells_moved() as f64 * s.cell_bytes;
@@ -455,7 +495,7 @@ impl<'a> Sim<'a> {
 
     /// The iteration's wall time (a rebalance's barrier and move
     /// included) and, when recorded, its devices.
-    fn record(&mut self, it: u64, step: Option<Vec<DeviceStep>>, slowest: f64) {
+    fn record(&mut self, period: &Range<u64>, step: Option<Vec<DeviceStep>>, slowest: f64) {
         let wall = self
             .live
             .iter()
@@ -464,17 +504,24 @@ impl<'a> Sim<'a> {
             .fold(0.0, f64::max);
         self.overhead += wall - slowest;
         self.wall += wall;
-        if is_recorded(it, self.out.iteration_seconds_every) {
-            self.out.iteration_seconds.push(wall);
-        }
-        let elapsed = self.now();
-        if let Some(devices) = step {
-            self.out.steps.push(Step {
-                iter: it,
-                seconds: wall,
-                elapsed,
-                devices,
-            });
+        // Each iteration of a period its share, as the skeleton records.
+        let len = (period.end - period.start) as f64;
+        let end = self.now();
+        for (j, it) in period.clone().enumerate() {
+            if is_recorded(it, self.out.iteration_seconds_every) {
+                self.out.iteration_seconds.push(wall / len);
+            }
+            if let Some(devices) = step
+                .as_ref()
+                .filter(|_| is_recorded(it, self.out.recorded_every))
+            {
+                self.out.steps.push(Step {
+                    iter: it,
+                    seconds: wall / len,
+                    elapsed: end - wall * (len - 1.0 - j as f64) / len,
+                    devices: devices.clone(),
+                });
+            }
         }
     }
 

@@ -26,6 +26,11 @@
 //! asks the heuristic at the same iterations on the same windows, so it
 //! decides alike and moves to the same weights: trace mode checks that the
 //! rows it computes are the rows the real run had, every iteration.
+//!
+//! At a halo depth `K` over 1 the loop goes by periods of `K` iterations,
+//! as the skeleton's does: each device computes cones over ghost cells
+//! `K` reaches deep (the rows its neighbours hold computed again) and
+//! exchanges once; a period's times count `1/K` to each of its iterations.
 
 use heuristics::HeuristicSpec;
 use hitmap::{Footprint, HitmapError, Partition, Shape};
@@ -341,6 +346,10 @@ pub struct Scenario {
     /// (`heuristics::sampling`: 2^22 device-iterations, 2^20 iterations at
     /// most), so the records of any run fit in memory.
     pub record_every: u64,
+    /// Iterations between halo exchanges (the skeleton's halo depth, 1 or
+    /// more): a period of that many computes cones over halos as many
+    /// reaches deep, then exchanges them; ALB sees each period's mean.
+    pub halo_depth: usize,
 }
 
 /// One device in one iteration.
@@ -352,6 +361,10 @@ pub struct DeviceStep {
     pub comm: f64,
     /// Rows held along the partitioned dimension.
     pub rows: usize,
+    /// Cells computed, the ghost rows of a deep halo's cones included
+    /// (per iteration: a period's over its length).
+    #[serde(default)]
+    pub cells: f64,
 }
 
 /// One recorded iteration.
@@ -452,6 +465,9 @@ pub struct Simulated {
     pub failures: Vec<Failure>,
     /// Halo messages sent in all.
     pub halo_messages: u64,
+    /// Halo exchanges: one per period of the halo depth's iterations.
+    #[serde(default)]
+    pub exchanges: u64,
 }
 
 /// The largest coefficient of variation of a device's modelled noise.

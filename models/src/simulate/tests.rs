@@ -29,6 +29,7 @@ fn scenario(devices: Vec<SimDevice>, rows: i64, iters: u64, alb: Option<&str>) -
         iteration_overhead: 0.0,
         rebalance: None,
         record_every: 1,
+        halo_depth: 1,
     }
 }
 
@@ -679,4 +680,39 @@ fn long_runs_keep_every_rebalance_and_a_bounded_rest_of_checks() {
     // Most checks were let go, and counted.
     let made = sim.checks_dropped + sim.checks.len() as u64;
     assert!(sim.checks_dropped > iters / 2 && made < iters, "{made}");
+}
+
+/// At halo depth 4 two devices exchange once every 4 iterations, and each
+/// computes per period its block plus the cones' rows: its border strip's
+/// cone reaches 3, 2, 1 rows into the neighbour's rows and as many into
+/// its own inner region, whose cone reaches as far back into the strip
+/// (18 rows of 1024 cells more per period than 4 blocks). The kernel time
+/// is those cells' and every iteration records a quarter of the period.
+#[test]
+fn deep_halos_exchange_once_a_period_and_compute_the_cones() {
+    let devices = vec![SimDevice::new("a", 1e-9), SimDevice::new("b", 1e-9)];
+    let mut s = scenario(devices, 1024, 100, None);
+    let shallow = simulate(&s).unwrap();
+    assert_eq!((shallow.exchanges, shallow.halo_messages), (100, 200));
+    s.halo_depth = 4;
+    let deep = simulate(&s).unwrap();
+    assert_eq!((deep.exchanges, deep.halo_messages), (25, 50));
+    assert_eq!(deep.steps.len(), 100);
+    for (a, b) in shallow.steps.iter().zip(&deep.steps) {
+        for (x, y) in a.devices.iter().zip(&b.devices) {
+            assert_eq!(x.rows, 512);
+            assert_eq!(x.cells, 512.0 * 1024.0);
+            assert_eq!(y.cells, (512.0 + 18.0 / 4.0) * 1024.0);
+            assert!((y.compute / (1e-9 * y.cells) - 1.0).abs() < 1e-12, "{y:?}");
+        }
+    }
+    // A run's end cuts the last period: 102 iterations are 25 periods of 4
+    // and one of 2, whose cones reach 1 row (3 rows more than 2 blocks).
+    s.iters = 102;
+    let cut = simulate(&s).unwrap();
+    assert_eq!(cut.exchanges, 26);
+    assert_eq!(
+        cut.steps[101].devices[0].cells,
+        (512.0 + 3.0 / 2.0) * 1024.0
+    );
 }
