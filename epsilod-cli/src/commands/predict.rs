@@ -3,7 +3,7 @@
 //! The partition is `--weights` when given, else the report's
 //! first-iteration rows when `--against` gives one (so the prediction
 //! scores the run that happened), else the model-seeded rows
-//! (`Machine::seeded_weights`, as `--weights-from`).
+//! (`Machine::seeded_weights_for`, as `--weights-from`).
 
 use crate::args::PredictArgs;
 use crate::error::CliError;
@@ -94,6 +94,10 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
         .zip(&borders)
         .map(|(&n, &b)| (n - b) as u64)
         .collect();
+    let named = named.map(|(shape, _)| shape);
+    let halo_rows = args.halo_rows.or(named.map(|n| n.reach)).unwrap_or(1);
+    let cell_bytes = args.cell_bytes.or(named.map(|n| n.cell_bytes)).unwrap_or(8);
+    let cells_per_row: u64 = interior[1..].iter().product();
     let weights: Vec<f64> = match (
         &args.weights,
         report.as_ref().and_then(|r| r.iterations.first()),
@@ -114,7 +118,9 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
             w.clone()
         }
         (None, Some(it)) => it.devices.iter().map(|d| d.rows as f64).collect(),
-        (None, None) => machine.seeded_weights(interior.iter().map(|&n| n as f64).product()),
+        (None, None) => {
+            machine.seeded_weights_for(interior[0], cells_per_row, halo_rows, cell_bytes as f64)
+        }
     };
     if weights.len() != machine.devices.len() {
         return Err(CliError::Predict(format!(
@@ -123,10 +129,6 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
             machine.devices.len()
         )));
     }
-    let named = named.map(|(shape, _)| shape);
-    let halo_rows = args.halo_rows.or(named.map(|n| n.reach)).unwrap_or(1);
-    let cell_bytes = args.cell_bytes.or(named.map(|n| n.cell_bytes)).unwrap_or(8);
-    let cells_per_row: u64 = interior[1..].iter().product();
     let run = Run::from_weights(
         interior[0],
         cells_per_row,
