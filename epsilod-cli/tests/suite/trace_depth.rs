@@ -52,16 +52,10 @@ fn run_and_trace(
     (json(&real), json(&sim), out)
 }
 
-fn loop_error(real: &Value, sim: &Value) -> f64 {
-    let l = |v: &Value| v["summary"]["loop_seconds"].as_f64().unwrap();
-    (l(sim) / l(real) - 1.0).abs()
-}
-
 /// At depth 4 the replay exchanges once per 4 iterations (the real run's
-/// messages, 12 exchanges of one message each way), holds the real rows,
-/// records every iteration's share of its period, and its loop time is as
-/// close to the run's as the depth-1 replay's is to its run (tiles of
-/// 768x1024 cells: kernels, which trace mode replays, fill the loop).
+/// messages, 12 exchanges of one message each way), holds the real rows
+/// and records every iteration's share of its period. How close its loop
+/// time comes is a timing, measured in docs/modelling.md, not asserted.
 #[test]
 fn trace_mode_replays_deep_halo_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,9 +78,6 @@ fn trace_mode_replays_deep_halo_runs() {
             assert!((c(a) / c(b) - 1.0).abs() < 1e-12, "{a} vs {b}");
         }
     }
-    let (e1, e4) = (loop_error(&r1, &s1), loop_error(&r4, &s4));
-    eprintln!("loop time error: depth 1 {e1:.4}, depth 4 {e4:.4}");
-    assert!(e4 <= e1.max(0.1), "depth 4 {e4} vs depth 1 {e1}");
     // A report whose periods were cut (here: one iteration's kernel time
     // changed) is refused, naming the iteration.
     let mut r = r4.clone();
