@@ -53,14 +53,19 @@ fn a_slow_device_is_named_in_the_summary_the_report_and_by_plot() {
         .as_array()
         .expect("hosts, one a device");
     assert_eq!(hosts.len(), 2);
+    // The spell that runs to the end is the slowdown's. Real kernels are
+    // timed: a busy core may make either device slow for a while before
+    // (a spell of its own, or one the slowdown's joins by a few blocks).
     let spells = r["summary"]["slow_spells"].as_array().unwrap();
-    assert_eq!(spells.len(), 1, "{spells:?}");
-    let s = &spells[0];
+    let s = spells
+        .iter()
+        .find(|s| s["to_iter"] == 199)
+        .unwrap_or_else(|| panic!("no spell to the end: {spells:?}"));
     assert_eq!((&s["device"], &s["name"]), (&1.into(), &slow.into()));
     assert_eq!(&s["host"], &hosts[1]);
     let from = s["from_iter"].as_u64().unwrap();
-    assert!((56..=66).contains(&from), "{s}");
-    assert_eq!(s["to_iter"], 199);
+    assert!((40..=66).contains(&from), "{s}");
+    assert!(s["factor"].as_f64().unwrap() >= 4.0, "{s}");
     // docs/report.md names every key of a spell.
     let doc =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/report.md")).unwrap();
@@ -78,9 +83,10 @@ fn a_slow_device_is_named_in_the_summary_the_report_and_by_plot() {
         "slow spell: device 1 ({slow}) on {}, iterations {from}-199, ",
         hosts[1].as_str().unwrap()
     );
+    // One line per spell, in the run's summary and by plot.
     let printed: Vec<&str> = out.lines().filter(|l| l.contains("slow spell")).collect();
-    assert_eq!(printed.len(), 1, "{out}");
-    assert!(printed[0].starts_with(&line), "{out}");
+    assert_eq!(printed.len(), spells.len(), "{out}");
+    assert!(printed.iter().any(|l| l.starts_with(&line)), "{out}");
     let fig = dir.path().join("f.svg");
     let plotted = ok(&[
         "plot",
@@ -88,5 +94,6 @@ fn a_slow_device_is_named_in_the_summary_the_report_and_by_plot() {
         "-o",
         fig.to_str().unwrap(),
     ]);
-    assert_eq!(plotted.trim(), format!("none: {}", printed[0]));
+    let named: Vec<String> = printed.iter().map(|l| format!("none: {l}")).collect();
+    assert_eq!(plotted.trim().lines().collect::<Vec<_>>(), named);
 }
