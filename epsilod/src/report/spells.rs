@@ -118,10 +118,39 @@ pub fn slow_spells(
             while b < blocks && slow(b) {
                 b += 1;
             }
-            let (first, last) = (start * block, (b * block).min(n) - 1);
+            let (mut first, mut last) = (start * block, (b * block).min(n) - 1);
             // Smoothing can join scattered spikes into a stretch whose own
             // median is near 1: that is noise, not a slow device.
-            let factor = median(&of(first..last + 1));
+            let mut factor = median(&of(first..last + 1));
+            if factor < SLOW_FACTOR {
+                continue;
+            }
+            // Smoothing also joins a milder stretch beside a spell (a busy
+            // core before a device slowed down): a spell's edge is a record
+            // at half its factor or more, among records that mostly are.
+            let half = factor / 2.0;
+            let strong = |i: usize, near: std::ops::Range<usize>| {
+                let v = of(near);
+                ratios[i]
+                    .get(d)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|r| r >= half)
+                    && !v.is_empty()
+                    && median(&v) >= half
+            };
+            while first < last && !strong(first, first..(first + SPELL_RECORDS).min(last + 1)) {
+                first += 1;
+            }
+            while last > first
+                && !strong(
+                    last,
+                    (last + 1).saturating_sub(SPELL_RECORDS).max(first)..last + 1,
+                )
+            {
+                last -= 1;
+            }
+            factor = median(&of(first..last + 1));
             if last + 1 - first >= shortest && factor >= SLOW_FACTOR {
                 spells.push(SlowSpell {
                     device: d,
@@ -214,6 +243,26 @@ mod tests {
         assert_eq!(
             spells[0].line(),
             "slow spell: device 2 (cpu2) on b, iterations 120-399, 4.00x its peers' kernel time per row"
+        );
+    }
+
+    /// A milder stretch just before a spell, joined to it by smoothing,
+    /// does not move its start: the edges are where it runs at half its
+    /// factor or more.
+    #[test]
+    fn a_milder_stretch_beside_a_spell_is_not_its_start() {
+        let its = run(200, 2, |i, d| match (d, i) {
+            (1, 50..=59) => 1.6,
+            (1, 60..) => 8.0,
+            _ => 1.0,
+        });
+        let spells = slow_spells(&its, &names(2), &[]);
+        assert_eq!(
+            spells
+                .iter()
+                .map(|s| (s.device, s.from_iter, s.to_iter, s.factor))
+                .collect::<Vec<_>>(),
+            [(1, 60, 199, 8.0)]
         );
     }
 
