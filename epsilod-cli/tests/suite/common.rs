@@ -122,6 +122,19 @@ pub fn json(path: impl AsRef<Path>) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// `simulate --trace-from real --report sim`: the real report, the
+/// replay's and what simulate printed.
+pub fn replayed(real: &Path, sim: &Path) -> (Value, Value, String) {
+    let out = ok(&[
+        "simulate",
+        "--trace-from",
+        real.to_str().unwrap(),
+        "--report",
+        sim.to_str().unwrap(),
+    ]);
+    (json(real), json(sim), out)
+}
+
 /// Whether the files at `a` and `b` hold the same bytes.
 pub fn same_bytes(a: impl AsRef<Path>, b: impl AsRef<Path>) -> bool {
     std::fs::read(a).unwrap() == std::fs::read(b).unwrap()

@@ -37,14 +37,7 @@ fn run_and_trace(
         "--report",
         real.to_str().unwrap(),
     ]);
-    let out = ok(&[
-        "simulate",
-        "--trace-from",
-        real.to_str().unwrap(),
-        "--report",
-        sim.to_str().unwrap(),
-    ]);
-    (json(&real), json(&sim), out)
+    common::replayed(&real, &sim)
 }
 
 /// A run that drops a device (60x slower from iteration 100) replays in

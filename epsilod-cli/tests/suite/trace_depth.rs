@@ -2,7 +2,7 @@
 //! temporal blocking) replays period by period, as one at depth 1 does.
 
 use crate::common;
-use common::{fails_with, json, ok};
+use common::{fails_with, ok};
 
 use serde_json::Value;
 
@@ -42,14 +42,7 @@ fn run_and_trace(
     ]
     .concat();
     ok(&args);
-    let out = ok(&[
-        "simulate",
-        "--trace-from",
-        real.to_str().unwrap(),
-        "--report",
-        sim.to_str().unwrap(),
-    ]);
-    (json(&real), json(&sim), out)
+    common::replayed(&real, &sim)
 }
 
 /// At depth 4 the replay exchanges once per 4 iterations (the real run's
