@@ -84,6 +84,23 @@ impl Cluster {
         )
     }
 
+    /// What `cmd` prints on `np` nodes, one rank each: its lines, sorted.
+    fn lines_of_each_node(&self, np: usize, cmd: &[&str]) -> Vec<String> {
+        let np = np.to_string();
+        let o = wait_bounded(
+            self.command(&["-np", &np, "--map-by", "node"], cmd)
+                .spawn()
+                .expect("scripts/cluster runs"),
+        );
+        succeeded(&o, &format!("{cmd:?} on {np} nodes"));
+        let mut lines: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(String::from)
+            .collect();
+        lines.sort();
+        lines
+    }
+
     /// The ids of the processes in node `i`'s namespace.
     fn pids(&self, i: usize) -> Vec<u32> {
         let o = Command::new("ip")
@@ -149,6 +166,12 @@ impl Drop for Cluster {
     }
 }
 
+/// A directory every node sees at the same path, as a cluster's shared file
+/// system: not under /tmp, which is each node's own.
+fn shared_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
 fn wait_bounded(child: Child) -> Output {
     common::wait_bounded(child, LIMIT, "a job on the emulated cluster")
 }
@@ -168,19 +191,9 @@ fn stencils_gas_sim_and_checkpoints_match_one_process_across_nodes() {
         return;
     };
     // One rank on each node, each under its node's hostname.
-    let o = wait_bounded(
-        c.command(&["-np", "3", "--map-by", "node"], &["hostname"])
-            .spawn()
-            .unwrap(),
-    );
-    succeeded(&o, "hostname on 3 nodes");
-    let mut hosts: Vec<String> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(String::from)
-        .collect();
-    hosts.sort();
+    let hosts = c.lines_of_each_node(3, &["hostname"]);
     assert_eq!(hosts, [c.node(1), c.node(2), c.node(3)]);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = shared_dir();
     let mut args = vec!["run", "2d4", "--size", "66", "--iters", "10"];
     args.extend(["--init", "random", "--seed", "5"]);
     args.extend(["--devices", CPU1, "--devices", CPU1, "--devices", CPU1]);
@@ -189,7 +202,7 @@ fn stencils_gas_sim_and_checkpoints_match_one_process_across_nodes() {
     args.extend(["--devices", CPU1, "--devices", CPU1]);
     same_as_one_process(&c, 2, &args, dir.path(), "gas");
     // On this cluster too: one bring-up less than a test of its own.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = shared_dir();
     let on_nodes = |np: usize, args: &[&str]| {
         let mut args = args.to_vec();
         args.extend(one_cpu_each(np));
@@ -203,12 +216,35 @@ fn stencils_gas_sim_and_checkpoints_match_one_process_across_nodes() {
     );
 }
 
+/// Each node's /tmp is its own, as a real node's: a file written there on
+/// node 1 is seen by node 1's rank, not by node 2's nor by the machine.
+#[test]
+fn each_node_has_its_own_tmp() {
+    let Some(c) = Cluster::up("tmp", 2) else {
+        return;
+    };
+    let mark = format!("/tmp/{}-mark", c.name);
+    let o = Command::new(script())
+        .args(["--name", &c.name, "exec", "1", "touch", &mark])
+        .output()
+        .expect("scripts/cluster runs");
+    succeeded(&o, "touch on node 1");
+    assert!(!Path::new(&mark).exists(), "{mark} is the machine's");
+    let look = format!("echo $(hostname) $(test -e {mark} && echo sees || echo lacks) it");
+    let seen = c.lines_of_each_node(2, &["sh", "-c", &look]);
+    let want = [
+        format!("{} sees it", c.node(1)),
+        format!("{} lacks it", c.node(2)),
+    ];
+    assert_eq!(seen, want);
+}
+
 #[test]
 fn host_tables_place_devices_by_node() {
     let Some(c) = Cluster::up("hosts", 3) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = shared_dir();
     // Every node one device; node 2 a second, heavier one.
     let file = path(dir.path(), "devices.toml");
     let tables = format!(
@@ -255,7 +291,7 @@ fn a_node_whose_ranks_die_ends_the_job_and_its_checkpoints_finish_on_2_nodes() {
     let Some(c) = Cluster::up("kill", 3) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = shared_dir();
     let ck = path(dir.path(), "ck");
     let base = ["run", "2d4", "--size", "130", "--quiet", "--init", "random"];
     let mut args = vec![bin()];
@@ -326,7 +362,7 @@ fn silenced_node_is_named(tag: &str, silence: impl FnOnce(&Cluster), bound: Dura
     let Some(c) = Cluster::up(tag, 3) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = shared_dir();
     let ck = path(dir.path(), "ck");
     let mut args = vec![bin(), "run", "2d4", "--size", "130", "--quiet"];
     args.extend(["--iters", "100000000", "--peer-timeout", "2"]);

@@ -42,8 +42,8 @@ pub struct Cluster {
 }
 
 /// How this process was started: alone, or by a launcher (OpenMPI's
-/// mpirun, a PMI-2 launcher such as `srun --mpi=pmi2` or MPICH's mpiexec)
-/// as one rank of several. The program reads it from the launcher's
+/// mpirun, a PMI-2 launcher such as `srun --mpi=pmi2` or MPICH's mpiexec,
+/// Slurm's `srun --mpi=pmix`) as one rank of several. The program reads it from the launcher's
 /// variables ([`Launch::from_vars`]) and hands it to [`Cluster::join`]:
 /// the library itself never reads the environment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +63,13 @@ impl Launch {
         ("PMI_RANK", "PMI_SIZE"),
     ];
 
+    /// Slurm's direct launch over PMIx (`srun --mpi=pmix`), `(rank, size)`:
+    /// PMIx sets no size, so the step's is Slurm's. Looked up after
+    /// [`VARIABLES`](Self::VARIABLES) and only as a pair, since Slurm sets
+    /// the size for steps that no MPI plugin launched too.
+    pub const SLURM_PMIX_VARIABLES: (&'static str, &'static str) =
+        ("PMIX_RANK", "SLURM_STEP_NUM_TASKS");
+
     /// The launch that the launcher's variables, looked up by `var`, tell
     /// (a program passes its environment's lookup); [`ALONE`](Self::ALONE)
     /// where no launcher set them.
@@ -73,7 +80,12 @@ impl Launch {
                 return Launch { rank: r, size: n };
             }
         }
-        Launch::ALONE
+        let (rank, size) = Launch::SLURM_PMIX_VARIABLES;
+        let number = |k| var(k).and_then(|s| s.parse::<usize>().ok());
+        match (number(rank), number(size)) {
+            (Some(rank), Some(size)) => Launch { rank, size },
+            _ => Launch::ALONE,
+        }
     }
 
     /// This process's rank.
@@ -324,6 +336,23 @@ mod tests {
             Launch { rank: 1, size: 3 }
         );
         assert_eq!(env(&[("PMI_SIZE", "x")]), Launch::ALONE);
+        assert_eq!(
+            env(&[("PMIX_RANK", "3"), ("SLURM_STEP_NUM_TASKS", "4")]),
+            Launch { rank: 3, size: 4 }
+        );
+        // Slurm's size alone (a step without PMIx), or PMIx's rank alone.
+        assert_eq!(env(&[("SLURM_STEP_NUM_TASKS", "4")]), Launch::ALONE);
+        assert_eq!(env(&[("PMIX_RANK", "1")]), Launch::ALONE);
+        // Open MPI's mpirun sets PMIx's rank too: its own variables win.
+        assert_eq!(
+            env(&[
+                ("OMPI_COMM_WORLD_SIZE", "2"),
+                ("OMPI_COMM_WORLD_RANK", "1"),
+                ("PMIX_RANK", "1"),
+                ("SLURM_STEP_NUM_TASKS", "4")
+            ]),
+            Launch { rank: 1, size: 2 }
+        );
         assert!(env(&[("PMI_SIZE", "3")]).prints_for_all_ranks());
         assert!(!env(&[("PMI_SIZE", "3"), ("PMI_RANK", "1")]).prints_for_all_ranks());
     }
