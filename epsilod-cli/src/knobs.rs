@@ -67,7 +67,7 @@ pub fn gpu_options(cuda: bool) -> Result<GpuOptions, CliError> {
 }
 
 /// How a launcher (mpirun, srun) started this process, from its variables
-/// ([`Launch::VARIABLES`]).
+/// ([`Launch::VARIABLES`], then [`Launch::SLURM_PMIX_VARIABLES`]).
 pub fn launch() -> Launch {
     Launch::from_vars(|k| std::env::var(k).ok())
 }
