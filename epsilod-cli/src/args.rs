@@ -332,7 +332,7 @@ pub struct PredictArgs {
     /// The partition to predict, as each device's share of the rows, comma-separated in
     /// machine order (1,1 for equal rows; the rows split as `--partition w0` splits them).
     /// Default: --against's rows, else the model-seeded split.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub weights: Option<Vec<f64>>,
     /// A learned exchange model (`epsilod fit-comm --out`): it times every method's halo
     /// exchange from the features of hitmap's halo plan for the predicted layout.

@@ -39,6 +39,14 @@ impl<'a> JsonOut<'a> {
         }
     }
 
+    /// The file `--json` names, if any.
+    pub fn file(self) -> Option<&'a Path> {
+        match self {
+            JsonOut::File(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// Whether the text for people goes to stdout.
     pub fn prints_text(self) -> bool {
         self != JsonOut::Stdout
@@ -53,7 +61,10 @@ impl<'a> JsonOut<'a> {
                 println!("{}", text());
                 Ok(())
             }
-            JsonOut::File(p) => std::fs::write(p, text() + "\n").map_err(|e| report(p, e)),
+            JsonOut::File(p) => {
+                epsilod::output::write_whole(p, |w| std::fs::write(w, text() + "\n"))
+                    .map_err(|e| report(p, e))
+            }
         }
     }
 }

@@ -270,7 +270,8 @@ pub fn epsilod_text(v: f64) -> String {
     format!("{v:042.40}")
 }
 
-/// Writes `grid` (row-major) in the format its extension names.
+/// Writes `grid` (row-major) in the format its extension names, whole or
+/// not at all ([`write_whole`]).
 pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), OutputError> {
     let err = |why: WriteError| OutputError::Write {
         path: path.display().to_string(),
@@ -286,37 +287,69 @@ pub fn write<T: OutputCell>(path: &Path, grid: ArrayViewD<'_, T>) -> Result<(), 
             if T::COMPONENTS > 1 {
                 shape.push(T::COMPONENTS);
             }
-            write_npy(path, &shape, floats(scalars).map_err(err)?).map_err(err)
+            let values = floats(scalars).map_err(err)?;
+            write_whole(path, |p| write_npy(p, &shape, values)).map_err(err)
         }
-        Format::Txt => {
-            let f = File::create(path).map_err(|e| err(e.into()))?;
-            let mut w = BufWriter::new(f);
+        Format::Txt => write_whole(path, |p| {
+            let mut w = BufWriter::new(File::create(p)?);
             for &s in scalars {
-                writeln!(w, "{}", epsilod_text(s.into())).map_err(|e| err(e.into()))?;
+                writeln!(w, "{}", epsilod_text(s.into()))?;
             }
-            w.flush().map_err(|e| err(e.into()))
-        }
+            Ok(w.flush()?)
+        })
+        .map_err(err),
         Format::Dat => {
             if cfg!(target_endian = "big") {
                 return Err(err(WriteError::BigEndian));
             }
-            std::fs::write(path, bytemuck::cast_slice::<T::Scalar, u8>(scalars))
-                .map_err(|e| err(e.into()))
+            let bytes = bytemuck::cast_slice::<T::Scalar, u8>(scalars);
+            write_whole(path, |p| Ok(std::fs::write(p, bytes)?)).map_err(err)
         }
         #[cfg(not(feature = "npy"))]
         Format::Npy => Err(OutputError::NotBuilt(format)),
         #[cfg(feature = "vtk")]
         Format::Vti => {
             let values = floats(scalars).map_err(err)?;
-            write_vti(path, grid.shape(), T::COMPONENTS, values).map_err(err)
+            write_whole(path, |p| write_vti(p, grid.shape(), T::COMPONENTS, values)).map_err(err)
         }
         #[cfg(not(feature = "vtk"))]
         Format::Vti => Err(OutputError::NotBuilt(format)),
         Format::Pgm => {
             let (rows, cols, values) = pgm_values(path, grid)?;
-            crate::pgm::write(path, rows, cols, &values).map_err(|e| pgm_error(path, e))
+            write_whole(path, |p| {
+                crate::pgm::write(p, rows, cols, &values).map_err(pgm_why)
+            })
+            .map_err(err)
         }
     }
+}
+
+/// Writes the file at `path` whole or not at all: `fill` writes
+/// [`partial_path`] beside it, renamed over `path` once complete, so an
+/// interrupted run (Ctrl-C) or a failed write never leaves a shorter file
+/// that reads as a whole result. A path that exists as other than a plain
+/// file (a link, a device, a pipe) is written in place.
+pub fn write_whole<E: From<std::io::Error>>(
+    path: &Path,
+    fill: impl FnOnce(&Path) -> Result<(), E>,
+) -> Result<(), E> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_file()) {
+        return fill(path);
+    }
+    let partial = partial_path(path);
+    let written = fill(&partial).and_then(|()| Ok(std::fs::rename(&partial, path)?));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written
+}
+
+/// Where [`write_whole`] writes `path` until it is complete: its name with
+/// `.partial` added.
+pub fn partial_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".partial");
+    name.into()
 }
 
 /// Writes the 2-d scalar `grid` as EPSILOD's gaussian writes its image
@@ -328,7 +361,13 @@ pub fn write_epsilod_pgm<T: OutputCell>(
     maxval: u16,
 ) -> Result<(), OutputError> {
     let (rows, cols, values) = pgm_values(path, grid)?;
-    crate::pgm::write_epsilod(path, rows, cols, maxval, &values).map_err(|e| pgm_error(path, e))
+    write_whole(path, |p| {
+        crate::pgm::write_epsilod(p, rows, cols, maxval, &values).map_err(pgm_why)
+    })
+    .map_err(|why| OutputError::Write {
+        path: path.display().to_string(),
+        why,
+    })
 }
 
 /// A 2-d field of one scalar a cell as a PGM's rows, columns and values.
@@ -352,14 +391,12 @@ fn pgm_values<T: OutputCell>(
     }
 }
 
-/// A PGM writer's error as an output error (its path said once).
-fn pgm_error(path: &Path, e: crate::pgm::PgmError) -> OutputError {
-    OutputError::Write {
-        path: path.display().to_string(),
-        why: match e {
-            crate::pgm::PgmError::Io { why, .. } => why.into(),
-            crate::pgm::PgmError::Format { why, .. } => WriteError::Pgm(why),
-        },
+/// A PGM writer's error as an output file's (its path said once, by the
+/// caller).
+fn pgm_why(e: crate::pgm::PgmError) -> WriteError {
+    match e {
+        crate::pgm::PgmError::Io { why, .. } => why.into(),
+        crate::pgm::PgmError::Format { why, .. } => WriteError::Pgm(why),
     }
 }
 
@@ -412,6 +449,9 @@ pub enum VtiError {
     /// The VTK writer's reason.
     #[error("{0}")]
     Export(#[from] vtkio::Error),
+    /// The file's, where the VTK writer's output goes.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
 }
 
 /// VTK image data: VTK's x runs fastest, so it is the array's last axis.
@@ -470,7 +510,11 @@ fn vti(
             }))],
         },
     };
-    Ok(vtk.export(path)?)
+    // Written and flushed here: vtkio's `export` drops its buffered writer
+    // unflushed, and so the error of the last write (a full disk).
+    let mut w = BufWriter::new(File::create(path)?);
+    vtk.write_xml(&mut w)?;
+    Ok(w.flush()?)
 }
 
 /// A result that can be written without knowing its cell type: what an

@@ -82,6 +82,13 @@ pub fn regular_block(sig: Sig, p: usize, procs: usize) -> Sig {
 pub fn weighted_blocks(sig: Sig, weights: &[f64]) -> Result<Vec<Sig>, HitmapError> {
     check_weights(weights)?;
     let total: f64 = weights.iter().sum();
+    if total.is_infinite() {
+        // Weights near f64::MAX sum past it; divided by the largest they
+        // keep their ratios (finite sums are cut as ever, to the bit).
+        let largest = weights.iter().copied().fold(0.0, f64::max);
+        let scaled: Vec<f64> = weights.iter().map(|w| w / largest).collect();
+        return weighted_blocks(sig, &scaled);
+    }
     let n = sig.card();
     let mut acc = 0.0;
     let mut bounds = Vec::with_capacity(weights.len() + 1);
@@ -270,6 +277,24 @@ mod tests {
                 Err(HitmapError::UnknownPartition(bad.into()))
             );
         }
+    }
+
+    /// Weights whose sum overflows f64 cut as their ratios do: equal ones
+    /// equally, not everything to the last.
+    #[test]
+    fn huge_weights_keep_their_ratios() {
+        let rows = |w: &[f64]| -> Vec<usize> {
+            weighted_blocks(Sig::range(0, 32), w)
+                .unwrap()
+                .iter()
+                .map(|b| b.card())
+                .collect()
+        };
+        assert_eq!(rows(&[1e308, 1e308]), vec![16, 16]);
+        assert_eq!(
+            rows(&[f64::MAX, 0.0, f64::MAX / 3.0]),
+            rows(&[3.0, 0.0, 1.0])
+        );
     }
 
     #[test]

@@ -39,6 +39,10 @@ const OVERHEAD_REPS: usize = 16;
 pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError> {
     let json = JsonOut::of(args.json.as_ref());
     if cluster.is_root() {
+        super::distinct_files::distinct_files(&[
+            ("--out", Some(&args.out)),
+            ("--json", json.file()),
+        ])?;
         check_report_path(&args.out)?;
         json.check()?;
     }
@@ -272,6 +276,12 @@ fn sweep_runs(run: &RunArgs, factors: &[f64], cluster: &Cluster) -> Result<Vec<R
             let why = match e {
                 CliError::Calibrate(why) => why,
                 other => other.to_string(),
+            };
+            // 1e300 in exponent form, not as its 301 digits.
+            let f = if (1e-3..1e6).contains(&f) {
+                f.to_string()
+            } else {
+                format!("{f:e}")
             };
             CliError::Calibrate(format!(
                 "--tile-sweep {f} makes the size {text}, where {why}; leave that factor out"

@@ -3,6 +3,7 @@
 mod calibrate;
 mod commbench;
 mod compare;
+mod distinct_files;
 mod fit_comm;
 mod list;
 mod memory;
@@ -51,9 +52,9 @@ fn check_report_path(path: &std::path::Path) -> Result<(), CliError> {
     })
 }
 
-/// Writes `text` to the report or table file `path`.
+/// Writes `text` to the report or table file `path`, whole or not at all.
 fn write_report(path: &std::path::Path, text: String) -> Result<(), CliError> {
-    std::fs::write(path, text).map_err(|e| CliError::Report {
+    epsilod::output::write_whole(path, |p| std::fs::write(p, text)).map_err(|e| CliError::Report {
         path: path.display().to_string(),
         why: e.to_string(),
     })

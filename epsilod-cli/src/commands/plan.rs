@@ -10,6 +10,10 @@ use models::plan::{
 
 pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
     let json = JsonOut::of(args.json.as_ref());
+    super::distinct_files::distinct_files(&[
+        ("--json", json.file()),
+        ("--inventory", Some(&args.inventory)),
+    ])?;
     json.check()?;
     let path = args.inventory.display().to_string();
     let text = std::fs::read_to_string(&args.inventory).map_err(|e| CliError::Input {

@@ -10,7 +10,7 @@ use crate::error::CliError;
 use crate::json::JsonOut;
 use crate::machine_file::load_machine;
 use crate::plot::load_report;
-use crate::sizes::parse_size;
+use crate::sizes::{parse_size, size_text};
 use models::halo_features::halo_features;
 use models::learned::CommModel;
 use models::metrics;
@@ -19,6 +19,12 @@ use serde::Serialize;
 
 pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
     let json = JsonOut::of(args.json.as_ref());
+    super::distinct_files::distinct_files(&[
+        ("--json", json.file()),
+        ("--model", Some(&args.model)),
+        ("--against", args.against.as_deref()),
+        ("--comm", args.comm.as_deref()),
+    ])?;
     json.check()?;
     let machine = load_machine(&args.model)?;
     let methods = args
@@ -49,7 +55,13 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
             .links
             .first()
             .map(|l| l.name.clone())
-            .ok_or_else(|| CliError::Predict("the machine has no link class".into()))?,
+            .ok_or_else(|| {
+                CliError::Predict(
+                    "the machine has no link class (calibrated with --no-links?): calibrate \
+                     without --no-links, or add one under \"links\""
+                        .into(),
+                )
+            })?,
     };
     let named = match (&args.stencil, &report) {
         (Some(s), _) => Some(stencil_shape(s)?),
@@ -97,7 +109,21 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
     let named = named.map(|(shape, _)| shape);
     let halo_rows = args.halo_rows.or(named.map(|n| n.reach)).unwrap_or(1);
     let cell_bytes = args.cell_bytes.or(named.map(|n| n.cell_bytes)).unwrap_or(8);
-    let cells_per_row: u64 = interior[1..].iter().product();
+    // Counted in u64 (hitmap's rows in i64): a size past them would wrap
+    // into a small, wrong prediction.
+    let cells_per_row = interior[1..]
+        .iter()
+        .try_fold(1u64, |a, &n| a.checked_mul(n))
+        .filter(|&c| {
+            i64::try_from(interior[0]).is_ok()
+                && interior[0].checked_mul(c).is_some()
+                && c.checked_mul(cell_bytes).is_some()
+        })
+        .ok_or_else(|| CliError::Size {
+            size: args.size.clone().unwrap_or_else(|| size_text(&size)),
+            why: "its interior has more cells, or a row more bytes, than a 64-bit count holds"
+                .into(),
+        })?;
     let weights: Vec<f64> = match (
         &args.weights,
         report.as_ref().and_then(|r| r.iterations.first()),

@@ -21,6 +21,19 @@ pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
         load_all(&args.validate)?,
     );
     let json = JsonOut::of(args.json.as_ref());
+    // Each output apart from the other and from every signature read.
+    let inputs = args
+        .signatures
+        .iter()
+        .chain(&args.far)
+        .chain(&args.validate);
+    for input in inputs.map(Some).chain([None]) {
+        super::distinct_files::distinct_files(&[
+            ("--out", args.out.as_deref()),
+            ("--json", json.file()),
+            ("a signature", input.map(|p| p.as_path())),
+        ])?;
+    }
     json.check()?;
     if let Some(out) = &args.out {
         super::check_report_path(out)?;

@@ -58,6 +58,13 @@ fn noise_from(
 }
 
 pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
+    super::distinct_files::distinct_files(&[
+        ("--report", args.report.as_deref()),
+        ("--csv", args.csv.as_deref()),
+        ("--model", args.model.as_deref()),
+        ("--trace-from", args.trace_from.as_deref()),
+        ("--noise-from", args.noise_from.as_deref()),
+    ])?;
     for p in [&args.report, &args.csv].into_iter().flatten() {
         check_report_path(p)?;
     }

@@ -5,6 +5,7 @@ mod checkpoint;
 mod cli;
 mod cluster;
 mod common;
+mod hostile;
 mod limits;
 mod modelling;
 mod mpi;

@@ -241,7 +241,14 @@ impl Restart {
         if !dir.is_dir() {
             return Err(CheckpointError::Io {
                 path: dir.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+                source: if dir.exists() {
+                    std::io::Error::new(
+                        std::io::ErrorKind::NotADirectory,
+                        "not a directory: give the --checkpoint-dir of the run to resume",
+                    )
+                } else {
+                    std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory")
+                },
             });
         }
         // Warned about only once an older one is taken: where none is, the

@@ -1,0 +1,228 @@
+//! A hostile user's inputs: each is refused in one clear line or gives the
+//! right answer, never a silently wrong or short file.
+
+use crate::common;
+use common::{epsilod, fails_with, json, ok, path};
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A machine of two devices and one link, as docs/modelling.md shows it.
+const MACHINE: &str = r#"{"devices": [{"name": "cpu0", "seconds_per_cell": 1e-9},
+ {"name": "cpu1", "seconds_per_cell": 3e-9}],
+ "links": [{"name": "local", "hockney": {"alpha": 1e-6, "beta": 1e-10},
+ "loggp": {"l": 1e-6, "o_s": 0, "o_r": 0, "g": 0, "big_g": 1e-10},
+ "piecewise": null, "switch_latency": 0}]}"#;
+
+/// Every output format, and the report, says when the disk is full: a
+/// `.vti` writer dropped its last buffered write's error and succeeded.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_full_disk_is_an_error_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    for ext in ["npy", "txt", "dat", "vti", "pgm"] {
+        let out = path(dir.path(), &format!("full.{ext}"));
+        std::os::unix::fs::symlink("/dev/full", &out).unwrap();
+        fails_with(
+            &[
+                "run", "2d4", "--size", "34", "--iters", "2", "--output", &out,
+            ],
+            "No space left on device",
+        );
+    }
+    let report = path(dir.path(), "full.json");
+    std::os::unix::fs::symlink("/dev/full", &report).unwrap();
+    fails_with(
+        &[
+            "run", "2d4", "--size", "34", "--iters", "2", "--report", &report,
+        ],
+        "No space left on device",
+    );
+}
+
+/// Ctrl-C while the result is written leaves no output, or all of it:
+/// never a shorter `.txt` whose lines read as a whole result.
+#[test]
+#[cfg(target_os = "linux")]
+fn ctrl_c_while_writing_leaves_no_short_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.txt");
+    let partial = dir.path().join("out.txt.partial");
+    let side = 1026usize;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+        .args(["run", "2d4", "--size", &side.to_string(), "--iters", "1"])
+        .args(["--quiet", "--output", out.to_str().unwrap()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The moment the write starts, whichever file it writes first.
+    let start = Instant::now();
+    while !out.exists() && !partial.exists() && child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(120), "no output came");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    // Interrupted, or (a fast disk) finished first: then whole.
+    if let Ok(text) = std::fs::read_to_string(&out) {
+        assert_eq!(text.lines().count(), side * side, "a short output file");
+    }
+}
+
+/// Weights near f64::MAX sum past it: equal ones still split the rows
+/// equally, where every row went to the last device.
+#[test]
+fn equal_huge_weights_split_the_rows_equally() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = path(dir.path(), "r.json");
+    let device = "cpu:threads=1,weight=1e308";
+    ok(&[
+        "run",
+        "2d4",
+        "--size",
+        "34",
+        "--iters",
+        "1",
+        "--partition",
+        "w0",
+        "--devices",
+        device,
+        "--devices",
+        device,
+        "--quiet",
+        "--report",
+        &report,
+    ]);
+    let rows: Vec<u64> = json(&report)["iterations"][0]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rows"].as_u64().unwrap())
+        .collect();
+    assert_eq!(rows, vec![16, 16]);
+    let machine = path(dir.path(), "machine.json");
+    std::fs::write(&machine, MACHINE).unwrap();
+    let out = ok(&[
+        "predict",
+        "--model",
+        &machine,
+        "--size",
+        "34",
+        "--iters",
+        "3",
+        "--weights",
+        "1e308,1e308",
+    ]);
+    assert!(
+        out.contains("device 0: rows 16 ") && out.contains("device 1: rows 16 "),
+        "{out}"
+    );
+}
+
+#[test]
+fn out_of_range_inputs_are_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = path(dir.path(), "machine.json");
+    std::fs::write(&machine, MACHINE).unwrap();
+    let no_links = path(dir.path(), "no-links.json");
+    std::fs::write(
+        &no_links,
+        r#"{"devices": [{"name": "cpu0", "seconds_per_cell": 1e-9}], "links": []}"#,
+    )
+    .unwrap();
+    let twice = path(dir.path(), "twice.npy");
+    let both_output_and_report =
+        format!("--output and --report both name {twice}: give each its own file");
+    let file = path(dir.path(), "checkpoints.json");
+    std::fs::write(&file, "{}").unwrap();
+    let predict = |extra: &[&str]| -> Vec<String> {
+        let mut a = vec!["predict", "--model", &machine, "--iters", "3"];
+        a.extend(extra);
+        a.into_iter().map(String::from).collect()
+    };
+    let cases: Vec<(Vec<String>, &str)> =
+        vec![
+        // The interior's count wrapped into zero rows and a tiny time.
+        (
+            predict(&["--size", "18446744073709551615x18446744073709551615"]),
+            "bad size '18446744073709551615x18446744073709551615': its interior has more cells, \
+             or a row more bytes, than a 64-bit count holds",
+        ),
+        (
+            predict(&["--size", "9223372036854775810x3"]),
+            "than a 64-bit count holds",
+        ),
+        // Read as an unknown option '-1'.
+        (
+            predict(&["--size", "34", "--weights", "-1,1"]),
+            "cannot predict: --weights: -1 is not a positive share of the rows",
+        ),
+        (
+            ["predict", "--model", &no_links, "--size", "34", "--iters", "3"]
+                .map(String::from)
+                .to_vec(),
+            "the machine has no link class (calibrated with --no-links?): calibrate without \
+             --no-links, or add one under \"links\"",
+        ),
+        // The factor written out in 301 digits.
+        (
+            [
+                "calibrate", "2d4", "--size", "34", "--out", &machine, "--no-links",
+                "--tile-sweep", "1e300",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "cannot calibrate: --tile-sweep 1e300 makes the size ",
+        ),
+        // One file for two: the later write replaced the output, or the
+        // input read.
+        (
+            ["run", "2d4", "--size", "34", "--iters", "1", "--output", &twice, "--report", &twice]
+                .map(String::from)
+                .to_vec(),
+            both_output_and_report.as_str(),
+        ),
+        (
+            predict(&["--size", "34", "--json", &machine]),
+            "--json and --model both name",
+        ),
+        (
+            ["calibrate", "2d4", "--size", "34", "--out", &twice, "--json", &twice, "--no-links"]
+                .map(String::from)
+                .to_vec(),
+            "--out and --json both name",
+        ),
+        (
+            [
+                "simulate", "2d4", "--size", "34", "--iters", "3", "--devices-count", "2",
+                "--report", &twice, "--model", &twice,
+            ]
+            .map(String::from)
+            .to_vec(),
+            "--report and --model both name",
+        ),
+        // A file, said to be missing.
+        (
+            ["run", "2d4", "--size", "34", "--restart", &file]
+                .map(String::from)
+                .to_vec(),
+            "not a directory: give the --checkpoint-dir of the run to resume",
+        ),
+    ];
+    for (args, want) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails_with(&args, want);
+    }
+    // A size within the counts still predicts.
+    assert!(
+        epsilod(&["predict", "--model", &machine, "--size", "34", "--iters", "3"])
+            .status
+            .success()
+    );
+}
