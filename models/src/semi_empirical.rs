@@ -173,7 +173,7 @@ fn solve_on(x: &[[f64; 5]], cols: &[usize]) -> Option<Vec<f64>> {
         .iter()
         .map(|&j| x.iter().map(|r| r[j] * r[j]).sum::<f64>().sqrt())
         .collect();
-    if x.len() < cols.len() || norms.iter().any(|&n| n == 0.0) {
+    if x.len() < cols.len() || norms.contains(&0.0) {
         return None;
     }
     let a = DMatrix::from_fn(x.len(), cols.len(), |i, k| x[i][cols[k]] / norms[k]);
