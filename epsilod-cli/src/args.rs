@@ -117,10 +117,11 @@ pub struct CommbenchArgs {
 pub struct FitCommArgs {
     /// Training data from commbench.
     pub train: PathBuf,
-    /// linreg-sv, linreg-mv, gbrt, random-forest or extra-trees.
+    /// linreg-sv, linreg-mv, gbrt, random-forest, extra-trees or semi-empirical.
     #[arg(long, default_value = "gbrt")]
     pub method: String,
-    /// Held-out data from commbench to score on (the model and an alpha-beta baseline).
+    /// Held-out data from commbench to score on (the model, an alpha-beta and a semi-empirical
+    /// baseline).
     #[arg(long)]
     pub test: Option<PathBuf>,
     /// Reports of single-process w0/s0 runs to score on too: each run's halo exchange.
@@ -132,6 +133,10 @@ pub struct FitCommArgs {
     /// Where to write the model (JSON).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write the scores as JSON (docs/json.md) to FILE; `-`, or no FILE: the JSON on stdout
+    /// instead of the text.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::json::STDOUT)]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -4,7 +4,9 @@
 //! single-feature model over transformed terms (LinReg-SV), a robust
 //! multi-feature regression (LinReg-MV), gradient-boosted trees with
 //! absolute-deviation loss (GBRT, the `gbdt` crate), and the seeded
-//! ensembles of [`crate::forest`] (random forest, extra trees).
+//! ensembles of [`crate::forest`] (random forest, extra trees); beside
+//! them the study's baselines, alpha-beta (Hockney) and
+//! [`crate::semi_empirical`], which can be fitted as a model too.
 //!
 //! All weigh errors relatively (times span microseconds to seconds, and
 //! the theses score relative error): the regressions by weighted least
@@ -20,6 +22,8 @@ use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 use crate::forest::{Ensemble, Forest, ForestOptions};
+use crate::metrics::Scores;
+use crate::semi_empirical::{Load, SemiEmpirical};
 use crate::ModelError;
 
 /// Names of the features, in [`Features::values`] order.
@@ -135,6 +139,26 @@ impl Features {
         ]
     }
 
+    /// What the semi-empirical model reads: the busiest process's messages
+    /// and bytes, the processes per rank, the busiest rank's messages per
+    /// message of a process as those sharing its link at once (each round
+    /// of a pattern sends one per process), and the messages that leave a
+    /// rank per process of it as hops past the first.
+    pub fn load(&self) -> Load {
+        let per_message = |v: f64| if self.pm > 0.0 { v / self.pm } else { 0.0 };
+        Load {
+            messages: self.pm,
+            bytes: self.pd,
+            per_rank: self.per_rank,
+            concurrent: per_message(self.inm_max + self.nm_max),
+            hops: if self.per_rank > 0.0 {
+                self.nm_max / self.per_rank
+            } else {
+                0.0
+            },
+        }
+    }
+
     /// Features from values in [`FEATURES`] order.
     pub fn from_values(v: [f64; 15]) -> Features {
         Features {
@@ -226,6 +250,59 @@ impl AlphaBeta {
     pub fn predict(&self, f: &Features) -> f64 {
         self.alpha * f.pm + self.beta * f.pd
     }
+}
+
+/// The study's two baselines, fitted to the same training data as a
+/// learned model and scored beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Baselines {
+    /// Hockney's alpha-beta.
+    pub alpha_beta: AlphaBeta,
+    /// Alpha-beta with Gahvari's penalties.
+    pub semi_empirical: SemiEmpirical,
+}
+
+/// The baselines' scores on one set.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BaselineScores {
+    /// [`AlphaBeta`]'s.
+    pub alpha_beta: Scores,
+    /// [`SemiEmpirical`]'s.
+    pub semi_empirical: Scores,
+}
+
+impl Baselines {
+    /// Fits both to `train`.
+    pub fn fit(train: &[Sample]) -> Result<Baselines, ModelError> {
+        Ok(Baselines {
+            alpha_beta: AlphaBeta::fit(train),
+            semi_empirical: fit_semi_empirical(train)?,
+        })
+    }
+
+    /// Both baselines' scores on `set` (held-out data: the rows they were
+    /// not fitted to).
+    pub fn score(&self, set: &[Sample]) -> Result<BaselineScores, ModelError> {
+        Ok(BaselineScores {
+            alpha_beta: score(set, |f| self.alpha_beta.predict(f))?,
+            semi_empirical: score(set, |f| self.semi_empirical.predict(&f.load()))?,
+        })
+    }
+}
+
+fn fit_semi_empirical(train: &[Sample]) -> Result<SemiEmpirical, ModelError> {
+    let rows: Vec<(Load, f64)> = train
+        .iter()
+        .map(|s| (s.features.load(), s.seconds))
+        .collect();
+    SemiEmpirical::fit(&rows)
+}
+
+/// The metrics of `predict` on `samples`.
+pub fn score(samples: &[Sample], predict: impl Fn(&Features) -> f64) -> Result<Scores, ModelError> {
+    let est: Vec<f64> = samples.iter().map(|s| predict(&s.features)).collect();
+    let real: Vec<f64> = samples.iter().map(|s| s.seconds).collect();
+    Scores::of(&est, &real)
 }
 
 /// A term's transform of a feature (the study's set).
@@ -588,6 +665,8 @@ enum Kind {
     Trees(Box<GBDT>),
     /// A random forest or extra trees on ln t.
     Forest(Forest),
+    /// The semi-empirical baseline.
+    Semi(SemiEmpirical),
 }
 
 /// Settings of every tree model a fit may grow.
@@ -612,16 +691,19 @@ pub enum Method {
     RandomForest,
     /// Extremely randomised trees: random thresholds, every feature.
     ExtraTrees,
+    /// The study's semi-empirical baseline ([`crate::semi_empirical`]).
+    SemiEmpirical,
 }
 
 impl Method {
     /// Every method, by its command-line name.
-    pub const ALL: [(Method, &'static str); 5] = [
+    pub const ALL: [(Method, &'static str); 6] = [
         (Method::LinRegSv, "linreg-sv"),
         (Method::LinRegMv, "linreg-mv"),
         (Method::Gbrt, "gbrt"),
         (Method::RandomForest, "random-forest"),
         (Method::ExtraTrees, "extra-trees"),
+        (Method::SemiEmpirical, "semi-empirical"),
     ];
 }
 
@@ -638,7 +720,8 @@ impl fmt::Display for Method {
 /// A name that is no [`Method`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown learned method '{0}': use linreg-sv, linreg-mv, gbrt, random-forest or extra-trees"
+    "unknown learned method '{0}': use linreg-sv, linreg-mv, gbrt, random-forest, extra-trees \
+     or semi-empirical"
 )]
 pub struct UnknownMethod(pub String);
 
@@ -714,7 +797,7 @@ impl TryFrom<Unchecked> for CommModel {
                     return Err(mismatch(mv.coefficients.len(), mv.used.len() + 1));
                 }
             }
-            Kind::Trees(_) => {}
+            Kind::Trees(_) | Kind::Semi(_) => {}
             Kind::Forest(f) => f.check(FEATURES.len())?,
         }
         Ok(CommModel {
@@ -804,6 +887,7 @@ impl CommModel {
                 let y: Vec<f64> = samples.iter().map(|s| s.seconds.ln()).collect();
                 Kind::Forest(Forest::fit(ensemble, &x, &y, options.forest)?)
             }
+            Method::SemiEmpirical => Kind::Semi(fit_semi_empirical(samples)?),
         };
         Ok(CommModel {
             method,
@@ -829,6 +913,7 @@ impl CommModel {
             }
             // A mean of leaves stays within the training range by itself.
             Kind::Forest(f) => f.predict(&features.values()).exp(),
+            Kind::Semi(m) => m.predict(&features.load()),
         };
         t.max(0.0)
     }
@@ -871,6 +956,7 @@ impl CommModel {
                 Ensemble::ExtraTrees => "extra-trees: randomised trees on ln t, every feature",
             }
             .to_string(),
+            Kind::Semi(m) => format!("semi-empirical: {}", m.describe()),
         }
     }
 }
@@ -1073,6 +1159,54 @@ mod tests {
     }
 
     #[test]
+    fn baselines_are_scored_on_the_held_out_rows_only() {
+        let law = SemiEmpirical {
+            alpha: 4e-6,
+            alpha_multicore: 1e-6,
+            beta: 5e-10,
+            beta_contention: 2e-10,
+            gamma: 3e-6,
+        };
+        let train = grid(|f| law.predict(&f.load()));
+        // Held out: other message sizes, each measured 25% above the law.
+        let held_out: Vec<Sample> = [(8, 2, 1, 100u64), (16, 4, 2, 3000), (16, 1, 3, 50_000)]
+            .into_iter()
+            .map(|(procs, per_rank, pm, l)| {
+                let features = ring(procs, per_rank, pm, l);
+                Sample {
+                    features,
+                    seconds: 1.25 * law.predict(&features.load()),
+                }
+            })
+            .collect();
+        let fitted = Baselines::fit(&train).unwrap();
+        for (got, want) in fitted
+            .semi_empirical
+            .coefficients()
+            .iter()
+            .zip(law.coefficients())
+        {
+            assert!((got - want).abs() <= 1e-9 * want, "{fitted:?}");
+        }
+        let s = fitted.score(&held_out).unwrap().semi_empirical;
+        // |t̂ − 1.25 t̂| / 1.25 t̂ = 0.2 on every held-out row; a training
+        // row (error 0) would pull the mean below it.
+        assert!((s.mmre - 0.2).abs() < 1e-9, "{s:?}");
+        assert_eq!((s.pred25, s.rcc), (1.0, 1.0));
+        assert_eq!(fitted.score(&train).unwrap().semi_empirical.pred25, 1.0);
+        assert!(fitted.score(&train).unwrap().semi_empirical.mmre < 1e-9);
+        // As a model, the same fit and the same predictions.
+        let model = CommModel::fit(Method::SemiEmpirical, &train, TreeOptions::default()).unwrap();
+        assert_eq!(
+            score(&held_out, |f| model.predict(f)).unwrap(),
+            fitted.score(&held_out).unwrap().semi_empirical
+        );
+        assert!(model
+            .describe()
+            .starts_with("semi-empirical: t = 4.0000e-6"));
+    }
+
+    #[test]
     fn a_model_file_with_wrong_shapes_is_refused() {
         let samples = grid(|f| 1e-5 + 1e-9 * f.pd);
         let model = CommModel::fit(Method::LinRegSv, &samples, TreeOptions::default()).unwrap();
@@ -1120,8 +1254,8 @@ mod tests {
         assert_eq!("gbrt".parse::<Method>(), Ok(Method::Gbrt));
         assert_eq!(
             "trees".parse::<Method>().unwrap_err().to_string(),
-            "unknown learned method 'trees': use linreg-sv, linreg-mv, gbrt, random-forest or \
-             extra-trees"
+            "unknown learned method 'trees': use linreg-sv, linreg-mv, gbrt, random-forest, \
+             extra-trees or semi-empirical"
         );
     }
 }

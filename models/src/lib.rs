@@ -16,6 +16,8 @@
 //! - [`learned`]: a communication phase's features and learned models of
 //!   its time (LinReg-SV, robust LinReg-MV, boosted trees, and [`forest`]'s
 //!   random forest and extra trees);
+//! - [`semi_empirical`]: the study's baseline for them, alpha-beta with
+//!   Gahvari's multicore, contention and distance penalties;
 //! - [`halo_features`]: a predicted run's halo exchange as those features,
 //!   read from hitmap's plan of its layout (`predict --comm`);
 //! - [`simulate`]: the skeleton's loop on a virtual clock (real layouts,
@@ -69,6 +71,7 @@ pub mod plan;
 pub mod predict;
 pub mod replay;
 pub mod scaling;
+pub mod semi_empirical;
 pub mod sim_spec;
 pub mod simulate;
 

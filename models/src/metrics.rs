@@ -2,6 +2,8 @@
 //! (HCLogP's Eq. 5.1), MMRE, Pred(25), R², Spearman's rank correlation and
 //! the communication-modelling study's RCC (concordant pairs).
 
+use serde::Serialize;
+
 use crate::ModelError;
 
 fn paired(est: &[f64], real: &[f64], needed: usize, what: &'static str) -> Result<(), ModelError> {
@@ -133,6 +135,35 @@ pub fn rcc(est: &[f64], real: &[f64]) -> Result<f64, ModelError> {
         }
     }
     Ok(concordant as f64 / (m * (m - 1) / 2) as f64)
+}
+
+/// Every metric of estimates against measurements, as a report prints
+/// them (the rank correlation is Spearman's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Scores {
+    /// [`mmre`], a fraction.
+    pub mmre: f64,
+    /// [`pred`] at 0.25, a fraction.
+    pub pred25: f64,
+    /// [`r_squared`].
+    pub r_squared: f64,
+    /// [`spearman`].
+    pub spearman: f64,
+    /// [`rcc`].
+    pub rcc: f64,
+}
+
+impl Scores {
+    /// The metrics of `est` against `real` (at least two pairs).
+    pub fn of(est: &[f64], real: &[f64]) -> Result<Scores, ModelError> {
+        Ok(Scores {
+            mmre: mmre(est, real)?,
+            pred25: pred(est, real, 0.25)?,
+            r_squared: r_squared(est, real)?,
+            spearman: spearman(est, real)?,
+            rcc: rcc(est, real)?,
+        })
+    }
 }
 
 #[cfg(test)]

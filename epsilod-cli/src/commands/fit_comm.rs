@@ -1,18 +1,56 @@
 //! `epsilod fit-comm`: a learned model of exchange time from commbench
 //! data, scored on held-out data and on real runs' halo exchanges beside
-//! an alpha-beta baseline fitted to the same training data and relative
-//! error.
+//! the study's two baselines, alpha-beta and semi-empirical, fitted to the
+//! same training data and relative error.
 
 use super::commbench::read_csv;
 use super::run_exchanges::run_sample;
 use crate::args::FitCommArgs;
 use crate::error::CliError;
+use crate::json::JsonOut;
 use models::forest::ForestOptions;
-use models::learned::{AlphaBeta, CommModel, Method, Sample, TreeOptions};
-use models::metrics::{mmre, pred, r_squared, rcc, spearman};
+use models::learned::{score, BaselineScores, Baselines, CommModel, Method, TreeOptions};
+use models::metrics::Scores;
+use serde::Serialize;
+
+/// The figures of `fit-comm --json` (docs/json.md).
+#[derive(Serialize)]
+struct FitReport {
+    method: String,
+    samples: usize,
+    model: String,
+    baselines: Baselines,
+    training: Scores,
+    sets: Vec<SetReport>,
+    runs: Vec<RunReport>,
+}
+
+/// A scored set: the model's and the baselines' metrics.
+#[derive(Serialize)]
+struct SetReport {
+    set: &'static str,
+    samples: usize,
+    outside_training_range: usize,
+    model: Scores,
+    #[serde(flatten)]
+    baselines: BaselineScores,
+}
+
+/// One real run's exchange, measured and predicted.
+#[derive(Serialize)]
+struct RunReport {
+    report: String,
+    messages: f64,
+    largest_bytes: f64,
+    measured_seconds: f64,
+    model_seconds: f64,
+    alpha_beta_seconds: f64,
+    semi_empirical_seconds: f64,
+}
 
 pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
     let method: Method = args.method.parse()?;
+    let json = JsonOut::of(args.json.as_ref());
     let train = read_csv(&args.train)?;
     let test = args.test.as_deref().map(read_csv).transpose()?;
     let runs = args
@@ -23,6 +61,8 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
     if let Some(out) = &args.out {
         super::check_report_path(out)?;
     }
+    json.check()?;
+    let text = json.prints_text();
     let options = TreeOptions {
         forest: ForestOptions {
             seed: args.seed,
@@ -31,15 +71,22 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
         ..TreeOptions::default()
     };
     let model = CommModel::fit(method, &train, options)?;
-    println!(
-        "{} on {} samples: {}",
-        method,
-        train.len(),
-        model.describe()
-    );
-    let baseline = AlphaBeta::fit(&train);
-    let alpha_beta = |s: &Sample| baseline.predict(&s.features);
-    score("training", &train, |s| model.predict(&s.features))?;
+    let baselines = Baselines::fit(&train)?;
+    let training = score(&train, |f| model.predict(f))?;
+    if text {
+        println!(
+            "{} on {} samples: {}",
+            method,
+            train.len(),
+            model.describe()
+        );
+        println!(
+            "semi-empirical baseline: {}",
+            baselines.semi_empirical.describe()
+        );
+        print_scores("training", &training);
+    }
+    let mut sets = Vec::new();
     for (label, set) in [
         ("held out", test.as_deref()),
         ("real runs", Some(&runs[..])),
@@ -47,58 +94,98 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
         let Some(set) = set.filter(|s| !s.is_empty()) else {
             continue;
         };
-        score(&format!("{label} ({method})"), set, |s| {
-            model.predict(&s.features)
-        })?;
-        score(&format!("{label} (alpha-beta)"), set, alpha_beta)?;
-        let outside = set
-            .iter()
-            .filter(|s| !model.out_of_range(&s.features).is_empty())
-            .count();
-        if outside > 0 {
-            println!(
-                "warning: {outside} of {} {label} samples lie outside the training range \
+        let scored = SetReport {
+            set: label,
+            samples: set.len(),
+            outside_training_range: set
+                .iter()
+                .filter(|s| !model.out_of_range(&s.features).is_empty())
+                .count(),
+            model: score(set, |f| model.predict(f))?,
+            baselines: baselines.score(set)?,
+        };
+        if text {
+            print_scores(&format!("{label} ({method})"), &scored.model);
+            print_scores(
+                &format!("{label} (alpha-beta)"),
+                &scored.baselines.alpha_beta,
+            );
+            // The model's own line is the baseline's when it is the method.
+            if method != Method::SemiEmpirical {
+                print_scores(
+                    &format!("{label} (semi-empirical)"),
+                    &scored.baselines.semi_empirical,
+                );
+            }
+        }
+        if scored.outside_training_range > 0 {
+            let warning = format!(
+                "warning: {} of {} {label} samples lie outside the training range \
                  (trees cannot extrapolate)",
+                scored.outside_training_range,
                 set.len()
             );
+            // Beside the text as it always was; off stdout under `--json -`.
+            if text {
+                println!("{warning}");
+            } else {
+                eprintln!("{warning}");
+            }
         }
+        sets.push(scored);
     }
-    for (path, s) in args.runs.iter().zip(&runs) {
-        println!(
-            "{}: {} messages, largest {} B: measured {:.3e} s, {method} {:.3e} s, \
-             alpha-beta {:.3e} s",
-            path.display(),
-            s.features.tm,
-            s.features.l,
-            s.seconds,
-            model.predict(&s.features),
-            alpha_beta(s)
-        );
+    let runs: Vec<RunReport> = args
+        .runs
+        .iter()
+        .zip(&runs)
+        .map(|(path, s)| RunReport {
+            report: path.display().to_string(),
+            messages: s.features.tm,
+            largest_bytes: s.features.l,
+            measured_seconds: s.seconds,
+            model_seconds: model.predict(&s.features),
+            alpha_beta_seconds: baselines.alpha_beta.predict(&s.features),
+            semi_empirical_seconds: baselines.semi_empirical.predict(&s.features.load()),
+        })
+        .collect();
+    if text {
+        for r in &runs {
+            println!(
+                "{}: {} messages, largest {} B: measured {:.3e} s, {method} {:.3e} s, \
+                 alpha-beta {:.3e} s",
+                r.report,
+                r.messages,
+                r.largest_bytes,
+                r.measured_seconds,
+                r.model_seconds,
+                r.alpha_beta_seconds
+            );
+        }
     }
     if let Some(out) = &args.out {
         let text = serde_json::to_string(&model).expect("models serialise");
         super::write_report(out, text)?;
     }
-    Ok(())
+    json.write(&FitReport {
+        method: method.to_string(),
+        samples: train.len(),
+        model: model.describe(),
+        baselines,
+        training,
+        sets,
+        runs,
+    })
 }
 
-/// Prints the modelling theses' metrics of `predict` on `samples`: the
-/// rank correlation is Spearman's, RCC the study's fraction of concordant
-/// pairs.
-fn score(
-    label: &str,
-    samples: &[Sample],
-    predict: impl Fn(&Sample) -> f64,
-) -> Result<(), CliError> {
-    let est: Vec<f64> = samples.iter().map(&predict).collect();
-    let real: Vec<f64> = samples.iter().map(|s| s.seconds).collect();
+/// Prints the modelling theses' metrics: the rank correlation is
+/// Spearman's, RCC the study's fraction of concordant pairs.
+fn print_scores(label: &str, s: &Scores) {
     println!(
         "{label}: MMRE {:.1}%, Pred25 {:.1}%, R² {:.3}, rank correlation {:.3}, RCC {:.3}",
-        mmre(&est, &real)? * 100.0,
-        pred(&est, &real, 0.25)? * 100.0,
-        r_squared(&est, &real)?,
-        spearman(&est, &real)?,
-        rcc(&est, &real)?
+        s.mmre * 100.0,
+        s.pred25 * 100.0,
+        s.r_squared,
+        s.spearman,
+        s.rcc
     );
-    Ok(())
 }

@@ -479,10 +479,35 @@ fn commbench_writes_exact_features_and_fit_comm_scores_them() {
         "linreg-mv on 16 samples",
         "held out (linreg-mv): MMRE",
         "held out (alpha-beta): MMRE",
+        "held out (semi-empirical): MMRE",
+        "semi-empirical baseline: t = ",
     ] {
         assert!(fitted.contains(want), "{want} missing from {fitted}");
     }
     assert!(std::fs::metadata(&model).unwrap().len() > 0);
+
+    // The baseline as the model: its scores are the baseline's, and the
+    // JSON alone goes to stdout.
+    let doc = ok(&[
+        "fit-comm",
+        csv,
+        "--method",
+        "semi-empirical",
+        "--test",
+        csv,
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    assert_eq!(v["method"], "semi-empirical");
+    assert_eq!(v["samples"], 16);
+    let held = &v["sets"][0];
+    assert_eq!(held["set"], "held out");
+    assert_eq!(held["model"], held["semi_empirical"]);
+    assert_eq!(held["model"], v["training"]);
+    for key in ["mmre", "pred25", "r_squared", "spearman", "rcc"] {
+        assert!(held["alpha_beta"][key].is_f64(), "{key}: {held}");
+    }
+    assert!(v["baselines"]["semi_empirical"]["beta"].as_f64().unwrap() >= 0.0);
 
     fails_with(
         &["fit-comm", csv, "--method", "trees"],
@@ -531,11 +556,13 @@ fn fit_comm_scores_real_runs_halo_exchanges_from_their_plans() {
         format!("{three}: 4 messages, largest 128 B: measured "),
         "real runs (extra-trees): MMRE".to_string(),
         "real runs (alpha-beta): MMRE".to_string(),
+        "real runs (semi-empirical): MMRE".to_string(),
         "held out (extra-trees): MMRE".to_string(),
     ] {
         assert!(out.contains(&want), "{want} missing from {out}");
     }
-    assert_eq!(out.matches(", RCC ").count(), 5, "{out}");
+    // Training, then each set's model, alpha-beta and semi-empirical.
+    assert_eq!(out.matches(", RCC ").count(), 7, "{out}");
     let blocks = report("m", 4);
     fails_with(
         &["fit-comm", csv, "--runs", &blocks],
