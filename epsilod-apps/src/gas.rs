@@ -8,9 +8,10 @@
 
 use crate::{App, AppOutcome};
 use epsilod::{
-    CellDecl, Cluster, Custom, DeviceKernel, DeviceScalar, Footprint, Neighbourhood, RunOptions,
-    Shape, Skeleton, Stencil, Table,
+    for_each_row, CellDecl, Cluster, DeviceKernel, DeviceScalar, Footprint, Frame, Kernel,
+    Neighbourhood, RunOptions, Shape, Skeleton, Stencil, Table,
 };
+use std::ops::Range;
 use std::sync::Arc;
 
 /// One lattice site: its 19 populations.
@@ -48,7 +49,7 @@ const C: f32 = 1.0;
 const TAU: f32 = 0.65;
 const DELTA_T: f32 = 1.0;
 
-fn weight(i: usize) -> f32 {
+const fn weight(i: usize) -> f32 {
     match i {
         0 => 1.0f32 / 3.0,
         1..=6 => 1.0f32 / 18.0,
@@ -56,13 +57,43 @@ fn weight(i: usize) -> f32 {
     }
 }
 
+/// Each direction's weight, and its velocity times `C` as floats: the
+/// factors of the update, computed once rather than per cell.
+const W: [f32; 19] = {
+    let mut w = [0.0; 19];
+    let mut q = 0;
+    while q < 19 {
+        w[q] = weight(q);
+        q += 1;
+    }
+    w
+};
+const CE: [[f32; 3]; 19] = {
+    let mut ce = [[0.0; 3]; 19];
+    let mut q = 0;
+    while q < 19 {
+        let mut a = 0;
+        while a < 3 {
+            ce[q][a] = C * E[q][a] as f32;
+            a += 1;
+        }
+        q += 1;
+    }
+    ce
+};
+
 /// The equilibrium population `i` for density `p` and velocity `v`, in f32,
 /// left to right as the reference writes it.
 pub fn feq(i: usize, p: f32, v: [f32; 3]) -> f32 {
-    let e = E[i];
-    let d = (C * e[0] as f32) * v[0] + (C * e[1] as f32) * v[1] + (C * e[2] as f32) * v[2];
-    let vv = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
-    weight(i) * p * (1.0 + (1.0 / (C * C)) * (3.0 * d + (9.0 / (2.0 * C * C)) * d * d - 1.5 * vv))
+    feq_with(i, p, v, v[0] * v[0] + v[1] * v[1] + v[2] * v[2])
+}
+
+/// [`feq`] given `vv = |v|^2`, which depends on the cell alone.
+#[inline(always)]
+fn feq_with(i: usize, p: f32, v: [f32; 3], vv: f32) -> f32 {
+    let e = CE[i];
+    let d = e[0] * v[0] + e[1] * v[1] + e[2] * v[2];
+    W[i] * p * (1.0 + (1.0 / (C * C)) * (3.0 * d + (9.0 / (2.0 * C * C)) * d * d - 1.5 * vv))
 }
 
 /// The array offset of lattice velocity `q`: `(e.y, e.x, e.z)`.
@@ -124,6 +155,13 @@ pub fn step_with(at: impl Fn(&[i64]) -> GasCell) -> GasCell {
     for (q, dq) in d.iter_mut().enumerate().skip(1) {
         *dq = at(&offset(q))[q];
     }
+    relax(d)
+}
+
+/// The rest of the update once the populations have streamed in (`d[0]`
+/// the cell's own): bounce back, or collide.
+#[inline(always)]
+fn relax(mut d: GasCell) -> GasCell {
     if d[0] == f32::NEG_INFINITY {
         let streamed = d;
         for q in 1..19 {
@@ -138,7 +176,7 @@ pub fn step_with(at: impl Fn(&[i64]) -> GasCell) -> GasCell {
     let mut v = [0.0f32; 3];
     for q in 0..19 {
         for a in 0..3 {
-            v[a] += (C * E[q][a] as f32) * d[q];
+            v[a] += CE[q][a] * d[q];
         }
     }
     if p != 0.0 {
@@ -146,10 +184,70 @@ pub fn step_with(at: impl Fn(&[i64]) -> GasCell) -> GasCell {
         v = v.map(|c| c * r);
     }
     let k = DELTA_T / TAU;
+    let vv = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
     for (q, dq) in d.iter_mut().enumerate() {
-        *dq += k * (feq(q, p, v) - *dq);
+        *dq += k * (feq_with(q, p, v, vv) - *dq);
     }
     d
+}
+
+/// One row of the update: `nb[q]` is the row of cells that population `q`
+/// streams from (`nb[0]` the row itself), each as long as `out`. Slices in
+/// place of a neighbourhood leave no index arithmetic or bounds check per
+/// read; `out` as an argument is known not to alias them.
+#[inline(never)]
+fn row(out: &mut [GasCell], nb: [&[GasCell]; 19]) {
+    let len = out.len();
+    let mut rows = nb;
+    for r in rows.iter_mut() {
+        *r = &r[..len];
+    }
+    for (j, o) in out.iter_mut().enumerate() {
+        let me = rows[0][j];
+        *o = if me[0] == f32::INFINITY {
+            me
+        } else {
+            let mut d = me;
+            for q in 1..19 {
+                d[q] = rows[q][j][q];
+            }
+            relax(d)
+        };
+    }
+}
+
+/// The gas update as a CPU kernel over whole rows (see [`row`]), and as
+/// device code ([`device_kernel`]); [`step`] is the same update a cell at a
+/// time.
+struct GasKernel {
+    footprint: Footprint,
+    device: DeviceKernel,
+}
+
+impl Kernel<GasCell> for GasKernel {
+    fn name(&self) -> &str {
+        "gas-sim"
+    }
+
+    fn footprint(&self) -> &Footprint {
+        &self.footprint
+    }
+
+    fn device_kernel(&self) -> Option<DeviceKernel> {
+        Some(self.device.clone())
+    }
+
+    fn apply(&self, src: &[GasCell], dst: &mut [GasCell], frame: &Frame, region: &[Range<usize>]) {
+        let lin: [isize; 19] = std::array::from_fn(|q| frame.linear(&offset(q)));
+        for_each_row(frame, region, |s, d, len| {
+            let mut nb: [&[GasCell]; 19] = [&[]; 19];
+            for (r, l) in nb.iter_mut().zip(lin) {
+                let start = (s as isize + l) as usize;
+                *r = &src[start..start + len];
+            }
+            row(&mut dst[d..d + len], nb);
+        });
+    }
 }
 
 /// The 19 offsets the update reads.
@@ -217,16 +315,16 @@ pub fn device_kernel() -> DeviceKernel {
         .with_table(Table::ints("EY", &axis(1)))
         .with_table(Table::ints("EZ", &axis(2)))
         .with_table(Table::ints("OPP", &opposite))
-        .with_table(Table::reals(
-            "W",
-            &std::array::from_fn::<f32, 19, _>(weight),
-        ))
+        .with_table(Table::reals("W", &W))
 }
 
 /// The gas update as a skeleton stencil (boundary one cell wide), on CPU and
-/// OpenCL devices.
+/// device backends.
 pub fn stencil() -> Stencil<GasCell> {
-    let kernel = Custom::new("gas-sim", footprint(), step).with_device_kernel(device_kernel());
+    let kernel = GasKernel {
+        footprint: footprint(),
+        device: device_kernel(),
+    };
     Stencil::custom(Arc::new(kernel), vec![1; 3], vec![1; 3])
 }
 

@@ -79,3 +79,5 @@ pub use kernels::{
     basic_init, AnySpec, CellDecl, CellLayout, Custom, DeviceKernel, DeviceScalar, Dialect,
     ExprKernel, ExprSpec, InitSpec, KernelChoice, Library, Neighbourhood, Real, SpecError, Table,
 };
+// An app's own CPU kernel over whole rows (gas-sim's, gaussian's).
+pub use kernels::{for_each_row, Frame, Kernel};
