@@ -1132,6 +1132,55 @@ mod tests {
         }
     }
 
+    /// A row's first cells and a short rest at its end, computed cell by
+    /// cell, give the bits of the tree and of a program that computes
+    /// every cell so, with conditions changing inside them, on both sides
+    /// of them and between, on rows shorter and longer than they are.
+    #[test]
+    fn the_ends_of_a_row_computed_cell_by_cell_equal_the_tree() {
+        use build::{g, old2, select, u};
+        let c = u(&[0, 0]);
+        let e = rows::EDGE as f64;
+        // Clamped at columns 1, EDGE - 1, EDGE, EDGE + 1 and 9 from the end.
+        let clamp = |at: f64, o: i64| select(g(1).lt(at), u(&[0, o]), c);
+        let edges = ((clamp(e - 1.0, 1) - clamp(e, -1)) + (clamp(e + 1.0, 1) - clamp(1.0, -1)))
+            - select(g(1).gt(g(0) + 20.0), old2(), 2.0 * c);
+        for cols in [3, rows::EDGE + 1, rows::EDGE + 2, 2 * rows::EDGE + 3, 300] {
+            let end = (cols - 9) as f64;
+            let es = [
+                (edges * select(g(1).ge(end), 0.5, 3.0)).expr(),
+                on_the_global_index()[1].clone(),
+            ];
+            for e in es {
+                let hoisted = Program::<f32>::new(&[], std::slice::from_ref(&e), None);
+                let by_cell = hoisted.clone().cell_by_cell();
+                let rows = 5;
+                let frame = Frame::row_major(&[rows, cols]).with_origin(&[-1, 0]);
+                let src: Vec<f32> = (0..rows * cols)
+                    .map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 3.0)
+                    .collect();
+                let prev: Vec<f32> = (0..rows * cols)
+                    .map(|i| (i % 13) as f32 * 0.7 - 2.0)
+                    .collect();
+                let region = [1..rows - 1, 1..cols - 1];
+                let (mut a, mut b) = (prev.clone(), prev.clone());
+                hoisted.apply(&src, &[], &mut a[cols..], &frame, &region);
+                by_cell.apply(&src, &[], &mut b[cols..], &frame, &region);
+                for r in region[0].clone() {
+                    for q in region[1].clone() {
+                        let at = r * cols + q;
+                        let want = at_cell(&e, (&src, &[], &prev), &frame, at as isize, 1);
+                        assert_eq!(
+                            (a[at].to_bits(), b[at].to_bits()),
+                            (want.to_bits(), want.to_bits()),
+                            "cell ({r},{q}) of {cols} columns, {e:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// A row of the first update above: the run up to the source, the
     /// source alone, the rest (in chunks); outside the source no condition,
     /// `select` or global index is computed cell by cell.
