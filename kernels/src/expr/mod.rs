@@ -1102,32 +1102,64 @@ mod tests {
     #[test]
     fn conditions_on_the_global_index_found_per_run_equal_the_tree() {
         for e in on_the_global_index() {
-            let hoisted = Program::<f32>::new(&[], std::slice::from_ref(&e), None);
-            let by_cell = hoisted.clone().cell_by_cell();
             for origin in [[5, -3], [3, -2_000], [6, 16_777_000]] {
-                let (rows, cols) = (4, 9000);
-                let frame = Frame::row_major(&[rows, cols]).with_origin(&origin);
-                let src: Vec<f32> = (0..rows * cols)
-                    .map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 3.0)
-                    .collect();
-                let prev: Vec<f32> = (0..rows * cols)
-                    .map(|i| (i % 13) as f32 * 0.7 - 2.0)
-                    .collect();
-                let region = [1..rows - 1, 1..cols - 1];
-                let (mut a, mut b) = (prev.clone(), prev.clone());
-                hoisted.apply(&src, &[], &mut a[cols..], &frame, &region);
-                by_cell.apply(&src, &[], &mut b[cols..], &frame, &region);
-                for r in region[0].clone() {
-                    for q in region[1].clone() {
-                        let at = r * cols + q;
-                        let want = at_cell(&e, (&src, &[], &prev), &frame, at as isize, 1);
-                        assert_eq!(
-                            (a[at].to_bits(), b[at].to_bits()),
-                            (want.to_bits(), want.to_bits()),
-                            "cell ({r},{q}) of {e:?} from {origin:?}"
-                        );
-                    }
-                }
+                hoisted_and_by_cell_equal_the_tree(&e, (4, 9000), origin);
+            }
+        }
+    }
+
+    /// `e` over the interior of a `rows` x `cols` grid from `origin`,
+    /// conditions on the global index found per run and computed cell by
+    /// cell, against [`at_cell`], bit for bit.
+    fn hoisted_and_by_cell_equal_the_tree(
+        e: &Expr,
+        (rows, cols): (usize, usize),
+        origin: [i64; 2],
+    ) {
+        let hoisted = Program::<f32>::new(&[], std::slice::from_ref(e), None);
+        let by_cell = hoisted.clone().cell_by_cell();
+        let frame = Frame::row_major(&[rows, cols]).with_origin(&origin);
+        let src: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 7919) % 1000) as f32 / 97.0 - 3.0)
+            .collect();
+        let prev: Vec<f32> = (0..rows * cols)
+            .map(|i| (i % 13) as f32 * 0.7 - 2.0)
+            .collect();
+        let region = [1..rows - 1, 1..cols - 1];
+        let (mut a, mut b) = (prev.clone(), prev.clone());
+        hoisted.apply(&src, &[], &mut a[cols..], &frame, &region);
+        by_cell.apply(&src, &[], &mut b[cols..], &frame, &region);
+        for r in region[0].clone() {
+            for q in region[1].clone() {
+                let at = r * cols + q;
+                let want = at_cell(e, (&src, &[], &prev), &frame, at as isize, 1);
+                assert_eq!(
+                    (a[at].to_bits(), b[at].to_bits()),
+                    (want.to_bits(), want.to_bits()),
+                    "cell ({r},{q}) of {cols} columns, {e:?} from {origin:?}"
+                );
+            }
+        }
+    }
+
+    /// A row's first cells and a short rest at its end, computed cell by
+    /// cell, give the bits of the tree and of a program that computes
+    /// every cell so, with conditions changing inside them, on both sides
+    /// of them and between, on rows shorter and longer than they are.
+    #[test]
+    fn the_ends_of_a_row_computed_cell_by_cell_equal_the_tree() {
+        use build::{g, old2, select, u};
+        let c = u(&[0, 0]);
+        let e = rows::EDGE as f64;
+        // Clamped at columns 1, EDGE - 1, EDGE, EDGE + 1 and 9 from the end.
+        let clamp = |at: f64, o: i64| select(g(1).lt(at), u(&[0, o]), c);
+        let edges = ((clamp(e - 1.0, 1) - clamp(e, -1)) + (clamp(e + 1.0, 1) - clamp(1.0, -1)))
+            - select(g(1).gt(g(0) + 20.0), old2(), 2.0 * c);
+        for cols in [3, rows::EDGE + 1, rows::EDGE + 2, 2 * rows::EDGE + 3, 300] {
+            let end = cols as f64 - 9.0;
+            let ends = (edges * select(g(1).ge(end), 0.5, 3.0)).expr();
+            for e in [ends, on_the_global_index()[1].clone()] {
+                hoisted_and_by_cell_equal_the_tree(&e, (5, cols), [-1, 0]);
             }
         }
     }

@@ -22,6 +22,10 @@ const CHUNK: usize = 4096;
 /// runs on shorter chunks to keep them in L2.
 const ARRAY_TEMPORARIES: usize = 256 * 1024;
 
+/// A row's first cells, and a rest shorter than this at its end, whose
+/// conditions on the global index are computed cell by cell.
+pub(super) const EDGE: usize = 16;
+
 /// Terms a weighted sum takes (one loop each number of terms).
 const MAX_WEIGHTED: usize = 8;
 
@@ -412,16 +416,27 @@ impl<T: Math> Program<T> {
             plan(&mut run, &g, chunk, self.hoist && self.width.is_none());
         }
         let Some(width) = self.width else {
+            // A row's first cells and a short rest compute their conditions
+            // cell by cell: planning them costs more (clamped edges make
+            // runs of one cell there), and one plan a row is left.
+            let mut edge = Run::new();
+            if !fixed {
+                plan(&mut edge, &g, chunk, false);
+            }
             for_each_row(frame, region, |s, d, len| {
                 let mut at = 0;
                 while at < len {
                     // Runs of cells over which every condition on the
                     // global index keeps its outcome, in chunks.
                     let mut n = chunk.min(len - at);
-                    if !fixed {
+                    let short = !fixed && (at == 0 || len - at < EDGE);
+                    if short {
+                        n = n.min(EDGE);
+                    } else if !fixed {
                         global(frame, s + at, &mut g);
                         n = plan(&mut run, &g, n, self.hoist);
                     }
+                    let run = if short { &edge } else { &run };
                     let out = &mut dst[d + at..d + at + n];
                     let ch = Chunk {
                         srcs: &bufs_of,
@@ -430,7 +445,7 @@ impl<T: Math> Program<T> {
                         at: s + at,
                         n,
                     };
-                    eval(self, frame, ch, &run, &mut bufs, Some(out));
+                    eval(self, frame, ch, run, &mut bufs, Some(out));
                     at += n;
                 }
             });

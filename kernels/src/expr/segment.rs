@@ -165,14 +165,13 @@ impl<T: Math> Run<T> {
                 },
                 Op::Sum(i, tail) | Op::Weighted(i, tail) => {
                     let w = |k: usize| weights[i].get(k).copied();
-                    let terms: Option<Vec<T>> = sums[i]
-                        .iter()
-                        .enumerate()
-                        .map(|(k, &t)| s(t).map(|x| w(k).map_or(x, |w| w * x)))
-                        .collect();
-                    match (terms, tail.map(|(f, c)| (f, s(c)))) {
-                        (Some(t), None) => Val::Scalar(sum(&t)),
-                        (Some(t), Some((f, Some(c)))) => Val::Scalar(f.apply(sum(&t), c)),
+                    // `((t0 + t1) + t2) + ...` where every term is known
+                    // (no allocation: a plan is made per run of cells).
+                    let term = |k: usize| s(sums[i][k]).map(|x| w(k).map_or(x, |w| w * x));
+                    let total = (1..sums[i].len()).fold(term(0), |acc, k| Some(acc? + term(k)?));
+                    match (total, tail.map(|(f, c)| (f, s(c)))) {
+                        (Some(t), None) => Val::Scalar(t),
+                        (Some(t), Some((f, Some(c)))) => Val::Scalar(f.apply(t, c)),
                         _ => Val::Row,
                     }
                 }
@@ -267,11 +266,6 @@ impl<T: Math> Run<T> {
 /// The global index `x` as the rows compute it.
 fn index<T: Math>(x: i64) -> T {
     T::from_f64(x as f64)
-}
-
-/// `((t0 + t1) + t2) + ...`.
-fn sum<T: Math>(t: &[T]) -> T {
-    t[1..].iter().fold(t[0], |acc, &x| acc + x)
 }
 
 /// The cells, from global index `x` on (at most `n`), before the index
