@@ -446,10 +446,7 @@ pub enum VtiError {
     /// More cells along a dimension than VTK counts.
     #[error("{0} cells is too many for VTK")]
     TooMany(usize),
-    /// The VTK writer's reason.
-    #[error("{0}")]
-    Export(#[from] vtkio::Error),
-    /// The file's, where the VTK writer's output goes.
+    /// The file's.
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -472,48 +469,49 @@ fn vti(
     components: usize,
     values: Floats<'_>,
 ) -> Result<(), VtiError> {
-    use vtkio::model::{
-        Attribute, Attributes, ByteOrder, DataSet, Extent, IOBuffer, ImageDataPiece, Piece,
-        Version, Vtk,
-    };
+    use base64::engine::general_purpose::STANDARD;
+    use base64::write::EncoderWriter;
     if shape.is_empty() || shape.len() > 3 {
         return Err(VtiError::Dims(shape.len()));
     }
-    let mut last = [0i32; 3];
+    let mut last = [0usize; 3];
     for (d, &n) in shape.iter().rev().enumerate() {
-        last[d] = i32::try_from(n).map_err(|_| VtiError::TooMany(n))? - 1;
+        // VTK counts points in 32-bit integers.
+        i32::try_from(n).map_err(|_| VtiError::TooMany(n))?;
+        last[d] = n - 1;
     }
-    // Inclusive point ranges: vtkio writes `Dims` one point too long.
-    let extent = || Extent::Ranges([0..=last[0], 0..=last[1], 0..=last[2]]);
-    let data = match values {
-        Floats::F32(v) => IOBuffer::from(v.to_vec()),
-        Floats::F64(v) => IOBuffer::from(v.to_vec()),
+    u32::try_from(components).map_err(|_| VtiError::TooMany(components))?;
+    let (kind, bytes): (&str, &[u8]) = match values {
+        Floats::F32(v) => ("Float32", bytemuck::cast_slice(v)),
+        Floats::F64(v) => ("Float64", bytemuck::cast_slice(v)),
     };
-    let components = u32::try_from(components).map_err(|_| VtiError::TooMany(components))?;
-    let point = Attribute::scalars("field", components).with_data(data);
-    let vtk = Vtk {
-        version: Version::new(),
-        title: String::new(),
-        byte_order: ByteOrder::LittleEndian,
-        file_path: None,
-        data: DataSet::ImageData {
-            extent: extent(),
-            origin: [0.0; 3],
-            spacing: [1.0; 3],
-            meta: None,
-            pieces: vec![Piece::Inline(Box::new(ImageDataPiece {
-                extent: extent(),
-                data: Attributes {
-                    point: vec![point],
-                    cell: Vec::new(),
-                },
-            }))],
-        },
+    let order = if cfg!(target_endian = "big") {
+        "BigEndian"
+    } else {
+        "LittleEndian"
     };
-    // Written and flushed here: vtkio's `export` drops its buffered writer
-    // unflushed, and so the error of the last write (a full disk).
+    let extent = format!("0 {} 0 {} 0 {}", last[0], last[1], last[2]);
+    let per_point = match components {
+        1 => String::new(),
+        n => format!(" NumberOfComponents=\"{n}\""),
+    };
     let mut w = BufWriter::new(File::create(path)?);
-    vtk.write_xml(&mut w)?;
+    write!(
+        w,
+        "<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"{order}\" \
+         header_type=\"UInt64\"><ImageData WholeExtent=\"{extent}\" Origin=\"0 0 0\" \
+         Spacing=\"1 1 1\"><Piece Extent=\"{extent}\"><PointData Scalars=\"field\">\
+         <DataArray type=\"{kind}\" Name=\"field\"{per_point} format=\"binary\">"
+    )?;
+    // VTK's inline binary data: the payload's byte count (the UInt64 the
+    // header names), then the payload, base64-encoded as one stream.
+    {
+        let mut b64 = EncoderWriter::new(&mut w, &STANDARD);
+        b64.write_all(&(bytes.len() as u64).to_ne_bytes())?;
+        b64.write_all(bytes)?;
+        b64.finish()?;
+    }
+    write!(w, "</DataArray></PointData></Piece></ImageData></VTKFile>")?;
     Ok(w.flush()?)
 }
 
@@ -557,36 +555,60 @@ mod tests {
     use super::*;
 
     /// What ParaView would read: the extent (x = the last axis) and the
-    /// values in order, for a scalar and a 19-component field.
+    /// values in order, for a scalar and a 19-component field, read back by
+    /// the layout VTK's XML readers take (the one the vtkio crate, which
+    /// wrote these files before, writes, less its optional value ranges).
     #[cfg(feature = "vtk")]
     #[test]
     fn vti_files_read_back_as_written() {
+        use base64::Engine;
         use ndarray::IxDyn;
-        use vtkio::model::{Attribute, DataSet, IOBuffer, Piece};
         let dir = tempfile::tempdir().unwrap();
+        let attr = |text: &str, name: &str| -> Option<String> {
+            let at = text.find(&format!(" {name}=\""))? + name.len() + 3;
+            Some(text[at..at + text[at..].find('"')?].to_string())
+        };
         let read = |path: &Path| {
-            let vtk = vtkio::Vtk::import(path).unwrap();
-            let DataSet::ImageData { extent, pieces, .. } = vtk.data else {
-                panic!("not image data")
-            };
-            let Piece::Inline(p) = &pieces[0] else {
-                panic!("not inline")
-            };
-            let Attribute::DataArray(a) = &p.data.point[0] else {
-                panic!("not a data array")
-            };
-            let IOBuffer::F32(v) = &a.data else {
-                panic!("not f32")
-            };
-            (extent.into_dims(), v.clone())
+            let text = std::fs::read_to_string(path).unwrap();
+            assert!(text.starts_with("<VTKFile type=\"ImageData\" version=\"1.0\""));
+            assert!(text.ends_with("</DataArray></PointData></Piece></ImageData></VTKFile>"));
+            assert_eq!(attr(&text, "header_type").unwrap(), "UInt64");
+            assert_eq!(attr(&text, "type"), Some("ImageData".into()));
+            assert_eq!(attr(&text, "format").unwrap(), "binary");
+            let extent = attr(&text, "WholeExtent").unwrap();
+            assert_eq!(attr(&text, "Extent").unwrap(), extent);
+            let dims: Vec<usize> = extent
+                .split(' ')
+                .map(|x| x.parse::<usize>().unwrap())
+                .collect::<Vec<_>>()
+                .chunks(2)
+                .map(|r| r[1] - r[0] + 1)
+                .collect();
+            let components = attr(&text, "NumberOfComponents").map_or(1, |n| n.parse().unwrap());
+            let start = text.find("format=\"binary\">").unwrap() + 16;
+            let end = text.find("</DataArray>").unwrap();
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(&text[start..end])
+                .unwrap();
+            let (count, payload) = raw.split_at(8);
+            assert_eq!(
+                u64::from_le_bytes(count.try_into().unwrap()) as usize,
+                payload.len()
+            );
+            let v: Vec<f32> = payload
+                .chunks(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            assert_eq!(v.len(), dims.iter().product::<usize>() * components);
+            (dims, components, v)
         };
         let grid = ArrayD::from_shape_fn(IxDyn(&[3, 4, 5]), |ix| {
             (ix[0] * 100 + ix[1] * 10 + ix[2]) as f32
         });
         let path = dir.path().join("a.vti");
         write(&path, grid.view()).unwrap();
-        let (dims, v) = read(&path);
-        assert_eq!(dims, [5, 4, 3]);
+        let (dims, components, v) = read(&path);
+        assert_eq!((dims, components), (vec![5, 4, 3], 1));
         assert_eq!(v, grid.iter().copied().collect::<Vec<_>>());
         let cells = ArrayD::from_shape_fn(IxDyn(&[2, 3]), |ix| {
             let mut c = [0f32; 19];
@@ -595,10 +617,18 @@ mod tests {
         });
         let path = dir.path().join("b.vti");
         write(&path, cells.view()).unwrap();
-        let (dims, v) = read(&path);
-        assert_eq!(dims, [3, 2, 1]);
+        let (dims, components, v) = read(&path);
+        assert_eq!((dims, components), (vec![3, 2, 1], 19));
         assert_eq!(v.len(), 6 * 19);
         assert_eq!(v[19 * 4 + 1], 2.0);
+        // A 2x1 field [1, 2]: its payload, base64 of the byte count 8 and two
+        // little-endian floats, encoded apart from this writer.
+        let path = dir.path().join("c.vti");
+        let two = ArrayD::from_shape_vec(IxDyn(&[1, 2]), vec![1.0f32, 2.0]).unwrap();
+        write(&path, two.view()).unwrap();
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("WholeExtent=\"0 1 0 0 0 0\" Origin=\"0 0 0\" Spacing=\"1 1 1\"><Piece Extent=\"0 1 0 0 0 0\"><PointData Scalars=\"field\"><DataArray type=\"Float32\" Name=\"field\" format=\"binary\">CAAAAAAAAAAAAIA/AAAAQA==</DataArray>"));
     }
 
     #[test]
