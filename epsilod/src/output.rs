@@ -246,11 +246,15 @@ impl Snapshots {
 /// Errors unless `path` can be created or written, checked before a long run
 /// rather than after it; leaves no file behind that was not there.
 pub fn check_creatable(path: &Path) -> Result<(), std::io::Error> {
-    let existed = path.exists();
-    File::options().append(true).create(true).open(path)?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
+    if path.exists() {
+        File::options().append(true).open(path)?;
+        return Ok(());
     }
+    // Probed under the name a whole write fills first, so that a run
+    // stopped here (Ctrl-C) never leaves an empty file under the result's.
+    let probe = partial_path(path);
+    File::options().append(true).create(true).open(&probe)?;
+    let _ = std::fs::remove_file(&probe);
     Ok(())
 }
 
