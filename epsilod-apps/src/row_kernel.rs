@@ -73,7 +73,7 @@ pub(crate) fn stencil(spec: &ExprSpec, rows: impl Rows) -> Stencil<f32> {
 /// The row of `src` at `s + off` (an offset the footprint holds), as long
 /// as a row of `len` cells.
 #[inline(always)]
-pub(crate) fn at<'a>(src: &'a [f32], s: usize, off: isize, len: usize) -> &'a [f32] {
+pub(crate) fn at(src: &[f32], s: usize, off: isize, len: usize) -> &[f32] {
     let start = (s as isize + off) as usize;
     &src[start..start + len]
 }
