@@ -46,6 +46,8 @@ pub fn stencil(size: &[usize]) -> Stencil<f32> {
 struct LaplaceRows([f32; 4]);
 
 impl Rows for LaplaceRows {
+    const GLOBAL: bool = false;
+
     fn row(&self, frame: &Frame, src: &[f32], s: usize, _g: &[i64], out: &mut [f32]) {
         let n = out.len();
         let (p, q) = (frame.strides()[0] as isize, frame.strides()[1] as isize);

@@ -12,6 +12,10 @@ use std::sync::Arc;
 
 /// One row of an update over f32 cells.
 pub(crate) trait Rows: Send + Sync + 'static {
+    /// Whether [`Rows::row`] reads the global index (else `g` is left
+    /// unset: finding it costs divisions per row, much of a short row).
+    const GLOBAL: bool = true;
+
     /// Computes the row whose first cell is at `s` in `src` (the whole
     /// source buffer, of `frame`'s geometry) and at global index `g`, into
     /// `out`; `out` holds the level before the current one on entry.
@@ -44,6 +48,9 @@ impl<R: Rows> Kernel<f32> for RowKernel<R> {
     fn apply(&self, src: &[f32], dst: &mut [f32], frame: &Frame, region: &[Range<usize>]) {
         let mut g = vec![0i64; frame.ndims()];
         for_each_row(frame, region, |s, d, len| {
+            if !R::GLOBAL {
+                return self.rows.row(frame, src, s, &g, &mut dst[d..d + len]);
+            }
             for (x, ((&o, &st), &n)) in g
                 .iter_mut()
                 .zip(frame.origin().iter().zip(frame.strides()).zip(frame.dims()))
