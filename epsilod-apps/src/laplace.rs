@@ -3,9 +3,10 @@
 //! Rust ([`epsilod::expr`]), and runs with the same bits on CPU,
 //! OpenCL and CUDA devices.
 
+use crate::row_kernel::{at, Rows};
 use crate::{App, AppOutcome};
 use epsilod::expr::{num, u, E};
-use epsilod::{Cluster, ExprSpec, RunOptions, Skeleton, Stencil};
+use epsilod::{Cluster, ExprSpec, Frame, RunOptions, Skeleton, Stencil};
 
 /// The coefficients, computed in f32 as EPSILOD computes them from the
 /// global size (boundary included): `h = 1/(S-1)` per dimension,
@@ -28,11 +29,45 @@ pub fn update(size: &[usize]) -> E {
     (0.5 * r0) * ((r2 * i) + (r1 * jk))
 }
 
-/// The stencil for a grid of `size`.
+/// The update as an expression spec (device code, and the definition the
+/// CPU row kernel keeps).
+pub fn spec(size: &[usize]) -> ExprSpec {
+    ExprSpec::from_rust("laplace", vec![1; 3], vec![1; 3], update(size))
+        .expect("the update reads the 6-point star, inside a boundary of 1")
+}
+
+/// The stencil for a grid of `size`: [`update`] on devices, and on the
+/// CPU as one pass per row ([`row`]).
 pub fn stencil(size: &[usize]) -> Stencil<f32> {
-    let spec = ExprSpec::from_rust("laplace", vec![1; 3], vec![1; 3], update(size))
-        .expect("the update reads the 6-point star, inside a boundary of 1");
-    Stencil::from_expr(&spec)
+    crate::row_kernel::stencil(&spec(size), LaplaceRows(coefficients(size)))
+}
+
+/// [`update`] a row at a time.
+struct LaplaceRows([f32; 4]);
+
+impl Rows for LaplaceRows {
+    const GLOBAL: bool = false;
+
+    fn row(&self, frame: &Frame, src: &[f32], s: usize, _g: &[i64], out: &mut [f32]) {
+        let n = out.len();
+        let (p, q) = (frame.strides()[0] as isize, frame.strides()[1] as isize);
+        let nb = [-p, p, -1, 1, -q, q].map(|o| at(src, s, o, n));
+        row(out, nb, self.0);
+    }
+}
+
+/// One row of [`update`]: `nb` the rows at i-1, i+1, k-1, k+1, j-1, j+1,
+/// each cell's operations in the expression's order.
+#[inline(never)]
+fn row(out: &mut [f32], nb: [&[f32]; 6], [r0, r1, r2, r3]: [f32; 4]) {
+    let n = out.len();
+    let [im, ip, km, kp, jm, jp] = nb.map(|r| &r[..n]);
+    let h = 0.5 * r0;
+    for j in 0..n {
+        let i = (r3 * im[j]) + (r3 * ip[j]);
+        let jk = (((r2 * km[j]) + (r2 * kp[j])) + (r3 * jm[j])) + (r3 * jp[j]);
+        out[j] = h * ((r2 * i) + (r1 * jk));
+    }
 }
 
 /// The initial value at global `(i, j, k)`: the j and k faces get 3, 4, 5,

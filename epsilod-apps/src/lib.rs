@@ -19,6 +19,7 @@ pub mod gas;
 pub mod gaussian;
 pub mod laplace;
 pub mod poisson;
+mod row_kernel;
 pub mod stencil_app;
 pub mod wavesim;
 

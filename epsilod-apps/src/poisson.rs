@@ -3,9 +3,10 @@
 //! ([`epsilod::expr`]): the sources are found by the global index,
 //! so the kernel runs, with the same bits, on any device and partition.
 
+use crate::row_kernel::{at, Rows};
 use crate::{App, AppOutcome};
 use epsilod::expr::{g, num, select, u, E};
-use epsilod::{Cluster, ExprSpec, RunOptions, Skeleton, Stencil};
+use epsilod::{Cluster, ExprSpec, Frame, RunOptions, Skeleton, Stencil};
 
 /// `(dx, dy)` computed in f32 as the original does: `(2 - 0) / (S0 - 1)`
 /// along dimension 0, `(1 - 0) / (S1 - 1)` along dimension 1.
@@ -34,11 +35,76 @@ pub fn update(size: &[usize]) -> E {
     (sum - ((b * dx2) * dy2)) / (2.0 * (dx2 + dy2))
 }
 
-/// The stencil for a grid of `size` (boundary included).
+/// The update as an expression spec (device code, and the definition the
+/// CPU row kernel keeps).
+pub fn spec(size: &[usize]) -> ExprSpec {
+    ExprSpec::from_rust("poisson", vec![1; 2], vec![1; 2], update(size))
+        .expect("the update reads the 4-point star, inside a boundary of 1")
+}
+
+/// The stencil for a grid of `size` (boundary included): [`update`] on
+/// devices, and on the CPU as one pass per row ([`PoissonRows`]).
 pub fn stencil(size: &[usize]) -> Stencil<f32> {
-    let spec = ExprSpec::from_rust("poisson", vec![1; 2], vec![1; 2], update(size))
-        .expect("the update reads the 4-point star, inside a boundary of 1");
-    Stencil::from_expr(&spec)
+    let (dx, dy) = spacing(size);
+    let (s0, s1) = (size[0] as i64, size[1] as i64);
+    let rows = PoissonRows {
+        dx2: dx * dx,
+        dy2: dy * dy,
+        sources: [
+            (s0 / 4, s1 / 4, 2500.0),
+            ((3 * s0) / 4, (3 * s1) / 4, -2500.0),
+        ],
+    };
+    crate::row_kernel::stencil(&spec(size), rows)
+}
+
+/// [`update`] a row at a time: every cell with `b = 0`, then the source
+/// cells the row holds again with their `b`.
+struct PoissonRows {
+    dx2: f32,
+    dy2: f32,
+    /// Each source's global index and `b`, the first one winning where
+    /// both are the same cell (as the nested selects).
+    sources: [(i64, i64, f32); 2],
+}
+
+impl PoissonRows {
+    /// One cell of [`update`], in its order.
+    #[inline(always)]
+    fn cell(&self, [im, ip, jm, jp]: [f32; 4], b: f32) -> f32 {
+        let (dx2, dy2) = (self.dx2, self.dy2);
+        let sum = (dy2 * (im + ip)) + (dx2 * (jm + jp));
+        (sum - ((b * dx2) * dy2)) / (2.0 * (dx2 + dy2))
+    }
+}
+
+impl Rows for PoissonRows {
+    fn row(&self, frame: &Frame, src: &[f32], s: usize, g: &[i64], out: &mut [f32]) {
+        let n = out.len();
+        let p = frame.strides()[0] as isize;
+        let nb = [-p, p, -1, 1].map(|o| at(src, s, o, n));
+        row(self, out, nb);
+        for (k, &(s0, s1, b)) in self.sources.iter().enumerate() {
+            let first = self.sources[..k]
+                .iter()
+                .any(|&(a, c, _)| (a, c) == (s0, s1));
+            let j = s1 - g[1];
+            if g[0] == s0 && (0..n as i64).contains(&j) && !first {
+                let j = j as usize;
+                out[j] = self.cell(nb.map(|r| r[j]), b);
+            }
+        }
+    }
+}
+
+/// One row of [`update`] with `b = 0`: `nb` the rows at i-1, i+1, j-1, j+1.
+#[inline(never)]
+fn row(p: &PoissonRows, out: &mut [f32], nb: [&[f32]; 4]) {
+    let n = out.len();
+    let [im, ip, jm, jp] = nb.map(|r| &r[..n]);
+    for j in 0..n {
+        out[j] = p.cell([im[j], ip[j], jm[j], jp[j]], 0.0);
+    }
 }
 
 /// The initial value at global `(i, j)`, as the original's boundary loops

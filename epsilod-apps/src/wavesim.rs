@@ -5,9 +5,10 @@
 //! and is one Rust expression for every device. Unlike EPSILOD, load
 //! balancing moves both levels, so a rebalanced run keeps its bits.
 
+use crate::row_kernel::{at, Rows};
 use crate::{App, AppError, AppOutcome, ParamError};
 use epsilod::expr::{g, num, old2, select, u, E};
-use epsilod::{Cluster, ExprSpec, RunOptions, Shape, Skeleton, Stencil};
+use epsilod::{Cluster, ExprSpec, Frame, RunOptions, Shape, Skeleton, Stencil};
 
 /// Celerity's and EPSILOD's default time step.
 pub const DT: f32 = 0.25;
@@ -82,11 +83,83 @@ pub fn update(size: &[usize], dt: f32) -> E {
     ((2.0 * c) - old2()) + lap
 }
 
-/// The stencil for a global array of `size` with time step `dt`.
+/// The update as an expression spec (device code, and the definition the
+/// CPU row kernel keeps).
+pub fn spec(size: &[usize], dt: f32) -> ExprSpec {
+    ExprSpec::from_rust("wavesim", vec![1; 2], vec![1; 2], update(size, dt))
+        .expect("the update reads the 4-point star, inside a boundary of 1")
+}
+
+/// The stencil for a global array of `size` with time step `dt`:
+/// [`update`] on devices, and on the CPU as one pass per row
+/// ([`WaveRows`]).
 pub fn stencil(size: &[usize], dt: f32) -> Stencil<f32> {
-    let spec = ExprSpec::from_rust("wavesim", vec![1; 2], vec![1; 2], update(size, dt))
-        .expect("the update reads the 4-point star, inside a boundary of 1");
-    Stencil::from_expr(&spec)
+    let w = Wave::new(size);
+    let rows = WaveRows {
+        sy: w.sy,
+        sx: w.sx,
+        k: (dt / 1.0) * (dt / 1.0),
+    };
+    crate::row_kernel::stencil(&spec(size, dt), rows)
+}
+
+/// [`update`] a row at a time: the clamp of dimension 0 picks the rows,
+/// and the cells between the clamped ones of dimension 1 run as one loop.
+struct WaveRows {
+    sy: i64,
+    sx: i64,
+    k: f32,
+}
+
+/// One cell of [`update`] (`c`, the neighbours up, down, right, left as
+/// clamped, and the level before), in its order.
+#[inline(always)]
+fn cell(k: f32, c: f32, [up, um, rp, rm]: [f32; 4], old: f32) -> f32 {
+    let lap = (k * ((up - c) - (c - um))) + (k * ((rp - c) - (c - rm)));
+    ((2.0 * c) - old) + lap
+}
+
+impl Rows for WaveRows {
+    fn row(&self, frame: &Frame, src: &[f32], s: usize, g: &[i64], out: &mut [f32]) {
+        let n = out.len();
+        let p = frame.strides()[0] as isize;
+        let c = at(src, s, 0, n);
+        // A clamped neighbour is the centre itself.
+        let up = if g[0] < self.sy { at(src, s, p, n) } else { c };
+        let um = if g[0] > 1 { at(src, s, -p, n) } else { c };
+        let (rp, rm) = (at(src, s, 1, n), at(src, s, -1, n));
+        // Cells `lo..hi` clamp neither side of dimension 1.
+        let lo = (2 - g[1]).clamp(0, n as i64) as usize;
+        let hi = (self.sx - g[1]).clamp(lo as i64, n as i64) as usize;
+        for j in (0..lo).chain(hi..n) {
+            let g1 = g[1] + j as i64;
+            let r = if g1 < self.sx { rp[j] } else { c[j] };
+            let l = if g1 > 1 { rm[j] } else { c[j] };
+            out[j] = cell(self.k, c[j], [up[j], um[j], r, l], out[j]);
+        }
+        row(
+            self.k,
+            &mut out[lo..hi],
+            [
+                &c[lo..hi],
+                &up[lo..hi],
+                &um[lo..hi],
+                &rp[lo..hi],
+                &rm[lo..hi],
+            ],
+        );
+    }
+}
+
+/// [`cell`] over a row none of whose cells clamps in dimension 1: `nb` the
+/// rows of the centre, up, down, right and left.
+#[inline(never)]
+fn row(k: f32, out: &mut [f32], nb: [&[f32]; 5]) {
+    let n = out.len();
+    let [c, up, um, rp, rm] = nb.map(|r| &r[..n]);
+    for j in 0..n {
+        out[j] = cell(k, c[j], [up[j], um[j], rp[j], rm[j]], out[j]);
+    }
 }
 
 /// The first level, on every cell.

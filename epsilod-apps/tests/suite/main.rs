@@ -10,4 +10,5 @@ mod limits;
 mod opencl;
 mod poisson;
 mod registry;
+mod row_kernels;
 mod wavesim;
