@@ -226,3 +226,46 @@ fn out_of_range_inputs_are_one_clear_line() {
             .success()
     );
 }
+
+/// A device option's message says the range its check takes: `threads=`
+/// said "a whole number >= 0", then refused 0; `weight=inf` is >= 0 but
+/// refused as not finite.
+#[test]
+fn device_options_say_the_range_they_take() {
+    let run = |device: &str| {
+        [
+            "run",
+            "2d4",
+            "--size",
+            "34",
+            "--iters",
+            "1",
+            "--quiet",
+            "--devices",
+            device,
+        ]
+        .map(String::from)
+    };
+    for (device, want) in [
+        (
+            "cpu:threads=",
+            "bad device 'cpu:threads=': threads=: expected a whole number from 1 to 1024",
+        ),
+        ("cpu:threads=-1", "expected a whole number from 1 to 1024"),
+        ("cpu:threads=0", "a device needs at least one thread"),
+        ("cpu:threads=1025", "at most 1024 threads"),
+        (
+            "cpu:weight=inf",
+            "weight=inf: expected a number >= 0 and finite",
+        ),
+        (
+            "opencl:platform=",
+            "platform=: expected a whole number >= 0",
+        ),
+    ] {
+        let args = run(device);
+        fails_with(&args.each_ref().map(String::as_str), want);
+    }
+    // The low ends of the stated ranges are taken.
+    ok(&run("cpu:threads=1,weight=0").each_ref().map(String::as_str));
+}
