@@ -269,3 +269,43 @@ fn device_options_say_the_range_they_take() {
     // The low ends of the stated ranges are taken.
     ok(&run("cpu:threads=1,weight=0").each_ref().map(String::as_str));
 }
+
+/// `plot` and `view` name a picture they cannot write by its cause: the
+/// bitmap backend's errors printed as Rust Debug text
+/// (`ImageError(IoError(Custom { kind: Other, .. }))`).
+#[test]
+#[cfg(target_os = "linux")]
+fn plot_and_view_say_why_a_picture_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = path(dir.path(), "r.json");
+    let field = path(dir.path(), "f.npy");
+    ok(&[
+        "run", "2d4", "--size", "34", "--iters", "2", "--quiet", "--report", &report, "--output",
+        &field,
+    ]);
+    let full = |name: &str| {
+        let p = path(dir.path(), name);
+        std::os::unix::fs::symlink("/dev/full", &p).unwrap();
+        p
+    };
+    let (png, svg, gif, one) = (full("a.png"), full("b.svg"), full("c.gif"), full("d.png"));
+    let cases = [
+        vec!["plot", "-o", &png, &report],
+        vec!["plot", "-o", &svg, &report],
+        vec!["view", "-o", &gif, &field, &field],
+        vec!["view", "-o", &one, &field],
+    ];
+    for args in &cases {
+        let out = args[2];
+        fails_with(
+            args,
+            &format!("cannot plot: cannot write {out}: No space left on device (os error 28)"),
+        );
+    }
+    // The readers' errors were lines already; they stay so.
+    let missing = path(dir.path(), "missing.json");
+    fails_with(
+        &["plot", "-o", &path(dir.path(), "x.png"), &missing],
+        &format!("cannot read report {missing}: No such file or directory (os error 2)"),
+    );
+}
