@@ -309,3 +309,43 @@ fn plot_and_view_say_why_a_picture_is_not_written() {
         &format!("cannot read report {missing}: No such file or directory (os error 2)"),
     );
 }
+
+/// An endless or huge input is refused at a bound, in one line: each
+/// reader read `/dev/zero` (or a 1 TiB sparse file) until the allocator
+/// refused.
+#[test]
+#[cfg(target_os = "linux")]
+fn endless_and_huge_inputs_are_refused_at_a_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let sparse = path(dir.path(), "sparse.toml");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let too_much = "it holds more than 256 MiB, the most a text input may";
+    for file in ["/dev/zero", sparse.as_str()] {
+        let run = ["run", "2d4", "--size", "34", "--iters", "1", "--quiet"];
+        fails_with(&[&run[..], &["--device-file", file]].concat(), too_much);
+        fails_with(&[&run[..], &["--weights-from", file]].concat(), too_much);
+        fails_with(&["run", file, "--size", "34", "--iters", "1"], too_much);
+        fails_with(
+            &["predict", "--model", file, "--size", "34", "--iters", "1"],
+            too_much,
+        );
+        fails_with(&["plot", "-o", &path(dir.path(), "x.png"), file], too_much);
+    }
+    // A P2 image's header on a 1 TiB file: no more is read than its pixels
+    // can take.
+    let image = path(dir.path(), "huge.pgm");
+    std::fs::write(&image, "P2\n2 2\n255\n").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&image)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    fails_with(
+        &["run", "gaussian", "--input", &image, "--iters", "1"],
+        "a 2x2 P2 image holds at most 266 bytes (64 a pixel after the header); this file holds more",
+    );
+}
