@@ -101,9 +101,11 @@ fn offset(q: usize) -> [i64; 3] {
     [E[q][1], E[q][0], E[q][2]]
 }
 
-/// The global array size for a user domain.
+/// The global array size for a user domain: the domain and its 1-cell
+/// border. Saturating, as `gaussian::global_size`: a side near usize::MAX
+/// is refused as too large by the skeleton, not wrapped into a small one.
 pub fn global_size(user: [usize; 3]) -> [usize; 3] {
-    user.map(|s| s + 2)
+    user.map(|s| s.saturating_add(2))
 }
 
 /// The user domain inside the global array (the border excluded).

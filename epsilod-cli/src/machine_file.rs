@@ -12,7 +12,8 @@ pub fn load_machine(path: &std::path::Path) -> Result<Machine, CliError> {
         path: path.display().to_string(),
         why,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let text =
+        kernels::input_file::read_text(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
     let raw: Machine = serde_json::from_str(&text)
         .map_err(|e| bad(format!("not a machine JSON (see docs/modelling.md): {e}")))?;
     let mut m = Machine::new(raw.devices, raw.links)

@@ -20,7 +20,7 @@ mod view;
 
 use args::Cli;
 use clap::{CommandFactory, FromArgMatches};
-use epsilod::cluster::print_error;
+use epsilod::cluster::{print_error, usage_error_line};
 use epsilod::error::chain;
 use epsilod::Cluster;
 use std::io::IsTerminal;
@@ -123,21 +123,8 @@ fn bad_arguments(e: clap::Error, prints: bool) -> i32 {
             0
         };
     }
-    let text = e.render().to_string();
-    // The first paragraph, on one line: some messages list what they are
-    // about on the lines after ("required arguments were not provided:").
-    let first = text
-        .lines()
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect::<Vec<_>>()
-        .join(" ");
-    let first = match first.trim_start_matches("error: ") {
-        "" => "bad arguments",
-        f => f,
-    };
     if prints {
-        print_error(&format!("{first} (see 'epsilod --help')"));
+        print_error(&usage_error_line(&e.render().to_string(), "epsilod"));
     }
     2
 }

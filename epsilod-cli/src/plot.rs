@@ -40,14 +40,44 @@ pub(crate) fn ensure_font() -> Result<(), CliError> {
 
 /// Reads a run report written by `epsilod run --report`.
 pub fn load_report(path: &Path) -> Result<Report, CliError> {
-    let text = std::fs::read_to_string(path)
+    let text = kernels::input_file::read_text(path)
         .map_err(|e| CliError::Plot(format!("cannot read report {}: {e}", path.display())))?;
     serde_json::from_str(&text)
         .map_err(|e| CliError::Plot(format!("{} is not an epsilod report: {e}", path.display())))
 }
 
-fn perr<E: std::fmt::Display>(e: E) -> CliError {
-    CliError::Plot(e.to_string())
+fn perr<E: std::error::Error + Send + Sync + 'static>(e: DrawingAreaErrorKind<E>) -> CliError {
+    CliError::Plot(drawing_error(&e))
+}
+
+/// A drawing error as a line: what failed, by its cause (the bitmap
+/// backend's own Display is its Debug, `ImageError(IoError(Custom {..}))`).
+pub(crate) fn drawing_error<E: std::error::Error + Send + Sync + 'static>(
+    e: &DrawingAreaErrorKind<E>,
+) -> String {
+    use plotters_backend::DrawingErrorKind;
+    match e {
+        DrawingAreaErrorKind::BackendError(DrawingErrorKind::DrawingError(inner)) => {
+            backend_error(inner)
+        }
+        DrawingAreaErrorKind::BackendError(DrawingErrorKind::FontError(f)) => {
+            format!("cannot draw the labels' text: {f}")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A backend's error by its cause: the I/O error for a file that cannot
+/// be written.
+pub(crate) fn backend_error(e: &(dyn std::error::Error + 'static)) -> String {
+    use plotters_bitmap::BitMapBackendError as Bitmap;
+    match e.downcast_ref::<Bitmap>() {
+        Some(Bitmap::IOError(io)) => io.to_string(),
+        Some(Bitmap::ImageError(i)) => i.to_string(),
+        Some(Bitmap::GifEncodingError(g)) => g.to_string(),
+        Some(Bitmap::InvalidBuffer) => "the picture's buffer does not fit its size".into(),
+        None => e.to_string(),
+    }
 }
 
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -91,6 +121,18 @@ where
         .map_err(perr)
 }
 
+/// A failed write of the figure `out`, by its cause.
+fn written<E: std::error::Error + Send + Sync + 'static>(
+    out: &Path,
+    e: &DrawingAreaErrorKind<E>,
+) -> CliError {
+    CliError::Plot(format!(
+        "cannot write {}: {}",
+        out.display(),
+        drawing_error(e)
+    ))
+}
+
 /// Draws `runs` (label, report) into `out` (.png or .svg).
 pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), CliError> {
     if runs.is_empty() {
@@ -114,12 +156,12 @@ pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), CliError> {
         "png" => {
             let root = BitMapBackend::new(out, size).into_drawing_area();
             draw(&root, runs)?;
-            root.present().map_err(perr)
+            root.present().map_err(|e| written(out, &e))
         }
         _ => {
             let root = SVGBackend::new(out, size).into_drawing_area();
             draw(&root, runs)?;
-            root.present().map_err(perr)
+            root.present().map_err(|e| written(out, &e))
         }
     }
 }

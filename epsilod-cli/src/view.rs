@@ -44,6 +44,11 @@ pub fn parse_slice(s: &str) -> Result<Slice, String> {
     Ok(Slice { axis, index })
 }
 
+/// A failed write of the picture `out`.
+fn written(out: &Path, why: &str) -> CliError {
+    CliError::Plot(format!("cannot write {}: {why}", out.display()))
+}
+
 fn err(path: &Path, why: impl std::fmt::Display) -> CliError {
     CliError::Plot(format!("{}: {why}", path.display()))
 }
@@ -186,7 +191,7 @@ fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| CliError::Plot(e.to_string());
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| CliError::Plot(crate::plot::drawing_error(&e));
     root.fill(&WHITE).map_err(e)?;
     root.draw_text(title, &("sans-serif", 16).into_text_style(root), (8, 6))
         .map_err(e)?;
@@ -277,18 +282,20 @@ pub fn view(
     match ext {
         "gif" => {
             let root = BitMapBackend::gif(out, size, delay_ms)
-                .map_err(|e| err(out, e))?
+                .map_err(|e| written(out, &crate::plot::backend_error(&e)))?
                 .into_drawing_area();
             for (f, p) in files.iter().zip(&planes) {
                 draw(&root, p, range, &title(f), (h, w))?;
-                root.present().map_err(|e| err(out, e))?;
+                root.present()
+                    .map_err(|e| written(out, &crate::plot::drawing_error(&e)))?;
             }
             Ok(())
         }
         "png" if planes.len() == 1 => {
             let root = BitMapBackend::new(out, size).into_drawing_area();
             draw(&root, &planes[0], range, &title(files[0]), (h, w))?;
-            root.present().map_err(|e| err(out, e))
+            root.present()
+                .map_err(|e| written(out, &crate::plot::drawing_error(&e)))
         }
         "png" => Err(err(
             out,

@@ -506,7 +506,7 @@ impl DeviceFile {
 /// Reads a device file (see [`DeviceFile`]).
 pub fn load_device_file(path: &Path) -> Result<DeviceFile, SetupError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| SetupError::DeviceFile {
+    let text = kernels::input_file::read_text(path).map_err(|e| SetupError::DeviceFile {
         path: name.clone(),
         why: DeviceFileError::Read(e),
     })?;

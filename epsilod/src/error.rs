@@ -21,8 +21,8 @@ pub enum DeviceSpecError {
     /// An option given twice.
     #[error("option '{0}' is given twice: give it once")]
     Twice(String),
-    /// A count that is not a whole number.
-    #[error("{key}={value}: expected a whole number >= 0")]
+    /// A count or index that is not a whole number in its range.
+    #[error("{key}={value}: expected {}", whole_range(key))]
     NotWhole {
         /// The option.
         key: String,
@@ -30,7 +30,7 @@ pub enum DeviceSpecError {
         value: String,
     },
     /// A weight below 0 or not a number.
-    #[error("weight={0}: expected a number >= 0 (0 starts the device with no rows)")]
+    #[error("weight={0}: expected a number >= 0 and finite (0 starts the device with no rows)")]
     Weight(String),
     /// A slowdown factor out of range (the text given, shortened where
     /// long).
@@ -50,6 +50,19 @@ pub enum DeviceSpecError {
         "unknown option '{0}' (options: threads, platform, device, weight, slowdown, fail@ITER, layout)"
     )]
     UnknownOption(String),
+}
+
+/// What a whole-number device option takes, as its check has it: threads
+/// from 1 to the most a device may have (see `controllers::registry`), an
+/// index (platform, device) from 0.
+fn whole_range(key: &str) -> String {
+    match key {
+        "threads" => format!(
+            "a whole number from 1 to {}",
+            controllers::registry::MAX_THREADS
+        ),
+        _ => "a whole number >= 0".to_string(),
+    }
 }
 
 /// A run that cannot start: found before any device is touched.

@@ -95,6 +95,16 @@ pub enum PgmSyntax {
     /// A binary image's header not ended by one white-space byte.
     #[error("expected one white-space byte after the maximum grey value")]
     SpaceAfterMaxval,
+    /// A text image longer than its pixels can be.
+    #[error("a {cols}x{rows} P2 image holds at most {most} bytes ({} a pixel after the header); this file holds more", P2_BYTES_PER_PIXEL)]
+    TooLong {
+        /// The width.
+        cols: usize,
+        /// The height.
+        rows: usize,
+        /// The most bytes it may hold.
+        most: usize,
+    },
     /// A binary image with fewer pixel bytes than its size needs.
     #[error("{got} bytes of pixels, {cols}x{rows} need {need}")]
     ShortData {
@@ -140,16 +150,44 @@ pub struct Image {
     pub pixels: Vec<u16>,
 }
 
-/// Reads a PGM file.
+/// The most bytes a P2 (text) image may spend on a pixel, comments and
+/// white space included: a file past its header and this much for each
+/// pixel is refused unread. A P5 image is read as far as its pixels go.
+pub const P2_BYTES_PER_PIXEL: usize = 64;
+
+/// Reads a PGM file: its header, then no more than the pixels that header
+/// declares (a header on a huge or endless file reads no further).
 pub fn read(path: &Path) -> Result<Image, PgmError> {
-    let bytes = std::fs::read(path).map_err(|e| PgmError::Io {
-        path: path.display().to_string(),
+    use std::io::Read;
+    let name = || path.display().to_string();
+    let io = |e| PgmError::Io {
+        path: name(),
         why: e,
-    })?;
-    parse(&bytes).map_err(|why| PgmError::Format {
-        path: path.display().to_string(),
-        why,
-    })
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let (mut bytes, (header, (binary, at))) = head(&mut file, path)?;
+    let pixels = header.rows * header.cols;
+    let most = if binary {
+        at + 1 + pixels * if header.maxval > 255 { 2 } else { 1 }
+    } else {
+        at + pixels * P2_BYTES_PER_PIXEL
+    };
+    let left = most.saturating_sub(bytes.len()) as u64;
+    (&mut file)
+        .take(left + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if !binary && bytes.len() > most {
+        return Err(PgmError::Format {
+            path: name(),
+            why: PgmSyntax::TooLong {
+                cols: header.cols,
+                rows: header.rows,
+                most,
+            },
+        });
+    }
+    parse(&bytes).map_err(|why| PgmError::Format { path: name(), why })
 }
 
 /// The tokens of a PGM file, `#` comments skipped.
@@ -214,27 +252,37 @@ pub struct Header {
 /// Reads a PGM file's header alone, so that a run can check the memory an
 /// image needs before its pixels are read.
 pub fn read_header(path: &Path) -> Result<Header, PgmError> {
+    let mut file = std::fs::File::open(path).map_err(|e| PgmError::Io {
+        path: path.display().to_string(),
+        why: e,
+    })?;
+    head(&mut file, path).map(|(_, (h, _))| h)
+}
+
+/// The first bytes of `file`, read until they hold its whole header, and
+/// that header (as [`parse_header`] gives it).
+#[allow(clippy::type_complexity)]
+fn head(
+    file: &mut std::fs::File,
+    path: &Path,
+) -> Result<(Vec<u8>, (Header, (bool, usize))), PgmError> {
     use std::io::Read;
     let io = |e| PgmError::Io {
         path: path.display().to_string(),
         why: e,
     };
-    let mut file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
     // Comments may make a header long: read more until it ends (a number
     // at the end of what was read may go on past it).
     let mut chunk = 4096;
     loop {
-        let got = (&mut file)
-            .take(chunk)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
+        let got = file.take(chunk).read_to_end(&mut bytes).map_err(io)?;
         let more = got as u64 == chunk;
         match parse_header(&bytes) {
             Err(PgmSyntax::EndsBefore { .. }) if more => {}
             Ok((_, (_, at))) if more && at == bytes.len() => {}
             header => {
-                return header.map(|(h, _)| h).map_err(|why| PgmError::Format {
+                return header.map(|h| (bytes, h)).map_err(|why| PgmError::Format {
                     path: path.display().to_string(),
                     why,
                 })

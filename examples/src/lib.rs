@@ -3,13 +3,19 @@
 
 use std::process::ExitCode;
 
-/// Joins the job (see `epsilod::Cluster`), runs `app`, and prints its error
-/// as `error: ...` with its causes. Under MPI only rank 0 prints: every rank
-/// meets the same error (a rank failing alone ends the job itself).
-pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
+/// Parses the command line as `A`, joins the job (see `epsilod::Cluster`),
+/// runs `app`, and prints its error as `error: ...` with its causes. Under
+/// MPI only rank 0 prints: every rank meets the same error (a rank failing
+/// alone ends the job itself). Bad arguments are one line and status 2, as
+/// `epsilod`'s.
+pub fn main<A: clap::Parser>(app: impl FnOnce(A) -> anyhow::Result<()>) -> ExitCode {
     // The launcher's variables, read here: the library never reads the
     // environment.
     let launch = epsilod::Launch::from_vars(|k| std::env::var(k).ok());
+    let args = match A::try_parse() {
+        Ok(a) => a,
+        Err(e) => return bad_arguments(&e, launch.prints_for_all_ranks()),
+    };
     let cluster = match epsilod::Cluster::join(launch) {
         Ok(c) => c,
         Err(e) => {
@@ -19,7 +25,7 @@ pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = app();
+    let result = app(args);
     let code = match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -32,6 +38,28 @@ pub fn main(app: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
     // Waits for every rank (see Cluster): printed first, so nothing is lost.
     drop(cluster);
     code
+}
+
+/// Help goes to stdout with status 0; a bad argument is one line on stderr
+/// (printed where `prints`) and status 2.
+fn bad_arguments(e: &clap::Error, prints: bool) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if prints {
+        let program = std::env::args_os()
+            .next()
+            .map(std::path::PathBuf::from)
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "the program".into());
+        epsilod::cluster::print_error(&epsilod::cluster::usage_error_line(
+            &e.render().to_string(),
+            &program,
+        ));
+    }
+    ExitCode::from(2)
 }
 
 /// Devices as `epsilod run --devices` writes them.

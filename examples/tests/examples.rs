@@ -179,3 +179,51 @@ fn examples_under_mpirun_write_what_they_write_alone() {
     run(Some(2), gas, &args, &b);
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 }
+
+/// A bad option is one line and status 2, as `epsilod`'s: clap's own
+/// message was an error, a usage and a hint over five lines.
+#[test]
+fn examples_refuse_a_bad_option_in_one_line() {
+    for (bin, name) in [
+        (env!("CARGO_BIN_EXE_basic-stencils"), "basic-stencils"),
+        (env!("CARGO_BIN_EXE_gas-sim"), "gas-sim"),
+        (env!("CARGO_BIN_EXE_gaussian"), "gaussian"),
+        (env!("CARGO_BIN_EXE_laplace"), "laplace"),
+        (env!("CARGO_BIN_EXE_poisson"), "poisson"),
+        (env!("CARGO_BIN_EXE_stencil2d4"), "stencil2d4"),
+        (env!("CARGO_BIN_EXE_stencil3d27"), "stencil3d27"),
+        (env!("CARGO_BIN_EXE_wavesim"), "wavesim"),
+    ] {
+        let out = Command::new(bin).arg("--bogus").output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(
+            err,
+            format!("error: unexpected argument '--bogus' found (see '{name} --help')\n")
+        );
+    }
+    let help = Command::new(env!("CARGO_BIN_EXE_stencil2d4"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: stencil2d4"));
+}
+
+/// A user domain of usize::MAX cells a side is refused as too large,
+/// naming the size: it wrapped round to 1 and read as too small.
+#[test]
+fn gas_sim_refuses_a_side_of_usize_max() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gas-sim"))
+        .args(["18446744073709551615", "4", "4", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: bad size '18446744073709551615x6x6'")
+            && err.contains("more bytes than memory can address"),
+        "{err}"
+    );
+}

@@ -11,6 +11,7 @@ pub mod formula;
 pub mod frame;
 pub mod generic;
 pub mod init;
+pub mod input_file;
 pub mod kernel;
 pub mod library;
 pub mod limits;

@@ -89,7 +89,7 @@ fn boundary(low: &[usize], high: &[usize]) -> Vec<usize> {
 }
 
 fn read(path: &Path) -> Result<String, SpecError> {
-    std::fs::read_to_string(path).map_err(|e| SpecError::Io {
+    crate::input_file::read_text(path).map_err(|e| SpecError::Io {
         path: path.display().to_string(),
         source: Arc::new(e),
     })

@@ -114,7 +114,7 @@ pub fn read_csv(path: &std::path::Path) -> Result<Vec<Sample>, CliError> {
         path: path.display().to_string(),
         why,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let text = kernels::input_file::read_text(path).map_err(|e| bad(e.to_string()))?;
     let mut lines = text.lines();
     let header = FEATURES.join(",") + ",seconds";
     if lines.next() != Some(header.as_str()) {

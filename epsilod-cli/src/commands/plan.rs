@@ -16,7 +16,7 @@ pub fn plan(args: &PlanArgs) -> Result<(), CliError> {
     ])?;
     json.check()?;
     let path = args.inventory.display().to_string();
-    let text = std::fs::read_to_string(&args.inventory).map_err(|e| CliError::Input {
+    let text = kernels::input_file::read_text(&args.inventory).map_err(|e| CliError::Input {
         path: path.clone(),
         why: e.to_string(),
     })?;

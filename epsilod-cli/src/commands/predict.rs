@@ -360,7 +360,7 @@ fn learned_exchange(
         path: path.display().to_string(),
         why,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let text = kernels::input_file::read_text(path).map_err(|e| bad(e.to_string()))?;
     let model: CommModel = serde_json::from_str(&text)
         .map_err(|e| bad(format!("not a model of `epsilod fit-comm --out`: {e}")))?;
     let per_rank = per_rank.map_or(run.rows.len(), |n| n as usize);

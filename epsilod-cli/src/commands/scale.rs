@@ -364,7 +364,7 @@ pub fn load_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Res
         path: path.display().to_string(),
         why,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+    let text = kernels::input_file::read_text(path).map_err(|e| bad(e.to_string()))?;
     serde_json::from_str(&text).map_err(|e| bad(format!("not {what}: {e}")))
 }
 

@@ -226,3 +226,126 @@ fn out_of_range_inputs_are_one_clear_line() {
             .success()
     );
 }
+
+/// A device option's message says the range its check takes: `threads=`
+/// said "a whole number >= 0", then refused 0; `weight=inf` is >= 0 but
+/// refused as not finite.
+#[test]
+fn device_options_say_the_range_they_take() {
+    let run = |device: &str| {
+        [
+            "run",
+            "2d4",
+            "--size",
+            "34",
+            "--iters",
+            "1",
+            "--quiet",
+            "--devices",
+            device,
+        ]
+        .map(String::from)
+    };
+    for (device, want) in [
+        (
+            "cpu:threads=",
+            "bad device 'cpu:threads=': threads=: expected a whole number from 1 to 1024",
+        ),
+        ("cpu:threads=-1", "expected a whole number from 1 to 1024"),
+        ("cpu:threads=0", "a device needs at least one thread"),
+        ("cpu:threads=1025", "at most 1024 threads"),
+        (
+            "cpu:weight=inf",
+            "weight=inf: expected a number >= 0 and finite",
+        ),
+        (
+            "opencl:platform=",
+            "platform=: expected a whole number >= 0",
+        ),
+    ] {
+        let args = run(device);
+        fails_with(&args.each_ref().map(String::as_str), want);
+    }
+    // The low ends of the stated ranges are taken.
+    ok(&run("cpu:threads=1,weight=0").each_ref().map(String::as_str));
+}
+
+/// `plot` and `view` name a picture they cannot write by its cause: the
+/// bitmap backend's errors printed as Rust Debug text
+/// (`ImageError(IoError(Custom { kind: Other, .. }))`).
+#[test]
+#[cfg(target_os = "linux")]
+fn plot_and_view_say_why_a_picture_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = path(dir.path(), "r.json");
+    let field = path(dir.path(), "f.npy");
+    ok(&[
+        "run", "2d4", "--size", "34", "--iters", "2", "--quiet", "--report", &report, "--output",
+        &field,
+    ]);
+    let full = |name: &str| {
+        let p = path(dir.path(), name);
+        std::os::unix::fs::symlink("/dev/full", &p).unwrap();
+        p
+    };
+    let (png, svg, gif, one) = (full("a.png"), full("b.svg"), full("c.gif"), full("d.png"));
+    let cases = [
+        vec!["plot", "-o", &png, &report],
+        vec!["plot", "-o", &svg, &report],
+        vec!["view", "-o", &gif, &field, &field],
+        vec!["view", "-o", &one, &field],
+    ];
+    for args in &cases {
+        let out = args[2];
+        fails_with(
+            args,
+            &format!("cannot plot: cannot write {out}: No space left on device (os error 28)"),
+        );
+    }
+    // The readers' errors were lines already; they stay so.
+    let missing = path(dir.path(), "missing.json");
+    fails_with(
+        &["plot", "-o", &path(dir.path(), "x.png"), &missing],
+        &format!("cannot read report {missing}: No such file or directory (os error 2)"),
+    );
+}
+
+/// An endless or huge input is refused at a bound, in one line: each
+/// reader read `/dev/zero` (or a 1 TiB sparse file) until the allocator
+/// refused.
+#[test]
+#[cfg(target_os = "linux")]
+fn endless_and_huge_inputs_are_refused_at_a_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let sparse = path(dir.path(), "sparse.toml");
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let too_much = "it holds more than 256 MiB, the most a text input may";
+    for file in ["/dev/zero", sparse.as_str()] {
+        let run = ["run", "2d4", "--size", "34", "--iters", "1", "--quiet"];
+        fails_with(&[&run[..], &["--device-file", file]].concat(), too_much);
+        fails_with(&[&run[..], &["--weights-from", file]].concat(), too_much);
+        fails_with(&["run", file, "--size", "34", "--iters", "1"], too_much);
+        fails_with(
+            &["predict", "--model", file, "--size", "34", "--iters", "1"],
+            too_much,
+        );
+        fails_with(&["plot", "-o", &path(dir.path(), "x.png"), file], too_much);
+    }
+    // A P2 image's header on a 1 TiB file: no more is read than its pixels
+    // can take.
+    let image = path(dir.path(), "huge.pgm");
+    std::fs::write(&image, "P2\n2 2\n255\n").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&image)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    fails_with(
+        &["run", "gaussian", "--input", &image, "--iters", "1"],
+        "a 2x2 P2 image holds at most 266 bytes (64 a pixel after the header); this file holds more",
+    );
+}

@@ -131,6 +131,24 @@ pub fn print_error(message: &str) {
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
+/// A command-line parser's message (clap's: the error, then a usage and a
+/// hint over several lines) as one line for [`print_error`]: its first
+/// paragraph joined, without the leading `error: `, then `(see '<program>
+/// --help')`. Every program of the project refuses bad arguments this way.
+pub fn usage_error_line(rendered: &str, program: &str) -> String {
+    let first = rendered
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let first = match first.trim_start_matches("error: ") {
+        "" => "bad arguments",
+        f => f,
+    };
+    format!("{first} (see '{program} --help')")
+}
+
 impl Cluster {
     /// Joins the job of a process started as `launch`: starts MPI when a
     /// launcher started several ranks, and learns every rank's host.

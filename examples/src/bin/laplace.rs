@@ -22,7 +22,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    examples::main(|| run(Args::parse()))
+    examples::main(run)
 }
 
 fn run(a: Args) -> Result<()> {
