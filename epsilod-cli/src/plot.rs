@@ -40,7 +40,8 @@ pub(crate) fn ensure_font() -> Result<(), CliError> {
 
 /// Reads a run report written by `epsilod run --report`.
 pub fn load_report(path: &Path) -> Result<Report, CliError> {
-    let text = kernels::input_file::read_text(path)
+    use kernels::input_file::{read_text_within, REPORT_LIMIT};
+    let text = read_text_within(path, REPORT_LIMIT)
         .map_err(|e| CliError::Plot(format!("cannot read report {}: {e}", path.display())))?;
     serde_json::from_str(&text)
         .map_err(|e| CliError::Plot(format!("{} is not an epsilod report: {e}", path.display())))

@@ -7,31 +7,40 @@ use std::io::Read;
 use std::path::Path;
 
 /// The most a text input (a stencil spec, a device file, a machine model,
-/// a report, an inventory) may hold: 256 MiB, far past any real one.
+/// an inventory) may hold: 256 MiB, far past any real one.
 pub const TEXT_LIMIT: u64 = 256 << 20;
 
-/// The text of `path`, refused as an I/O error of kind `InvalidData` when
-/// it holds more than [`TEXT_LIMIT`] bytes: a regular file by its length,
-/// before reading; anything else (a device, a pipe) once that much is read.
+/// The most a run report may hold: 4 GiB. Reports are the one text input
+/// that grows with a run (the default record budget gives about 550 MB).
+pub const REPORT_LIMIT: u64 = 4 << 30;
+
+/// The text of `path`, at most [`TEXT_LIMIT`] bytes ([`read_text_within`]).
 pub fn read_text(path: &Path) -> std::io::Result<String> {
+    read_text_within(path, TEXT_LIMIT)
+}
+
+/// The text of `path`, refused as an I/O error of kind `InvalidData` when
+/// it holds more than `limit` bytes: a regular file by its length, before
+/// reading; anything else (a device, a pipe) once that much is read.
+pub fn read_text_within(path: &Path, limit: u64) -> std::io::Result<String> {
     let file = std::fs::File::open(path)?;
-    if file.metadata()?.len() > TEXT_LIMIT {
-        return Err(too_large());
+    if file.metadata()?.len() > limit {
+        return Err(too_large(limit));
     }
     let mut text = String::new();
-    file.take(TEXT_LIMIT + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > TEXT_LIMIT {
-        return Err(too_large());
+    file.take(limit + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(too_large(limit));
     }
     Ok(text)
 }
 
-fn too_large() -> std::io::Error {
+fn too_large(limit: u64) -> std::io::Error {
     std::io::Error::new(
         std::io::ErrorKind::InvalidData,
         format!(
-            "it holds more than {} MiB, the most a text input may (is it the right file?)",
-            TEXT_LIMIT >> 20
+            "it holds more than {} MiB, the most this input may (is it the right file?)",
+            limit >> 20
         ),
     )
 }
