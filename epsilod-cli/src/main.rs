@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod bitmap;
 mod commands;
 mod error;
 mod json;

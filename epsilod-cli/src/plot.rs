@@ -74,8 +74,6 @@ pub(crate) fn backend_error(e: &(dyn std::error::Error + 'static)) -> String {
     use plotters_bitmap::BitMapBackendError as Bitmap;
     match e.downcast_ref::<Bitmap>() {
         Some(Bitmap::IOError(io)) => io.to_string(),
-        Some(Bitmap::ImageError(i)) => i.to_string(),
-        Some(Bitmap::GifEncodingError(g)) => g.to_string(),
         Some(Bitmap::InvalidBuffer) => "the picture's buffer does not fit its size".into(),
         None => e.to_string(),
     }
@@ -155,9 +153,14 @@ pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), CliError> {
     let size = (1200, 1100);
     match ext {
         "png" => {
-            let root = BitMapBackend::new(out, size).into_drawing_area();
-            draw(&root, runs)?;
-            root.present().map_err(|e| written(out, &e))
+            let mut rgb = vec![0; crate::bitmap::rgb_bytes(size)];
+            {
+                let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+                draw(&root, runs)?;
+                root.present().map_err(|e| written(out, &e))?;
+            }
+            crate::bitmap::write_png(out, size, &rgb)
+                .map_err(|why| CliError::Plot(format!("cannot write {}: {why}", out.display())))
         }
         _ => {
             let root = SVGBackend::new(out, size).into_drawing_area();

@@ -3,6 +3,7 @@
 //! cells as density or speed; several files as an animated GIF on one
 //! colour scale.
 
+use crate::bitmap::{rgb_bytes, write_png, Gif};
 use crate::error::CliError;
 use ndarray::{ArrayD, Axis, Ix2, IxDyn};
 use plotters::prelude::*;
@@ -47,6 +48,19 @@ pub fn parse_slice(s: &str) -> Result<Slice, String> {
 /// A failed write of the picture `out`.
 fn written(out: &Path, why: &str) -> CliError {
     CliError::Plot(format!("cannot write {}: {why}", out.display()))
+}
+
+/// Draws one picture of `size` into `rgb` with `paint`.
+fn picture(
+    rgb: &mut [u8],
+    size: (u32, u32),
+    out: &Path,
+    paint: impl FnOnce(&DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let root = BitMapBackend::with_buffer(rgb, size).into_drawing_area();
+    paint(&root)?;
+    root.present()
+        .map_err(|e| written(out, &crate::plot::drawing_error(&e)))
 }
 
 fn err(path: &Path, why: impl std::fmt::Display) -> CliError {
@@ -281,21 +295,22 @@ pub fn view(
     let ext = out.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "gif" => {
-            let root = BitMapBackend::gif(out, size, delay_ms)
-                .map_err(|e| written(out, &crate::plot::backend_error(&e)))?
-                .into_drawing_area();
+            let mut gif = Gif::create(out, size, delay_ms).map_err(|why| written(out, &why))?;
+            let mut rgb = vec![0; rgb_bytes(size)];
             for (f, p) in files.iter().zip(&planes) {
-                draw(&root, p, range, &title(f), (h, w))?;
-                root.present()
-                    .map_err(|e| written(out, &crate::plot::drawing_error(&e)))?;
+                picture(&mut rgb, size, out, |root| {
+                    draw(root, p, range, &title(f), (h, w))
+                })?;
+                gif.frame(&rgb).map_err(|why| written(out, &why))?;
             }
-            Ok(())
+            gif.finish().map_err(|why| written(out, &why))
         }
         "png" if planes.len() == 1 => {
-            let root = BitMapBackend::new(out, size).into_drawing_area();
-            draw(&root, &planes[0], range, &title(files[0]), (h, w))?;
-            root.present()
-                .map_err(|e| written(out, &crate::plot::drawing_error(&e)))
+            let mut rgb = vec![0; rgb_bytes(size)];
+            picture(&mut rgb, size, out, |root| {
+                draw(root, &planes[0], range, &title(files[0]), (h, w))
+            })?;
+            write_png(out, size, &rgb).map_err(|why| written(out, &why))
         }
         "png" => Err(err(
             out,

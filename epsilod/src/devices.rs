@@ -881,7 +881,7 @@ mod tests {
             // TOML mistakes say where, on one line.
             (
                 "[[device]]\nkind = \"cpu\"\n[[device]\n",
-                "line 3, column 9: invalid table header; expected",
+                "line 3, column 10: unclosed array table, expected `]`",
             ),
         ] {
             let e = parse_device_file(text, "d.toml").unwrap_err().to_string();

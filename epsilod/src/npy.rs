@@ -1,12 +1,14 @@
-//! Reading user `.npy` files (gaussian's image, a spec's `--aux` fields,
-//! `epsilod view`'s fields) without trusting their headers: the shape a
-//! header declares is checked against the bytes the file holds before
-//! anything is allocated, so a damaged or hostile header is an error line
-//! and not a 160 GB allocation.
+//! NumPy's `.npy` format, version 1.0: results written, and user files
+//! read (gaussian's image, a spec's `--aux` fields, `epsilod view`'s
+//! fields) without trusting their headers: the shape a header declares is
+//! checked against the bytes the file holds before anything is allocated,
+//! so a damaged or hostile header is an error line and not a 160 GB
+//! allocation. Only f32 and f64 arrays, whose header is a Python dict
+//! literal of three keys: a few lines here rather than a crate and its
+//! Python-literal parser.
 
-use ndarray::ArrayD;
-use ndarray_npy::ReadNpyExt;
-use std::io::Read;
+use ndarray::{ArrayD, IxDyn, ShapeBuilder};
+use std::io::{Read, Write};
 use std::path::Path;
 use thiserror::Error;
 
@@ -59,53 +61,185 @@ pub enum NpyError {
 
 /// The array of an f32 or f64 `.npy` file as f32 (f64 values rounded).
 pub fn read_as_f32(path: &Path) -> Result<ArrayD<f32>, NpyError> {
-    let kind = check(path)?;
-    if kind.float_bytes == Some(4) {
-        return ArrayD::<f32>::read_npy(open(path)?).map_err(|e| unreadable(&e));
-    }
-    Ok(read_f64(path, &kind)?.mapv(|v| v as f32))
+    let (header, data) = read(path)?;
+    let values: Vec<f32> = match header.float_bytes {
+        Some(4) => floats(
+            &data,
+            header.big_endian,
+            f32::from_le_bytes,
+            f32::from_be_bytes,
+        ),
+        _ => floats(
+            &data,
+            header.big_endian,
+            f64::from_le_bytes,
+            f64::from_be_bytes,
+        )
+        .into_iter()
+        .map(|v| v as f32)
+        .collect(),
+    };
+    shaped(&header, values)
 }
 
 /// The array of an f32 or f64 `.npy` file as f64 (f32 values exact).
 pub fn read_as_f64(path: &Path) -> Result<ArrayD<f64>, NpyError> {
-    let kind = check(path)?;
-    if kind.float_bytes == Some(4) {
-        let a = ArrayD::<f32>::read_npy(open(path)?).map_err(|e| unreadable(&e))?;
-        return Ok(a.mapv(f64::from));
-    }
-    read_f64(path, &kind)
+    let (header, data) = read(path)?;
+    let values: Vec<f64> = match header.float_bytes {
+        Some(4) => floats(
+            &data,
+            header.big_endian,
+            f32::from_le_bytes,
+            f32::from_be_bytes,
+        )
+        .into_iter()
+        .map(f64::from)
+        .collect(),
+        _ => floats(
+            &data,
+            header.big_endian,
+            f64::from_le_bytes,
+            f64::from_be_bytes,
+        ),
+    };
+    shaped(&header, values)
 }
 
 /// The shape of an f32 or f64 `.npy` file's array, its header alone read
 /// (and checked as [`read_as_f32`] checks it), so that a run can check the
 /// memory an array needs before reading it.
 pub fn shape(path: &Path) -> Result<Vec<usize>, NpyError> {
-    let kind = check(path)?;
-    if kind.float_bytes.is_none() {
-        return Err(NpyError::Values(kind.descr));
-    }
-    let shape = kind
-        .shape
-        .ok_or_else(|| NpyError::Unreadable("its header declares no shape".into()))?;
-    Ok(shape.into_iter().map(|d| d as usize).collect())
+    let header = readable(check(path)?)?;
+    Ok(header.shape.iter().map(|&d| d as usize).collect())
 }
 
-fn read_f64(path: &Path, kind: &Header) -> Result<ArrayD<f64>, NpyError> {
-    // A header without a type this could read is the reader's to name.
-    if kind.float_bytes != Some(8) && !kind.descr.is_empty() {
-        return Err(NpyError::Values(kind.descr.clone()));
+/// Writes `values` (row-major, `shape`'s product of them) as a version 1.0
+/// file NumPy reads: little-endian, C order, the header padded with spaces
+/// and a newline to a multiple of 64 bytes (the format's alignment).
+pub fn write<T: NpyFloat>(path: &Path, shape: &[usize], values: &[T]) -> std::io::Result<()> {
+    if shape.iter().product::<usize>() != values.len() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{} values do not fill shape {shape:?}", values.len()),
+        ));
     }
-    ArrayD::<f64>::read_npy(open(path)?).map_err(|e| unreadable(&e))
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let tuple = match dims.len() {
+        1 => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {tuple}}}",
+        T::DESCR
+    );
+    // At least one space, as earlier epsilod versions wrote.
+    header.push(' ');
+    while !(MAGIC.len() + 4 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    let len = u16::try_from(header.len())
+        .map_err(|_| std::io::Error::other("a .npy header longer than 65535 bytes"))?;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    out.write_all(MAGIC)?;
+    out.write_all(&[1, 0])?;
+    out.write_all(&len.to_le_bytes())?;
+    out.write_all(header.as_bytes())?;
+    for v in values {
+        v.write_le(&mut out)?;
+    }
+    out.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+/// A float type `.npy` files hold.
+pub trait NpyFloat: Copy {
+    /// NumPy's name of the little-endian type.
+    const DESCR: &'static str;
+    /// Writes the value's little-endian bytes.
+    fn write_le(self, out: &mut impl Write) -> std::io::Result<()>;
+}
+
+impl NpyFloat for f32 {
+    const DESCR: &'static str = "<f4";
+    fn write_le(self, out: &mut impl Write) -> std::io::Result<()> {
+        out.write_all(&self.to_le_bytes())
+    }
+}
+
+impl NpyFloat for f64 {
+    const DESCR: &'static str = "<f8";
+    fn write_le(self, out: &mut impl Write) -> std::io::Result<()> {
+        out.write_all(&self.to_le_bytes())
+    }
+}
+
+const MAGIC: &[u8] = b"\x93NUMPY";
+
+/// The header, checked readable, and the data bytes its shape declares.
+fn read(path: &Path) -> Result<(Readable, Vec<u8>), NpyError> {
+    let header = readable(check(path)?)?;
+    let mut f = open(path)?;
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(header.data_at))?;
+    let mut data = vec![0u8; header.data_bytes as usize];
+    f.read_exact(&mut data)?;
+    Ok((header, data))
+}
+
+/// The values of `data`, `N` bytes each, in the file's byte order.
+fn floats<F, const N: usize>(
+    data: &[u8],
+    big_endian: bool,
+    le: fn([u8; N]) -> F,
+    be: fn([u8; N]) -> F,
+) -> Vec<F> {
+    let from = if big_endian { be } else { le };
+    data.chunks_exact(N)
+        .map(|c| from(c.try_into().expect("chunks of N bytes")))
+        .collect()
+}
+
+fn shaped<F>(header: &Readable, values: Vec<F>) -> Result<ArrayD<F>, NpyError> {
+    let dims: Vec<usize> = header.shape.iter().map(|&d| d as usize).collect();
+    let shape = IxDyn(&dims).set_f(header.fortran_order);
+    ArrayD::from_shape_vec(shape, values).map_err(|e| NpyError::Unreadable(e.to_string()))
 }
 
 fn open(path: &Path) -> Result<std::fs::File, NpyError> {
     Ok(std::fs::File::open(path)?)
 }
 
-/// The reader's error on one line (its parser draws the spot in several).
-fn unreadable(e: &dyn std::fmt::Display) -> NpyError {
-    let text = e.to_string();
-    NpyError::Unreadable(text.lines().next().unwrap_or("").trim().to_string())
+/// A header this module reads: an f32 or f64 array of a known shape and
+/// order.
+struct Readable {
+    float_bytes: Option<usize>,
+    big_endian: bool,
+    fortran_order: bool,
+    shape: Vec<u64>,
+    data_at: u64,
+    data_bytes: u64,
+}
+
+fn readable(h: Header) -> Result<Readable, NpyError> {
+    if h.descr.is_empty() {
+        return Err(NpyError::Unreadable("its header has no 'descr'".into()));
+    }
+    if h.float_bytes.is_none() {
+        return Err(NpyError::Values(h.descr));
+    }
+    let shape = h
+        .shape
+        .ok_or_else(|| NpyError::Unreadable("its header declares no shape".into()))?;
+    let fortran_order = h.fortran_order.ok_or_else(|| {
+        NpyError::Unreadable("its header has no 'fortran_order' of True or False".into())
+    })?;
+    Ok(Readable {
+        float_bytes: h.float_bytes,
+        big_endian: h.descr.starts_with('>'),
+        fortran_order,
+        data_bytes: shape.iter().product::<u64>() * h.float_bytes.unwrap_or(1) as u64,
+        shape,
+        data_at: h.data_at,
+    })
 }
 
 /// What a header declares.
@@ -115,17 +249,20 @@ struct Header {
     float_bytes: Option<usize>,
     /// The shape, where the header's could be read.
     shape: Option<Vec<u64>>,
+    /// `fortran_order`, where it is `True` or `False`.
+    fortran_order: Option<bool>,
+    /// Where the data starts.
+    data_at: u64,
 }
 
 /// Reads the header and errors unless the data the shape declares is in
-/// the file. A header this cannot parse is left to the reader, whose error
-/// names it.
+/// the file. What a header lacks is [`readable`]'s to name.
 fn check(path: &Path) -> Result<Header, NpyError> {
     let mut f = open(path)?;
     let file_bytes = f.metadata()?.len();
     let mut start = [0u8; 12];
     let got = read_up_to(&mut f, &mut start)?;
-    if got < 10 || &start[..6] != b"\x93NUMPY" {
+    if got < 10 || &start[..6] != MAGIC {
         return Err(NpyError::NotNpy);
     }
     let (len, at) = match start[6] {
@@ -173,10 +310,21 @@ fn check(path: &Path) -> Result<Header, NpyError> {
             });
         }
     }
+    let fortran_order = after(&header, "'fortran_order'").and_then(|rest| {
+        if rest.starts_with("True") {
+            Some(true)
+        } else if rest.starts_with("False") {
+            Some(false)
+        } else {
+            None
+        }
+    });
     Ok(Header {
         descr,
         float_bytes,
         shape,
+        fortran_order,
+        data_at: at + len,
     })
 }
 
@@ -191,10 +339,15 @@ fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
+/// What follows `key:` in a Python dict literal, from its first non-space.
+fn after<'a>(header: &'a str, key: &str) -> Option<&'a str> {
+    let rest = &header[header.find(key)? + key.len()..];
+    Some(rest.trim_start().strip_prefix(':')?.trim_start())
+}
+
 /// The string after `key:` in a Python dict literal: `'descr': '<f4'`.
 fn quoted_after(header: &str, key: &str) -> Option<String> {
-    let rest = &header[header.find(key)? + key.len()..];
-    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let rest = after(header, key)?;
     let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
     let rest = &rest[1..];
     Some(rest[..rest.find(quote)?].to_string())
@@ -202,8 +355,7 @@ fn quoted_after(header: &str, key: &str) -> Option<String> {
 
 /// The tuple after `'shape':`, `(200, 300)` or `(7,)` or `()`.
 fn shape_of(header: &str) -> Option<Vec<u64>> {
-    let rest = &header[header.find("'shape'")? + "'shape'".len()..];
-    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let rest = after(header, "'shape'")?;
     let inner = &rest.strip_prefix('(')?[..rest.find(')')? - 1];
     inner
         .split(',')
@@ -318,5 +470,85 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no NumPy magic"));
+    }
+
+    /// The header's exact text and padding (to 128 bytes here: at least one
+    /// space), then little-endian values; read back bit for bit.
+    #[test]
+    fn arrays_are_written_as_numpy_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        for (shape, tuple) in [(vec![2, 3], "(2, 3)"), (vec![2], "(2,)"), (vec![], "()")] {
+            let p = dir.path().join("a.npy");
+            let n: usize = shape.iter().product();
+            let values: Vec<f32> = (0..n).map(|i| i as f32 - 0.5).collect();
+            write(&p, &shape, &values).unwrap();
+            let bytes = std::fs::read(&p).unwrap();
+            let mut header =
+                format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {tuple}}}");
+            header += &" ".repeat(117 - header.len());
+            assert_eq!(&bytes[..10], b"\x93NUMPY\x01\x00\x76\x00");
+            assert_eq!(std::str::from_utf8(&bytes[10..128]).unwrap(), header + "\n");
+            let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert_eq!(&bytes[128..], &data[..]);
+            let back = read_as_f32(&p).unwrap();
+            assert_eq!(back.shape(), &shape[..]);
+            assert!(back
+                .iter()
+                .zip(&values)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+        }
+        let p = dir.path().join("d.npy");
+        write(&p, &[3], &[1.0f64 / 3.0, -0.0, f64::MAX]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap()[..64].len(), 64);
+        let d = read_as_f64(&p).unwrap();
+        assert_eq!(d.as_slice().unwrap(), &[1.0f64 / 3.0, -0.0, f64::MAX]);
+        assert!(write(&p, &[2, 2], &[1.0f32; 3]).is_err());
+    }
+
+    /// Fortran order and big-endian values, as NumPy may write them, read
+    /// into the same logical array.
+    #[test]
+    fn fortran_order_and_big_endian_files_read_as_their_arrays() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // Column-major [[1, 2, 3], [4, 5, 6]] in f4, big-endian f8 [1.5, -2].
+        let cols: Vec<u8> = [1f32, 4., 2., 5., 3., 6.]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let f = file(
+            d,
+            "f.npy",
+            "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+            0,
+        );
+        let mut bytes = std::fs::read(&f).unwrap();
+        bytes.extend(cols);
+        std::fs::write(&f, bytes).unwrap();
+        let a = read_as_f32(&f).unwrap();
+        assert_eq!(a.shape(), &[2, 3]);
+        assert_eq!(
+            a.iter().copied().collect::<Vec<_>>(),
+            [1., 2., 3., 4., 5., 6.]
+        );
+        let b = file(
+            d,
+            "b.npy",
+            "{'descr': '>f8', 'fortran_order': False, 'shape': (2,), }",
+            0,
+        );
+        let mut bytes = std::fs::read(&b).unwrap();
+        bytes.extend(1.5f64.to_be_bytes());
+        bytes.extend((-2f64).to_be_bytes());
+        std::fs::write(&b, bytes).unwrap();
+        assert_eq!(read_as_f64(&b).unwrap().as_slice().unwrap(), &[1.5, -2.0]);
+        let odd = file(
+            d,
+            "o.npy",
+            "{'descr': '<f4', 'fortran_order': 0, 'shape': (1,), }",
+            4,
+        );
+        let e = read_as_f32(&odd).unwrap_err().to_string();
+        assert!(e.contains("'fortran_order'"), "{e}");
     }
 }

@@ -64,14 +64,6 @@ pub enum WriteError {
     /// Scalars that are neither f32 nor f64.
     #[error("{0} values: .npy and .vti files hold f32 or f64")]
     NotFloat(&'static str),
-    /// The array for `.npy` could not be shaped.
-    #[cfg(feature = "npy")]
-    #[error(transparent)]
-    Shape(#[from] ndarray::ShapeError),
-    /// The `.npy` writer's reason.
-    #[cfg(feature = "npy")]
-    #[error(transparent)]
-    Npy(#[from] ndarray_npy::WriteNpyError),
     /// The `.vti` writer's reason.
     #[cfg(feature = "vtk")]
     #[error(transparent)]
@@ -426,18 +418,11 @@ fn floats<S: Cell>(scalars: &[S]) -> Result<Floats<'_>, WriteError> {
 
 #[cfg(feature = "npy")]
 fn write_npy(path: &Path, shape: &[usize], values: Floats<'_>) -> Result<(), WriteError> {
-    fn npy<A: ndarray_npy::WritableElement + Clone>(
-        path: &Path,
-        shape: &[usize],
-        values: &[A],
-    ) -> Result<(), WriteError> {
-        let arr = ArrayD::from_shape_vec(ndarray::IxDyn(shape), values.to_vec())?;
-        Ok(ndarray_npy::write_npy(path, &arr)?)
-    }
     match values {
-        Floats::F32(v) => npy(path, shape, v),
-        Floats::F64(v) => npy(path, shape, v),
+        Floats::F32(v) => crate::npy::write(path, shape, v)?,
+        Floats::F64(v) => crate::npy::write(path, shape, v)?,
     }
+    Ok(())
 }
 
 /// Why a field cannot be written as VTK image data.

@@ -73,6 +73,24 @@ pub fn library_reference(
     ))
 }
 
+/// Writes a NumPy `.npy` file (format 1.0, C order) of `values` in the
+/// machine's byte order as the type NumPy names `descr` (`"<f4"`, `"<i4"`),
+/// so that tests make input files without the reader under test.
+pub fn write_npy<T: bytemuck::Pod>(
+    path: impl AsRef<std::path::Path>,
+    descr: &str,
+    shape: &[usize],
+    values: &[T],
+) {
+    let dims: String = shape.iter().map(|d| format!("{d},")).collect();
+    let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}\n");
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend(u16::try_from(header.len()).unwrap().to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(bytemuck::cast_slice::<T, u8>(values));
+    std::fs::write(path, bytes).unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,20 +136,17 @@ fn images_load_from_pgm_and_npy() {
         (2, 3, vec![0.0, 1.0, 2.0, 3.0, 4.0, 255.0])
     );
     let npy = dir.path().join("a.npy");
-    let a = ndarray::Array2::from_shape_vec((2, 2), vec![0.5f64, -1.0, 3.0, 1e10]).unwrap();
-    ndarray_npy::write_npy(&npy, &a).unwrap();
+    epsilod_testkit::write_npy(&npy, "<f8", &[2, 2], &[0.5f64, -1.0, 3.0, 1e10]);
     assert_eq!(
         gaussian::load(&npy).unwrap(),
         (2, 2, vec![0.5f32, -1.0, 3.0, 1e10])
     );
-    let flat = ndarray::Array1::from_vec(vec![1.0f32, 2.0]);
-    ndarray_npy::write_npy(&npy, &flat).unwrap();
+    epsilod_testkit::write_npy(&npy, "<f4", &[2], &[1.0f32, 2.0]);
     assert!(gaussian::load(&npy)
         .unwrap_err()
         .to_string()
         .contains("2-d"));
-    let ints = ndarray::Array2::from_shape_vec((1, 1), vec![7i32]).unwrap();
-    ndarray_npy::write_npy(&npy, &ints).unwrap();
+    epsilod_testkit::write_npy(&npy, "<i4", &[1, 1], &[7i32]);
     assert!(gaussian::load(&npy).is_err());
     assert!(gaussian::load(&dir.path().join("a.png"))
         .unwrap_err()

@@ -344,8 +344,8 @@ fn zero_iterations_write_the_initial_state() {
 fn gaussian_writes_epsilods_pgm() {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
-    let image = ndarray::arr2(&[[-5.0f32, 0.0, 7.0], [300.0, 1234.0, 42.0]]);
-    ndarray_npy::write_npy(p("in.npy"), &image).unwrap();
+    let image = [-5.0f32, 0.0, 7.0, 300.0, 1234.0, 42.0];
+    epsilod_testkit::write_npy(p("in.npy"), "<f4", &[2, 3], &image);
     std::fs::write(p("in.pgm"), "P2\n3 2\n200\n9\n0\n200\n31\n5\n100\n").unwrap();
     for (input, want) in [
         ("in.npy", "P2\n3 2\n255\n-05\n000\n007\n300\n1234\n042\n"),
@@ -577,7 +577,7 @@ fn gaussian_blurs_a_pgm_image() {
     let want: Vec<f32> = (0..rows * cols)
         .map(|k| grid[[k / cols + r, k % cols + r]])
         .collect();
-    let npy: ndarray::ArrayD<f32> = ndarray_npy::read_npy(p("out.npy")).unwrap();
+    let npy = epsilod::npy::read_as_f32(std::path::Path::new(&p("out.npy"))).unwrap();
     assert_eq!(npy.shape(), &[rows, cols]);
     assert!(npy
         .iter()

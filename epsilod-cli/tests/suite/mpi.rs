@@ -172,11 +172,8 @@ fn laplace_poisson_wavesim_and_spec_files_match_one_process_on_2_and_3_ranks() {
     );
     // The field from a file every rank reads.
     let field = dir.path().join("k.npy");
-    {
-        use ndarray_npy::WriteNpyExt;
-        let k = ndarray::Array2::from_shape_fn((40, 18), |(r, q)| (r * 18 + q) as f32 * 1e-3);
-        k.write_npy(std::fs::File::create(&field).unwrap()).unwrap();
-    }
+    let k: Vec<f32> = (0..40 * 18).map(|i| i as f32 * 1e-3).collect();
+    epsilod_testkit::write_npy(&field, "<f4", &[40, 18], &k);
     let k = format!("k={}", field.display());
     let varcoef_run = [
         "run",

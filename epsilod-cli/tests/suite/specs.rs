@@ -249,7 +249,7 @@ fn a_bad_expression_is_one_line_naming_the_file_and_the_place() {
 /// and bad uses are one line.
 #[test]
 fn aux_fields_from_npy_files() {
-    use ndarray_npy::WriteNpyExt;
+    use epsilod_testkit::write_npy;
     let dir = tempfile::tempdir().unwrap();
     let spec = specs().join("varcoef.toml");
     let spec = spec.to_str().unwrap();
@@ -264,15 +264,21 @@ fn aux_fields_from_npy_files() {
         base + q as f32 / (cols as f32 * 16.0)
     };
     let same = ndarray::Array2::from_shape_fn((rows, cols), |(r, q)| k(r, q));
-    let write = |name: &str, a: &dyn Fn(&std::fs::File)| {
+    let write = |name: &str, a: &dyn Fn(&std::path::Path)| {
         let p = dir.path().join(name);
-        a(&std::fs::File::create(&p).unwrap());
+        a(&p);
         p.to_str().unwrap().to_string()
     };
-    let f32_file = write("k32.npy", &|f| same.write_npy(f).unwrap());
-    let f64_file = write("k64.npy", &|f| same.mapv(f64::from).write_npy(f).unwrap());
-    let other = write("other.npy", &|f| {
-        same.mapv(|v| v * 0.5).write_npy(f).unwrap()
+    let values = |a: ndarray::Array2<f32>| a.iter().copied().collect::<Vec<_>>();
+    let f32_file = write("k32.npy", &|p| {
+        write_npy(p, "<f4", &[rows, cols], &values(same.clone()))
+    });
+    let f64_file = write("k64.npy", &|p| {
+        let v: Vec<f64> = same.iter().map(|&v| f64::from(v)).collect();
+        write_npy(p, "<f8", &[rows, cols], &v)
+    });
+    let other = write("other.npy", &|p| {
+        write_npy(p, "<f4", &[rows, cols], &values(same.mapv(|v| v * 0.5)))
     });
     let run = |extra: &[&str], out: &str| {
         let out = dir.path().join(out);
@@ -325,9 +331,7 @@ fn aux_fields_from_npy_files() {
         "k=/nonexistent.npy",
         "--aux k=/nonexistent.npy: No such file",
     );
-    let small = write("small.npy", &|f| {
-        ndarray::Array2::<f32>::zeros((3, 4)).write_npy(f).unwrap()
-    });
+    let small = write("small.npy", &|p| write_npy(p, "<f4", &[3, 4], &[0f32; 12]));
     fails(
         &format!("k={small}"),
         "the array is [3, 4], the run's --size is [30, 22]",
