@@ -30,49 +30,42 @@ fn checkpointed(ck: &Path) -> PathBuf {
     ck.join("ckpt-000000000005")
 }
 
-/// `file` made a 1 TiB sparse file (nothing is written).
-fn make_huge(file: &Path) {
+/// A restart from a checkpoint whose `file` was made a 1 TiB sparse file
+/// fails with the line `want` gives for the file's path.
+fn refused_when_huge(file: &str, want: impl Fn(&Path) -> String) {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let file = checkpointed(&ck).join(file);
     std::fs::OpenOptions::new()
         .write(true)
-        .open(file)
+        .open(&file)
         .unwrap()
         .set_len(1 << 40)
         .unwrap();
-}
-
-fn restart(ck: &Path, want: &str) {
     let ck = ck.display().to_string();
     let run = ["run", "2d4", "--size", "34", "--iters", "20", "--quiet"];
-    fails_with(&[&run[..], &["--restart", &ck]].concat(), want);
+    fails_with(&[&run[..], &["--restart", &ck]].concat(), &want(&file));
 }
 
 /// A block is read no further than the bytes its manifest gives it: one of
 /// a terabyte is refused by its length.
 #[test]
 fn a_huge_block_is_refused_by_its_length() {
-    let dir = tempfile::tempdir().unwrap();
-    let block = checkpointed(&dir.path().join("ck")).join("block-1.bin");
-    make_huge(&block);
-    restart(
-        &dir.path().join("ck"),
-        &format!(
+    refused_when_huge("block-1.bin", |block| {
+        format!(
             "checkpoint block {} is truncated or overwritten: 1099511627776 bytes, the manifest says 2048",
             block.display()
-        ),
-    );
+        )
+    });
 }
 
 /// A manifest is read within 64 MiB, a hundred thousand devices' worth.
 #[test]
 fn a_huge_manifest_is_refused_at_its_bound() {
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = checkpointed(&dir.path().join("ck")).join("manifest.json");
-    make_huge(&manifest);
-    restart(
-        &dir.path().join("ck"),
-        &format!(
+    refused_when_huge("manifest.json", |manifest| {
+        format!(
             "checkpoint path {}: it holds more than 64 MiB, the most this input may",
             manifest.display()
-        ),
-    );
+        )
+    });
 }

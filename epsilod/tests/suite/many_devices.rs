@@ -7,14 +7,9 @@ use epsilod_testkit::{bits, irregular_init};
 use heuristics::testing::Scripted;
 use kernels::{KernelChoice, Library};
 
-fn run(
-    lib: Library,
-    sizes: &[usize],
-    iters: u64,
-    devices: Vec<DeviceSpec>,
-    part: Partition,
-    depth: usize,
-) -> epsilod::Outcome<f32> {
+/// `lib` on `sizes` for `iters` iterations over `devices`, from an init
+/// that differs at every cell.
+fn skeleton(lib: Library, sizes: &[usize], iters: u64, devices: Vec<DeviceSpec>) -> Skeleton<f32> {
     let spec = lib.spec();
     let init = irregular_init(sizes.to_vec(), spec.low.clone(), spec.high.clone(), 5);
     Skeleton::new(
@@ -24,10 +19,14 @@ fn run(
     .iterations(iters)
     .init(init)
     .devices(devices)
-    .partition(part)
-    .halo_depth(HaloDepth::Depth(depth))
-    .run()
-    .unwrap()
+}
+
+/// The bits of the same run on one device.
+fn one_device(lib: Library, sizes: &[usize], iters: u64) -> Vec<u32> {
+    let out = skeleton(lib, sizes, iters, vec![DeviceSpec::cpu(1)])
+        .run()
+        .unwrap();
+    bits(&out.grid)
 }
 
 /// 300 devices on a 30x10 grid of blocks, a stencil that reads corners,
@@ -35,28 +34,17 @@ fn run(
 #[test]
 fn three_hundred_devices_give_one_devices_bits() {
     let (lib, sizes, iters) = (Library::S2d8, [124usize, 104], 12);
-    let one = run(
-        lib,
-        &sizes,
-        iters,
-        vec![DeviceSpec::cpu(1)],
-        Partition::Multi,
-        1,
-    );
-    let many = run(
-        lib,
-        &sizes,
-        iters,
-        vec![DeviceSpec::cpu(1); 300],
-        Partition::Multi,
-        2,
-    );
+    let many = skeleton(lib, &sizes, iters, vec![DeviceSpec::cpu(1); 300])
+        .partition(Partition::Multi)
+        .halo_depth(HaloDepth::Depth(2))
+        .run()
+        .unwrap();
     assert_eq!(many.report.iterations[0].devices.len(), 300);
-    assert_eq!(bits(&many.grid), bits(&one.grid));
+    assert_eq!(bits(&many.grid), one_device(lib, &sizes, iters));
 }
 
-/// 250 weighted slabs, some devices without rows, on a 3-d stencil with
-/// corners; then a scripted rebalance moves rows between many neighbours.
+/// 250 weighted slabs, a quarter of the devices without rows, on a 3-d
+/// stencil with corners; then a scripted rebalance gives every device rows.
 #[test]
 fn hundreds_of_weighted_devices_rebalanced_give_one_devices_bits() {
     let (lib, sizes, iters) = (Library::S3d27, [522usize, 6, 5], 30);
@@ -67,46 +55,20 @@ fn hundreds_of_weighted_devices_rebalanced_give_one_devices_bits() {
             d
         })
         .collect();
-    let one = run(
-        lib,
-        &sizes,
-        iters,
-        vec![DeviceSpec::cpu(1)],
-        Partition::Multi,
-        1,
-    );
-    let many = run(
-        lib,
-        &sizes,
-        iters,
-        devices.clone(),
-        Partition::Weighted(0),
-        1,
-    );
-    assert_eq!(bits(&many.grid), bits(&one.grid));
+    let want = one_device(lib, &sizes, iters);
+    let weighted =
+        || skeleton(lib, &sizes, iters, devices.clone()).partition(Partition::Weighted(0));
+    assert_eq!(bits(&weighted().run().unwrap().grid), want);
     let moved: Vec<f64> = (0..250).map(|i| [2.0, 1.0, 1.0, 3.0][i % 4]).collect();
-    let spec = lib.spec();
-    let rebalanced = Skeleton::new(
-        &sizes,
-        Stencil::<f32>::library(lib, KernelChoice::Specialized),
-    )
-    .iterations(iters)
-    .init(irregular_init(
-        sizes.to_vec(),
-        spec.low.clone(),
-        spec.high.clone(),
-        5,
-    ))
-    .devices(devices)
-    .partition(Partition::Weighted(0))
-    .alb(
-        Alb::custom("scripted", move || {
-            Box::new(Scripted::new(&[(4, moved.as_slice())]))
-        })
-        .window(2),
-    )
-    .run()
-    .unwrap();
+    let rebalanced = weighted()
+        .alb(
+            Alb::custom("scripted", move || {
+                Box::new(Scripted::new(&[(4, moved.as_slice())]))
+            })
+            .window(2),
+        )
+        .run()
+        .unwrap();
     assert_eq!(rebalanced.report.summary.rebalances, 1);
-    assert_eq!(bits(&rebalanced.grid), bits(&one.grid));
+    assert_eq!(bits(&rebalanced.grid), want);
 }
