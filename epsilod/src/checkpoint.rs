@@ -24,6 +24,7 @@
 //! ranks share.
 
 use hitmap::Shape;
+use kernels::input_file::read_text_within;
 use kernels::Cell;
 use std::fs;
 use std::io::Write;
@@ -46,7 +47,9 @@ use error::{copy, io};
 pub use identity::{Digest, RunIdentity};
 pub(crate) use lock::DirLock;
 pub(crate) use names::block_name;
-use names::{crc_name, failed_name, final_name, listed, partial_name, tmp_name, MANIFEST};
+use names::{
+    crc_name, failed_name, final_name, listed, partial_name, tmp_name, MANIFEST, NOTE_LIMIT,
+};
 pub(crate) use restart::FORMAT;
 use restart::{check_owner, run_of};
 pub use restart::{BlockEntry, Expect, Manifest, Origin, Restart};
@@ -250,7 +253,7 @@ pub(crate) fn write_block<T: Cell>(
 /// one whose own record this process lacks).
 fn failed_writer(dir: &Path, block: &str) -> Option<CheckpointError> {
     let marker = dir.join(failed_name(block));
-    let said = fs::read_to_string(&marker).ok()?;
+    let said = read_text_within(&marker, NOTE_LIMIT).ok()?;
     let (path, why) = said.split_once('\n').unwrap_or(("", ""));
     Some(CheckpointError::Io {
         path: match path {
@@ -268,7 +271,7 @@ fn failed_writer(dir: &Path, block: &str) -> Option<CheckpointError> {
 /// the manifest holds it from now on).
 fn handed_over(dir: &Path, b: &BlockEntry) -> Result<u32, CheckpointError> {
     let path = dir.join(crc_name(&b.file));
-    let text = fs::read_to_string(&path).map_err(io(&path))?;
+    let text = read_text_within(&path, NOTE_LIMIT).map_err(io(&path))?;
     let parsed = text.split_once(' ').and_then(|(crc, bytes)| {
         let crc = u32::from_str_radix(crc, 16).ok()?;
         (bytes.trim().parse::<u64>().ok()? == b.bytes).then_some(crc)

@@ -224,53 +224,106 @@ fn halo_region(block: &Shape, dir: &[i64], reach: &[i64]) -> Shape {
     )
 }
 
+impl VpHalo {
+    /// Process `p`'s part of [`HaloPlan::new`], built from its neighbours
+    /// alone: what each process of a run needs, without planning the
+    /// others' exchanges.
+    pub fn new(layout: &Layout, footprint: &Footprint, p: usize) -> Result<VpHalo, HitmapError> {
+        check_rank(layout, footprint)?;
+        Ok(Reach::new(footprint).vp(layout, p))
+    }
+}
+
+fn check_rank(layout: &Layout, footprint: &Footprint) -> Result<(), HitmapError> {
+    if layout.domain().ndims() != footprint.ndims() {
+        return Err(HitmapError::RankMismatch {
+            domain: layout.domain().ndims(),
+            footprint: footprint.ndims(),
+        });
+    }
+    Ok(())
+}
+
+/// A footprint's active directions and reach, as the plans use them.
+struct Reach {
+    dirs: Vec<(Vec<i64>, Vec<i64>)>,
+    low: Vec<i64>,
+    high: Vec<i64>,
+}
+
+impl Reach {
+    fn new(footprint: &Footprint) -> Reach {
+        let signed = |r: &[usize]| r.iter().map(|&r| r as i64).collect();
+        Reach {
+            dirs: footprint.directions(),
+            low: signed(footprint.low()),
+            high: signed(footprint.high()),
+        }
+    }
+
+    /// The halo regions of `to`'s block that `from`'s block owns, in
+    /// direction order; none when `to`'s reach misses `from`.
+    fn regions(&self, layout: &Layout, to: usize, from: usize) -> Vec<Shape> {
+        let (bt, bf) = (layout.block(to), layout.block(from));
+        if !bt.expand(&self.low, &self.high).overlaps(bf) {
+            return Vec::new();
+        }
+        self.dirs
+            .iter()
+            .map(|(dir, reach)| halo_region(bt, dir, reach).intersect(bf))
+            .filter(|r| !r.is_empty())
+            .collect()
+    }
+
+    /// Process `p`'s sends and receives, peers in increasing order.
+    fn vp(&self, layout: &Layout, p: usize) -> VpHalo {
+        let block = layout.block(p);
+        let mut halo = VpHalo::default();
+        if block.is_empty() {
+            return halo;
+        }
+        // Every halo cell lies within a block grown by the reach, and every
+        // cell sent within one grown the other way; the boxes are taken
+        // contiguous, so that they hold strided blocks' halos too.
+        let grown = |low: &[i64], high: &[i64]| {
+            Shape::new(
+                block
+                    .sigs()
+                    .iter()
+                    .enumerate()
+                    .map(|(d, s)| Sig::range(s.begin() - low[d], s.end() + high[d]))
+                    .collect(),
+            )
+        };
+        let exchanges = |candidates: Vec<usize>, regions: &dyn Fn(usize) -> Vec<Shape>| {
+            candidates
+                .into_iter()
+                .filter(|&q| q != p)
+                .filter_map(|q| {
+                    let regions = regions(q);
+                    (!regions.is_empty()).then_some(Exchange { peer: q, regions })
+                })
+                .collect()
+        };
+        halo.recvs = exchanges(layout.blocks_meeting(&grown(&self.low, &self.high)), &|q| {
+            self.regions(layout, p, q)
+        });
+        halo.sends = exchanges(layout.blocks_meeting(&grown(&self.high, &self.low)), &|q| {
+            self.regions(layout, q, p)
+        });
+        halo
+    }
+}
+
 impl HaloPlan {
     /// For each process and active direction, the halo cells that other blocks
     /// own. Corner regions appear only where the footprint reads corners.
     pub fn new(layout: &Layout, footprint: &Footprint) -> Result<HaloPlan, HitmapError> {
-        if layout.domain().ndims() != footprint.ndims() {
-            return Err(HitmapError::RankMismatch {
-                domain: layout.domain().ndims(),
-                footprint: footprint.ndims(),
-            });
-        }
-        let dirs = footprint.directions();
-        let blocks = layout.blocks();
-        let mut per_vp = vec![VpHalo::default(); blocks.len()];
-        let (low, high): (Vec<i64>, Vec<i64>) = (
-            footprint.low().iter().map(|&r| r as i64).collect(),
-            footprint.high().iter().map(|&r| r as i64).collect(),
-        );
-        for (p, bp) in blocks.iter().enumerate() {
-            if bp.is_empty() {
-                continue;
-            }
-            // Every halo region of p lies within its block grown by the
-            // reach: blocks beyond it are skipped without building regions
-            // (thousands of processes make this loop quadratic).
-            let reach = bp.expand(&low, &high);
-            for (q, bq) in blocks.iter().enumerate() {
-                if q == p || bq.is_empty() || !reach.overlaps(bq) {
-                    continue;
-                }
-                let regions: Vec<Shape> = dirs
-                    .iter()
-                    .map(|(dir, reach)| halo_region(bp, dir, reach).intersect(bq))
-                    .filter(|r| !r.is_empty())
-                    .collect();
-                if !regions.is_empty() {
-                    per_vp[q].sends.push(Exchange {
-                        peer: p,
-                        regions: regions.clone(),
-                    });
-                    per_vp[p].recvs.push(Exchange { peer: q, regions });
-                }
-            }
-        }
-        for v in &mut per_vp {
-            v.sends.sort_by_key(|e| e.peer);
-        }
-        Ok(HaloPlan { per_vp })
+        check_rank(layout, footprint)?;
+        let reach = Reach::new(footprint);
+        Ok(HaloPlan {
+            per_vp: (0..layout.procs()).map(|p| reach.vp(layout, p)).collect(),
+        })
     }
 
     /// Process `p`'s exchanges.
@@ -419,6 +472,124 @@ mod tests {
             prop::collection::vec(prop::collection::vec(-2i64..3, nd), 1..6)
                 .prop_map(move |offs| Footprint::new(nd, offs))
         })
+    }
+
+    /// The plan as first written: every block's halo intersected with every
+    /// other block. What the neighbour search must reproduce exactly.
+    fn all_pairs_plan(layout: &Layout, footprint: &Footprint) -> Vec<VpHalo> {
+        let blocks = layout.blocks();
+        let mut per_vp = vec![VpHalo::default(); blocks.len()];
+        for (p, bp) in blocks.iter().enumerate() {
+            if bp.is_empty() {
+                continue;
+            }
+            for (q, bq) in blocks.iter().enumerate() {
+                if q == p || bq.is_empty() {
+                    continue;
+                }
+                let regions = pair_regions(bp, bq, &footprint.directions());
+                if !regions.is_empty() {
+                    per_vp[q].sends.push(Exchange {
+                        peer: p,
+                        regions: regions.clone(),
+                    });
+                    per_vp[p].recvs.push(Exchange { peer: q, regions });
+                }
+            }
+        }
+        for v in &mut per_vp {
+            v.sends.sort_by_key(|e| e.peer);
+        }
+        per_vp
+    }
+
+    /// The halo regions of `to` that `from` owns, in direction order.
+    fn pair_regions(to: &Shape, from: &Shape, dirs: &[(Vec<i64>, Vec<i64>)]) -> Vec<Shape> {
+        dirs.iter()
+            .map(|(dir, reach)| halo_region(to, dir, reach).intersect(from))
+            .filter(|r| !r.is_empty())
+            .collect()
+    }
+
+    /// Any layout `Layout::new` makes: 1 to 3 dimensions, every partition,
+    /// up to 60 processes on a few cells (so many blocks are thin or
+    /// empty), weights with zeros among them.
+    fn layout_strategy() -> impl Strategy<Value = Layout> {
+        (
+            prop::collection::vec((-3i64..3, 1i64..15), 1..4),
+            1usize..61,
+            0usize..4,
+            prop::collection::vec(prop_oneof![1 => Just(0.0), 3 => 0.1f64..5.0], 60),
+        )
+            .prop_map(|(ranges, procs, which, mut weights)| {
+                let nd = ranges.len();
+                let dom = Shape::from_ranges(
+                    &ranges.iter().map(|&(b, n)| (b, b + n)).collect::<Vec<_>>(),
+                );
+                let part = match which {
+                    0 => Partition::Multi,
+                    1 => Partition::MultiN(1 + procs % nd),
+                    2 => Partition::Single(procs % nd),
+                    _ => Partition::Weighted(procs % nd),
+                };
+                weights.truncate(procs);
+                weights[procs / 2] = 1.0;
+                Layout::new(&dom, part, procs, Some(&weights)).unwrap()
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Planned from each block's neighbours, the plan is the all-pairs
+        /// plan: the same peers, regions and order, for the whole plan
+        /// and for one process's part alone; deep halos and corners
+        /// included.
+        #[test]
+        fn neighbour_planning_is_the_all_pairs_plan(layout in layout_strategy(),
+                                                    offsets in prop::collection::vec(prop::collection::vec(-2i64..3, 3), 1..6),
+                                                    depth in 1usize..4) {
+            let nd = layout.domain().ndims();
+            let fp = Footprint::new(nd, offsets.iter().map(|o| o[..nd].to_vec()).collect());
+            for fp in [fp.clone(), fp.deepened(depth)] {
+                let want = all_pairs_plan(&layout, &fp);
+                let plan = HaloPlan::new(&layout, &fp).unwrap();
+                prop_assert_eq!(&plan.per_vp, &want);
+                for (p, w) in want.iter().enumerate() {
+                    prop_assert_eq!(&VpHalo::new(&layout, &fp, p).unwrap(), w);
+                }
+            }
+        }
+    }
+
+    /// One process of a layout of 200,000 is planned from its neighbours:
+    /// its exchanges are the all-pairs ones restricted to it (asking every
+    /// block about this one process only). Planning the whole layout pair
+    /// by pair, as each process once did, would take hours.
+    #[test]
+    fn one_process_of_a_huge_layout_is_planned_from_its_neighbours() {
+        let dom = Shape::from_sizes(&[2000, 2000]);
+        let layout = Layout::new(&dom, Partition::Multi, 200_000, None).unwrap();
+        let fp = boxed(2).deepened(2);
+        let dirs = fp.directions();
+        for p in [0, 1, 451, 99_999, 199_999] {
+            let got = VpHalo::new(&layout, &fp, p).unwrap();
+            let from = |q: usize| pair_regions(layout.block(p), layout.block(q), &dirs);
+            let to = |q: usize| pair_regions(layout.block(q), layout.block(p), &dirs);
+            let scan = |f: &dyn Fn(usize) -> Vec<Shape>| -> Vec<Exchange> {
+                (0..layout.procs())
+                    .filter(|&q| q != p && !layout.block(q).is_empty())
+                    .map(|q| Exchange {
+                        peer: q,
+                        regions: f(q),
+                    })
+                    .filter(|e| !e.regions.is_empty())
+                    .collect()
+            };
+            assert_eq!(got.recvs, scan(&from));
+            assert_eq!(got.sends, scan(&to));
+            // A box stencil: every neighbour around, corners included.
+            assert!(got.recvs.len() >= 3 && got.recvs.len() <= 8);
+        }
     }
 
     proptest! {

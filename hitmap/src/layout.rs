@@ -5,7 +5,9 @@ use crate::shape::Shape;
 use crate::sig::Sig;
 use crate::topology::Topology;
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// How a domain is cut into blocks (EPSILOD's `-p` values).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +60,14 @@ pub struct Layout {
     topology: Topology,
     /// Dimensions of the domain the topology's axes cut, in order.
     cut_dims: Vec<usize>,
-    blocks: Vec<Shape>,
+    /// Shared: every process keeps a copy of the layout, and thousands of
+    /// copies of thousands of blocks would outweigh small tiles.
+    blocks: Arc<[Shape]>,
+    /// Per cut axis, the bounds of its coordinates' ranges (`dims + 1`
+    /// of them, never decreasing; an empty range repeats its bound): the
+    /// blocks a region meets are found by binary search, not by asking
+    /// every block.
+    bounds: Arc<[Vec<i64>]>,
 }
 
 /// `begin(p) = p*(N/D) + min(p, N%D)` with `D = min(N, P)`; processes `p >= D`
@@ -155,7 +164,8 @@ impl Layout {
                 (Topology::line(procs), vec![dim_ok(d)?])
             }
         };
-        let blocks = if let Partition::Weighted(d) = partition {
+        // Per cut axis, the range of each coordinate along it.
+        let axis_sigs: Vec<Vec<Sig>> = if let Partition::Weighted(d) = partition {
             let equal = vec![1.0; procs];
             let w = weights.unwrap_or(&equal);
             if w.len() != procs {
@@ -164,31 +174,47 @@ impl Layout {
                     got: w.len(),
                 });
             }
-            weighted_blocks(domain.sig(d), w)?
-                .into_iter()
-                .map(|s| domain.with_sig(d, s))
-                .collect()
+            vec![weighted_blocks(domain.sig(d), w)?]
         } else {
-            (0..procs)
-                .map(|p| {
-                    let c = topology.coords(p);
-                    let mut b = domain.clone();
-                    for (axis, &d) in cut_dims.iter().enumerate() {
-                        b = b.with_sig(
-                            d,
-                            regular_block(domain.sig(d), c[axis], topology.dims()[axis]),
-                        );
-                    }
-                    b
-                })
+            cut_dims
+                .iter()
+                .zip(topology.dims())
+                .map(|(&d, &n)| (0..n).map(|c| regular_block(domain.sig(d), c, n)).collect())
                 .collect()
         };
+        let blocks = (0..procs)
+            .map(|p| {
+                let c = topology.coords(p);
+                let mut b = domain.clone();
+                for (axis, &d) in cut_dims.iter().enumerate() {
+                    b = b.with_sig(d, axis_sigs[axis][c[axis]]);
+                }
+                b
+            })
+            .collect();
+        let bounds = cut_dims
+            .iter()
+            .zip(&axis_sigs)
+            .map(|(&d, sigs)| {
+                let mut b = vec![domain.sig(d).begin()];
+                for s in sigs {
+                    let last = *b.last().expect("non-empty");
+                    b.push(if s.is_empty() {
+                        last
+                    } else {
+                        s.end().max(last)
+                    });
+                }
+                b
+            })
+            .collect();
         Ok(Layout {
             domain: domain.clone(),
             partition,
             topology,
             cut_dims,
             blocks,
+            bounds,
         })
     }
 
@@ -219,6 +245,57 @@ impl Layout {
     /// Dimensions that the layout cuts.
     pub fn cut_dims(&self) -> &[usize] {
         &self.cut_dims
+    }
+
+    /// The processes whose blocks share a cell with `region`, by
+    /// increasing rank. Binary search along each cut axis finds the
+    /// coordinates that can, so a halo or a move is planned from a
+    /// process's few neighbours, not from every block.
+    pub fn blocks_meeting(&self, region: &Shape) -> Vec<usize> {
+        let axes = self.topology.dims();
+        if region.is_empty() || region.ndims() != self.domain.ndims() {
+            return Vec::new();
+        }
+        let ranges: Vec<Range<usize>> = (0..axes.len())
+            .map(
+                |axis| match (self.cut_dims.get(axis), self.bounds.get(axis)) {
+                    (Some(&d), Some(b)) => {
+                        let s = region.sig(d);
+                        // Coordinate c spans b[c]..b[c + 1]: those ending past
+                        // the region's first cell and starting before its end.
+                        let first = b[1..].partition_point(|&e| e <= s.begin());
+                        let end = b[..axes[axis]].partition_point(|&e| e < s.end());
+                        first..end.max(first)
+                    }
+                    _ => 0..axes[axis],
+                },
+            )
+            .collect();
+        let mut found = Vec::new();
+        let mut coords: Vec<usize> = ranges.iter().map(|r| r.start).collect();
+        if ranges.iter().any(|r| r.is_empty()) {
+            return found;
+        }
+        // Row-major over the coordinate box: ranks come out increasing.
+        loop {
+            let q = self.topology.rank(&coords);
+            let b = &self.blocks[q];
+            if !b.is_empty() && b.overlaps(region) {
+                found.push(q);
+            }
+            let mut axis = coords.len();
+            loop {
+                if axis == 0 {
+                    return found;
+                }
+                axis -= 1;
+                coords[axis] += 1;
+                if coords[axis] < ranges[axis].end {
+                    break;
+                }
+                coords[axis] = ranges[axis].start;
+            }
+        }
     }
 
     /// Per dimension of the domain, whether blocks have neighbours along
@@ -366,6 +443,34 @@ mod tests {
             .iter()
             .all(|i| l.blocks().iter().filter(|b| b.contains(&i)).count() == 1)
             && l.blocks().iter().map(Shape::card).sum::<usize>() == l.domain().card()
+    }
+
+    proptest! {
+        /// The binary search finds exactly the blocks a region meets, in
+        /// rank order, whatever the partition: empty blocks never, and
+        /// regions that are strided, empty or outside the domain too.
+        #[test]
+        fn blocks_meeting_is_every_block_asked(dims in prop::collection::vec(1i64..12, 1..4),
+                                               procs in 1usize..50, which in 0usize..4,
+                                               weights in prop::collection::vec(prop_oneof![Just(0.0), 0.1f64..4.0], 50),
+                                               region in prop::collection::vec((-4i64..14, 0i64..8, 1i64..4), 3)) {
+            let nd = dims.len();
+            let dom = Shape::from_ranges(&dims.iter().map(|&n| (1, 1 + n)).collect::<Vec<_>>());
+            let part = match which {
+                0 => Partition::Multi,
+                1 => Partition::MultiN(1 + procs % nd),
+                2 => Partition::Single(procs % nd),
+                _ => Partition::Weighted(procs % nd),
+            };
+            let mut w = weights[..procs].to_vec();
+            w[0] = 1.0;
+            let l = Layout::new(&dom, part, procs, Some(&w)).unwrap();
+            let region = Shape::new(region[..nd].iter().map(|&(b, n, s)| Sig::new(b, b + n, s)).collect());
+            let want: Vec<usize> = (0..procs)
+                .filter(|&q| !l.block(q).intersect(&region).is_empty())
+                .collect();
+            prop_assert_eq!(l.blocks_meeting(&region), want);
+        }
     }
 
     proptest! {

@@ -39,12 +39,11 @@ impl RedistributionPlan {
         }
         let mut moves = Vec::new();
         for (from, a) in old.blocks().iter().enumerate() {
-            for (to, b) in new.blocks().iter().enumerate() {
-                if from == to || !a.overlaps(b) {
-                    continue;
-                }
-                let region = a.intersect(b);
-                if !region.is_empty() {
+            // Only the new blocks that meet the old one: every process
+            // builds the plan, so asking every pair would be cubic.
+            for to in new.blocks_meeting(a) {
+                let region = a.intersect(new.block(to));
+                if from != to && !region.is_empty() {
                     moves.push(Move { from, to, region });
                 }
             }
@@ -99,6 +98,35 @@ mod tests {
             .collect();
         assert_eq!(rows, vec![(1, 0, 7), (2, 1, 6)]);
         assert_eq!(plan.cells_moved(), 13 * 50);
+    }
+
+    proptest! {
+        /// Found from the new blocks each old one meets, the moves are
+        /// those of asking every pair, in the same order, with many
+        /// processes and empty blocks on either side.
+        #[test]
+        fn moves_are_those_of_every_pair(n in 1i64..80, m in 1i64..4, procs in 1usize..60,
+                                         w1 in prop::collection::vec(prop_oneof![Just(0.0), 0.1f64..5.0], 60),
+                                         w2 in prop::collection::vec(prop_oneof![Just(0.0), 0.1f64..5.0], 60)) {
+            let dom = Shape::from_ranges(&[(3, 3 + n), (0, m)]);
+            let layout = |w: &[f64]| {
+                let mut w = w[..procs].to_vec();
+                w[procs - 1] = 1.0;
+                Layout::new(&dom, Partition::Weighted(0), procs, Some(&w)).unwrap()
+            };
+            let (a, b) = (layout(&w1), layout(&w2));
+            let mut want = Vec::new();
+            for (from, x) in a.blocks().iter().enumerate() {
+                for (to, y) in b.blocks().iter().enumerate() {
+                    let region = x.intersect(y);
+                    if from != to && !region.is_empty() {
+                        want.push(Move { from, to, region });
+                    }
+                }
+            }
+            let plan = RedistributionPlan::new(&a, &b).unwrap();
+            prop_assert_eq!(plan.moves(), &want[..]);
+        }
     }
 
     proptest! {

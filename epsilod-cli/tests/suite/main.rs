@@ -2,6 +2,7 @@
 //! (one link of the whole crate graph, not one per suite).
 
 mod checkpoint;
+mod checkpoint_bounds;
 mod cli;
 mod cluster;
 mod common;

@@ -3,7 +3,8 @@
 //! ends, however it ends, so a killed run leaves nothing to clean up.
 
 use super::error::{io, CheckpointError};
-use super::names::LOCK;
+use super::names::{LOCK, NOTE_LIMIT};
+use kernels::input_file::read_text_within;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -53,7 +54,7 @@ impl DirLock {
             match file.try_lock() {
                 Ok(()) => {}
                 Err(TryLockError::WouldBlock) => {
-                    let said = fs::read_to_string(&path).unwrap_or_default();
+                    let said = read_text_within(&path, NOTE_LIMIT).unwrap_or_default();
                     let said = said.trim();
                     return Err(CheckpointError::Locked {
                         dir: dir.to_path_buf(),

@@ -10,6 +10,11 @@ pub(super) const MANIFEST: &str = "manifest.json";
 /// The lock file of a directory written by a run.
 pub(super) const LOCK: &str = ".lock";
 
+/// The most a note in the directory (a block's checksum, a failed
+/// writer's error, the lock holder's name) is read of: a line or two,
+/// whatever the file was replaced by.
+pub(super) const NOTE_LIMIT: u64 = 64 << 10;
+
 /// The name of the checkpoint directory after `iter` iterations (sortable).
 pub(super) fn final_name(iter: u64) -> String {
     format!("ckpt-{iter:012}")

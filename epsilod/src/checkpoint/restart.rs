@@ -5,6 +5,7 @@ use super::error::{io, CheckpointError};
 use super::identity::RunIdentity;
 use super::names::{iteration_of, listed, MANIFEST};
 use hitmap::{Shape, Sig, Tile};
+use kernels::input_file::read_bytes_within;
 use kernels::Cell;
 use serde::{Deserialize, Serialize};
 use std::fs;
@@ -12,6 +13,11 @@ use std::path::{Path, PathBuf};
 
 /// The manifest's format; a restart refuses others.
 pub(crate) const FORMAT: u32 = 2;
+
+/// The most a manifest may hold: 64 MiB. A block takes a few hundred
+/// bytes of it, so this is past a hundred thousand devices; a manifest
+/// replaced by an endless or huge file is refused, not read into memory.
+pub(crate) const MANIFEST_LIMIT: u64 = 64 << 20;
 
 /// One block of a checkpoint.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -181,7 +187,7 @@ impl Origin<'_> {
 /// the one its directory's name gives (where that is a `ckpt-N` name).
 pub(crate) fn manifest(path: &Path) -> Result<Manifest, CheckpointError> {
     let mpath = path.join(MANIFEST);
-    let text = fs::read(&mpath).map_err(io(&mpath))?;
+    let text = read_bytes_within(&mpath, MANIFEST_LIMIT).map_err(io(&mpath))?;
     let bad = |why: String| CheckpointError::Manifest {
         path: mpath.clone(),
         why,
@@ -339,14 +345,7 @@ impl Restart {
                 return Err(bad(format!("block file name '{}'", b.file)));
             }
             let bpath = path.join(&b.file);
-            let data = fs::read(&bpath).map_err(io(&bpath))?;
-            if data.len() as u64 != b.bytes {
-                return Err(CheckpointError::Length {
-                    path: bpath,
-                    found: data.len() as u64,
-                    expected: b.bytes,
-                });
-            }
+            let data = read_block(&bpath, b.bytes)?;
             let crc = crc32fast::hash(&data);
             if crc != b.crc32 {
                 return Err(CheckpointError::Checksum {
@@ -389,7 +388,7 @@ impl Restart {
                 continue;
             }
             let bpath = self.path.join(&b.file);
-            let data = fs::read(&bpath).map_err(io(&bpath))?;
+            let data = read_block(&bpath, b.bytes)?;
             let per_level = region.card() * std::mem::size_of::<T>();
             let bytes = data
                 .get(level * per_level..(level + 1) * per_level)
@@ -410,6 +409,27 @@ impl Restart {
         }
         Ok(out)
     }
+}
+
+/// Block file `path`, which its manifest says holds `bytes` bytes, read no
+/// further than that: one replaced by a huge or endless file is refused
+/// by its length, not read into memory.
+fn read_block(path: &Path, bytes: u64) -> Result<Vec<u8>, CheckpointError> {
+    let length = |found| CheckpointError::Length {
+        path: path.to_path_buf(),
+        found,
+        expected: bytes,
+    };
+    let data = read_bytes_within(path, bytes).map_err(|e| match fs::metadata(path) {
+        // A regular file says its length; a device or a pipe only that it
+        // went on past the bound.
+        Ok(m) if e.kind() == std::io::ErrorKind::InvalidData && m.is_file() => length(m.len()),
+        _ => io(path)(e),
+    })?;
+    if data.len() as u64 != bytes {
+        return Err(length(data.len() as u64));
+    }
+    Ok(data)
 }
 
 fn manifest_error(path: &Path, e: hitmap::HitmapError) -> CheckpointError {

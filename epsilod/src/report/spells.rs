@@ -168,26 +168,38 @@ pub fn slow_spells(
 }
 
 /// Each device's kernel seconds per row over the median of the others'
-/// that held rows (`None`: it held none, or no other did).
+/// that held rows (`None`: it held none, or no other did). The others'
+/// values are everyone's sorted once, less the device's own: sorting them
+/// for each device would be quadratic in the devices, at every record.
 fn ratios_to_peers(it: &impl Timed) -> Vec<Option<f64>> {
     let per_row: Vec<Option<f64>> = it
         .kernels()
         .map(|(seconds, rows)| (rows > 0 && seconds > 0.0).then(|| seconds / rows as f64))
         .collect();
+    let mut sorted: Vec<f64> = per_row.iter().flatten().copied().collect();
+    sorted.sort_by(f64::total_cmp);
     per_row
         .iter()
-        .enumerate()
-        .map(|(d, mine)| {
-            let peers: Vec<f64> = per_row
-                .iter()
-                .enumerate()
-                .filter(|&(e, _)| e != d)
-                .filter_map(|(_, p)| *p)
-                .collect();
+        .map(|mine| {
             let mine = (*mine)?;
-            (!peers.is_empty()).then(|| mine / median(&peers))
+            let own = sorted
+                .binary_search_by(|x| x.total_cmp(&mine))
+                .expect("every value is among the sorted");
+            median_without(&sorted, own).map(|m| mine / m)
         })
         .collect()
+}
+
+/// `heuristics::stats::median` of sorted `s` less its element `skip`, to
+/// the bit; `None` when nothing is left.
+fn median_without(s: &[f64], skip: usize) -> Option<f64> {
+    let n = s.len().checked_sub(1).filter(|&n| n > 0)?;
+    let at = |i: usize| if i < skip { s[i] } else { s[i + 1] };
+    Some(if n % 2 == 1 {
+        at(n / 2)
+    } else {
+        (at(n / 2 - 1) + at(n / 2)) / 2.0
+    })
 }
 
 #[cfg(test)]
@@ -218,6 +230,35 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The ratios are those of taking each device's peers' median
+        /// apart, to the bit: ties, devices without rows or time, one
+        /// device alone.
+        #[test]
+        fn ratios_are_each_over_its_peers_median(kernels in prop::collection::vec(
+            (prop_oneof![Just(0.0), Just(1.5), 0.01f64..9.0], 0usize..4), 0..40)) {
+            let it = It(0, kernels);
+            let per_row: Vec<Option<f64>> = it
+                .kernels()
+                .map(|(s, rows)| (rows > 0 && s > 0.0).then(|| s / rows as f64))
+                .collect();
+            let want: Vec<Option<f64>> = (0..per_row.len())
+                .map(|d| {
+                    let peers: Vec<f64> = (0..per_row.len())
+                        .filter(|&e| e != d)
+                        .filter_map(|e| per_row[e])
+                        .collect();
+                    let mine = per_row[d]?;
+                    (!peers.is_empty()).then(|| mine / median(&peers))
+                })
+                .collect();
+            let bits = |v: &[Option<f64>]| v.iter().map(|x| x.map(f64::to_bits)).collect::<Vec<_>>();
+            prop_assert_eq!(bits(&ratios_to_peers(&it)), bits(&want));
+        }
     }
 
     fn names(n: usize) -> Vec<String> {

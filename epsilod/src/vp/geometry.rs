@@ -1,14 +1,16 @@
 //! Where a virtual process stands in a layout: its block, the extent its
-//! tile holds (ghost cells as deep as the halo depth), its halo plan, and
-//! the border strips computed before the inner region.
+//! tile holds (ghost cells as deep as the halo depth), its part of the
+//! halo plan, and the border strips computed before the inner region.
 
 use crate::alb::Alb;
-use hitmap::{split_border, HaloPlan, Layout, Partition, Shape};
+use hitmap::{split_border, Layout, Partition, Shape, VpHalo};
 
 /// Where this process stands in the current layout.
 pub(super) struct Geometry {
     pub(super) layout: Layout,
-    pub(super) plan: HaloPlan,
+    /// Its own exchanges only: planned from its neighbours, so that a run
+    /// of thousands of processes does not plan every one's in each.
+    pub(super) halo: VpHalo,
     pub(super) block: Shape,
     pub(super) extent: Shape,
     pub(super) strips: Vec<Shape>,
@@ -25,7 +27,7 @@ pub(super) fn geometry(
     depth: usize,
 ) -> Result<Geometry, hitmap::HitmapError> {
     // The halo `depth` steps read (`Footprint::deepened`).
-    let plan = HaloPlan::new(&layout, &fp.deepened(depth))?;
+    let halo = VpHalo::new(&layout, &fp.deepened(depth), p)?;
     let block = layout.block(p).clone();
     let k = depth.max(1) as i64;
     let deep_low: Vec<i64> = reach_low.iter().map(|r| r * k).collect();
@@ -41,11 +43,11 @@ pub(super) fn geometry(
     // Neighbours below read up to `high` rows (K times that with deep
     // halos) into this block, those above `low`; a side where no cell is
     // sent (the domain's edge, a neighbour dropped by ALB) needs no strip.
-    let (low, high) = plan.vp(p).send_widths(&block, &deep_high, &deep_low);
+    let (low, high) = halo.send_widths(&block, &deep_high, &deep_low);
     let (strips, inner) = split_border(&block, &low, &high, &cut);
     Ok(Geometry {
         layout,
-        plan,
+        halo,
         block,
         extent,
         strips,

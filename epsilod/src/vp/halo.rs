@@ -154,7 +154,7 @@ impl<T: Cell> Vp<'_, T> {
         // Received buffers wait here for a send; a process that receives
         // more than it sends (a one-sided stencil's) keeps no more than its
         // sends can use, or they would pile up every exchange.
-        let sends = self.geometry.plan.vp(self.p).sends.len();
+        let sends = self.geometry.halo.sends.len();
         self.recycled.truncate(sends);
         if self.recycled_dev.len() > sends {
             // Copies out of them may still be queued on this device.
@@ -165,7 +165,7 @@ impl<T: Cell> Vp<'_, T> {
         for i in 0..sends {
             let mut msg = self.recycled.pop().unwrap_or_default();
             msg.clear();
-            let x = &self.geometry.plan.vp(self.p).sends[i];
+            let x = &self.geometry.halo.sends[i];
             if x.card() > 0 && x.regions.iter().all(dense) && self.mail.shared(self.p, x.peer) {
                 let (peer, regions) = (x.peer, x.regions.clone());
                 // A received message of this send's sizes (a neighbour's
@@ -204,9 +204,9 @@ impl<T: Cell> Vp<'_, T> {
 
     /// Receives every neighbour's cells into the halo of `buf`.
     pub(super) fn complete_recvs(&mut self, buf: BufferId, tag: u64) -> Result<(), RunError> {
-        for i in 0..self.geometry.plan.vp(self.p).recvs.len() {
+        for i in 0..self.geometry.halo.recvs.len() {
             let (peer, card) = {
-                let x = &self.geometry.plan.vp(self.p).recvs[i];
+                let x = &self.geometry.halo.recvs[i];
                 (x.peer, x.card())
             };
             let msg = self
@@ -219,7 +219,7 @@ impl<T: Cell> Vp<'_, T> {
                         self.fail(VpError::Protocol(ProtocolError::HaloNotOnDevice { peer }))
                     );
                 };
-                let regions = self.geometry.plan.vp(self.p).recvs[i].regions.clone();
+                let regions = self.geometry.halo.recvs[i].regions.clone();
                 // Kept for a send after the copies are done (the exchange's
                 // wait, or the main lane's order before any later copy);
                 // held before they start, so that an error dropping the
@@ -240,7 +240,7 @@ impl<T: Cell> Vp<'_, T> {
                 })));
             }
             let mut off = 0;
-            let x = &self.geometry.plan.vp(self.p).recvs[i];
+            let x = &self.geometry.halo.recvs[i];
             for r in &x.regions {
                 self.device
                     .write(buf, r, &msg[off..off + r.card()])

@@ -9,6 +9,7 @@ mod decision_log;
 mod deep_halos;
 mod devices;
 mod launch;
+mod many_devices;
 mod mpi_placement;
 mod parsers;
 mod skeleton;

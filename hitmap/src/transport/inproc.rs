@@ -1,15 +1,46 @@
 use super::{pop_oldest, Transport, TransportError};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// What a message of f64 values is for: point to point, or the n-th
-/// collective.
+/// What a message of f64 values is for (point to point; collectives go
+/// through the [`Board`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Floats {
     Values(u64),
-    Collective(u64),
+}
+
+/// The collectives in progress, shared by every endpoint: each process
+/// leaves its values once and takes everyone's, so a collective of `n`
+/// processes costs `n` deposits, not the `n²` messages of each sending to
+/// each (thousands of processes in one run).
+struct Board {
+    rounds: Mutex<HashMap<u64, Round>>,
+    changed: Condvar,
+    /// Endpoints dropped so far: while none is, a waiting process wakes
+    /// without asking each peer whether it is gone.
+    gone: AtomicUsize,
+}
+
+/// One collective: the values left so far, then everyone's once all are.
+/// At most two are open at once (a process can enter the next only after
+/// every process has entered this one).
+struct Round {
+    values: Vec<Option<Vec<f64>>>,
+    missing: usize,
+    all: Option<Arc<Vec<Vec<f64>>>>,
+    /// Processes yet to take `all`; the last removes the round.
+    unread: usize,
+}
+
+impl Board {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Round>> {
+        // A panic never leaves a round half-changed: every update is one
+        // assignment or counter step.
+        self.rounds.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// A message as it travels: the payload's type follows from its kind, so a
@@ -37,11 +68,13 @@ type Pending<K, V> = super::Pending<(usize, K), Vec<V>>;
 /// it gets `PeerGone` instead of hanging.
 pub struct InProcess<T> {
     rank: usize,
-    txs: Vec<Sender<Msg<T>>>,
+    /// Shared by all endpoints: a copy each would be `n²` senders.
+    txs: Arc<[Sender<Msg<T>>]>,
     rx: Receiver<Msg<T>>,
     cells: Pending<u64, T>,
     floats: Pending<Floats, f64>,
     gone: Arc<Vec<AtomicBool>>,
+    board: Arc<Board>,
     collectives: u64,
     spin: Duration,
 }
@@ -49,7 +82,13 @@ pub struct InProcess<T> {
 /// Endpoints for `n` virtual processes, rank `i` at index `i`.
 pub fn in_process<T: Send>(n: usize) -> Vec<InProcess<T>> {
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..n).map(|_| channel()).unzip();
+    let txs: Arc<[Sender<Msg<T>>]> = txs.into();
     let gone = Arc::new((0..n).map(|_| AtomicBool::new(false)).collect::<Vec<_>>());
+    let board = Arc::new(Board {
+        rounds: Mutex::new(HashMap::new()),
+        changed: Condvar::new(),
+        gone: AtomicUsize::new(0),
+    });
     rxs.into_iter()
         .enumerate()
         .map(|(rank, rx)| InProcess {
@@ -59,6 +98,7 @@ pub fn in_process<T: Send>(n: usize) -> Vec<InProcess<T>> {
             cells: Pending::new(),
             floats: Pending::new(),
             gone: gone.clone(),
+            board: board.clone(),
             collectives: 0,
             spin: SPIN,
         })
@@ -239,20 +279,54 @@ impl<T: Send> Transport<T> for InProcess<T> {
     }
 
     fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError> {
-        let key = Floats::Collective(self.collectives);
+        let (n, size) = (self.collectives, self.size());
         self.collectives += 1;
-        for to in (0..self.size()).filter(|&q| q != self.rank) {
-            self.post_floats(to, key, values.to_vec())?;
+        let board = self.board.clone();
+        let mut rounds = board.lock();
+        let round = rounds.entry(n).or_insert_with(|| Round {
+            values: vec![None; size],
+            missing: size,
+            all: None,
+            unread: size,
+        });
+        round.values[self.rank] = Some(values.to_vec());
+        round.missing -= 1;
+        if round.missing == 0 {
+            let values = std::mem::take(&mut round.values);
+            round.all = Some(Arc::new(values.into_iter().flatten().collect()));
+            board.changed.notify_all();
         }
-        (0..self.size())
-            .map(|from| {
-                if from == self.rank {
-                    Ok(values.to_vec())
-                } else {
-                    self.wait_floats(from, key)
+        loop {
+            let round = rounds
+                .get_mut(&n)
+                .expect("open until every process took it");
+            if let Some(all) = round.all.clone() {
+                round.unread -= 1;
+                if round.unread == 0 {
+                    rounds.remove(&n);
                 }
-            })
-            .collect()
+                drop(rounds);
+                // Copied outside the lock: the processes copy at once.
+                return Ok(all.as_ref().clone());
+            }
+            // Checked under the lock, which a going endpoint takes after
+            // it marks itself gone: no wake-up is lost.
+            let gone = (board.gone.load(Ordering::Acquire) > 0)
+                .then(|| {
+                    (0..size).find(|&q| {
+                        round.values[q].is_none() && self.gone[q].load(Ordering::Acquire)
+                    })
+                })
+                .flatten();
+            if let Some(q) = gone {
+                return Err(TransportError::PeerGone(q));
+            }
+            rounds = board
+                .changed
+                .wait_timeout(rounds, POLL)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
     }
 
     fn spin(&self) -> Duration {
@@ -267,6 +341,11 @@ impl<T: Send> Transport<T> for InProcess<T> {
 impl<T> Drop for InProcess<T> {
     fn drop(&mut self) {
         self.gone[self.rank].store(true, Ordering::Release);
+        self.board.gone.fetch_add(1, Ordering::Release);
+        // Wakes the processes waiting in a collective this one will not
+        // join; taking the lock orders this after their last check.
+        drop(self.board.lock());
+        self.board.changed.notify_all();
     }
 }
 
