@@ -55,6 +55,31 @@ pub enum DeviceSpecError {
 /// What a whole-number device option takes, as its check has it: threads
 /// from 1 to the most a device may have (see `controllers::registry`), an
 /// index (platform, device) from 0.
+/// Bytes in GB, or MB below one GB (0.1 GB would hide a 2x difference).
+fn size(bytes: u64) -> String {
+    match bytes as f64 {
+        b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
+        b => format!("{:.0} MB", b / 1e6),
+    }
+}
+
+/// What bounds the memory a run has.
+fn bound(cgroup: Option<&str>) -> String {
+    match cgroup {
+        Some(file) => format!("the memory limit of its cgroup, {file}: the job's memory limit, lower than the host's free memory"),
+        None => "the host's free memory".to_string(),
+    }
+}
+
+/// What to change for more of it.
+fn more(cgroup: bool) -> &'static str {
+    if cgroup {
+        "ask the batch system for more memory (Slurm: --mem or --mem-per-cpu), run a smaller size, or spread the run over more hosts"
+    } else {
+        "run a smaller size or spread the run over more hosts (mpirun)"
+    }
+}
+
 fn whole_range(key: &str) -> String {
     match key {
         "threads" => format!(
@@ -165,7 +190,7 @@ pub enum SetupError {
         path: String,
     },
     /// More memory than a host has for the run's tiles and results.
-    #[error("the run needs {:.1} GB of memory on host {host} ({ranks} rank(s): CPU devices' tiles, results) and {:.1} GB is available to it (the host's free memory, or its cgroup's limit where lower): run a smaller size, spread the run over more hosts (mpirun), or ask the batch system for more memory", *need as f64 / 1e9, *available as f64 / 1e9)]
+    #[error("the run needs {} of memory on host {host} ({ranks} rank(s): CPU devices' tiles, results) and {} is available to it ({}): {}", size(*need), size(*available), bound(cgroup.as_deref()), more(cgroup.is_some()))]
     Memory {
         /// The host.
         host: String,
@@ -175,6 +200,9 @@ pub enum SetupError {
         need: u64,
         /// Bytes the host has available.
         available: u64,
+        /// The cgroup limit file where its limit (a batch job's memory),
+        /// not the host's free memory, is what is available.
+        cgroup: Option<String>,
     },
     /// No checkpoint to restart from, or one that may not be used.
     #[error(transparent)]

@@ -2,18 +2,44 @@
 //! refused with a clear error before it allocates (or, where the kernel
 //! overcommits memory, before it is killed for writing its tiles).
 
+/// The memory a process has for new allocations, and what bounds it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Available {
+    /// Bytes.
+    pub bytes: u64,
+    /// The cgroup limit file where its limit is the bound (a batch job's
+    /// memory), `None` where the host's free memory is: the error tells a
+    /// user which one to raise.
+    pub cgroup: Option<String>,
+}
+
 /// Bytes of memory available to this process for new allocations: the
 /// host's `MemAvailable` (Linux), no more than its cgroup's memory limit
 /// where one is set (a batch system's job limit); `None` where neither is
 /// known. The limit, not the limit less the cgroup's usage: that usage
 /// counts page cache the kernel would reclaim.
-pub(crate) fn available() -> Option<u64> {
+pub(crate) fn available() -> Option<Available> {
     let read = |path: &str| std::fs::read_to_string(path).ok();
     let host = read("/proc/meminfo").and_then(|m| mem_available(&m));
     let limit = read("/proc/self/cgroup").and_then(|c| cgroup_limit(&c, read));
+    bound(host, limit)
+}
+
+/// The lower of the host's free memory and the cgroup's limit.
+fn bound(host: Option<u64>, limit: Option<(u64, String)>) -> Option<Available> {
     match (host, limit) {
-        (Some(h), Some(l)) => Some(h.min(l)),
-        (h, l) => h.or(l),
+        (Some(h), Some((l, _))) if h <= l => Some(Available {
+            bytes: h,
+            cgroup: None,
+        }),
+        (_, Some((l, file))) => Some(Available {
+            bytes: l,
+            cgroup: Some(file),
+        }),
+        (h, None) => h.map(|bytes| Available {
+            bytes,
+            cgroup: None,
+        }),
     }
 }
 
@@ -29,10 +55,10 @@ fn mem_available(meminfo: &str) -> Option<u64> {
 /// through `read`: the smallest of cgroup v2's `memory.max` or v1's
 /// `memory.limit_in_bytes` over the group and each group above it (a batch
 /// system sets the limit on the job's group, above the task's), or at the
-/// root where a container sees its own group as the root. `None` where no
-/// limit is set.
-fn cgroup_limit(cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<u64> {
-    let mut limit: Option<u64> = None;
+/// root where a container sees its own group as the root, with the file
+/// that sets it. `None` where no limit is set.
+fn cgroup_limit(cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<(u64, String)> {
+    let mut limit: Option<(u64, String)> = None;
     for line in cgroup.lines() {
         let mut parts = line.splitn(3, ':');
         let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
@@ -49,8 +75,11 @@ fn cgroup_limit(cgroup: &str, read: impl Fn(&str) -> Option<String>) -> Option<u
         // The group, each group above it, and the root.
         let mut group = path.trim_end_matches('/');
         loop {
-            if let Some(n) = read(&format!("{dir}{group}/{file}")).and_then(|t| parse_limit(&t)) {
-                limit = Some(limit.map_or(n, |l| l.min(n)));
+            let at = format!("{dir}{group}/{file}");
+            if let Some(n) = read(&at).and_then(|t| parse_limit(&t)) {
+                if limit.as_ref().is_none_or(|(l, _)| n < *l) {
+                    limit = Some((n, at));
+                }
             }
             match group.rfind('/') {
                 Some(i) => group = &group[..i],
@@ -80,7 +109,7 @@ mod tests {
         assert_eq!(mem_available("MemTotal: 5 kB\n"), None);
         assert_eq!(mem_available("MemAvailable: lots\n"), None);
         if cfg!(target_os = "linux") {
-            assert!(available().is_some_and(|b| b > 0));
+            assert!(available().is_some_and(|a| a.bytes > 0));
         }
     }
 
@@ -120,11 +149,17 @@ mod tests {
                 "0::/system.slice/slurmstepd.scope/job_7/step_0/user/task_0\n",
                 read
             ),
-            Some(8 << 30)
+            Some((
+                8 << 30,
+                "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_7/memory.max".to_string()
+            ))
         );
         assert_eq!(
             cgroup_limit("5:cpu:/x\n4:memory:/slurm/uid_0/job_8/step_0\n0::/\n", read),
-            Some(4 << 30)
+            Some((
+                4 << 30,
+                "/sys/fs/cgroup/memory/slurm/uid_0/job_8/memory.limit_in_bytes".to_string()
+            ))
         );
         // Unlimited all the way up (v2 "max", v1 near 2^63), or a group not
         // seen under its path (a container): no limit.
@@ -132,5 +167,27 @@ mod tests {
         assert_eq!(cgroup_limit("4:memory:/elsewhere\n", read), None);
         assert_eq!(cgroup_limit("garbage\n1:cpu:/\n", read), None);
         assert_eq!(cgroup_limit("0::/slurm/job_7\n", |_| None), None);
+    }
+
+    #[test]
+    fn the_lower_of_host_and_cgroup_is_the_bound_and_named() {
+        let cg = |n: u64| Some((n, "/sys/fs/cgroup/job/memory.max".to_string()));
+        let host = |bytes| {
+            Some(Available {
+                bytes,
+                cgroup: None,
+            })
+        };
+        assert_eq!(bound(Some(5), cg(9)), host(5));
+        assert_eq!(
+            bound(Some(9), cg(5)),
+            Some(Available {
+                bytes: 5,
+                cgroup: Some("/sys/fs/cgroup/job/memory.max".to_string())
+            })
+        );
+        assert_eq!(bound(None, cg(5)).map(|a| a.bytes), Some(5));
+        assert_eq!(bound(Some(5), None), host(5));
+        assert_eq!(bound(None, None), None);
     }
 }

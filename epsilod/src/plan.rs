@@ -312,9 +312,13 @@ impl<T> RunPlan<T> {
         &self,
         owners: &[usize],
         job: &JobInfo,
-        available: Option<u64>,
+        available: Option<crate::memory::Available>,
     ) -> Result<(), SetupError> {
-        let Some(available) = available else {
+        let Some(crate::memory::Available {
+            bytes: available,
+            cgroup,
+        }) = available
+        else {
             return Ok(());
         };
         let host = job.hosts.get(job.rank).cloned().unwrap_or_default();
@@ -342,6 +346,7 @@ impl<T> RunPlan<T> {
                 ranks,
                 need,
                 available,
+                cgroup,
             });
         }
         Ok(())
@@ -653,9 +658,15 @@ mod tests {
                 plan.check_memory(&[0, 1], &job, None).is_ok(),
                 "unknown memory"
             );
-            match plan.check_memory(&[0, 1], &job, Some(0)) {
+            let free = |bytes| {
+                Some(crate::memory::Available {
+                    bytes,
+                    cgroup: None,
+                })
+            };
+            match plan.check_memory(&[0, 1], &job, free(0)) {
                 Err(SetupError::Memory { need, .. }) => {
-                    assert!(plan.check_memory(&[0, 1], &job, Some(need)).is_ok());
+                    assert!(plan.check_memory(&[0, 1], &job, free(need)).is_ok());
                     need
                 }
                 other => panic!("{:?}", other.err().map(|e| e.to_string())),

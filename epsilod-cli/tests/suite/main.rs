@@ -8,6 +8,7 @@ mod cluster;
 mod common;
 mod hostile;
 mod limits;
+mod memory_limits;
 mod modelling;
 mod mpi;
 mod output;
