@@ -66,7 +66,7 @@ fn size(bytes: u64) -> String {
 /// What bounds the memory a run has.
 fn bound(cgroup: Option<&str>) -> String {
     match cgroup {
-        Some(file) => format!("the memory limit of its cgroup, {file}: the job's memory limit, lower than the host's free memory"),
+        Some(file) => format!("the memory limit of its cgroup, {file}: the job's memory limit"),
         None => "the host's free memory".to_string(),
     }
 }

@@ -25,8 +25,9 @@ struct Board {
 }
 
 /// One collective: the values left so far, then everyone's once all are.
-/// At most two are open at once (a process can enter the next only after
-/// every process has entered this one).
+/// While every process takes part, at most two are open at once (a process
+/// can enter the next only after every process has entered this one); a
+/// round that ended in `PeerGone` stays, the run ending with it.
 struct Round {
     values: Vec<Option<Vec<f64>>>,
     missing: usize,
