@@ -61,46 +61,44 @@ pub enum NpyError {
 
 /// The array of an f32 or f64 `.npy` file as f32 (f64 values rounded).
 pub fn read_as_f32(path: &Path) -> Result<ArrayD<f32>, NpyError> {
-    let (header, data) = read(path)?;
-    let values: Vec<f32> = match header.float_bytes {
-        Some(4) => floats(
-            &data,
-            header.big_endian,
-            f32::from_le_bytes,
-            f32::from_be_bytes,
-        ),
-        _ => floats(
-            &data,
-            header.big_endian,
-            f64::from_le_bytes,
-            f64::from_be_bytes,
-        )
-        .into_iter()
-        .map(|v| v as f32)
-        .collect(),
-    };
-    shaped(&header, values)
+    read_as(path, |v| v, |v| v as f32)
 }
 
 /// The array of an f32 or f64 `.npy` file as f64 (f32 values exact).
 pub fn read_as_f64(path: &Path) -> Result<ArrayD<f64>, NpyError> {
+    read_as(path, f64::from, |v| v)
+}
+
+/// The file's array, each value turned into `F` from the type it has.
+fn read_as<F>(
+    path: &Path,
+    from_f32: fn(f32) -> F,
+    from_f64: fn(f64) -> F,
+) -> Result<ArrayD<F>, NpyError> {
     let (header, data) = read(path)?;
-    let values: Vec<f64> = match header.float_bytes {
-        Some(4) => floats(
-            &data,
-            header.big_endian,
-            f32::from_le_bytes,
-            f32::from_be_bytes,
-        )
-        .into_iter()
-        .map(f64::from)
-        .collect(),
-        _ => floats(
-            &data,
-            header.big_endian,
-            f64::from_le_bytes,
-            f64::from_be_bytes,
-        ),
+    let big = header.big_endian;
+    let values: Vec<F> = if header.float_bytes == Some(4) {
+        data.chunks_exact(4)
+            .map(|c| {
+                let b: [u8; 4] = c.try_into().expect("chunks of 4 bytes");
+                from_f32(if big {
+                    f32::from_be_bytes(b)
+                } else {
+                    f32::from_le_bytes(b)
+                })
+            })
+            .collect()
+    } else {
+        data.chunks_exact(8)
+            .map(|c| {
+                let b: [u8; 8] = c.try_into().expect("chunks of 8 bytes");
+                from_f64(if big {
+                    f64::from_be_bytes(b)
+                } else {
+                    f64::from_le_bytes(b)
+                })
+            })
+            .collect()
     };
     shaped(&header, values)
 }
@@ -183,19 +181,6 @@ fn read(path: &Path) -> Result<(Readable, Vec<u8>), NpyError> {
     let mut data = vec![0u8; header.data_bytes as usize];
     f.read_exact(&mut data)?;
     Ok((header, data))
-}
-
-/// The values of `data`, `N` bytes each, in the file's byte order.
-fn floats<F, const N: usize>(
-    data: &[u8],
-    big_endian: bool,
-    le: fn([u8; N]) -> F,
-    be: fn([u8; N]) -> F,
-) -> Vec<F> {
-    let from = if big_endian { be } else { le };
-    data.chunks_exact(N)
-        .map(|c| from(c.try_into().expect("chunks of N bytes")))
-        .collect()
 }
 
 fn shaped<F>(header: &Readable, values: Vec<F>) -> Result<ArrayD<F>, NpyError> {
