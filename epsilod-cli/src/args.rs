@@ -712,8 +712,8 @@ pub struct RunArgs {
     /// each device computes the ring in between itself; CPU devices fuse the K iterations into
     /// one pass over memory): 1..64 | auto (depths 1, 2, 4, 8 take turns over the first
     /// 42 iterations, then the run goes on at the best; runs under 126 iterations stay at 1) |
-    /// cache (4 in one process of CPU devices whose tiles exceed 4x their cores' L2, else 1;
-    /// the report's halo_depth_reason says why). Results are the same bits for any K.
+    /// cache (4 for a 1-d or 2-d grid in one process of CPU devices whose tiles exceed 4x their
+    /// cores' L2, else 1; the report's halo_depth_reason says why). Results are the same bits for any K.
     #[arg(long, default_value = "cache", value_parser = clap::value_parser!(HaloDepth))]
     pub halo_depth: HaloDepth,
     /// What a device failure does (a device error, or fail@ITER in a device spec): stop (end the

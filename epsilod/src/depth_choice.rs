@@ -97,6 +97,11 @@ impl DepthFacts<'_> {
         if self.balanced {
             return Some(DepthReason::Balanced);
         }
+        // Fused launches of 3-d and 4-d grids measured slower than single
+        // steps at every size tried (docs/benchmarks.md, "By default").
+        if self.layout.domain().ndims() >= 3 {
+            return Some(DepthReason::ThreeOrMoreDims);
+        }
         let devices = share_cores(self.devices, self.cores);
         let domain = self.layout.domain();
         let least = THIN * CACHE_DEPTH * self.reach.max(1);
@@ -216,6 +221,25 @@ mod tests {
             ..facts(&many, &sixty_four)
         };
         assert_eq!(choose(wide).0, CACHE_DEPTH);
+    }
+
+    /// The default keeps depth 1 on grids of three or more dimensions,
+    /// however large their tiles.
+    #[test]
+    fn the_default_keeps_three_dimensional_grids_at_depth_one() {
+        let one = [DeviceSpec::cpu_share()];
+        let grid = |dims: usize| {
+            let n = if dims == 2 { 4097 } else { 513 };
+            let domain = Shape::from_ranges(&vec![(1, n); dims]);
+            Layout::new(&domain, Partition::Single(0), 1, None).unwrap()
+        };
+        let choose = |layout: &Layout| {
+            let c = facts(&one, layout).choose();
+            (c.depth, c.reason)
+        };
+        assert_eq!(choose(&grid(2)), (CACHE_DEPTH, DepthReason::TilesBeyondL2));
+        assert_eq!(choose(&grid(3)), (1, DepthReason::ThreeOrMoreDims));
+        assert_eq!(choose(&grid(4)), (1, DepthReason::ThreeOrMoreDims));
     }
 
     /// A depth given and `auto` keep their meaning.

@@ -77,6 +77,9 @@ pub enum DepthReason {
     /// Default: blocks too thin for the ring their neighbours compute
     /// twice: depth 1.
     ThinBlocks,
+    /// Default: a grid of three or more dimensions, where fused CPU steps
+    /// ran slower than single steps at every size measured: depth 1.
+    ThreeOrMoreDims,
 }
 
 /// One depth `--halo-depth auto` tried.

@@ -274,3 +274,25 @@ fn the_default_blocks_large_cpu_tiles_with_the_bits_of_depth_one() {
     assert_eq!(bits(&small.grid), reference_of(lib, &[66, 50], 10));
     assert_eq!(why(&small), (1, DepthReason::TilesInCache));
 }
+
+/// With no halo depth given, a 3-d grid whose tile outgrows the L2 runs at
+/// depth 1, and the report says why.
+#[test]
+fn the_default_keeps_three_dimensional_grids_at_depth_one() {
+    use epsilod::DepthReason;
+    let sizes = [212usize, 212, 212];
+    let out = Skeleton::new(
+        &sizes,
+        Stencil::<f32>::library(Library::S3d6, KernelChoice::Specialized),
+    )
+    .iterations(1)
+    .devices(vec![DeviceSpec::cpu(1)])
+    .run()
+    .unwrap();
+    assert_eq!(
+        (out.report.halo_depth, out.report.halo_depth_reason),
+        (1, DepthReason::ThreeOrMoreDims)
+    );
+    let json = serde_json::to_value(&out.report).unwrap();
+    assert_eq!(json["halo_depth_reason"], "three_or_more_dims");
+}
