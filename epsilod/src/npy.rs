@@ -1,11 +1,13 @@
-//! NumPy's `.npy` format, version 1.0: results written, and user files
-//! read (gaussian's image, a spec's `--aux` fields, `epsilod view`'s
-//! fields) without trusting their headers: the shape a header declares is
-//! checked against the bytes the file holds before anything is allocated,
-//! so a damaged or hostile header is an error line and not a 160 GB
-//! allocation. Only f32 and f64 arrays, whose header is a Python dict
-//! literal of three keys: a few lines here rather than a crate and its
-//! Python-literal parser.
+//! NumPy's `.npy` format: results written (version 1.0), and user files
+//! of versions 1.0 to 3.0 read (gaussian's image, a spec's `--aux` fields,
+//! `epsilod view`'s fields) without trusting their headers: the shape a
+//! header declares is checked against the bytes the file holds before
+//! anything is allocated, so a damaged or hostile header is an error line
+//! and not a 160 GB allocation. Only f32 and f64 arrays, whose header is
+//! a Python dict literal of three keys, each once and each value as NumPy
+//! writes it (a header NumPy would read otherwise, or not at all, is
+//! refused): a few lines here rather than a crate and its Python-literal
+//! parser.
 
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 use std::io::{Read, Write};

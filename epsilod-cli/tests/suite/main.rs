@@ -11,6 +11,7 @@ mod limits;
 mod memory_limits;
 mod modelling;
 mod mpi;
+mod npy_headers;
 mod output;
 mod plan_choice;
 mod reference;
