@@ -20,3 +20,4 @@ mod scale;
 mod seeded_tiles;
 mod specs;
 mod trace_depth;
+mod zero_sizes;
