@@ -3,20 +3,6 @@
 
 use crate::common::{epsilod, path};
 
-/// A version 1.0 file of `header` and a 2x3 f32 array of zeros.
-fn npy(file: &str, header: &str) {
-    let mut h = header.to_string();
-    while !(10 + h.len() + 1).is_multiple_of(64) {
-        h.push(' ');
-    }
-    h.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend((h.len() as u16).to_le_bytes());
-    bytes.extend(h.as_bytes());
-    bytes.extend([0u8; 24]);
-    std::fs::write(file, bytes).unwrap();
-}
-
 #[test]
 fn a_header_numpy_does_not_write_is_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -32,7 +18,7 @@ fn a_header_numpy_does_not_write_is_refused_naming_the_file() {
         ),
     ] {
         let file = path(dir.path(), "a.npy");
-        npy(&file, header);
+        epsilod_testkit::write_npy_header(&file, header, &[0; 24]);
         for (args, want) in [
             (
                 vec!["view", &file, "-o", &png],
