@@ -3,11 +3,7 @@
 //! that takes a size.
 
 use crate::common::{epsilod, path, INVENTORY};
-
-const MACHINE: &str = r#"{"devices": [{"name": "cpu0", "seconds_per_cell": 1e-9}],
- "links": [{"name": "local", "hockney": {"alpha": 1e-6, "beta": 1e-10},
- "loggp": {"l": 1e-6, "o_s": 0, "o_r": 0, "g": 0, "big_g": 1e-10},
- "piecewise": null, "switch_latency": 0}]}"#;
+use crate::hostile::MACHINE;
 
 #[test]
 fn a_zero_extent_first_or_last_is_one_line_from_every_command() {
