@@ -50,6 +50,20 @@ mod tests {
         }
     }
 
+    /// A zero extent is refused here, in the same words wherever it
+    /// stands: commands read every size through this function.
+    #[test]
+    fn a_zero_extent_is_refused_alike_anywhere() {
+        for size in ["0x100", "100x0", "0x0", "3x0x3", "0"] {
+            assert_eq!(
+                parse_size(size, size.split('x').count())
+                    .unwrap_err()
+                    .to_string(),
+                format!("bad size '{size}': sizes must be at least 1"),
+            );
+        }
+    }
+
     #[test]
     fn sizes_parse_or_say_why() {
         assert_eq!(parse_size("34", 3).unwrap(), vec![34, 34, 34]);

@@ -1,11 +1,13 @@
-//! NumPy's `.npy` format, version 1.0: results written, and user files
-//! read (gaussian's image, a spec's `--aux` fields, `epsilod view`'s
-//! fields) without trusting their headers: the shape a header declares is
-//! checked against the bytes the file holds before anything is allocated,
-//! so a damaged or hostile header is an error line and not a 160 GB
-//! allocation. Only f32 and f64 arrays, whose header is a Python dict
-//! literal of three keys: a few lines here rather than a crate and its
-//! Python-literal parser.
+//! NumPy's `.npy` format: results written (version 1.0), and user files
+//! of versions 1.0 to 3.0 read (gaussian's image, a spec's `--aux` fields,
+//! `epsilod view`'s fields) without trusting their headers: the shape a
+//! header declares is checked against the bytes the file holds before
+//! anything is allocated, so a damaged or hostile header is an error line
+//! and not a 160 GB allocation. Only f32 and f64 arrays, whose header is
+//! a Python dict literal of three keys, each once and each value as NumPy
+//! writes it (a header NumPy would read otherwise, or not at all, is
+//! refused): a few lines here rather than a crate and its Python-literal
+//! parser.
 
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 use std::io::{Read, Write};
@@ -54,6 +56,9 @@ pub enum NpyError {
     /// Values of a type other than f32 or f64.
     #[error("its values are '{0}'; give an array of f32 or f64 ('<f4' or '<f8')")]
     Values(String),
+    /// A header other than the dict NumPy writes.
+    #[error("not a readable .npy array ({0})")]
+    Header(#[from] HeaderError),
     /// What the reader found wrong, its first line.
     #[error("not a readable .npy array ({0})")]
     Unreadable(String),
@@ -77,7 +82,7 @@ fn read_as<F>(
 ) -> Result<ArrayD<F>, NpyError> {
     let (header, data) = read(path)?;
     let big = header.big_endian;
-    let values: Vec<F> = if header.float_bytes == Some(4) {
+    let values: Vec<F> = if header.float_bytes == 4 {
         data.chunks_exact(4)
             .map(|c| {
                 let b: [u8; 4] = c.try_into().expect("chunks of 4 bytes");
@@ -196,7 +201,7 @@ fn open(path: &Path) -> Result<std::fs::File, NpyError> {
 /// A header this module reads: an f32 or f64 array of a known shape and
 /// order.
 struct Readable {
-    float_bytes: Option<usize>,
+    float_bytes: usize,
     big_endian: bool,
     fortran_order: bool,
     shape: Vec<u64>,
@@ -205,43 +210,32 @@ struct Readable {
 }
 
 fn readable(h: Header) -> Result<Readable, NpyError> {
-    if h.descr.is_empty() {
-        return Err(NpyError::Unreadable("its header has no 'descr'".into()));
-    }
-    if h.float_bytes.is_none() {
-        return Err(NpyError::Values(h.descr));
-    }
-    let shape = h
-        .shape
-        .ok_or_else(|| NpyError::Unreadable("its header declares no shape".into()))?;
-    let fortran_order = h.fortran_order.ok_or_else(|| {
-        NpyError::Unreadable("its header has no 'fortran_order' of True or False".into())
-    })?;
+    let Header { dict, data_at } = h;
+    // The reader swaps big-endian values itself.
+    let float_bytes = match dict.descr.as_str() {
+        "<f4" | "=f4" | ">f4" => 4,
+        "<f8" | "=f8" | ">f8" => 8,
+        _ => return Err(NpyError::Values(one_line(&dict.descr))),
+    };
     Ok(Readable {
-        float_bytes: h.float_bytes,
-        big_endian: h.descr.starts_with('>'),
-        fortran_order,
-        data_bytes: shape.iter().product::<u64>() * h.float_bytes.unwrap_or(1) as u64,
-        shape,
-        data_at: h.data_at,
+        float_bytes,
+        big_endian: dict.descr.starts_with('>'),
+        fortran_order: dict.fortran_order,
+        data_bytes: dict.shape.iter().product::<u64>() * float_bytes as u64,
+        shape: dict.shape,
+        data_at,
     })
 }
 
-/// What a header declares.
+/// What a header declares, and where the data starts.
 struct Header {
-    descr: String,
-    /// 4 or 8 for a float of either byte order, else `None`.
-    float_bytes: Option<usize>,
-    /// The shape, where the header's could be read.
-    shape: Option<Vec<u64>>,
-    /// `fortran_order`, where it is `True` or `False`.
-    fortran_order: Option<bool>,
-    /// Where the data starts.
+    dict: Dict,
     data_at: u64,
 }
 
-/// Reads the header and errors unless the data the shape declares is in
-/// the file. What a header lacks is [`readable`]'s to name.
+/// Reads the header and errors unless it is the dict NumPy writes and the
+/// data its shape declares is in the file. Whether the values are floats
+/// is [`readable`]'s to say.
 fn check(path: &Path) -> Result<Header, NpyError> {
     let mut f = open(path)?;
     let file_bytes = f.metadata()?.len();
@@ -269,46 +263,27 @@ fn check(path: &Path) -> Result<Header, NpyError> {
     let mut text = vec![0u8; (at + len - got as u64) as usize];
     f.read_exact(&mut text)?;
     let all: Vec<u8> = start[..got].iter().chain(&text).copied().collect();
-    let header = String::from_utf8_lossy(&all[at as usize..]).into_owned();
-    let descr = quoted_after(&header, "'descr'").unwrap_or_default();
-    // The reader swaps big-endian values itself.
-    let float_bytes = match descr.as_str() {
-        "<f4" | "=f4" | ">f4" => Some(4),
-        "<f8" | "=f8" | ">f8" => Some(8),
-        _ => None,
-    };
-    let item: u64 = descr
+    let dict = header_dict(&all[at as usize..])?;
+    let item: u64 = dict
+        .descr
         .trim_start_matches(|c: char| !c.is_ascii_digit())
         .parse()
         .unwrap_or(1);
-    let shape = shape_of(&header);
-    if let Some(shape) = shape.clone() {
-        let declared = shape
-            .iter()
-            .try_fold(item, |n, &d| n.checked_mul(d))
-            .filter(|&n| n <= file_bytes - (at + len));
-        if declared.is_none() {
-            return Err(NpyError::DataPastEnd {
-                shape,
-                item,
-                data_bytes: file_bytes - (at + len),
-            });
-        }
+    let data_bytes = file_bytes - (at + len);
+    let declared = dict
+        .shape
+        .iter()
+        .try_fold(item, |n, &d| n.checked_mul(d))
+        .filter(|&n| n <= data_bytes);
+    if declared.is_none() {
+        return Err(NpyError::DataPastEnd {
+            shape: dict.shape,
+            item,
+            data_bytes,
+        });
     }
-    let fortran_order = after(&header, "'fortran_order'").and_then(|rest| {
-        if rest.starts_with("True") {
-            Some(true)
-        } else if rest.starts_with("False") {
-            Some(false)
-        } else {
-            None
-        }
-    });
     Ok(Header {
-        descr,
-        float_bytes,
-        shape,
-        fortran_order,
+        dict,
         data_at: at + len,
     })
 }
@@ -324,35 +299,291 @@ fn read_up_to(f: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
-/// What follows `key:` in a Python dict literal, from its first non-space.
-fn after<'a>(header: &'a str, key: &str) -> Option<&'a str> {
-    let rest = &header[header.find(key)? + key.len()..];
-    Some(rest.trim_start().strip_prefix(':')?.trim_start())
+/// Why a `.npy` header is not the dict NumPy writes.
+#[derive(Debug, Error, PartialEq)]
+pub enum HeaderError {
+    /// Not a Python dict literal of quoted keys.
+    #[error("its header is not a dict literal ({0})")]
+    Syntax(&'static str),
+    /// A key given twice (Python would keep the last, silently).
+    #[error("its header gives '{0}' twice")]
+    Duplicate(String),
+    /// A key NumPy does not write.
+    #[error("its header has a key '{0}'; NumPy's are 'descr', 'fortran_order' and 'shape'")]
+    Unknown(String),
+    /// A key NumPy writes, missing.
+    #[error("its header has no '{0}'")]
+    Missing(&'static str),
+    /// A value other than NumPy writes for its key.
+    #[error("its header's '{key}' is {found}, not {want}")]
+    Value {
+        /// The key.
+        key: &'static str,
+        /// The value's text, escaped to one line and cut to 40 characters.
+        found: String,
+        /// What NumPy writes there.
+        want: &'static str,
+    },
 }
 
-/// The string after `key:` in a Python dict literal: `'descr': '<f4'`.
-fn quoted_after(header: &str, key: &str) -> Option<String> {
-    let rest = after(header, key)?;
-    let quote = rest.chars().next().filter(|c| *c == '\'' || *c == '"')?;
-    let rest = &rest[1..];
-    Some(rest[..rest.find(quote)?].to_string())
+/// A header's three values.
+#[derive(Debug, PartialEq)]
+struct Dict {
+    /// The type string (`<f4`), or a structured type's list as written.
+    descr: String,
+    fortran_order: bool,
+    shape: Vec<u64>,
 }
 
-/// The tuple after `'shape':`, `(200, 300)` or `(7,)` or `()`.
-fn shape_of(header: &str) -> Option<Vec<u64>> {
-    let rest = after(header, "'shape'")?;
-    let inner = &rest.strip_prefix('(')?[..rest.find(')')? - 1];
-    inner
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| p.trim_end_matches('L').parse().ok())
-        .collect()
+/// The dict literal NumPy writes as a header,
+/// `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`, then
+/// spaces and a newline: each of its keys once, each value as NumPy writes
+/// it (a tuple's spacing and trailing comma as Python reads them), and
+/// nothing else.
+fn header_dict(text: &[u8]) -> Result<Dict, HeaderError> {
+    let syntax = HeaderError::Syntax;
+    let mut p = Cursor { text, at: 0 };
+    if !p.eat(b'{') {
+        return Err(syntax("it does not start with '{'"));
+    }
+    let (mut descr, mut fortran_order, mut shape) = (None, None, None);
+    loop {
+        if p.eat(b'}') {
+            break;
+        }
+        let key = match p.token() {
+            Some(Token::Str(k)) => k,
+            Some(_) => return Err(syntax("a key is not a quoted string")),
+            None => return Err(syntax("it ends before its '}'")),
+        };
+        if !p.eat(b':') {
+            return Err(syntax("a key without ':' after it"));
+        }
+        let value = p.token().ok_or(syntax("a key without a value"))?;
+        let slot_taken = match key.as_str() {
+            "descr" => descr.replace(descr_of(value)?).is_some(),
+            "fortran_order" => fortran_order.replace(bool_of(value)?).is_some(),
+            "shape" => shape.replace(shape_of(value)?).is_some(),
+            _ => return Err(HeaderError::Unknown(one_line(&key))),
+        };
+        if slot_taken {
+            return Err(HeaderError::Duplicate(one_line(&key)));
+        }
+        if !p.eat(b',') && !p.peek(b'}') {
+            return Err(syntax("a value not followed by ',' or '}'"));
+        }
+    }
+    if p.text[p.at..].iter().any(|b| !b.is_ascii_whitespace()) {
+        return Err(syntax("text follows its '}'"));
+    }
+    Ok(Dict {
+        descr: descr.ok_or(HeaderError::Missing("descr"))?,
+        fortran_order: fortran_order.ok_or(HeaderError::Missing("fortran_order"))?,
+        shape: shape.ok_or(HeaderError::Missing("shape"))?,
+    })
+}
+
+/// A value as NumPy may write it: a quoted string, a bracketed group (a
+/// tuple, or a structured type's list) or a bare word (`True`, `12`).
+enum Token {
+    Str(String),
+    Group(String),
+    Word(String),
+}
+
+impl Token {
+    fn text(&self) -> String {
+        match self {
+            Token::Str(s) => one_line(&format!("'{s}'")),
+            Token::Group(s) | Token::Word(s) => one_line(s),
+        }
+    }
+}
+
+struct Cursor<'a> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    fn skip_space(&mut self) {
+        while self.text.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+            self.at += 1;
+        }
+    }
+
+    /// Whether the next non-space byte is `b`, left unread.
+    fn peek(&mut self, b: u8) -> bool {
+        self.skip_space();
+        self.text.get(self.at) == Some(&b)
+    }
+
+    /// Reads `b` if it is the next non-space byte.
+    fn eat(&mut self, b: u8) -> bool {
+        let next = self.peek(b);
+        self.at += usize::from(next);
+        next
+    }
+
+    /// The next value, or `None` at the end or at an unclosed string or
+    /// group.
+    fn token(&mut self) -> Option<Token> {
+        self.skip_space();
+        let from = self.at;
+        let text =
+            |p: &Self, from: usize| String::from_utf8_lossy(&p.text[from..p.at]).into_owned();
+        match *self.text.get(from)? {
+            q @ (b'\'' | b'"') => {
+                self.at += 1;
+                self.skip_string(q)?;
+                let inside = &self.text[from + 1..self.at - 1];
+                Some(Token::Str(String::from_utf8_lossy(inside).into_owned()))
+            }
+            b'(' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match *self.text.get(self.at)? {
+                        q @ (b'\'' | b'"') => {
+                            self.at += 1;
+                            self.skip_string(q)?;
+                            continue;
+                        }
+                        b'(' | b'[' => depth += 1,
+                        b')' | b']' => depth -= 1,
+                        _ => {}
+                    }
+                    self.at += 1;
+                    if depth == 0 {
+                        return Some(Token::Group(text(self, from)));
+                    }
+                }
+            }
+            _ => {
+                while self
+                    .text
+                    .get(self.at)
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || b"_+-.".contains(b))
+                {
+                    self.at += 1;
+                }
+                (self.at > from).then(|| Token::Word(text(self, from)))
+            }
+        }
+    }
+
+    /// Past the closing `quote` of a string whose opening one is read.
+    fn skip_string(&mut self, quote: u8) -> Option<()> {
+        loop {
+            match *self.text.get(self.at)? {
+                b'\\' => self.at += 2,
+                b if b == quote => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => self.at += 1,
+            }
+        }
+    }
+}
+
+/// At most 40 characters of `s`, its control characters escaped: one
+/// line, however long or odd the header.
+fn one_line(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        match c.is_control() {
+            true => out.extend(c.escape_default()),
+            false => out.push(c),
+        }
+    }
+    match out.char_indices().nth(40) {
+        Some((cut, _)) => format!("{}...", &out[..cut]),
+        None => out,
+    }
+}
+
+/// `'<f4'`; a structured type's list is kept as written, for
+/// [`readable`] to refuse as values of another type.
+fn descr_of(value: Token) -> Result<String, HeaderError> {
+    match value {
+        Token::Str(s) => Ok(s),
+        Token::Group(g) if g.starts_with('[') => Ok(one_line(&g)),
+        other => Err(HeaderError::Value {
+            key: "descr",
+            found: other.text(),
+            want: "a quoted type such as '<f4'",
+        }),
+    }
+}
+
+/// `True` or `False`, exactly.
+fn bool_of(value: Token) -> Result<bool, HeaderError> {
+    match &value {
+        Token::Word(w) if w == "True" => Ok(true),
+        Token::Word(w) if w == "False" => Ok(false),
+        _ => Err(HeaderError::Value {
+            key: "fortran_order",
+            found: value.text(),
+            want: "True or False",
+        }),
+    }
+}
+
+/// A tuple of whole numbers: `(200, 300)`, `(7,)` or `()` (and Python 2's
+/// `(7L,)`).
+fn shape_of(value: Token) -> Result<Vec<u64>, HeaderError> {
+    let bad = |value: &Token| HeaderError::Value {
+        key: "shape",
+        found: value.text(),
+        want: "a tuple of whole numbers such as (2, 3) or (7,)",
+    };
+    let Token::Group(g) = &value else {
+        return Err(bad(&value));
+    };
+    let inner = g
+        .strip_prefix('(')
+        .and_then(|g| g.strip_suffix(')'))
+        .ok_or_else(|| bad(&value))?;
+    if inner.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut parts: Vec<&str> = inner.split(',').map(str::trim).collect();
+    let trailing_comma = parts.last() == Some(&"");
+    if trailing_comma {
+        parts.pop();
+    }
+    // One element needs its trailing comma: `(7)` is a number, not a tuple.
+    if parts.len() == 1 && !trailing_comma {
+        return Err(bad(&value));
+    }
+    parts
+        .iter()
+        .map(|p| {
+            let digits = p.strip_suffix('L').unwrap_or(p);
+            match digits.bytes().all(|b| b.is_ascii_digit()) {
+                true => digits.parse().ok(),
+                false => None,
+            }
+        })
+        .collect::<Option<Vec<u64>>>()
+        .ok_or_else(|| bad(&value))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any header text is a dict or one error, never a panic (cut
+        /// strings and groups, stray backslashes, bytes that are not UTF-8).
+        #[test]
+        fn headers_never_panic(text in proptest::collection::vec(any::<u8>(), 0..80),
+                               dict in "\\{('[a-z_]{0,14}'|[\\[\\](),: 'TrueFals0-9L\\\\]){0,40}\\}?") {
+            let _ = header_dict(&text);
+            let _ = header_dict(dict.as_bytes());
+        }
+    }
 
     fn file(dir: &Path, name: &str, header: &str, data: usize) -> std::path::PathBuf {
         let mut h = header.to_string();
@@ -535,5 +766,182 @@ mod tests {
         );
         let e = read_as_f32(&odd).unwrap_err().to_string();
         assert!(e.contains("'fortran_order'"), "{e}");
+    }
+    /// A header of version `major` (1: a u16 length, 2 and 3: a u32) and
+    /// the little-endian f4 values `data`.
+    fn versioned(dir: &Path, major: u8, header: &str, data: &[f32]) -> std::path::PathBuf {
+        let long = major > 1;
+        let at = if long { 12 } else { 10 };
+        let mut h = header.to_string();
+        while !(at + h.len() + 1).is_multiple_of(64) {
+            h.push(' ');
+        }
+        h.push('\n');
+        let mut bytes = b"\x93NUMPY".to_vec();
+        bytes.extend([major, 0]);
+        match long {
+            true => bytes.extend((h.len() as u32).to_le_bytes()),
+            false => bytes.extend((h.len() as u16).to_le_bytes()),
+        }
+        bytes.extend(h.as_bytes());
+        bytes.extend(data.iter().flat_map(|v| v.to_le_bytes()));
+        let p = dir.join(format!("v{major}.npy"));
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    /// Every header form NumPy writes reads: versions 1 to 3, either
+    /// order, the tuple forms Python writes (and Python 2's `7L`, and the
+    /// spacing and trailing comma Python reads).
+    #[test]
+    fn every_header_numpy_writes_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let six = [1f32, 2., 3., 4., 5., 6.];
+        for major in [1, 2, 3] {
+            for (order, cells) in [("False", six), ("True", [1., 4., 2., 5., 3., 6.])] {
+                let h = format!("{{'descr': '<f4', 'fortran_order': {order}, 'shape': (2, 3), }}");
+                let a = read_as_f32(&versioned(d, major, &h, &cells)).unwrap();
+                assert_eq!(a.shape(), &[2, 3], "{h}");
+                assert_eq!(a.iter().copied().collect::<Vec<_>>(), six, "{h}");
+            }
+        }
+        for (tuple, want) in [
+            ("(2, 3)", &[2, 3][..]),
+            ("(2,3,)", &[2, 3]),
+            ("( 6, )", &[6]),
+            ("(6L,)", &[6]),
+            ("(1, 2L, 3)", &[1, 2, 3]),
+        ] {
+            let h = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {tuple}, }}");
+            let p = versioned(d, 1, &h, &six);
+            assert_eq!(shape(&p).unwrap(), want, "{h}");
+        }
+        let scalar = versioned(
+            d,
+            1,
+            "{\"descr\": \"<f4\", \"shape\": (), \"fortran_order\": False}",
+            &[7.],
+        );
+        assert_eq!(read_as_f32(&scalar).unwrap().iter().next(), Some(&7.));
+    }
+
+    /// A header NumPy would read otherwise, or not at all, is refused in
+    /// one line that says what is wrong: a key given twice (NumPy takes the
+    /// last), `fortran_order` other than exactly True or False, a shape
+    /// not a tuple of whole numbers, keys and text NumPy does not write.
+    #[test]
+    fn headers_other_than_numpy_writes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let six = [0f32; 6];
+        let e = |header: &str| {
+            let p = versioned(d, 1, header, &six);
+            let e = read_as_f32(&p).unwrap_err().to_string();
+            assert_eq!(shape(&p).unwrap_err().to_string(), e);
+            e
+        };
+        let why = |w: &str| format!("not a readable .npy array ({w})");
+        for (header, want) in [
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,), }",
+                "its header gives 'shape' twice",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'fortran_order': True, }",
+                "its header gives 'fortran_order' twice",
+            ),
+            (
+                "{'descr': '>f4', 'descr': '<f4', 'fortran_order': False, 'shape': (6,), }",
+                "its header gives 'descr' twice",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': Truex, 'shape': (2, 3), }",
+                "its header's 'fortran_order' is Truex, not True or False",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': Falsey, 'shape': (2, 3), }",
+                "its header's 'fortran_order' is Falsey, not True or False",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': 'True', 'shape': (2, 3), }",
+                "its header's 'fortran_order' is 'True', not True or False",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': 1, 'shape': (2, 3), }",
+                "its header's 'fortran_order' is 1, not True or False",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (6), }",
+                "its header's 'shape' is (6), not a tuple of whole numbers such as (2, 3) or (7,)",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }",
+                "its header's 'shape' is (2, -3), not a tuple of whole numbers such as (2, 3) or (7,)",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (2,, 3), }",
+                "its header's 'shape' is (2,, 3), not a tuple of whole numbers such as (2, 3) or (7,)",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': [2, 3], }",
+                "its header's 'shape' is [2, 3], not a tuple of whole numbers such as (2, 3) or (7,)",
+            ),
+            (
+                "{'descr': <f4, 'fortran_order': False, 'shape': (6,), }",
+                "its header is not a dict literal (a key without a value)",
+            ),
+            (
+                "{'descr': f4, 'fortran_order': False, 'shape': (6,), }",
+                "its header's 'descr' is f4, not a quoted type such as '<f4'",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'order': 'C', }",
+                "its header has a key 'order'; NumPy's are 'descr', 'fortran_order' and 'shape'",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False True, 'shape': (6,), }",
+                "its header is not a dict literal (a value not followed by ',' or '}')",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (6,), } x",
+                "its header is not a dict literal (text follows its '}')",
+            ),
+            (
+                "{descr: '<f4', 'fortran_order': False, 'shape': (6,), }",
+                "its header is not a dict literal (a key is not a quoted string)",
+            ),
+            (
+                "['descr', '<f4']",
+                "its header is not a dict literal (it does not start with '{')",
+            ),
+            (
+                "{'descr': '<f4', 'shape': (6,), }",
+                "its header has no 'fortran_order'",
+            ),
+            (
+                "{'descr': '<f4', 'fortran_order': False, }",
+                "its header has no 'shape'",
+            ),
+        ] {
+            assert_eq!(e(header), why(want), "{header}");
+        }
+        // A structured type is values of another type, not a damaged header.
+        assert_eq!(
+            e("{'descr': [('a', '<f4'), ('b', '<f4')], 'fortran_order': False, 'shape': (3,), }"),
+            "its values are '[('a', '<f4'), ('b', '<f4')]'; give an array of f32 or f64 ('<f4' or '<f8')"
+        );
+        // A long value is cut, and a newline in it escaped: one line.
+        let long = format!(
+            "{{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'k\n{}': 1, }}",
+            "k".repeat(60)
+        );
+        assert_eq!(
+            e(&long),
+            why(&format!(
+                "its header has a key 'k\\n{}...'; NumPy's are 'descr', 'fortran_order' and 'shape'",
+                "k".repeat(37)
+            ))
+        );
     }
 }

@@ -83,11 +83,21 @@ pub fn write_npy<T: bytemuck::Pod>(
     values: &[T],
 ) {
     let dims: String = shape.iter().map(|d| format!("{d},")).collect();
-    let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}\n");
+    write_npy_header(
+        path,
+        &format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}"),
+        bytemuck::cast_slice::<T, u8>(values),
+    );
+}
+
+/// Writes a `.npy` file (format 1.0) of `header`, the dict's text as given
+/// (a header NumPy would not write, for a test of the reader), and `data`.
+pub fn write_npy_header(path: impl AsRef<std::path::Path>, header: &str, data: &[u8]) {
+    let header = format!("{header}\n");
     let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
     bytes.extend(u16::try_from(header.len()).unwrap().to_le_bytes());
     bytes.extend(header.as_bytes());
-    bytes.extend(bytemuck::cast_slice::<T, u8>(values));
+    bytes.extend(data);
     std::fs::write(path, bytes).unwrap();
 }
 

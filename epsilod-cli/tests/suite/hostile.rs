@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A machine of two devices and one link, as docs/modelling.md shows it.
-const MACHINE: &str = r#"{"devices": [{"name": "cpu0", "seconds_per_cell": 1e-9},
+pub(crate) const MACHINE: &str = r#"{"devices": [{"name": "cpu0", "seconds_per_cell": 1e-9},
  {"name": "cpu1", "seconds_per_cell": 3e-9}],
  "links": [{"name": "local", "hockney": {"alpha": 1e-6, "beta": 1e-10},
  "loggp": {"l": 1e-6, "o_s": 0, "o_r": 0, "g": 0, "big_g": 1e-10},

@@ -4,6 +4,8 @@
 //! kernel), and one that fits runs. Needs root and a writable memory
 //! controller (cgroup v1's `/sys/fs/cgroup/memory`, or cgroup v2 at
 //! `/sys/fs/cgroup`, where epsilod looks); elsewhere it says why and passes.
+//! It leaves the machine's cgroups as it found them: its group removed, and
+//! under v2 the root's memory controller handed down only if it was.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,6 +20,38 @@ struct Group {
     dir: PathBuf,
     /// The file epsilod must name: the limit it was given.
     limit_file: PathBuf,
+    /// The memory controller this test handed down, taken back after the
+    /// group is removed (fields drop after `Drop::drop`).
+    _handed_down: Option<HandedDown>,
+}
+
+/// A controller written to a `cgroup.subtree_control`, written back out
+/// when dropped: the machine's cgroups are left as they were found.
+struct HandedDown {
+    file: PathBuf,
+    controller: &'static str,
+}
+
+impl Drop for HandedDown {
+    fn drop(&mut self) {
+        // Refused while a child group still uses it; nothing more to do then.
+        let _ = fs::write(&self.file, format!("-{}", self.controller));
+    }
+}
+
+/// Hands `controller` down to the child groups of `dir` where its
+/// `cgroup.subtree_control` lacks it, and returns what to take back; `None`
+/// where it was handed down already (by someone else, to be left so).
+fn hand_down(dir: &Path, controller: &'static str) -> Result<Option<HandedDown>, String> {
+    let file = dir.join("cgroup.subtree_control");
+    let enabled =
+        fs::read_to_string(&file).is_ok_and(|c| c.split_whitespace().any(|c| c == controller));
+    if enabled {
+        return Ok(None);
+    }
+    fs::write(&file, format!("+{controller}"))
+        .map_err(|e| format!("cannot enable cgroup v2's {controller} controller: {e}"))?;
+    Ok(Some(HandedDown { file, controller }))
 }
 
 impl Group {
@@ -26,20 +60,14 @@ impl Group {
         let name = format!("epsilod-test-{}-{tag}", std::process::id());
         let v1 = Path::new("/sys/fs/cgroup/memory");
         let v2 = Path::new("/sys/fs/cgroup");
-        let (parent, file) = if v1.join("memory.limit_in_bytes").exists() {
-            (v1, "memory.limit_in_bytes")
+        let (parent, file, handed_down) = if v1.join("memory.limit_in_bytes").exists() {
+            (v1, "memory.limit_in_bytes", None)
         } else if fs::read_to_string(v2.join("cgroup.controllers"))
             .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"))
         {
             // A child group of the root gets the controller only where the
             // root hands it down.
-            let enabled = fs::read_to_string(v2.join("cgroup.subtree_control"))
-                .is_ok_and(|c| c.split_whitespace().any(|c| c == "memory"));
-            if !enabled {
-                fs::write(v2.join("cgroup.subtree_control"), "+memory")
-                    .map_err(|e| format!("cannot enable cgroup v2's memory controller: {e}"))?;
-            }
-            (v2, "memory.max")
+            (v2, "memory.max", hand_down(v2, "memory")?)
         } else {
             return Err("no memory cgroup controller at /sys/fs/cgroup (v1 or v2)".into());
         };
@@ -48,6 +76,7 @@ impl Group {
         let group = Group {
             limit_file: dir.join(file),
             dir,
+            _handed_down: handed_down,
         };
         fs::write(&group.limit_file, LIMIT.to_string())
             .map_err(|e| format!("cannot set {}: {e}", group.limit_file.display()))?;
@@ -137,4 +166,30 @@ fn a_run_over_its_cgroups_memory_limit_is_refused_naming_the_limit() {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The controller is taken back where this test handed it down, on a
+/// failed assertion too, and left where it was already: on a stand-in for
+/// the root's `cgroup.subtree_control` (a plain file keeps the last write).
+#[test]
+fn a_controller_handed_down_is_taken_back_and_one_found_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cgroup.subtree_control");
+    fs::write(&file, "cpu io\n").unwrap();
+    let guard = hand_down(dir.path(), "memory").unwrap();
+    assert_eq!(fs::read_to_string(&file).unwrap(), "+memory");
+    let failed = std::panic::catch_unwind(move || {
+        let _guard = guard;
+        panic!("an assertion fails");
+    });
+    assert!(failed.is_err());
+    assert_eq!(fs::read_to_string(&file).unwrap(), "-memory");
+
+    fs::write(&file, "cpu memory pids\n").unwrap();
+    assert!(hand_down(dir.path(), "memory").unwrap().is_none());
+    assert_eq!(fs::read_to_string(&file).unwrap(), "cpu memory pids\n");
+    // "memoryx" is another controller: this one is handed down.
+    fs::write(&file, "memoryx\n").unwrap();
+    drop(hand_down(dir.path(), "memory").unwrap().unwrap());
+    assert_eq!(fs::read_to_string(&file).unwrap(), "-memory");
 }
