@@ -26,6 +26,9 @@ pub enum NpyError {
     /// The header ends before its length does.
     #[error("its .npy header is cut short")]
     CutShort,
+    /// A format version NumPy never wrote (it writes 1.0, 2.0 and 3.0).
+    #[error("its .npy format version is {0}.{1}, not 1.0, 2.0 or 3.0")]
+    Version(u8, u8),
     /// A header longer than the file.
     #[error("its .npy header says it is {len} bytes long, the file holds {file_bytes} in all")]
     HeaderPastEnd {
@@ -244,15 +247,16 @@ fn check(path: &Path) -> Result<Header, NpyError> {
     if got < 10 || &start[..6] != MAGIC {
         return Err(NpyError::NotNpy);
     }
-    let (len, at) = match start[6] {
-        1 => (u64::from(u16::from_le_bytes([start[8], start[9]])), 10u64),
-        _ if got == 12 => (
+    let (len, at) = match (start[6], start[7]) {
+        (1, 0) => (u64::from(u16::from_le_bytes([start[8], start[9]])), 10u64),
+        (2 | 3, 0) if got == 12 => (
             u64::from(u32::from_le_bytes([
                 start[8], start[9], start[10], start[11],
             ])),
             12,
         ),
-        _ => return Err(NpyError::CutShort),
+        (2 | 3, 0) => return Err(NpyError::CutShort),
+        (major, minor) => return Err(NpyError::Version(major, minor)),
     };
     if at + len > file_bytes {
         return Err(NpyError::HeaderPastEnd { len, file_bytes });
@@ -788,6 +792,24 @@ mod tests {
         let p = dir.join(format!("v{major}.npy"));
         std::fs::write(&p, bytes).unwrap();
         p
+    }
+
+    /// A version NumPy never wrote is refused, naming it, whatever the
+    /// header after it.
+    #[test]
+    fn versions_numpy_never_wrote_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }";
+        for (major, minor) in [(0u8, 0u8), (4, 0), (1, 1), (2, 5), (255, 255)] {
+            let p = versioned(dir.path(), 1, h, &[1.]);
+            let mut bytes = std::fs::read(&p).unwrap();
+            bytes[6..8].copy_from_slice(&[major, minor]);
+            std::fs::write(&p, bytes).unwrap();
+            assert_eq!(
+                read_as_f32(&p).unwrap_err().to_string(),
+                format!("its .npy format version is {major}.{minor}, not 1.0, 2.0 or 3.0")
+            );
+        }
     }
 
     /// Every header form NumPy writes reads: versions 1 to 3, either
