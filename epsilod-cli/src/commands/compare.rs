@@ -111,6 +111,13 @@ pub(super) fn split_heuristics(text: &str) -> Result<Vec<String>, CliError> {
             _ => out.push(piece.to_string()),
         }
     }
+    // `none,,welch` or a stray comma: said as such, not as a name given
+    // twice (two empty pieces) or an unknown one.
+    if out.len() > 1 && out.iter().any(String::is_empty) {
+        return Err(CliError::Usage(format!(
+            "--alb '{text}' has an empty name between commas: separate heuristics by single commas (none,next-alb)"
+        )));
+    }
     if let Some(twice) = out
         .iter()
         .enumerate()

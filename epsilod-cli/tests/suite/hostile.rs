@@ -354,3 +354,23 @@ fn endless_and_huge_inputs_are_refused_at_a_bound() {
         "a 2x2 P2 image holds at most 266 bytes (64 a pixel after the header); this file holds more",
     );
 }
+
+/// A list of heuristics with an empty name says so: two empty pieces (`,`)
+/// read as "--alb names  twice".
+#[test]
+fn an_empty_name_in_a_list_of_heuristics_says_so() {
+    let two = ["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"];
+    for alb in [",", "none,,next-alb", "none,"] {
+        let want = format!(
+            "--alb '{alb}' has an empty name between commas: separate heuristics by single \
+             commas (none,next-alb)"
+        );
+        let simulate = ["simulate", "2d4", "--size", "34", "--iters", "3", "--alb", alb];
+        fails_with(&[&simulate[..], &two].concat(), &want);
+        let compare = [
+            "compare", "2d4", "--size", "34", "--iters", "3", "--partition", "w0", "--reps", "2",
+            "--quiet", "--alb", alb,
+        ];
+        fails_with(&[&compare[..], &two].concat(), &want);
+    }
+}
