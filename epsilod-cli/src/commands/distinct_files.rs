@@ -36,3 +36,48 @@ fn file_identity(path: &Path) -> Option<PathBuf> {
         }
     }
 }
+
+/// Errors where one of `files` is a snapshot the run writes (`pattern`
+/// after iterations `every`, `2 * every`, ... up to `iters`): `--report
+/// out/f_2.npy --snapshot 'out/f_{iter}.npy'` replaced the snapshot with
+/// the report. Candidates for the iteration are the numbers in the file's
+/// path, so a huge `--iters` costs nothing.
+pub(super) fn apart_from_snapshots(
+    pattern: &str,
+    every: u64,
+    iters: u64,
+    files: &[(&str, Option<&Path>)],
+) -> Result<(), CliError> {
+    for &(option, path) in files {
+        let Some((path, id)) = path.and_then(|p| Some((p, file_identity(p)?))) else {
+            continue;
+        };
+        let text = id.to_string_lossy().into_owned();
+        let snapshot = numbers_in(&text).find(|&n| {
+            n > 0
+                && n <= iters
+                && n % every == 0
+                && file_identity(Path::new(&pattern.replace("{iter}", &n.to_string())))
+                    .as_ref()
+                    == Some(&id)
+        });
+        if let Some(n) = snapshot {
+            return Err(CliError::Usage(format!(
+                "{option} and --snapshot both name {} (the snapshot after iteration {n}): give each its own file",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every number written in `text`: each run of digits and each run within
+/// one (`{iter}` may follow a digit of the pattern's own).
+fn numbers_in(text: &str) -> impl Iterator<Item = u64> + '_ {
+    let digit = |i: usize| text.as_bytes()[i].is_ascii_digit();
+    (0..text.len()).filter(move |&i| digit(i)).flat_map(move |start| {
+        (start + 1..=text.len())
+            .take_while(move |&end| digit(end - 1))
+            .filter_map(move |end| text[start..end].parse().ok())
+    })
+}

@@ -232,13 +232,17 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let target = target.for_run(args, aux);
     // Only rank 0 writes, and only its file system matters.
     if cluster.is_root() {
-        super::distinct_files::distinct_files(&[
+        let files = [
             ("--output", args.output.as_deref()),
             ("--report", args.report.as_deref()),
             ("--input", args.input.as_deref()),
             ("--weights-from", args.weights_from.as_deref()),
             ("--device-file", args.device_file.as_deref()),
-        ])?;
+        ];
+        super::distinct_files::distinct_files(&files)?;
+        if let (Some(every), Some(pattern)) = (args.snapshot_every, &args.snapshot) {
+            super::distinct_files::apart_from_snapshots(pattern, every, args.iters, &files)?;
+        }
         if let Some(o) = &args.output {
             output::check_writable(o)?;
         }

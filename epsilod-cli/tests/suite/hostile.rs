@@ -374,3 +374,44 @@ fn an_empty_name_in_a_list_of_heuristics_says_so() {
         fails_with(&[&compare[..], &two].concat(), &want);
     }
 }
+
+/// A file the run writes or reads that is also one of its snapshots is
+/// refused before the run: `--report snap_2.npy` replaced the snapshot
+/// after iteration 2 with the report, status 0.
+#[test]
+fn a_file_that_is_also_a_snapshot_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let pattern = path(dir.path(), "snap_{iter}.npy");
+    let snap = |n: u64| path(dir.path(), &format!("snap_{n}.npy"));
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "run", "2d4", "--size", "10", "--iters", "4", "--quiet", "--snapshot-every", "2",
+            "--snapshot", &pattern,
+        ];
+        a.extend(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let (two, four) = (snap(2), snap(4));
+    // The last snapshot's name, written another way.
+    let four_here = format!("{}/./snap_4.npy", dir.path().display());
+    for (option, file, n) in [("--report", &two, 2), ("--output", &four_here, 4)] {
+        let args = run(&[option, file]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails_with(
+            &args,
+            &format!(
+                "{option} and --snapshot both name {file} (the snapshot after iteration {n}): \
+                 give each its own file"
+            ),
+        );
+    }
+    assert!(!std::path::Path::new(&two).exists());
+    // Not a snapshot: iteration 3 is not one of every 2, 6 lies past the end.
+    for n in [3, 6] {
+        let report = snap(n);
+        let args = run(&["--report", &report]);
+        ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        json(std::path::Path::new(&report));
+    }
+    assert_eq!(&std::fs::read(&four).unwrap()[..6], b"\x93NUMPY");
+}
