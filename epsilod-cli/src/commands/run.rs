@@ -200,7 +200,8 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let app = target.app();
     let size = size_of(args, app)?;
     let (mut devices, placement) = devices(args, cluster.info())?;
-    let warnings = ignored_options(args, &devices);
+    let mut warnings = ignored_options(args, &devices);
+    warnings.extend(target.ignored_options(args));
     if let Some(path) = &args.weights_from {
         // The cells calibration timed: the interior (a size too small for
         // one is refused with the run's own error further on).
