@@ -415,3 +415,25 @@ fn a_file_that_is_also_a_snapshot_is_refused() {
     }
     assert_eq!(&std::fs::read(&four).unwrap()[..6], b"\x93NUMPY");
 }
+
+/// An `--aux` file named again for the result or the report is refused
+/// before the run, as `--input` is: `--output` replaced the field's values.
+#[test]
+fn an_aux_file_named_as_an_output_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let field = path(dir.path(), "k.npy");
+    ok(&["run", "2d4", "--size", "34", "--iters", "0", "--quiet", "--output", &field]);
+    let before = std::fs::read(&field).unwrap();
+    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/specs/varcoef.toml");
+    let aux = format!("k={field}");
+    for option in ["--output", "--report"] {
+        fails_with(
+            &[
+                "run", spec, "--size", "34", "--iters", "2", "--quiet", "--aux", &aux, option,
+                &field,
+            ],
+            &format!("{option} and --aux k both name {field}: give each its own file"),
+        );
+    }
+    assert_eq!(std::fs::read(&field).unwrap(), before);
+}
