@@ -64,18 +64,19 @@ impl Target {
     }
 
     /// The options of `args` a run of it ignores, one warning each: an
-    /// app sets its own initial state and kernels, and a spec file's
-    /// kernel is its own (`--kernel` chooses among the library's).
+    /// app sets its own initial state and kernels, and an expression
+    /// spec's kernel is its own (`--kernel` chooses among the library's; a
+    /// weighted spec's is the generic weighted sum).
     pub fn ignored_options(&self, args: &RunArgs) -> Vec<String> {
-        let (what, library) = match self {
+        let (what, follows_init) = match self {
             Target::App(a) => (format!("app {}", a.name()), false),
             Target::Stencil(s) => match s.source() {
-                StencilSource::Library(_) => return Vec::new(),
-                StencilSource::Spec(_) => (format!("spec file {}", s.name()), true),
+                StencilSource::Spec(AnySpec::Expr(_)) => (format!("spec file {}", s.name()), true),
+                _ => return Vec::new(),
             },
         };
         let mut warnings = Vec::new();
-        if args.init == InitKind::Random && !library {
+        if args.init == InitKind::Random && !follows_init {
             warnings.push(format!(
                 "--init random is ignored: {what} sets its own initial state (--init is for library stencils and spec files)"
             ));

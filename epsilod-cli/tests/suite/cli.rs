@@ -1459,4 +1459,8 @@ fn an_init_or_kernel_an_app_or_spec_ignores_is_a_warning() {
     }
     let random_spec = run(spec, &["--init", "random"], &p("s.dat"));
     assert!(random_spec.status.success() && random_spec.stderr.is_empty());
+    // A weighted spec's kernel is the generic weighted sum.
+    let weighted = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/specs/weighted-anisotropic.toml");
+    let generic = run(weighted, &["--kernel", "generic"], &p("g.dat"));
+    assert!(generic.status.success() && generic.stderr.is_empty());
 }
