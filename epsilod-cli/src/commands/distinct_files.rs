@@ -57,8 +57,7 @@ pub(super) fn apart_from_snapshots(
             n > 0
                 && n <= iters
                 && n % every == 0
-                && file_identity(Path::new(&pattern.replace("{iter}", &n.to_string())))
-                    .as_ref()
+                && file_identity(Path::new(&pattern.replace("{iter}", &n.to_string()))).as_ref()
                     == Some(&id)
         });
         if let Some(n) = snapshot {
@@ -75,9 +74,11 @@ pub(super) fn apart_from_snapshots(
 /// one (`{iter}` may follow a digit of the pattern's own).
 fn numbers_in(text: &str) -> impl Iterator<Item = u64> + '_ {
     let digit = |i: usize| text.as_bytes()[i].is_ascii_digit();
-    (0..text.len()).filter(move |&i| digit(i)).flat_map(move |start| {
-        (start + 1..=text.len())
-            .take_while(move |&end| digit(end - 1))
-            .filter_map(move |end| text[start..end].parse().ok())
-    })
+    (0..text.len())
+        .filter(move |&i| digit(i))
+        .flat_map(move |start| {
+            (start + 1..=text.len())
+                .take_while(move |&end| digit(end - 1))
+                .filter_map(move |end| text[start..end].parse().ok())
+        })
 }

@@ -245,7 +245,10 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             ("--weights-from", args.weights_from.as_deref()),
             ("--device-file", args.device_file.as_deref()),
         ];
-        files.extend(aux.iter().map(|(option, file)| (option.as_str(), Some(*file))));
+        files.extend(
+            aux.iter()
+                .map(|(option, file)| (option.as_str(), Some(*file))),
+        );
         super::distinct_files::distinct_files(&files)?;
         if let (Some(every), Some(pattern)) = (args.snapshot_every, &args.snapshot) {
             super::distinct_files::apart_from_snapshots(pattern, every, args.iters, &files)?;

@@ -593,8 +593,17 @@ fn a_checkpoint_dir_that_is_a_file_says_so() {
     std::fs::write(&file, "").unwrap();
     for given in [file.display().to_string(), "/dev/null".to_string()] {
         let args = [
-            "run", "2d4", "--size", "20", "--iters", "4", "--quiet", "--checkpoint-every", "2",
-            "--checkpoint-dir", &given,
+            "run",
+            "2d4",
+            "--size",
+            "20",
+            "--iters",
+            "4",
+            "--quiet",
+            "--checkpoint-every",
+            "2",
+            "--checkpoint-dir",
+            &given,
         ];
         fails_with(
             &args,

@@ -1421,7 +1421,10 @@ fn a_batch_run_logs_its_progress() {
 fn an_init_or_kernel_an_app_or_spec_ignores_is_a_warning() {
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n).display().to_string();
-    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/specs/damped-heat.toml");
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/specs/damped-heat.toml"
+    );
     let run = |target: &str, extra: &[&str], out: &str| {
         let mut args = vec!["run", target, "--size", "20", "--iters", "3", "--quiet"];
         args.extend(extra);
@@ -1438,13 +1441,25 @@ fn an_init_or_kernel_an_app_or_spec_ignores_is_a_warning() {
     };
     let cases = [
         ("wavesim", vec!["--init", "random"], init.to_string()),
-        ("wavesim", vec!["--kernel", "generic"], kernel("app wavesim")),
-        (spec, vec!["--kernel", "generic"], kernel(&format!("spec file {spec}"))),
+        (
+            "wavesim",
+            vec!["--kernel", "generic"],
+            kernel("app wavesim"),
+        ),
+        (
+            spec,
+            vec!["--kernel", "generic"],
+            kernel(&format!("spec file {spec}")),
+        ),
     ];
     for (k, (target, extra, want)) in cases.iter().enumerate() {
         let warned = run(target, extra, &p(&format!("w{k}.dat")));
         assert!(warned.status.success(), "{target} {extra:?}");
-        assert_eq!(String::from_utf8_lossy(&warned.stderr), *want, "{target} {extra:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&warned.stderr),
+            *want,
+            "{target} {extra:?}"
+        );
         let plain = run(target, &[], &p(&format!("p{k}.dat")));
         assert!(plain.status.success() && plain.stderr.is_empty());
         assert_eq!(
@@ -1460,7 +1475,10 @@ fn an_init_or_kernel_an_app_or_spec_ignores_is_a_warning() {
     let random_spec = run(spec, &["--init", "random"], &p("s.dat"));
     assert!(random_spec.status.success() && random_spec.stderr.is_empty());
     // A weighted spec's kernel is the generic weighted sum.
-    let weighted = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/specs/weighted-anisotropic.toml");
+    let weighted = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/specs/weighted-anisotropic.toml"
+    );
     let generic = run(weighted, &["--kernel", "generic"], &p("g.dat"));
     assert!(generic.status.success() && generic.stderr.is_empty());
 }

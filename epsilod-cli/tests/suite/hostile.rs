@@ -365,11 +365,24 @@ fn an_empty_name_in_a_list_of_heuristics_says_so() {
             "--alb '{alb}' has an empty name between commas: separate heuristics by single \
              commas (none,next-alb)"
         );
-        let simulate = ["simulate", "2d4", "--size", "34", "--iters", "3", "--alb", alb];
+        let simulate = [
+            "simulate", "2d4", "--size", "34", "--iters", "3", "--alb", alb,
+        ];
         fails_with(&[&simulate[..], &two].concat(), &want);
         let compare = [
-            "compare", "2d4", "--size", "34", "--iters", "3", "--partition", "w0", "--reps", "2",
-            "--quiet", "--alb", alb,
+            "compare",
+            "2d4",
+            "--size",
+            "34",
+            "--iters",
+            "3",
+            "--partition",
+            "w0",
+            "--reps",
+            "2",
+            "--quiet",
+            "--alb",
+            alb,
         ];
         fails_with(&[&compare[..], &two].concat(), &want);
     }
@@ -385,8 +398,17 @@ fn a_file_that_is_also_a_snapshot_is_refused() {
     let snap = |n: u64| path(dir.path(), &format!("snap_{n}.npy"));
     let run = |extra: &[&str]| {
         let mut a = vec![
-            "run", "2d4", "--size", "10", "--iters", "4", "--quiet", "--snapshot-every", "2",
-            "--snapshot", &pattern,
+            "run",
+            "2d4",
+            "--size",
+            "10",
+            "--iters",
+            "4",
+            "--quiet",
+            "--snapshot-every",
+            "2",
+            "--snapshot",
+            &pattern,
         ];
         a.extend(extra);
         a.into_iter().map(String::from).collect::<Vec<_>>()
@@ -422,9 +444,14 @@ fn a_file_that_is_also_a_snapshot_is_refused() {
 fn an_aux_file_named_as_an_output_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let field = path(dir.path(), "k.npy");
-    ok(&["run", "2d4", "--size", "34", "--iters", "0", "--quiet", "--output", &field]);
+    ok(&[
+        "run", "2d4", "--size", "34", "--iters", "0", "--quiet", "--output", &field,
+    ]);
     let before = std::fs::read(&field).unwrap();
-    let spec = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/specs/varcoef.toml");
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/specs/varcoef.toml"
+    );
     let aux = format!("k={field}");
     for option in ["--output", "--report"] {
         fails_with(
