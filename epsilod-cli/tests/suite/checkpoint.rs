@@ -592,19 +592,11 @@ fn a_checkpoint_dir_that_is_a_file_says_so() {
     let file = dir.path().join("file");
     std::fs::write(&file, "").unwrap();
     for given in [file.display().to_string(), "/dev/null".to_string()] {
-        let args = [
-            "run",
-            "2d4",
-            "--size",
-            "20",
-            "--iters",
-            "4",
-            "--quiet",
-            "--checkpoint-every",
-            "2",
-            "--checkpoint-dir",
-            &given,
-        ];
+        let args: Vec<&str> =
+            "run 2d4 --size 20 --iters 4 --quiet --checkpoint-every 2 --checkpoint-dir"
+                .split(' ')
+                .chain([given.as_str()])
+                .collect();
         fails_with(
             &args,
             &format!(

@@ -365,26 +365,13 @@ fn an_empty_name_in_a_list_of_heuristics_says_so() {
             "--alb '{alb}' has an empty name between commas: separate heuristics by single \
              commas (none,next-alb)"
         );
-        let simulate = [
-            "simulate", "2d4", "--size", "34", "--iters", "3", "--alb", alb,
-        ];
-        fails_with(&[&simulate[..], &two].concat(), &want);
-        let compare = [
-            "compare",
-            "2d4",
-            "--size",
-            "34",
-            "--iters",
-            "3",
-            "--partition",
-            "w0",
-            "--reps",
-            "2",
-            "--quiet",
-            "--alb",
-            alb,
-        ];
-        fails_with(&[&compare[..], &two].concat(), &want);
+        let words = |text: &'static str| text.split(' ').chain([alb]).chain(two);
+        let simulate: Vec<&str> = words("simulate 2d4 --size 34 --iters 3 --alb").collect();
+        fails_with(&simulate, &want);
+        let compare: Vec<&str> =
+            words("compare 2d4 --size 34 --iters 3 --partition w0 --reps 2 --quiet --alb")
+                .collect();
+        fails_with(&compare, &want);
     }
 }
 
@@ -397,19 +384,10 @@ fn a_file_that_is_also_a_snapshot_is_refused() {
     let pattern = path(dir.path(), "snap_{iter}.npy");
     let snap = |n: u64| path(dir.path(), &format!("snap_{n}.npy"));
     let run = |extra: &[&str]| {
-        let mut a = vec![
-            "run",
-            "2d4",
-            "--size",
-            "10",
-            "--iters",
-            "4",
-            "--quiet",
-            "--snapshot-every",
-            "2",
-            "--snapshot",
-            &pattern,
-        ];
+        let mut a: Vec<&str> = "run 2d4 --size 10 --iters 4 --quiet --snapshot-every 2 --snapshot"
+            .split(' ')
+            .chain([pattern.as_str()])
+            .collect();
         a.extend(extra);
         a.into_iter().map(String::from).collect::<Vec<_>>()
     };

@@ -479,23 +479,7 @@ fn files_are_written_before_the_text_into_a_closed_pipe() {
     let file = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     let (report, table) = (file("sim.json"), file("sim.csv"));
     let (train, model, scores) = (file("train.csv"), file("model.json"), file("scores.json"));
-    ok(&[
-        "commbench",
-        "--per-rank",
-        "2,3",
-        "--sizes",
-        "16,1024",
-        "--pm",
-        "1,2",
-        "--reps",
-        "1",
-        "--iters",
-        "2",
-        "--sweeps",
-        "1",
-        "--csv",
-        &train,
-    ]);
+    crate::scale::commbench(&train, "1");
     let two = ["--devices", "cpu", "--devices", "cpu"];
     let sim = ["simulate", "2d4", "--size", "66", "--iters", "10"];
     let commands: Vec<(Vec<&str>, Vec<&String>)> = vec![
@@ -522,7 +506,7 @@ fn files_are_written_before_the_text_into_a_closed_pipe() {
     }
     // The text is still what it was, in its order.
     let text = ok(&["fit-comm", &train]);
-    assert!(text.starts_with("gbrt on 8 samples: "), "{text}");
+    assert!(text.starts_with("gbrt on 16 samples: "), "{text}");
     assert!(
         text.lines().nth(2).unwrap().starts_with("training: MMRE "),
         "{text}"
