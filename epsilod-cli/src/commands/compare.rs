@@ -34,10 +34,10 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
     }
     let json = JsonOut::of(args.json.as_ref());
     if cluster.is_root() {
-        super::distinct_files::distinct_files(&[
-            ("--csv", args.csv.as_deref()),
-            ("--json", json.file()),
-        ])?;
+        super::distinct_files::apart_from_run(
+            &[("--csv", args.csv.as_deref()), ("--json", json.file())],
+            &args.run,
+        )?;
         if let Some(p) = &args.csv {
             check_report_path(p)?;
         }

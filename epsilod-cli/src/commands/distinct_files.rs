@@ -1,5 +1,6 @@
 //! Refusing one file named for two of a command's inputs and outputs.
 
+use crate::args::RunArgs;
 use crate::error::CliError;
 use std::path::{Path, PathBuf};
 
@@ -81,4 +82,48 @@ fn numbers_in(text: &str) -> impl Iterator<Item = u64> + '_ {
                 .take_while(move |&end| digit(end - 1))
                 .filter_map(move |end| text[start..end].parse().ok())
         })
+}
+
+/// The files a run reads, each with its option (`--input`,
+/// `--weights-from`, `--device-file`, `--aux NAME`): the commands that
+/// run one (`run`, `compare`, `calibrate`, `signature`) write none of them.
+pub(super) fn run_inputs(args: &RunArgs) -> Vec<(String, &Path)> {
+    let mut files: Vec<(String, &Path)> = [
+        ("--input", &args.input),
+        ("--weights-from", &args.weights_from),
+        ("--device-file", &args.device_file),
+    ]
+    .into_iter()
+    .filter_map(|(option, path)| Some((option.to_string(), path.as_deref()?)))
+    .collect();
+    let aux = args.aux.iter().filter_map(|a| a.split_once('='));
+    files.extend(aux.map(|(name, file)| (format!("--aux {name}"), Path::new(file))));
+    files
+}
+
+/// [`outputs_apart`] from the files `args`' run reads.
+pub(super) fn apart_from_run(
+    outputs: &[(&str, Option<&Path>)],
+    args: &RunArgs,
+) -> Result<(), CliError> {
+    let inputs = run_inputs(args);
+    let inputs: Vec<(&str, Option<&Path>)> = (inputs.iter())
+        .map(|(option, path)| (option.as_str(), Some(*path)))
+        .collect();
+    outputs_apart(outputs, &inputs)
+}
+
+/// Errors where one of `outputs` is another or one of `inputs`; inputs
+/// may repeat (`fit-comm t.csv --test t.csv` scores the training data).
+pub(super) fn outputs_apart(
+    outputs: &[(&str, Option<&Path>)],
+    inputs: &[(&str, Option<&Path>)],
+) -> Result<(), CliError> {
+    distinct_files(outputs)?;
+    for &output in outputs.iter().filter(|(_, path)| path.is_some()) {
+        for &input in inputs {
+            distinct_files(&[output, input])?;
+        }
+    }
+    Ok(())
 }

@@ -51,6 +51,15 @@ struct RunReport {
 pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
     let method: Method = args.method.parse()?;
     let json = JsonOut::of(args.json.as_ref());
+    let mut inputs = vec![
+        ("the training data", Some(args.train.as_path())),
+        ("--test", args.test.as_deref()),
+    ];
+    inputs.extend(args.runs.iter().map(|r| ("--runs", Some(r.as_path()))));
+    super::distinct_files::outputs_apart(
+        &[("--out", args.out.as_deref()), ("--json", json.file())],
+        &inputs,
+    )?;
     let train = read_csv(&args.train)?;
     let test = args.test.as_deref().map(read_csv).transpose()?;
     let runs = args

@@ -233,20 +233,14 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let target = target.for_run(args, aux);
     // Only rank 0 writes, and only its file system matters.
     if cluster.is_root() {
-        // An --aux file is read as --input is: the output must not replace it.
-        let aux: Vec<(String, &std::path::Path)> = (args.aux.iter())
-            .filter_map(|a| a.split_once('='))
-            .map(|(name, file)| (format!("--aux {name}"), std::path::Path::new(file)))
-            .collect();
+        let inputs = super::distinct_files::run_inputs(args);
         let mut files = vec![
             ("--output", args.output.as_deref()),
             ("--report", args.report.as_deref()),
-            ("--input", args.input.as_deref()),
-            ("--weights-from", args.weights_from.as_deref()),
-            ("--device-file", args.device_file.as_deref()),
         ];
         files.extend(
-            aux.iter()
+            inputs
+                .iter()
                 .map(|(option, file)| (option.as_str(), Some(*file))),
         );
         super::distinct_files::distinct_files(&files)?;

@@ -442,3 +442,45 @@ fn an_aux_file_named_as_an_output_is_refused() {
     }
     assert_eq!(std::fs::read(&field).unwrap(), before);
 }
+
+/// Every command that writes refuses to write over a file it reads, as
+/// `run` and `predict` do: `signature --out` and `calibrate --out` replaced
+/// their `--device-file`, `compare --csv` its `--device-file`, `fit-comm
+/// --json` its training data, each with status 0.
+#[test]
+fn no_command_writes_over_a_file_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = path(dir.path(), "devices.toml");
+    let text =
+        "[[device]]\nkind = \"cpu\"\nthreads = 1\n\n[[device]]\nkind = \"cpu\"\nthreads = 1\n";
+    std::fs::write(&devices, text).unwrap();
+    let train = path(dir.path(), "train.csv");
+    crate::scale::commbench(&train, "1");
+    let data = std::fs::read(&train).unwrap();
+    let run = "2d4 --size 34 --partition w0 --device-file";
+    let cases: Vec<(String, &str)> = vec![
+        (format!("signature {run} {devices} --iters 10 --sig-iters 3 --out {devices}"), "--out and --device-file"),
+        (format!("calibrate {run} {devices} --calib-iters 4 --no-links --out {devices}"), "--out and --device-file"),
+        (
+            format!("compare {run} {devices} --iters 3 --alb none,next-alb --reps 2 --quiet --csv {devices}"),
+            "--csv and --device-file",
+        ),
+        (format!("fit-comm {train} --json {train}"), "--json and the training data"),
+    ];
+    for (line, options) in &cases {
+        let args: Vec<&str> = line.split(' ').collect();
+        let named = if line.starts_with("fit-comm") {
+            &train
+        } else {
+            &devices
+        };
+        fails_with(
+            &args,
+            &format!("{options} both name {named}: give each its own file"),
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&devices).unwrap(), text);
+    assert_eq!(std::fs::read(&train).unwrap(), data);
+    // Inputs may repeat: the training data scored as held-out data.
+    ok(&["fit-comm", &train, "--test", &train]);
+}
