@@ -512,3 +512,36 @@ fn files_are_written_before_the_text_into_a_closed_pipe() {
         "{text}"
     );
 }
+
+/// Printing onto a full disk (stdout a file on it) is one line and status
+/// 1: it was a panic with a backtrace, status 101, and `--help` said
+/// status 0 with nothing written.
+#[test]
+#[cfg(target_os = "linux")]
+fn printing_onto_a_full_disk_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = machine(dir.path());
+    let commands: [&[&str]; 5] = [
+        &["list"],
+        &["--help"],
+        &["run", "--help"],
+        &["run", "2d4", "--size", "10", "--iters", "1"],
+        &[
+            "predict", "--model", &m, "--size", "66x34", "--iters", "10", "--json",
+        ],
+    ];
+    for args in commands {
+        let out = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "error: cannot write to stdout: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+    }
+}
