@@ -484,3 +484,35 @@ fn no_command_writes_over_a_file_it_reads() {
     // Inputs may repeat: the training data scored as held-out data.
     ok(&["fit-comm", &train, "--test", &train]);
 }
+
+/// An `EPSILOD_FONT` that names no file says so: the line said to install
+/// a font package or set the variable, which was set.
+#[test]
+fn a_font_variable_naming_no_file_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = path(dir.path(), "r.json");
+    let field = path(dir.path(), "f.npy");
+    ok(&[
+        "run", "2d4", "--size", "34", "--iters", "2", "--quiet", "--report", &report, "--output",
+        &field,
+    ]);
+    let font = path(dir.path(), "no-such-font.ttf");
+    let png = path(dir.path(), "p.png");
+    for args in [["plot", "-o", &png, &report], ["view", "-o", &png, &field]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+            .args(args)
+            .env("EPSILOD_FONT", &font)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "error: cannot plot: EPSILOD_FONT={font} is not a file: set it to a TrueType \
+                 font's path, or unset it for a system font\n"
+            ),
+            "{args:?}"
+        );
+    }
+    assert!(!std::path::Path::new(&png).exists());
+}
