@@ -516,3 +516,30 @@ fn a_font_variable_naming_no_file_says_so() {
     }
     assert!(!std::path::Path::new(&png).exists());
 }
+
+/// A directory left where a result is first written (`out.npy.partial`)
+/// is named: the line said "cannot write output out.npy: Is a directory",
+/// of a result that is none.
+#[test]
+fn a_directory_in_the_way_of_a_whole_write_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for (option, name) in [("--output", "out.npy"), ("--report", "r.json")] {
+        let file = path(dir.path(), name);
+        let partial = format!("{file}.partial");
+        std::fs::create_dir(&partial).unwrap();
+        let what = if option == "--output" {
+            "output"
+        } else {
+            "report"
+        };
+        fails_with(
+            &[
+                "run", "2d4", "--size", "10", "--iters", "1", "--quiet", option, &file,
+            ],
+            &format!(
+                "cannot write {what} {file}: {partial} is in the way (not a plain file): remove it"
+            ),
+        );
+        assert!(std::path::Path::new(&partial).is_dir());
+    }
+}
