@@ -490,12 +490,9 @@ fn no_command_writes_over_a_file_it_reads() {
 #[test]
 fn a_font_variable_naming_no_file_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let report = path(dir.path(), "r.json");
-    let field = path(dir.path(), "f.npy");
-    ok(&[
-        "run", "2d4", "--size", "34", "--iters", "2", "--quiet", "--report", &report, "--output",
-        &field,
-    ]);
+    let (report, field) = (path(dir.path(), "r.json"), path(dir.path(), "f.npy"));
+    let run = format!("run 2d4 --size 20 --iters 1 --quiet --report {report} --output {field}");
+    ok(&run.split(' ').collect::<Vec<_>>());
     let font = path(dir.path(), "no-such-font.ttf");
     let png = path(dir.path(), "p.png");
     for args in [["plot", "-o", &png, &report], ["view", "-o", &png, &field]] {
