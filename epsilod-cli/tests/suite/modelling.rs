@@ -879,36 +879,14 @@ fn a_machine_without_devices_says_so() {
         "machine model {m}: the machine describes no devices: calibrate some (epsilod \
          calibrate), or list them under \"devices\""
     );
-    let commands: [&[&str]; 3] = [
-        &["predict", "--model", m, "--size", "34", "--iters", "3"],
-        &[
-            "run",
-            "2d4",
-            "--size",
-            "34",
-            "--iters",
-            "3",
-            "--partition",
-            "w0",
-            "--devices",
-            "cpu:threads=1",
-            "--weights-from",
-            m,
-        ],
-        &[
-            "simulate",
-            "2d4",
-            "--size",
-            "34",
-            "--iters",
-            "3",
-            "--devices-count",
-            "2",
-            "--model",
-            m,
-        ],
+    let commands = [
+        format!("predict --model {m} --size 34 --iters 3"),
+        format!(
+            "run 2d4 --size 34 --iters 3 --partition w0 --devices cpu:threads=1 --weights-from {m}"
+        ),
+        format!("simulate 2d4 --size 34 --iters 3 --devices-count 2 --model {m}"),
     ];
-    for args in commands {
-        common::fails_with(args, &want);
+    for line in &commands {
+        common::fails_with(&line.split(' ').collect::<Vec<_>>(), &want);
     }
 }
