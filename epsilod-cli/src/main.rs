@@ -52,6 +52,13 @@ fn quiet_on_closed_pipe() {
         if is_closed_pipe(message) {
             std::process::exit(CLOSED_PIPE);
         }
+        // Any other failed print (stdout onto a full disk): one line, not a
+        // panic; written without `eprintln!`, which panics where stderr fails.
+        if let Some(why) = message.strip_prefix("failed printing to ") {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "error: cannot write to {why}");
+            std::process::exit(1);
+        }
         default(info)
     }));
 }
@@ -117,7 +124,9 @@ fn bad_arguments(e: clap::Error, prints: bool) -> i32 {
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     ) {
-        let _ = e.print();
+        if let Err(why) = e.print() {
+            return failed_print(why);
+        }
         return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
             2
         } else {
@@ -128,4 +137,15 @@ fn bad_arguments(e: clap::Error, prints: bool) -> i32 {
         print_error(&usage_error_line(&e.render().to_string(), "epsilod"));
     }
     2
+}
+
+/// The status of help or version text that could not be printed: quiet
+/// where the reader went away, else one line (stdout onto a full disk).
+fn failed_print(why: std::io::Error) -> i32 {
+    if why.kind() == std::io::ErrorKind::BrokenPipe {
+        return CLOSED_PIPE;
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "error: cannot write to stdout: {why}");
+    1
 }

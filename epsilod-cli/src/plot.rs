@@ -22,11 +22,15 @@ const FONT_CANDIDATES: [&str; 4] = [
 pub(crate) fn ensure_font() -> Result<(), CliError> {
     static FONT: OnceLock<Result<(), String>> = OnceLock::new();
     FONT.get_or_init(|| {
-        let candidates: Vec<String> = std::env::var("EPSILOD_FONT")
-            .map(|p| vec![p])
-            .unwrap_or_else(|_| FONT_CANDIDATES.iter().map(|s| s.to_string()).collect());
-        let path = candidates.iter().find(|p| Path::new(p).is_file()).ok_or_else(|| {
-            "no TrueType font for the labels: install fonts-dejavu-core, or set EPSILOD_FONT=/path/to/font.ttf".to_string()
+        let given = std::env::var("EPSILOD_FONT").ok();
+        let candidates: Vec<String> = match &given {
+            Some(p) => vec![p.clone()],
+            None => FONT_CANDIDATES.iter().map(|s| s.to_string()).collect(),
+        };
+        let path = candidates.iter().find(|p| Path::new(p).is_file()).ok_or_else(|| match &given {
+            // Named, so that a typo in it is not read as a missing package.
+            Some(p) => format!("EPSILOD_FONT={p} is not a file: set it to a TrueType font's path, or unset it for a system font"),
+            None => "no TrueType font for the labels: install fonts-dejavu-core, or set EPSILOD_FONT=/path/to/font.ttf".to_string(),
         })?;
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read font {path}: {e}"))?;
         // Registered fonts live for the whole process.

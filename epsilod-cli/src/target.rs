@@ -6,7 +6,7 @@ use crate::args::{InitKind, RunArgs};
 use crate::error::CliError;
 use epsilod::{Digest, RunIdentity, Stencil};
 use epsilod_apps::{App, Params, StencilApp, StencilSource};
-use kernels::{AnySpec, Library};
+use kernels::{AnySpec, KernelChoice, Library};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -61,6 +61,32 @@ impl Target {
             )),
             app => app,
         }
+    }
+
+    /// The options of `args` a run of it ignores, one warning each: an
+    /// app sets its own initial state and kernels, and an expression
+    /// spec's kernel is its own (`--kernel` chooses among the library's; a
+    /// weighted spec's is the generic weighted sum).
+    pub fn ignored_options(&self, args: &RunArgs) -> Vec<String> {
+        let (what, follows_init) = match self {
+            Target::App(a) => (format!("app {}", a.name()), false),
+            Target::Stencil(s) => match s.source() {
+                StencilSource::Spec(AnySpec::Expr(_)) => (format!("spec file {}", s.name()), true),
+                _ => return Vec::new(),
+            },
+        };
+        let mut warnings = Vec::new();
+        if args.init == InitKind::Random && !follows_init {
+            warnings.push(format!(
+                "--init random is ignored: {what} sets its own initial state (--init is for library stencils and spec files)"
+            ));
+        }
+        if args.kernel == KernelChoice::Generic {
+            warnings.push(format!(
+                "--kernel generic is ignored: {what} computes with its own kernel (--kernel chooses among the library stencils' kernels)"
+            ));
+        }
+        warnings
     }
 
     /// What decides the result of a run of it with `args` and `params`

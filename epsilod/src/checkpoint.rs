@@ -121,6 +121,9 @@ pub(crate) fn new_run_id() -> String {
 /// Creates `dir` if missing and checks it takes a file, so that a run
 /// fails at once rather than at its first checkpoint.
 pub(crate) fn prepare(dir: &Path) -> Result<(), CheckpointError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(CheckpointError::NotADirectory(dir.to_path_buf()));
+    }
     fs::create_dir_all(dir).map_err(io(dir))?;
     let probe = dir.join(format!(".probe-{}", new_run_id()));
     let not_writable = |source| CheckpointError::NotWritable {

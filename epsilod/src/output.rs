@@ -245,6 +245,17 @@ pub fn check_creatable(path: &Path) -> Result<(), std::io::Error> {
     // Probed under the name a whole write fills first, so that a run
     // stopped here (Ctrl-C) never leaves an empty file under the result's.
     let probe = partial_path(path);
+    // A directory (or device) left under that name: said by its name, not
+    // as "Is a directory" of a result that is none.
+    if std::fs::symlink_metadata(&probe).is_ok_and(|m| !m.is_file()) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{} is in the way (not a plain file): remove it",
+                probe.display()
+            ),
+        ));
+    }
     File::options().append(true).create(true).open(&probe)?;
     let _ = std::fs::remove_file(&probe);
     Ok(())

@@ -42,10 +42,15 @@ impl AnySpec {
     /// Parses TOML text of either kind (an `update` key makes it an
     /// expression); `origin` names it in errors.
     pub fn from_toml(text: &str, origin: &str) -> Result<AnySpec, SpecError> {
-        let has_update = text
-            .parse::<toml::Table>()
-            .map(|t| t.contains_key("update"))
-            .unwrap_or(false);
+        let table = text.parse::<toml::Table>().ok();
+        let has = |key| table.as_ref().is_some_and(|t| t.contains_key(key));
+        let has_update = has("update");
+        if has_update && has("weights") {
+            return Err(SpecError::Parse {
+                path: origin.to_string(),
+                reason: ParseReason::Spec(Box::new(SpecError::WeightsAndUpdate)),
+            });
+        }
         if has_update {
             crate::ExprSpec::from_toml(text, origin).map(AnySpec::Expr)
         } else {

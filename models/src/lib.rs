@@ -138,6 +138,10 @@ pub enum ModelError {
     /// A relative error against a measured value of zero is undefined.
     #[error("a measured value is zero: relative error is undefined")]
     ZeroMeasurement,
+    /// A machine file without devices (`"devices": []`): it said "a
+    /// machine needs at least 1 points, got 0".
+    #[error("the machine describes no devices: calibrate some (epsilod calibrate), or list them under \"devices\"")]
+    NoDevices,
     /// The run names a link class the machine does not have.
     #[error("unknown link class {0:?}")]
     UnknownLink(String),

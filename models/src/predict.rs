@@ -268,11 +268,7 @@ impl Machine {
     /// slowest.
     pub fn new(mut devices: Vec<Device>, links: Vec<LinkClass>) -> Result<Self, ModelError> {
         if devices.is_empty() {
-            return Err(ModelError::TooFewPoints {
-                what: "a machine",
-                needed: 1,
-                got: 0,
-            });
+            return Err(ModelError::NoDevices);
         }
         let mut slowest: f64 = 0.0;
         for d in &devices {

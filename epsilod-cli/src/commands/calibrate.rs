@@ -39,10 +39,10 @@ const OVERHEAD_REPS: usize = 16;
 pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError> {
     let json = JsonOut::of(args.json.as_ref());
     if cluster.is_root() {
-        super::distinct_files::distinct_files(&[
-            ("--out", Some(&args.out)),
-            ("--json", json.file()),
-        ])?;
+        super::distinct_files::apart_from_run(
+            &[("--out", Some(&args.out)), ("--json", json.file())],
+            &args.run,
+        )?;
         check_report_path(&args.out)?;
         json.check()?;
     }

@@ -34,10 +34,10 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
     }
     let json = JsonOut::of(args.json.as_ref());
     if cluster.is_root() {
-        super::distinct_files::distinct_files(&[
-            ("--csv", args.csv.as_deref()),
-            ("--json", json.file()),
-        ])?;
+        super::distinct_files::apart_from_run(
+            &[("--csv", args.csv.as_deref()), ("--json", json.file())],
+            &args.run,
+        )?;
         if let Some(p) = &args.csv {
             check_report_path(p)?;
         }
@@ -110,6 +110,13 @@ pub(super) fn split_heuristics(text: &str) -> Result<Vec<String>, CliError> {
             }
             _ => out.push(piece.to_string()),
         }
+    }
+    // `none,,welch` or a stray comma: said as such, not as a name given
+    // twice (two empty pieces) or an unknown one.
+    if out.len() > 1 && out.iter().any(String::is_empty) {
+        return Err(CliError::Usage(format!(
+            "--alb '{text}' has an empty name between commas: separate heuristics by single commas (none,next-alb)"
+        )));
     }
     if let Some(twice) = out
         .iter()

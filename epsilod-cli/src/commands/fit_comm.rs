@@ -51,6 +51,15 @@ struct RunReport {
 pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
     let method: Method = args.method.parse()?;
     let json = JsonOut::of(args.json.as_ref());
+    let mut inputs = vec![
+        ("the training data", Some(args.train.as_path())),
+        ("--test", args.test.as_deref()),
+    ];
+    inputs.extend(args.runs.iter().map(|r| ("--runs", Some(r.as_path()))));
+    super::distinct_files::outputs_apart(
+        &[("--out", args.out.as_deref()), ("--json", json.file())],
+        &inputs,
+    )?;
     let train = read_csv(&args.train)?;
     let test = args.test.as_deref().map(read_csv).transpose()?;
     let runs = args
@@ -73,18 +82,21 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
     let model = CommModel::fit(method, &train, options)?;
     let baselines = Baselines::fit(&train)?;
     let training = score(&train, |f| model.predict(f))?;
+    // The text for people, printed once the files are written: a reader
+    // that goes away (`| head -1`) ends the process at the first print.
+    let mut lines = Vec::new();
     if text {
-        println!(
+        lines.push(format!(
             "{} on {} samples: {}",
             method,
             train.len(),
             model.describe()
-        );
-        println!(
+        ));
+        lines.push(format!(
             "semi-empirical baseline: {}",
             baselines.semi_empirical.describe()
-        );
-        print_scores("training", &training);
+        ));
+        lines.push(scores_line("training", &training));
     }
     let mut sets = Vec::new();
     for (label, set) in [
@@ -105,17 +117,17 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
             baselines: baselines.score(set)?,
         };
         if text {
-            print_scores(&format!("{label} ({method})"), &scored.model);
-            print_scores(
+            lines.push(scores_line(&format!("{label} ({method})"), &scored.model));
+            lines.push(scores_line(
                 &format!("{label} (alpha-beta)"),
                 &scored.baselines.alpha_beta,
-            );
+            ));
             // The model's own line is the baseline's when it is the method.
             if method != Method::SemiEmpirical {
-                print_scores(
+                lines.push(scores_line(
                     &format!("{label} (semi-empirical)"),
                     &scored.baselines.semi_empirical,
-                );
+                ));
             }
         }
         if scored.outside_training_range > 0 {
@@ -127,7 +139,7 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
             );
             // Beside the text as it always was; off stdout under `--json -`.
             if text {
-                println!("{warning}");
+                lines.push(warning);
             } else {
                 eprintln!("{warning}");
             }
@@ -150,7 +162,7 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
         .collect();
     if text {
         for r in &runs {
-            println!(
+            lines.push(format!(
                 "{}: {} messages, largest {} B: measured {:.3e} s, {method} {:.3e} s, \
                  alpha-beta {:.3e} s",
                 r.report,
@@ -159,7 +171,7 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
                 r.measured_seconds,
                 r.model_seconds,
                 r.alpha_beta_seconds
-            );
+            ));
         }
     }
     if let Some(out) = &args.out {
@@ -174,18 +186,22 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
         training,
         sets,
         runs,
-    })
+    })?;
+    for line in lines {
+        println!("{line}");
+    }
+    Ok(())
 }
 
-/// Prints the modelling theses' metrics: the rank correlation is
+/// The modelling theses' metrics as a line: the rank correlation is
 /// Spearman's, RCC the study's fraction of concordant pairs.
-fn print_scores(label: &str, s: &Scores) {
-    println!(
+fn scores_line(label: &str, s: &Scores) -> String {
+    format!(
         "{label}: MMRE {:.1}%, Pred25 {:.1}%, R² {:.3}, rank correlation {:.3}, RCC {:.3}",
         s.mmre * 100.0,
         s.pred25 * 100.0,
         s.r_squared,
         s.spearman,
         s.rcc
-    );
+    )
 }

@@ -200,7 +200,8 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let app = target.app();
     let size = size_of(args, app)?;
     let (mut devices, placement) = devices(args, cluster.info())?;
-    let warnings = ignored_options(args, &devices);
+    let mut warnings = ignored_options(args, &devices);
+    warnings.extend(target.ignored_options(args));
     if let Some(path) = &args.weights_from {
         // The cells calibration timed: the interior (a size too small for
         // one is refused with the run's own error further on).
@@ -232,13 +233,20 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let target = target.for_run(args, aux);
     // Only rank 0 writes, and only its file system matters.
     if cluster.is_root() {
-        super::distinct_files::distinct_files(&[
+        let inputs = super::distinct_files::run_inputs(args);
+        let mut files = vec![
             ("--output", args.output.as_deref()),
             ("--report", args.report.as_deref()),
-            ("--input", args.input.as_deref()),
-            ("--weights-from", args.weights_from.as_deref()),
-            ("--device-file", args.device_file.as_deref()),
-        ])?;
+        ];
+        files.extend(
+            inputs
+                .iter()
+                .map(|(option, file)| (option.as_str(), Some(*file))),
+        );
+        super::distinct_files::distinct_files(&files)?;
+        if let (Some(every), Some(pattern)) = (args.snapshot_every, &args.snapshot) {
+            super::distinct_files::apart_from_snapshots(pattern, every, args.iters, &files)?;
+        }
         if let Some(o) = &args.output {
             output::check_writable(o)?;
         }

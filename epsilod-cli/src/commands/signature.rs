@@ -45,6 +45,7 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     let (layout, footprint) = layout_of(&args.run, cluster)?;
     let plan = HaloPlan::new(&layout, &footprint).map_err(SetupError::from)?;
     if cluster.is_root() {
+        super::distinct_files::apart_from_run(&[("--out", Some(&args.out))], &args.run)?;
         super::check_report_path(&args.out)?;
     }
     let mut short = args.run.clone();

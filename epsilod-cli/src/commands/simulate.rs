@@ -166,13 +166,21 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
     }
     if several {
         let rows = stats::table(&names, &reports);
-        print!("{}", stats::render(&rows));
+        // Files before the text: a reader that goes away (`| head -1`)
+        // ends the process at the first print.
         if let Some(p) = &args.csv {
             write_report(p, stats::csv(&rows))?;
         }
+        print!("{}", stats::render(&rows));
         return Ok(());
     }
     let r = &reports[0][0];
+    if let Some(p) = &args.report {
+        write_report(
+            p,
+            serde_json::to_string_pretty(r).expect("reports serialise"),
+        )?;
+    }
     println!(
         "simulated {} x {} iterations on {} device(s), {}: loop {:.4} s, median iteration {:.3} ms, {} rebalance(s), {} failure(s)",
         r.config.stencil,
@@ -184,12 +192,6 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         r.summary.rebalances,
         r.failures.len()
     );
-    if let Some(p) = &args.report {
-        write_report(
-            p,
-            serde_json::to_string_pretty(r).expect("reports serialise"),
-        )?;
-    }
     Ok(())
 }
 
@@ -437,18 +439,18 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
     if weights(&r.redistributions) != weights(&real.redistributions) {
         return Err(bad("trace mode rebalanced to other weights".into()));
     }
-    println!(
-        "trace of {}: {} checks and {} rebalance(s), decisions and weights identical to the report",
-        path.display(),
-        r.heuristic.len() as u64 + dropped.0,
-        r.redistributions.len()
-    );
     if let Some(p) = &args.report {
         write_report(
             p,
             serde_json::to_string_pretty(&r).expect("reports serialise"),
         )?;
     }
+    println!(
+        "trace of {}: {} checks and {} rebalance(s), decisions and weights identical to the report",
+        path.display(),
+        r.heuristic.len() as u64 + dropped.0,
+        r.redistributions.len()
+    );
     Ok(())
 }
 

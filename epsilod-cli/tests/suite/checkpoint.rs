@@ -583,3 +583,27 @@ fn every_rank_learns_that_another_run_holds_the_directory() {
     );
     assert_eq!(checkpoint_count(&ck), 0);
 }
+
+/// A `--checkpoint-dir` that names a file or a device says so: it said
+/// "File exists (os error 17)", which reads as a clash with another run.
+#[test]
+fn a_checkpoint_dir_that_is_a_file_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    for given in [file.display().to_string(), "/dev/null".to_string()] {
+        let args: Vec<&str> =
+            "run 2d4 --size 20 --iters 4 --quiet --checkpoint-every 2 --checkpoint-dir"
+                .split(' ')
+                .chain([given.as_str()])
+                .collect();
+        fails_with(
+            &args,
+            &format!(
+                "checkpoint directory {given} exists and is not a directory: give a directory's \
+                 path (one that is missing is created)"
+            ),
+        );
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"");
+}

@@ -1412,3 +1412,73 @@ fn a_batch_run_logs_its_progress() {
     let quiet = run(&["--progress-every", "0.05", "--quiet"]);
     assert!(quiet.stderr.is_empty() && quiet.stdout.is_empty());
 }
+
+/// `--init random` and `--kernel generic` where the run cannot follow them
+/// (an app's own state and kernels, a spec's own kernel) are one warning
+/// line each, and the run goes on as without them: they were silently
+/// ignored, status 0.
+#[test]
+fn an_init_or_kernel_an_app_or_spec_ignores_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).display().to_string();
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/specs/damped-heat.toml"
+    );
+    let run = |target: &str, extra: &[&str], out: &str| {
+        let mut args = vec!["run", target, "--size", "20", "--iters", "3", "--quiet"];
+        args.extend(extra);
+        args.extend(["--output", out]);
+        epsilod(&args)
+    };
+    let init = "warning: --init random is ignored: app wavesim sets its own initial state (--init \
+                is for library stencils and spec files)\n";
+    let kernel = |what: &str| {
+        format!(
+            "warning: --kernel generic is ignored: {what} computes with its own kernel (--kernel \
+             chooses among the library stencils' kernels)\n"
+        )
+    };
+    let cases = [
+        ("wavesim", vec!["--init", "random"], init.to_string()),
+        (
+            "wavesim",
+            vec!["--kernel", "generic"],
+            kernel("app wavesim"),
+        ),
+        (
+            spec,
+            vec!["--kernel", "generic"],
+            kernel(&format!("spec file {spec}")),
+        ),
+    ];
+    for (k, (target, extra, want)) in cases.iter().enumerate() {
+        let warned = run(target, extra, &p(&format!("w{k}.dat")));
+        assert!(warned.status.success(), "{target} {extra:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&warned.stderr),
+            *want,
+            "{target} {extra:?}"
+        );
+        let plain = run(target, &[], &p(&format!("p{k}.dat")));
+        assert!(plain.status.success() && plain.stderr.is_empty());
+        assert_eq!(
+            std::fs::read(p(&format!("w{k}.dat"))).unwrap(),
+            std::fs::read(p(&format!("p{k}.dat"))).unwrap()
+        );
+    }
+    // Where they apply, no warning.
+    for extra in [["--init", "random"], ["--kernel", "generic"]] {
+        let used = run("2d4", &extra, &p("l.dat"));
+        assert!(used.status.success() && used.stderr.is_empty(), "{extra:?}");
+    }
+    let random_spec = run(spec, &["--init", "random"], &p("s.dat"));
+    assert!(random_spec.status.success() && random_spec.stderr.is_empty());
+    // A weighted spec's kernel is the generic weighted sum.
+    let weighted = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/specs/weighted-anisotropic.toml"
+    );
+    let generic = run(weighted, &["--kernel", "generic"], &p("g.dat"));
+    assert!(generic.status.success() && generic.stderr.is_empty());
+}

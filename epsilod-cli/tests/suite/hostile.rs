@@ -354,3 +354,189 @@ fn endless_and_huge_inputs_are_refused_at_a_bound() {
         "a 2x2 P2 image holds at most 266 bytes (64 a pixel after the header); this file holds more",
     );
 }
+
+/// A list of heuristics with an empty name says so: two empty pieces (`,`)
+/// read as "--alb names  twice".
+#[test]
+fn an_empty_name_in_a_list_of_heuristics_says_so() {
+    let two = ["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"];
+    for alb in [",", "none,,next-alb", "none,"] {
+        let want = format!(
+            "--alb '{alb}' has an empty name between commas: separate heuristics by single \
+             commas (none,next-alb)"
+        );
+        let words = |text: &'static str| text.split(' ').chain([alb]).chain(two);
+        let simulate: Vec<&str> = words("simulate 2d4 --size 34 --iters 3 --alb").collect();
+        fails_with(&simulate, &want);
+        let compare: Vec<&str> =
+            words("compare 2d4 --size 34 --iters 3 --partition w0 --reps 2 --quiet --alb")
+                .collect();
+        fails_with(&compare, &want);
+    }
+}
+
+/// A file the run writes or reads that is also one of its snapshots is
+/// refused before the run: `--report snap_2.npy` replaced the snapshot
+/// after iteration 2 with the report, status 0.
+#[test]
+fn a_file_that_is_also_a_snapshot_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let pattern = path(dir.path(), "snap_{iter}.npy");
+    let snap = |n: u64| path(dir.path(), &format!("snap_{n}.npy"));
+    let run = |extra: &[&str]| {
+        let mut a: Vec<&str> = "run 2d4 --size 10 --iters 4 --quiet --snapshot-every 2 --snapshot"
+            .split(' ')
+            .chain([pattern.as_str()])
+            .collect();
+        a.extend(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let (two, four) = (snap(2), snap(4));
+    // The last snapshot's name, written another way.
+    let four_here = format!("{}/./snap_4.npy", dir.path().display());
+    for (option, file, n) in [("--report", &two, 2), ("--output", &four_here, 4)] {
+        let args = run(&[option, file]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails_with(
+            &args,
+            &format!(
+                "{option} and --snapshot both name {file} (the snapshot after iteration {n}): \
+                 give each its own file"
+            ),
+        );
+    }
+    assert!(!std::path::Path::new(&two).exists());
+    // Not a snapshot: iteration 3 is not one of every 2, 6 lies past the end.
+    for n in [3, 6] {
+        let report = snap(n);
+        let args = run(&["--report", &report]);
+        ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        json(std::path::Path::new(&report));
+    }
+    assert_eq!(&std::fs::read(&four).unwrap()[..6], b"\x93NUMPY");
+}
+
+/// An `--aux` file named again for the result or the report is refused
+/// before the run, as `--input` is: `--output` replaced the field's values.
+#[test]
+fn an_aux_file_named_as_an_output_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let field = path(dir.path(), "k.npy");
+    ok(&[
+        "run", "2d4", "--size", "34", "--iters", "0", "--quiet", "--output", &field,
+    ]);
+    let before = std::fs::read(&field).unwrap();
+    let spec = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/specs/varcoef.toml"
+    );
+    let aux = format!("k={field}");
+    for option in ["--output", "--report"] {
+        fails_with(
+            &[
+                "run", spec, "--size", "34", "--iters", "2", "--quiet", "--aux", &aux, option,
+                &field,
+            ],
+            &format!("{option} and --aux k both name {field}: give each its own file"),
+        );
+    }
+    assert_eq!(std::fs::read(&field).unwrap(), before);
+}
+
+/// Every command that writes refuses to write over a file it reads, as
+/// `run` and `predict` do: `signature --out` and `calibrate --out` replaced
+/// their `--device-file`, `compare --csv` its `--device-file`, `fit-comm
+/// --json` its training data, each with status 0.
+#[test]
+fn no_command_writes_over_a_file_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let devices = path(dir.path(), "devices.toml");
+    let text =
+        "[[device]]\nkind = \"cpu\"\nthreads = 1\n\n[[device]]\nkind = \"cpu\"\nthreads = 1\n";
+    std::fs::write(&devices, text).unwrap();
+    let train = path(dir.path(), "train.csv");
+    crate::scale::commbench(&train, "1");
+    let data = std::fs::read(&train).unwrap();
+    let run = "2d4 --size 34 --partition w0 --device-file";
+    let cases: Vec<(String, &str)> = vec![
+        (format!("signature {run} {devices} --iters 10 --sig-iters 3 --out {devices}"), "--out and --device-file"),
+        (format!("calibrate {run} {devices} --calib-iters 4 --no-links --out {devices}"), "--out and --device-file"),
+        (
+            format!("compare {run} {devices} --iters 3 --alb none,next-alb --reps 2 --quiet --csv {devices}"),
+            "--csv and --device-file",
+        ),
+        (format!("fit-comm {train} --json {train}"), "--json and the training data"),
+    ];
+    for (line, options) in &cases {
+        let args: Vec<&str> = line.split(' ').collect();
+        let named = if line.starts_with("fit-comm") {
+            &train
+        } else {
+            &devices
+        };
+        fails_with(
+            &args,
+            &format!("{options} both name {named}: give each its own file"),
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&devices).unwrap(), text);
+    assert_eq!(std::fs::read(&train).unwrap(), data);
+    // Inputs may repeat: the training data scored as held-out data.
+    ok(&["fit-comm", &train, "--test", &train]);
+}
+
+/// An `EPSILOD_FONT` that names no file says so: the line said to install
+/// a font package or set the variable, which was set.
+#[test]
+fn a_font_variable_naming_no_file_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (report, field) = (path(dir.path(), "r.json"), path(dir.path(), "f.npy"));
+    let run = format!("run 2d4 --size 20 --iters 1 --quiet --report {report} --output {field}");
+    ok(&run.split(' ').collect::<Vec<_>>());
+    let font = path(dir.path(), "no-such-font.ttf");
+    let png = path(dir.path(), "p.png");
+    for args in [["plot", "-o", &png, &report], ["view", "-o", &png, &field]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+            .args(args)
+            .env("EPSILOD_FONT", &font)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "error: cannot plot: EPSILOD_FONT={font} is not a file: set it to a TrueType \
+                 font's path, or unset it for a system font\n"
+            ),
+            "{args:?}"
+        );
+    }
+    assert!(!std::path::Path::new(&png).exists());
+}
+
+/// A directory left where a result is first written (`out.npy.partial`)
+/// is named: the line said "cannot write output out.npy: Is a directory",
+/// of a result that is none.
+#[test]
+fn a_directory_in_the_way_of_a_whole_write_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for (option, name) in [("--output", "out.npy"), ("--report", "r.json")] {
+        let file = path(dir.path(), name);
+        let partial = format!("{file}.partial");
+        std::fs::create_dir(&partial).unwrap();
+        let what = if option == "--output" {
+            "output"
+        } else {
+            "report"
+        };
+        fails_with(
+            &[
+                "run", "2d4", "--size", "10", "--iters", "1", "--quiet", option, &file,
+            ],
+            &format!(
+                "cannot write {what} {file}: {partial} is in the way (not a plain file): remove it"
+            ),
+        );
+        assert!(std::path::Path::new(&partial).is_dir());
+    }
+}

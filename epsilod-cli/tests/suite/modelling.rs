@@ -866,3 +866,27 @@ fn simulate_resamples_noise_from_a_real_report() {
         "cannot be used with",
     );
 }
+
+/// A machine file with no devices says so in the commands that read one:
+/// it said "a machine needs at least 1 points, got 0".
+#[test]
+fn a_machine_without_devices_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, r#"{"devices": [], "links": []}"#).unwrap();
+    let m = empty.to_str().unwrap();
+    let want = format!(
+        "machine model {m}: the machine describes no devices: calibrate some (epsilod \
+         calibrate), or list them under \"devices\""
+    );
+    let commands = [
+        format!("predict --model {m} --size 34 --iters 3"),
+        format!(
+            "run 2d4 --size 34 --iters 3 --partition w0 --devices cpu:threads=1 --weights-from {m}"
+        ),
+        format!("simulate 2d4 --size 34 --iters 3 --devices-count 2 --model {m}"),
+    ];
+    for line in &commands {
+        common::fails_with(&line.split(' ').collect::<Vec<_>>(), &want);
+    }
+}

@@ -469,3 +469,79 @@ fn printing_into_a_closed_pipe_ends_quietly() {
     let out = epsilod(&plan("/nonexistent.toml", "8", "1", &[]));
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A command into a closed pipe (`| head -1`) still writes the files it
+/// was asked for: `simulate` and `fit-comm` printed first, so the first
+/// print ended them and their report, table and model were never written.
+#[test]
+fn files_are_written_before_the_text_into_a_closed_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (report, table) = (file("sim.json"), file("sim.csv"));
+    let (train, model, scores) = (file("train.csv"), file("model.json"), file("scores.json"));
+    crate::scale::commbench(&train, "1");
+    let two = ["--devices", "cpu", "--devices", "cpu"];
+    let sim = ["simulate", "2d4", "--size", "66", "--iters", "10"];
+    let commands: Vec<(Vec<&str>, Vec<&String>)> = vec![
+        (
+            [&sim[..], &two, &["--report", &report]].concat(),
+            vec![&report],
+        ),
+        (
+            [&sim[..], &two, &["--alb", "none,next-alb", "--csv", &table]].concat(),
+            vec![&table],
+        ),
+        (
+            vec!["fit-comm", &train, "--out", &model, "--json", &scores],
+            vec![&model, &scores],
+        ),
+    ];
+    for (args, files) in &commands {
+        into_closed_pipe(args);
+        for f in files {
+            let text = std::fs::read_to_string(f)
+                .unwrap_or_else(|e| panic!("{args:?}: {f} not written: {e}"));
+            assert!(!text.is_empty(), "{args:?}: {f} is empty");
+        }
+    }
+    // The text is still what it was, in its order.
+    let text = ok(&["fit-comm", &train]);
+    assert!(text.starts_with("gbrt on 16 samples: "), "{text}");
+    assert!(
+        text.lines().nth(2).unwrap().starts_with("training: MMRE "),
+        "{text}"
+    );
+}
+
+/// Printing onto a full disk (stdout a file on it) is one line and status
+/// 1: it was a panic with a backtrace, status 101, and `--help` said
+/// status 0 with nothing written.
+#[test]
+#[cfg(target_os = "linux")]
+fn printing_onto_a_full_disk_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = machine(dir.path());
+    let commands: [&[&str]; 5] = [
+        &["list"],
+        &["--help"],
+        &["run", "--help"],
+        &["run", "2d4", "--size", "10", "--iters", "1"],
+        &[
+            "predict", "--model", &m, "--size", "66x34", "--iters", "10", "--json",
+        ],
+    ];
+    for args in commands {
+        let out = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "error: cannot write to stdout: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+    }
+}

@@ -416,7 +416,7 @@ fn bad_signature_input_is_one_clear_line() {
 
 /// commbench's 16 configurations (2 and 3 processes a rank, messages of 16
 /// and 1024 bytes, 1 and 2 a pair), `sweeps` times, into `csv`.
-fn commbench(csv: &str, sweeps: &str) -> String {
+pub(crate) fn commbench(csv: &str, sweeps: &str) -> String {
     ok(&[
         "commbench",
         "--per-rank",

@@ -345,3 +345,25 @@ fn aux_fields_from_npy_files() {
     let twice: Vec<&str> = twice.iter().map(String::as_str).collect();
     common::fails_with(&twice, "'k' is given twice");
 }
+
+/// A spec with both `weights` and `update` says so: it was read as an
+/// expression whose reader called `weights` an unknown field.
+#[test]
+fn a_spec_with_weights_and_an_update_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("both.toml");
+    std::fs::write(
+        &spec,
+        "name = \"both\"\nlow = [1, 1]\nhigh = [1, 1]\nweights = [0, 1, 0, 1, 0, 1, 0, 1, 0]\n\
+         update = \"u[0,0]\"\n",
+    )
+    .unwrap();
+    let spec = spec.display().to_string();
+    common::fails_with(
+        &["run", &spec, "--size", "10", "--iters", "1"],
+        &format!(
+            "error: invalid stencil spec {spec}: stencil spec has both weights (a weighted sum) \
+             and update (an expression): give one of them"
+        ),
+    );
+}

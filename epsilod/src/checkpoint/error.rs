@@ -14,6 +14,10 @@ pub enum CheckpointError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The checkpoint directory's path names a file (or a device): creating
+    /// it said only "File exists".
+    #[error("checkpoint directory {0} exists and is not a directory: give a directory's path (one that is missing is created)")]
+    NotADirectory(PathBuf),
     /// The checkpoint directory cannot take files.
     #[error("checkpoint directory {dir} is not writable: {source}")]
     NotWritable {
