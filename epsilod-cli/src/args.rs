@@ -693,8 +693,8 @@ pub struct RunArgs {
     /// every rank shares).
     #[arg(long, requires = "checkpoint_every")]
     pub checkpoint_dir: Option<PathBuf>,
-    /// Replace the checkpoints another run left in --checkpoint-dir instead of refusing to start
-    /// (they are removed at the start).
+    /// Replace the checkpoints an earlier run left in --checkpoint-dir instead of refusing to
+    /// start (they are removed at the start).
     #[arg(long, requires = "checkpoint_dir")]
     pub checkpoint_overwrite: bool,
     /// Resume from the newest valid checkpoint in this directory, on any devices, partition or

@@ -136,9 +136,10 @@ pub(crate) fn prepare(dir: &Path) -> Result<(), CheckpointError> {
 }
 
 /// Takes `c.dir` for a run (`holder` says who, for the message another run
-/// gets): created and writable, locked, and holding no other run's
-/// checkpoints (`expect`, `origin`), unless the run resumes from it
-/// (`resuming_here`) or may replace them (`c.overwrite`: they go now).
+/// gets): created and writable, locked, and holding no earlier run's
+/// checkpoints (of this problem or another: `expect`, `origin`), unless the
+/// run resumes from it (`resuming_here`) or may replace them (`c.overwrite`:
+/// they go now).
 pub(crate) fn claim(
     c: &Checkpointing,
     holder: &str,
@@ -154,7 +155,7 @@ pub(crate) fn claim(
     match check_owner(&c.dir, expect, origin) {
         Err(e) if c.overwrite => {
             tracing::warn!(
-                "replacing the checkpoints of another run in {} (overwrite): {e}",
+                "replacing an earlier run's checkpoints in {} (overwrite): {e}",
                 c.dir.display()
             );
             for (_, path, _) in listed(&c.dir)? {

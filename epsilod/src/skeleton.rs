@@ -153,7 +153,7 @@ impl<T: Cell> Skeleton<T> {
         self
     }
 
-    /// Replaces another run's checkpoints found in the checkpoint
+    /// Replaces an earlier run's checkpoints found in the checkpoint
     /// directory (they go at the start) instead of refusing to run. Give
     /// it after [`checkpoint`](Self::checkpoint).
     pub fn checkpoint_overwrite(mut self, on: bool) -> Self {

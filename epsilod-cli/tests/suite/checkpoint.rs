@@ -472,6 +472,33 @@ fn a_directory_of_another_run_is_refused_until_overwritten() {
     ok(&[&base[..], &["--seed", "2", "--restart", &ck]].concat());
 }
 
+/// A fresh run (no --restart) refuses a directory holding an earlier run's
+/// checkpoints of the same problem, which starting over would have
+/// replaced (a shorter run pruned a longer one's newest), and says how to
+/// go on; --restart resumes them and --checkpoint-overwrite starts over.
+#[test]
+fn a_fresh_run_keeps_an_earlier_runs_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck").display().to_string();
+    let run = ["run", "2d4", "--size", "34", "--quiet"];
+    let ckpt = ["--checkpoint-every", "5", "--checkpoint-dir", &ck];
+    ok(&[&run[..], &["--iters", "40"], &ckpt].concat());
+    let shorter = [&run[..], &["--iters", "10"], &ckpt].concat();
+    fails_with(
+        &shorter,
+        &format!(
+            "{ck} holds checkpoints of an earlier run of this problem, the newest at iteration 35; \
+             resume it with --restart {ck}, or give another --checkpoint-dir, \
+             or add --checkpoint-overwrite to start over and replace them"
+        ),
+    );
+    assert!(dir.path().join("ck/ckpt-000000000035").is_dir());
+    ok(&[&run[..], &["--iters", "50", "--restart", &ck], &ckpt].concat());
+    ok(&[&shorter[..], &["--checkpoint-overwrite"]].concat());
+    assert!(!dir.path().join("ck/ckpt-000000000045").exists());
+    assert!(dir.path().join("ck/ckpt-000000000005").is_dir());
+}
+
 /// A long 2d4 run checkpointing into `ck` every `every` iterations.
 fn checkpointing<'a>(ck: &'a str, every: &'a str) -> [&'a str; 11] {
     [

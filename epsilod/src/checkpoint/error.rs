@@ -50,6 +50,15 @@ pub enum CheckpointError {
         /// message already, so not its source).
         difference: Box<CheckpointError>,
     },
+    /// A fresh run found an earlier run's checkpoints of the same problem:
+    /// starting over would replace the progress they hold.
+    #[error("{dir} holds checkpoints of an earlier run of this problem, the newest at iteration {iteration}; resume it with --restart {dir}, or give another --checkpoint-dir, or add --checkpoint-overwrite to start over and replace them")]
+    Earlier {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// The newest complete checkpoint's iteration.
+        iteration: u64,
+    },
     /// The directory holds no complete checkpoint.
     #[error("no checkpoint in {0}: it has no ckpt-* directory with a manifest (run with --checkpoint-every N --checkpoint-dir D first)")]
     None(PathBuf),

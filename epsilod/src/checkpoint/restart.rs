@@ -439,15 +439,18 @@ fn manifest_error(path: &Path, e: hitmap::HitmapError) -> CheckpointError {
     }
 }
 
-/// Errors where `dir` holds a complete checkpoint of another run than the
-/// one `expect` and `origin` describe (this run would write its own beside
-/// it); damaged ones, whose run no one can tell, do not count.
+/// Errors where `dir` holds a complete checkpoint, which a run starting
+/// afresh would replace: of another run than the one `expect` and `origin`
+/// describe (`Foreign`, naming the difference), or of an earlier run of
+/// the same problem (`Earlier`, naming its progress). Damaged ones, whose
+/// run no one can tell, do not count.
 pub(crate) fn check_owner(
     dir: &Path,
     expect: &Expect<'_>,
     origin: &Origin<'_>,
 ) -> Result<(), CheckpointError> {
-    for (_, path, partial) in listed(dir)? {
+    let mut newest = None;
+    for (iteration, path, partial) in listed(dir)? {
         if partial {
             continue;
         }
@@ -460,8 +463,15 @@ pub(crate) fn check_owner(
                 dir: dir.to_path_buf(),
                 difference: Box::new(e),
             })?;
+        newest = newest.max(Some(iteration));
     }
-    Ok(())
+    match newest {
+        Some(iteration) => Err(CheckpointError::Earlier {
+            dir: dir.to_path_buf(),
+            iteration,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The run that wrote the complete checkpoint in `path`, if its manifest is

@@ -218,10 +218,12 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
 fn damaged_and_foreign_checkpoints_are_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let (lib, sizes) = (Library::S2d4, [20usize, 20]);
+    // Each write starts over (the directory holds the write before it).
     let write = |every| {
         skeleton(lib, &sizes, 6)
             .devices(cpus(2))
             .checkpoint(every, dir.path())
+            .checkpoint_overwrite(true)
             .run()
             .unwrap()
     };
@@ -517,6 +519,7 @@ fn an_edited_or_damaged_manifest_is_never_resumed_from() {
             .devices(cpus(2))
             .partition(Partition::Weighted(0))
             .checkpoint(4, dir.path())
+            .checkpoint_overwrite(true)
             .run()
             .unwrap();
         assert_eq!(checkpoints(dir.path()), [4, 8]);
@@ -643,8 +646,10 @@ fn a_directory_of_another_run_is_refused_unless_replaced() {
 }
 
 /// The checkpoints an identical earlier run left in the directory are not
-/// this run's: a recovery goes on from its own (or the start), never from
-/// the earlier run's newer ones, and its own are what the directory keeps.
+/// this run's: a fresh run refuses them (starting over would replace their
+/// progress), and one told to replace them recovers from its own (or the
+/// start), never from the earlier run's newer ones, and its own are what
+/// the directory keeps.
 #[test]
 fn a_recovery_goes_on_from_its_own_checkpoints_only() {
     let dir = tempfile::tempdir().unwrap();
@@ -655,16 +660,23 @@ fn a_recovery_goes_on_from_its_own_checkpoints_only() {
         .run()
         .unwrap();
     assert_eq!(checkpoints(dir.path()), [40, 50]);
-    let out = skeleton(lib, &sizes, iters)
-        .devices(vec![
-            spec("cpu:threads=1"),
-            spec("cpu:threads=1,fail@27"),
-            spec("cpu:threads=1"),
-        ])
-        .checkpoint(10, dir.path())
-        .on_failure(OnFailure::Recover)
-        .run()
-        .unwrap();
+    let again = || {
+        skeleton(lib, &sizes, iters)
+            .devices(vec![
+                spec("cpu:threads=1"),
+                spec("cpu:threads=1,fail@27"),
+                spec("cpu:threads=1"),
+            ])
+            .checkpoint(10, dir.path())
+            .on_failure(OnFailure::Recover)
+    };
+    let e = setup_error(again().run());
+    assert!(
+        matches!(e, CheckpointError::Earlier { iteration: 50, .. }),
+        "{e}"
+    );
+    assert_eq!(checkpoints(dir.path()), [40, 50]);
+    let out = again().checkpoint_overwrite(true).run().unwrap();
     assert_eq!(bits(&out.grid), reference_of(lib, &sizes, iters));
     let f = &out.report.failures;
     // 20, or 10 where 20's commit still waited for a block when the device
