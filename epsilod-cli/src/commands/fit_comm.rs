@@ -106,6 +106,14 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
         let Some(set) = set.filter(|s| !s.is_empty()) else {
             continue;
         };
+        // R² and the rank measures need two points; one run is still
+        // listed with its times below.
+        if set.len() < 2 {
+            if text {
+                println!("{label}: 1 sample, too few to score (2 at least)");
+            }
+            continue;
+        }
         let scored = SetReport {
             set: label,
             samples: set.len(),
