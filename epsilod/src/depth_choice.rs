@@ -98,7 +98,8 @@ impl DepthFacts<'_> {
             return Some(DepthReason::Balanced);
         }
         // Fused launches of 3-d and 4-d grids measured slower than single
-        // steps at every size tried (docs/benchmarks.md, "By default").
+        // steps at most sizes tried (docs/benchmarks.md, "By default on 3-d
+        // and 4-d grids").
         if self.layout.domain().ndims() >= 3 {
             return Some(DepthReason::ThreeOrMoreDims);
         }

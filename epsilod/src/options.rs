@@ -112,10 +112,10 @@ pub enum HaloDepth {
     /// at 1.
     Auto,
     /// The default: decided before the first iteration, without trials.
-    /// [`CACHE_DEPTH`](crate::depth_choice::CACHE_DEPTH) in one process
-    /// whose devices are all CPU devices, each tile more than
-    /// [`BEYOND_L2`](crate::depth_choice::BEYOND_L2) times its cores'
-    /// second-level cache (fused steps then save memory traffic), else 1;
+    /// [`CACHE_DEPTH`](crate::depth_choice::CACHE_DEPTH) for a 1-d or 2-d
+    /// grid in one process whose devices are all CPU devices, each tile
+    /// more than [`BEYOND_L2`](crate::depth_choice::BEYOND_L2) times its
+    /// cores' second-level cache (fused steps then save memory traffic), else 1;
     /// the report's `halo_depth_reason` says which rule decided.
     #[default]
     Cache,

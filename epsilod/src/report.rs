@@ -78,7 +78,7 @@ pub enum DepthReason {
     /// twice: depth 1.
     ThinBlocks,
     /// Default: a grid of three or more dimensions, where fused CPU steps
-    /// ran slower than single steps at every size measured: depth 1.
+    /// ran slower than single steps at most sizes measured: depth 1.
     ThreeOrMoreDims,
 }
 
