@@ -10,7 +10,7 @@ use hitmap::Layout;
 
 /// The depth [`HaloDepth::Cache`] runs at where blocking pays: fused CPU
 /// launches of 4 steps read and write memory once per 4 iterations
-/// (docs/benchmarks.md, "Temporal blocking by default").
+/// (docs/benchmarks.md, "By default (`--halo-depth cache`)").
 pub const CACHE_DEPTH: usize = 4;
 
 /// How many times its cores' second-level caches a CPU device's two
