@@ -233,17 +233,18 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let target = target.for_run(args, aux);
     // Only rank 0 writes, and only its file system matters.
     if cluster.is_root() {
-        let inputs = super::distinct_files::run_inputs(args);
         let mut files = vec![
             ("--output", args.output.as_deref()),
             ("--report", args.report.as_deref()),
         ];
+        // Inputs may repeat (one file for two --aux fields).
+        super::distinct_files::apart_from_run(&files, args)?;
+        let inputs = super::distinct_files::run_inputs(args);
         files.extend(
             inputs
                 .iter()
                 .map(|(option, file)| (option.as_str(), Some(*file))),
         );
-        super::distinct_files::distinct_files(&files)?;
         if let (Some(every), Some(pattern)) = (args.snapshot_every, &args.snapshot) {
             super::distinct_files::apart_from_snapshots(pattern, every, args.iters, &files)?;
         }

@@ -443,6 +443,38 @@ fn an_aux_file_named_as_an_output_is_refused() {
     assert_eq!(std::fs::read(&field).unwrap(), before);
 }
 
+/// Inputs may repeat: one file for two `--aux` fields runs, with the bits
+/// of the same values from two files (it was refused as "--aux kx and
+/// --aux ky both name" the file).
+#[test]
+fn one_file_for_two_aux_fields_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = path(dir.path(), "two.toml");
+    std::fs::write(
+        &spec,
+        "name = \"two\"\nlow = [1, 1]\nhigh = [1, 1]\naux = { kx = \"0.1\", ky = \"0.2\" }\n\
+         update = \"u[0,0] + kx[0,0] * (u[-1,0] - u[0,0]) + ky[0,0] * (u[0,1] - u[0,0])\"\n",
+    )
+    .unwrap();
+    let field = path(dir.path(), "k.npy");
+    let copy = path(dir.path(), "k2.npy");
+    ok(&[
+        "run", "2d4", "--size", "34", "--iters", "0", "--quiet", "--init", "random", "--output",
+        &field,
+    ]);
+    std::fs::copy(&field, &copy).unwrap();
+    let run = |a: &str, b: &str, out: &str| {
+        let (a, b) = (format!("kx={a}"), format!("ky={b}"));
+        ok(&[
+            "run", &spec, "--size", "34", "--iters", "3", "--quiet", "--init", "random", "--aux",
+            &a, "--aux", &b, "--output", out,
+        ]);
+        std::fs::read(out).unwrap()
+    };
+    let (once, twice) = (path(dir.path(), "once.npy"), path(dir.path(), "twice.npy"));
+    assert_eq!(run(&field, &field, &once), run(&field, &copy, &twice));
+}
+
 /// Every command that writes refuses to write over a file it reads, as
 /// `run` and `predict` do: `signature --out` and `calibrate --out` replaced
 /// their `--device-file`, `compare --csv` its `--device-file`, `fit-comm
