@@ -110,7 +110,7 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
         // listed with its times below.
         if set.len() < 2 {
             if text {
-                println!("{label}: 1 sample, too few to score (2 at least)");
+                lines.push(format!("{label}: 1 sample, too few to score (2 at least)"));
             }
             continue;
         }
