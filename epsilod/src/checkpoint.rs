@@ -153,9 +153,9 @@ pub(crate) fn claim(
         return Ok(lock);
     }
     match check_owner(&c.dir, expect, origin) {
-        Err(e) if c.overwrite => {
+        Err(_) if c.overwrite => {
             tracing::warn!(
-                "replacing an earlier run's checkpoints in {} (overwrite): {e}",
+                "replacing the checkpoints of an earlier run in {} (--checkpoint-overwrite)",
                 c.dir.display()
             );
             for (_, path, _) in listed(&c.dir)? {

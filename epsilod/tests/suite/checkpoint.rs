@@ -647,9 +647,8 @@ fn a_directory_of_another_run_is_refused_unless_replaced() {
 
 /// The checkpoints an identical earlier run left in the directory are not
 /// this run's: a fresh run refuses them (starting over would replace their
-/// progress), and one told to replace them recovers from its own (or the
-/// start), never from the earlier run's newer ones, and its own are what
-/// the directory keeps.
+/// progress); one told to replace them recovers from its own checkpoints
+/// (or the start), and its own are what the directory keeps.
 #[test]
 fn a_recovery_goes_on_from_its_own_checkpoints_only() {
     let dir = tempfile::tempdir().unwrap();
