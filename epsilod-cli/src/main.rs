@@ -11,6 +11,7 @@ mod commands;
 mod error;
 mod json;
 mod knobs;
+mod log_lines;
 mod machine_file;
 mod plot;
 mod progress;
@@ -76,6 +77,7 @@ fn run() -> i32 {
         .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .event_format(log_lines::LogLines)
         .finish()
         .with(knobs::log_filter())
         .try_init();

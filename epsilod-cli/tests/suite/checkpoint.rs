@@ -494,7 +494,13 @@ fn a_fresh_run_keeps_an_earlier_runs_progress() {
     );
     assert!(dir.path().join("ck/ckpt-000000000035").is_dir());
     ok(&[&run[..], &["--iters", "50", "--restart", &ck], &ckpt].concat());
-    ok(&[&shorter[..], &["--checkpoint-overwrite"]].concat());
+    // The library's warning is the command line's own line.
+    let o = epsilod(&[&shorter[..], &["--checkpoint-overwrite"]].concat());
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("warning: replacing the checkpoints of an earlier run in {ck} (--checkpoint-overwrite)\n")
+    );
     assert!(!dir.path().join("ck/ckpt-000000000045").exists());
     assert!(dir.path().join("ck/ckpt-000000000005").is_dir());
 }
