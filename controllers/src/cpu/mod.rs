@@ -72,7 +72,8 @@ const MAX_FUSED: usize = 16;
 /// thread the OS takes away leaves its unstarted tasks to the others), but
 /// none so thin that the cone it shares with its neighbours (recomputed by
 /// both) outweighs it, and none under [`MIN_TASK_CELLS`] unless the whole
-/// launch is.
+/// launch is; a whole number per thread, and one per thread where planes
+/// are too few for thick tasks but enough for two cones each.
 fn fused_task_rows(
     rows: usize,
     plane: usize,
@@ -81,7 +82,20 @@ fn fused_task_rows(
     threads: usize,
 ) -> Vec<usize> {
     let min_rows = (8 * steps * reach.max(1)).max(MIN_TASK_CELLS.div_ceil(plane.max(1)));
-    even_split(rows, (rows / min_rows).clamp(1, threads.max(1) * 4))
+    let threads = threads.max(1);
+    let tasks = (rows / min_rows).clamp(1, threads * 4);
+    let cone = steps * reach.max(1);
+    let tasks = if tasks >= threads {
+        // Whole rounds: a last task alone would leave the other threads idle.
+        tasks - tasks % threads
+    } else if rows / threads >= 2 * cone && rows / threads * plane >= MIN_TASK_CELLS {
+        // Too few planes for thick tasks (3-d and 4-d tiles): one per thread,
+        // each at least two cones thick, beats one thread doing it all.
+        threads
+    } else {
+        tasks
+    };
+    even_split(rows, tasks)
 }
 
 /// Bytes a fused launch keeps each thread's windows in: the core's
@@ -605,25 +619,44 @@ mod tests {
     }
 
     /// Fused launches: every plane in one task, in order; a few tasks per
-    /// thread where there are planes enough; none thinner than eight cones
-    /// of reach (each recomputed by two tasks) unless the launch is.
+    /// thread where there are planes enough, a whole number per thread;
+    /// none thinner than two cones of reach (each recomputed by two tasks)
+    /// or under the minimum of cells unless the launch is one task.
     #[test]
     fn fused_tasks_cover_every_plane_and_outweigh_their_cones() {
-        for threads in [1, 2, 8] {
+        for threads in [1, 2, 3, 8] {
             for (steps, reach) in [(2, 2), (4, 2), (8, 4)] {
-                for plane in [64, 4096, 66_564] {
-                    for rows in [1, 7, 63, 64, 300, 4096] {
+                for plane in [64, 4096, 66_564, 287_496] {
+                    for rows in [1, 7, 63, 64, 198, 300, 4096] {
                         let t = fused_task_rows(rows, plane, steps, reach, threads);
-                        assert_eq!(t.iter().sum::<usize>(), rows);
-                        assert!(t.len() <= threads * 4);
+                        let what = format!("{rows} planes of {plane} on {threads} threads");
+                        assert_eq!(t.iter().sum::<usize>(), rows, "{what}");
+                        assert!(t.len() <= threads * 4, "{what}: {t:?}");
+                        assert!(
+                            t.len() < threads || t.len().is_multiple_of(threads),
+                            "{what}: {t:?}"
+                        );
                         if t.len() > 1 {
-                            assert!(t.iter().all(|&r| r >= 8 * steps * reach), "{t:?}");
+                            let thin = t.iter().min().unwrap();
+                            assert!(*thin >= 2 * steps * reach, "{what}: {t:?}");
+                            assert!(thin * plane >= MIN_TASK_CELLS, "{what}: {t:?}");
                         }
                     }
                 }
             }
         }
         assert_eq!(fused_task_rows(4096, 4096, 4, 2, 2).len(), 8);
+    }
+
+    /// The 3-d and 4-d tiles whose fused launches left a thread idle: 3d6
+    /// 200^3 (198 planes, three thick tasks on two threads) and 4d8 66^4
+    /// (64 planes, one task).
+    #[test]
+    fn fused_tasks_keep_every_thread_busy_on_few_planes() {
+        assert_eq!(fused_task_rows(198, 200 * 200, 4, 2, 2), [99, 99]);
+        assert_eq!(fused_task_rows(64, 66 * 66 * 66, 4, 2, 2), [32, 32]);
+        // Too few planes for two cones a thread: one task.
+        assert_eq!(fused_task_rows(30, 66 * 66 * 66, 4, 2, 2), [30]);
     }
 
     #[test]

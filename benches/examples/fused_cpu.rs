@@ -1,0 +1,127 @@
+//! K fused steps against K one-step launches on one CPU device, alternated
+//! in one process: each repetition runs both over the interior of a cube
+//! of a library stencil and prints their cell updates per second of wall
+//! time and per second of the process's CPU time. CPU time is what a
+//! loaded machine still measures: a thread the OS takes away costs wall
+//! time but no CPU time (and a thread left idle the reverse).
+//!
+//! ```text
+//! cargo run --release -p benches --example fused_cpu -- 3d6 514 [--steps 4] [--reps 5] [--threads 2]
+//! ```
+
+use controllers::{Controller, CpuController, FusedSteps};
+use hitmap::Shape;
+use kernels::{library_kernel, KernelChoice, Library};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The process's user and system CPU seconds (Linux; `None` elsewhere).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+struct Args {
+    lib: Library,
+    dims: usize,
+    n: usize,
+    steps: usize,
+    reps: usize,
+    threads: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (lib, dims) = match args.first().map(String::as_str) {
+        Some("2d4") => (Library::S2d4, 2),
+        Some("3d6") => (Library::S3d6, 3),
+        Some("3d27") => (Library::S3d27, 3),
+        Some("4d8") => (Library::S4d8, 4),
+        other => return Err(format!("{other:?}: expected 2d4, 3d6, 3d27 or 4d8")),
+    };
+    let num = |s: &str| match s.parse::<usize>() {
+        Ok(v) if v > 0 => Ok(v),
+        _ => Err(format!("'{s}' is not a whole number > 0")),
+    };
+    let n = num(args.get(1).ok_or("no size")?)?;
+    if n < 3 {
+        return Err(format!("size {n}: at least 3"));
+    }
+    let mut a = Args {
+        lib,
+        dims,
+        n,
+        steps: 4,
+        reps: 5,
+        threads: 2,
+    };
+    let mut rest = args[2..].iter();
+    while let Some(flag) = rest.next() {
+        let v = num(rest.next().ok_or(format!("{flag}: no value"))?)?;
+        match flag.as_str() {
+            "--steps" => a.steps = v,
+            "--reps" => a.reps = v,
+            "--threads" => a.threads = v,
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    Ok(a)
+}
+
+fn main() {
+    let a = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&a) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let all = Shape::from_sizes(&vec![a.n; a.dims]);
+    let interior = all.shrink(&vec![1; a.dims], &vec![1; a.dims]);
+    let src: Vec<f32> = (0..all.card()).map(|i| (i % 97) as f32).collect();
+    let mut dev = CpuController::<f32>::new(a.threads)?;
+    let k = dev.load(Arc::from(library_kernel::<f32>(
+        a.lib,
+        KernelChoice::Specialized,
+    )))?;
+    let (x, y) = (dev.alloc(&all, &all)?, dev.alloc(&all, &all)?);
+    dev.write(x, &all, &src)?;
+    dev.write(y, &all, &src)?;
+    drop(src);
+    let steps = vec![interior.clone(); a.steps];
+    let updates = (interior.card() * a.steps) as f64 / 1e9;
+    println!("rep  one-step G/s  (per CPU s)  fused G/s  (per CPU s)");
+    for rep in 0..a.reps {
+        let mut line = format!("{rep:>3}");
+        for fused in [false, true] {
+            let (t, c) = (Instant::now(), cpu_seconds());
+            if fused {
+                dev.launch_steps(k, x, y, &steps)?;
+            } else {
+                let (mut p, mut q) = (x, y);
+                for s in &steps {
+                    dev.launch(k, p, q, s)?;
+                    std::mem::swap(&mut p, &mut q);
+                }
+            }
+            let wall = t.elapsed().as_secs_f64();
+            let cpu = c.zip(cpu_seconds()).map(|(c0, c1)| c1 - c0);
+            line += &format!("  {:>12.3}", updates / wall);
+            line += &match cpu {
+                Some(s) if s > 0.0 => format!("  {:>11.3}", updates / s),
+                _ => format!("  {:>11}", "-"),
+            };
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
