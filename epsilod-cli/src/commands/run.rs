@@ -1,12 +1,12 @@
 //! `epsilod run`: one run, its files, and a summary on stdout.
 
-use super::{check_report_path, write_report};
+use super::{check_file_path, write_file};
 use crate::args::RunArgs;
 use crate::error::CliError;
 use crate::progress::Bar;
 use crate::sizes::{parse_size, size_text};
 use crate::target::{aux_files, Target};
-use epsilod::devices::{ignored_weights, load_device_file, one_cpu_per_rank, Placed};
+use epsilod::devices::{ignored_weights, load_device_file, one_cpu_per_rank, unreached, Placed};
 use epsilod::output::Snapshots;
 use epsilod::{
     output, Alb, Checkpointing, Cluster, DeviceSpec, JobInfo, Report, RunOptions, Skeleton,
@@ -181,6 +181,16 @@ fn ignored_options(args: &RunArgs, devices: &[DeviceSpec]) -> Vec<String> {
     warnings
 }
 
+/// `--alb-drop-below` where nothing reads it: no heuristic of `--alb` (a
+/// list, under compare) balances, and no `--weights-from` seeds the rows.
+/// Given is told from the default, whose value changes nothing either way.
+fn unused_drop_below(args: &RunArgs) -> Option<String> {
+    let none_balances = super::compare::split_heuristics(&args.alb)
+        .is_ok_and(|names| names.iter().all(|n| matches!(Alb::parse(n), Ok(None))));
+    (none_balances && args.weights_from.is_none() && args.alb_drop_below != heuristics::DROP_BELOW)
+        .then(|| super::drop_below_unused(args.alb_drop_below))
+}
+
 /// Prints `warnings` on stderr, once a process: compare and calibrate run
 /// the same arguments many times.
 fn warn_once(warnings: &[String]) {
@@ -202,6 +212,12 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let (mut devices, placement) = devices(args, cluster.info())?;
     let mut warnings = ignored_options(args, &devices);
     warnings.extend(target.ignored_options(args));
+    warnings.extend(
+        unreached(&devices, args.iters)
+            .iter()
+            .map(ToString::to_string),
+    );
+    warnings.extend(unused_drop_below(args));
     if let Some(path) = &args.weights_from {
         // The cells calibration timed: the interior (a size too small for
         // one is refused with the run's own error further on).
@@ -252,7 +268,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             output::check_writable(o)?;
         }
         if let Some(r) = &args.report {
-            check_report_path(r)?;
+            check_file_path("report", r)?;
         }
     }
     Ok(Checked {
@@ -355,7 +371,7 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
 fn finish(report: Report, args: &RunArgs, write: bool) -> Result<Report, CliError> {
     if let (true, Some(path)) = (write, &args.report) {
         let text = serde_json::to_string_pretty(&report).expect("reports serialise");
-        write_report(path, text)?;
+        write_file("report", path, text)?;
     }
     Ok(report)
 }
