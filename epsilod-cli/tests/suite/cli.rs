@@ -1558,11 +1558,7 @@ fn options_a_run_never_acts_on_are_warned_of() {
     );
     // Where they act, no warning.
     assert_eq!(run(&["--devices", "cpu:threads=1,slowdown=3@9"]), "");
-    let balanced = [
-        "--devices",
-        "cpu:threads=1",
-        "--devices",
-        "cpu:threads=1",
+    let alb = [
         "--partition",
         "w0",
         "--alb",
@@ -1570,5 +1566,5 @@ fn options_a_run_never_acts_on_are_warned_of() {
         "--alb-drop-below",
         "0.2",
     ];
-    assert_eq!(run(&balanced), "");
+    assert_eq!(run(&[&common::one_cpu_each(2)[..], &alb].concat()), "");
 }
