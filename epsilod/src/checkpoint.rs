@@ -156,9 +156,15 @@ pub(crate) fn claim(
     }
     let resumed = elsewhere.and_then(ResumedFrom::newest);
     match check_owner(&c.dir, expect, origin, resumed.as_ref()) {
-        Err(_) if c.overwrite => {
+        Err(e) if c.overwrite => {
+            // Said as the refusal said whose they are.
+            let whose = match e {
+                CheckpointError::Own { .. } => "this run's own checkpoints",
+                CheckpointError::Beside { .. } => "the checkpoints of another run",
+                _ => "the checkpoints of an earlier run",
+            };
             tracing::warn!(
-                "replacing the checkpoints of an earlier run in {} (--checkpoint-overwrite)",
+                "replacing {whose} in {} (--checkpoint-overwrite)",
                 c.dir.display()
             );
             for (_, path, _) in listed(&c.dir)? {

@@ -712,20 +712,28 @@ fn a_resume_into_a_directory_of_its_own_older_checkpoints_says_so() {
              {other})"
         ),
     );
-    // The way on it names works: B's older ones go, the run goes on from A.
-    ok(&[
-        &run[..],
+    // The way on it names works: B's older ones go, the run goes on from A,
+    // and the warning says whose they were.
+    let o = epsilod(
         &[
-            "--iters",
-            "100",
-            "--restart",
-            &a,
-            "--checkpoint-dir",
-            &b,
-            "--checkpoint-overwrite",
-        ],
-    ]
-    .concat());
+            &run[..],
+            &[
+                "--iters",
+                "100",
+                "--restart",
+                &a,
+                "--checkpoint-dir",
+                &b,
+                "--checkpoint-overwrite",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("warning: replacing this run's own checkpoints in {b} (--checkpoint-overwrite)\n")
+    );
     assert!(dir.path().join("b/ckpt-000000000090").is_dir());
     assert!(!dir.path().join("b/ckpt-000000000030").exists());
 }
