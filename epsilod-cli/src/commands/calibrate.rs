@@ -360,7 +360,7 @@ fn timed_layout(run: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint),
 /// One calibration run of `run`.
 fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<Measured, CliError> {
     let (layout, footprint) = timed_layout(run, cluster)?;
-    let report = run_config(run, "none", false, cluster)?;
+    let report = run_config(run, "none", false, false, cluster)?;
     let mut devices = Vec::with_capacity(layout.procs());
     for (d, name) in report.config.devices.iter().enumerate() {
         let cells = layout.block(d).card() as f64;
@@ -406,7 +406,7 @@ fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<Measured, CliErro
 fn measure_rebalance(run: &RunArgs, cluster: &Cluster) -> Result<Option<Hockney>, CliError> {
     let mut r = run.clone();
     r.iters = REBALANCE_ITERS;
-    let report = run_config(&r, "const-iters:every=1", false, cluster)?;
+    let report = run_config(&r, "const-iters:every=1", false, false, cluster)?;
     let samples: Vec<Sample> = report
         .redistributions
         .iter()

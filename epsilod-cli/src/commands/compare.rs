@@ -46,7 +46,7 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
     let mut reports: Vec<Vec<Report>> = vec![Vec::new(); names.len()];
     for rep in 0..args.reps {
         for (h, name) in names.iter().enumerate() {
-            let r = run_config(&args.run, name, false, cluster)?;
+            let r = run_config(&args.run, name, false, true, cluster)?;
             if !args.run.quiet && cluster.is_root() {
                 eprintln!(
                     "run {}/{} {name}: loop {:.4} s, {} rebalance(s)",

@@ -17,7 +17,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 pub fn run(args: &RunArgs, cluster: &Cluster) -> Result<(), CliError> {
-    let r = run_config(args, &args.alb, true, cluster)?;
+    let r = run_config(args, &args.alb, true, true, cluster)?;
     if !args.quiet && cluster.is_root() {
         print_summary(&r);
     }
@@ -159,6 +159,11 @@ struct Checked {
     /// What the run will not do as asked, though it can go on: one line
     /// each for stderr.
     warnings: Vec<String>,
+    /// Options that change nothing in a run of these arguments (a slowdown
+    /// past `--iters`, `--alb-drop-below` without ALB): one line each, for
+    /// the arguments as the user gave them only (`calibrate` and
+    /// `signature` set their own iterations and drop fraction).
+    moot: Vec<String>,
 }
 
 /// The options a run ignores, with why: each device's `weight=` and
@@ -212,12 +217,11 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let (mut devices, placement) = devices(args, cluster.info())?;
     let mut warnings = ignored_options(args, &devices);
     warnings.extend(target.ignored_options(args));
-    warnings.extend(
-        unreached(&devices, args.iters)
-            .iter()
-            .map(ToString::to_string),
-    );
-    warnings.extend(unused_drop_below(args));
+    let mut moot: Vec<String> = unreached(&devices, args.iters)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    moot.extend(unused_drop_below(args));
     if let Some(path) = &args.weights_from {
         // The cells calibration timed: the interior (a size too small for
         // one is refused with the run's own error further on).
@@ -276,6 +280,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
         size,
         params,
         warnings,
+        moot,
         options: RunOptions {
             iters: args.iters,
             devices,
@@ -310,11 +315,14 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
 
 /// Validates everything about a run before any work starts (under MPI, on
 /// every rank: one rank's error stops them all), runs it with heuristic
-/// `alb`, and writes its output and report when `write`.
+/// `alb`, and writes its output and report when `write`; `as_given`: the
+/// arguments are the user's own (run, compare), whose options that change
+/// nothing are warned of.
 pub fn run_config(
     args: &RunArgs,
     alb: &str,
     write: bool,
+    as_given: bool,
     cluster: &Cluster,
 ) -> Result<Report, CliError> {
     let checked = check(args, alb, cluster);
@@ -326,8 +334,12 @@ pub fn run_config(
         size,
         mut options,
         params,
-        warnings,
+        mut warnings,
+        moot,
     } = checked?;
+    if as_given {
+        warnings.extend(moot);
+    }
     if cluster.is_root() {
         warn_once(&warnings);
     }

@@ -56,7 +56,7 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     // Instructions are counted where the host lends counters (each rank
     // its own): P3S's per-process count, beside the clock's.
     controllers::cpu_time::count_instructions(true);
-    let report = run_config(&short, "none", false, cluster);
+    let report = run_config(&short, "none", false, false, cluster);
     controllers::cpu_time::count_instructions(false);
     let report = report?;
     if !cluster.is_root() {

@@ -1568,3 +1568,23 @@ fn options_a_run_never_acts_on_are_warned_of() {
     ];
     assert_eq!(run(&[&common::one_cpu_each(2)[..], &alb].concat()), "");
 }
+
+/// `calibrate` and `signature` run the user's devices with their own
+/// iterations and drop fraction: a slowdown past their short runs, and
+/// calibrate's own `--alb-drop-below 0`, are no warning of the user's
+/// options (they were, naming `--iters 4` and an option never given).
+#[test]
+fn derived_runs_warn_of_nothing_they_set_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = |name: &str| dir.path().join(name).display().to_string();
+    let devices = "--devices cpu:threads=1 --devices cpu:threads=1,slowdown=3@50";
+    let (machine, signature) = (out("m.json"), out("s.json"));
+    for line in [
+        format!("calibrate 2d4 --size 34 {devices} --calib-iters 4 --passes 1 --no-links --out {machine}"),
+        format!("signature 2d4 --size 34 --iters 100 --sig-iters 5 {devices} --out {signature}"),
+    ] {
+        let o = epsilod(&line.split(' ').collect::<Vec<_>>());
+        assert!(o.status.success(), "{line}");
+        assert_eq!(String::from_utf8_lossy(&o.stderr), "", "{line}");
+    }
+}
