@@ -68,10 +68,10 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 4)]
     pub range_size: usize,
     /// Virtual processes per rank (under mpirun); by default as few as the largest range needs.
-    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, value_parser = at_least(1usize))]
     pub per_rank: Option<usize>,
     /// Timed phases per range, after one without compute.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 10, value_parser = at_least(1u64))]
     pub iters: u64,
     /// A signature taken at the trace's device count, to compare with.
     #[arg(long)]
@@ -92,18 +92,18 @@ pub struct CommbenchArgs {
     #[arg(long, default_value = "16,256,4096,65536,1048576", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub sizes: Vec<u64>,
     /// Partners per process (rounds of random pairing), comma-separated.
-    #[arg(long, default_value = "1,2,3,4", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value = "1,2,3,4", value_delimiter = ',', value_parser = at_least(1u64))]
     pub pm: Vec<u64>,
     /// Pairings per configuration, each reseeded.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 3, value_parser = at_least(1u64))]
     pub reps: u64,
     /// Timed exchanges per pairing (after two untimed ones); each process keeps its third quartile.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 20, value_parser = at_least(1u64))]
     pub iters: u64,
     /// Sweeps over all the configurations; each configuration's time is the median of its
     /// sweeps. On a shared machine a burst of other work spoils a stretch of one sweep, and
     /// the sweeps take it at different configurations.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = at_least(1u64))]
     pub sweeps: u64,
     /// Seed of the pairings.
     #[arg(long, default_value_t = 0)]
@@ -145,7 +145,7 @@ pub struct SignatureArgs {
     pub run: RunArgs,
     /// Iterations actually run (the first is a warm-up); --iters is the full run's length, the
     /// phase's weight.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(2..))]
+    #[arg(long, default_value_t = 20, value_parser = at_least(2u64))]
     pub sig_iters: u64,
     /// Where to write the signature (JSON).
     #[arg(long)]
@@ -220,7 +220,7 @@ pub struct ScaleArgs {
     pub bytes_per_cell: f64,
     /// Devices per node: they share its --cores (--compute cpu) and its --node-bandwidth
     /// (default: all of the target's on one).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = at_least(1u64))]
     pub devices_per_node: Option<u64>,
     /// Also write the model, validations and predictions as JSON (docs/json.md) to FILE; `-`, or no FILE: the JSON on stdout
     /// instead of the text.
@@ -314,7 +314,7 @@ pub struct PredictArgs {
     #[arg(long)]
     pub size: Option<String>,
     /// Loop iterations. Taken from --against when omitted.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = at_least(1u64))]
     pub iters: Option<u64>,
     /// The stencil: a library name or a spec file (.toml), which gives --halo-rows (its reach
     /// along the partitioned axis) and --cell-bytes (4 per f32 component). Taken from
@@ -345,7 +345,7 @@ pub struct PredictArgs {
     pub comm: Option<PathBuf>,
     /// Devices per rank for --comm's features (device d on rank d / N); all on one rank when
     /// omitted.
-    #[arg(long, requires = "comm", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, requires = "comm", value_parser = at_least(1u64))]
     pub per_rank: Option<u64>,
     /// Also write the predictions as JSON (docs/json.md) to FILE; `-`, or no FILE: the JSON on stdout
     /// instead of the text.
@@ -359,13 +359,13 @@ pub struct CalibrateArgs {
     pub run: RunArgs,
     /// Iterations run per pass, of which the second half is timed (a fresh tile warms up);
     /// --iters is ignored.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(4..))]
+    #[arg(long, default_value_t = 100, value_parser = at_least(4u64))]
     pub calib_iters: u64,
     /// Passes over the devices; each after the first (weighted partitions only) runs at the tile
     /// sizes the weights calibrated so far give, the ones a --weights-from run computes (skewed
     /// when those are the first pass's), and then the first tiles once more: each device's
     /// kernel time is the line a + b·cells through its passes.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 2, value_parser = at_least(1u64))]
     pub passes: u64,
     /// Also time the devices at other tile sizes: for each factor, a pass with the partitioned
     /// extent of --size scaled by it (e.g. 0.25,0.5,2,4). Each device's kernel time at each
@@ -374,7 +374,7 @@ pub struct CalibrateArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_positive)]
     pub tile_sweep: Vec<f64>,
     /// Ping-pong repetitions per message size (the smallest and largest are dropped).
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(3..))]
+    #[arg(long, default_value_t = 32, value_parser = at_least(3u64))]
     pub reps: u64,
     /// Largest ping-pong message in bytes (sizes 0 and 4, 8, ... doubling up to it, plus the
     /// run's halo message sizes); at most 1 GiB (1073741824).
@@ -464,17 +464,17 @@ pub struct SimulateArgs {
     pub noise_from: Option<PathBuf>,
     /// With --noise-from: each device takes runs of this many consecutive measured ratios from a
     /// random start (stalls come in spells); 1 draws each independently.
-    #[arg(long, default_value_t = 1, requires = "noise_from", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1, requires = "noise_from", value_parser = at_least(1u64))]
     pub noise_block: u64,
     /// With --noise-from: each measured kernel time's baseline is the median of this many
     /// iterations either side. The default, half the ALB window, keeps only the noise within a
     /// window; a wider one (e.g. 250, with --noise-block as long) keeps the slow spells of a shared
     /// machine too, which move the windows' means and so the heuristics' decisions.
-    #[arg(long, default_value_t = models::simulate::RATIO_HALF_WINDOW as u64, requires = "noise_from", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = models::simulate::RATIO_HALF_WINDOW as u64, requires = "noise_from", value_parser = at_least(1u64))]
     pub noise_window: u64,
     /// Devices per host (node): messages between hosts take the mpi link and share their host's
     /// interface. Default: all on one host.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = at_least(1u64))]
     pub per_host: Option<u64>,
     /// Every device of host H slower by F from iteration ITER: H:F or H:F@ITER.
     #[arg(long)]
@@ -493,7 +493,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = heuristics::DROP_BELOW, value_parser = parse_drop_below)]
     pub alb_drop_below: f64,
     /// Runs of each heuristic, seeds --seed, --seed + 1, ...
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = at_least(1u64))]
     pub reps: u64,
     /// Seed of the noise and of the drifting devices.
     #[arg(long, default_value_t = 0)]
@@ -510,7 +510,7 @@ pub struct SimulateArgs {
     pub trace_from: Option<PathBuf>,
     /// Keep one iteration in each block of K in the report (1: all); beyond run's bound (2^22
     /// device-iterations, 2^20 iterations) blocks grow as run's do (summary.iterations_recorded_every).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = at_least(1u64))]
     pub record_every: u64,
     /// JSON report (run's schema), for one run.
     #[arg(long)]
@@ -687,7 +687,7 @@ pub struct RunArgs {
     pub aux: Vec<String>,
     /// Write a checkpoint every N iterations into --checkpoint-dir (the last two are kept; see
     /// docs/checkpoints.md).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "checkpoint_dir")]
+    #[arg(long, value_parser = at_least(1u64), requires = "checkpoint_dir")]
     pub checkpoint_every: Option<u64>,
     /// The directory for --checkpoint-every (created if missing; under MPI, on a file system
     /// every rank shares).
@@ -702,7 +702,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub restart: Option<PathBuf>,
     /// Write the field every N iterations to --snapshot (on rank 0).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), requires = "snapshot")]
+    #[arg(long, value_parser = at_least(1u64), requires = "snapshot")]
     pub snapshot_every: Option<u64>,
     /// Snapshot file pattern with {iter}, e.g. out/field_{iter}.npy (.npy, .txt, .dat, .vti or .pgm); see
     /// 'epsilod view' to draw them.
@@ -744,5 +744,17 @@ impl RunArgs {
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))
+    }
+}
+
+/// A whole number of at least `min`, said so when it is not: clap's
+/// `range(min..)` names its upper bound, `u64::MAX`, which no one means.
+fn at_least<T>(min: T) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy + Send + Sync + 'static,
+{
+    move |s: &str| match s.trim().parse::<T>() {
+        Ok(n) if n >= min => Ok(n),
+        _ => Err(format!("expected a whole number of at least {min}")),
     }
 }

@@ -66,9 +66,13 @@ pub enum CliError {
     /// Both `--devices` and `--device-file`.
     #[error("give devices with --devices or --device-file, not both")]
     DevicesTwice,
-    /// A report or table file that cannot be written.
-    #[error("cannot write report {path}: {why}")]
-    Report {
+    /// A file a command writes (a report, a table, a model...) that cannot
+    /// be written: the message says which kind, as the user named it by
+    /// its option.
+    #[error("cannot write {what} {path}: {why}")]
+    Write {
+        /// What the file holds: "report", "CSV table", "machine model"...
+        what: &'static str,
         /// The file.
         path: String,
         /// Why.

@@ -70,7 +70,8 @@ impl<'a> JsonOut<'a> {
 }
 
 fn report(path: &Path, e: impl std::fmt::Display) -> CliError {
-    CliError::Report {
+    CliError::Write {
+        what: "JSON",
         path: path.display().to_string(),
         why: e.to_string(),
     }

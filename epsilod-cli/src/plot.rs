@@ -129,11 +129,16 @@ fn written<E: std::error::Error + Send + Sync + 'static>(
     out: &Path,
     e: &DrawingAreaErrorKind<E>,
 ) -> CliError {
-    CliError::Plot(format!(
-        "cannot write {}: {}",
-        out.display(),
-        drawing_error(e)
-    ))
+    unwritable(out, drawing_error(e))
+}
+
+/// The figure `out` cannot be written, for `why`.
+fn unwritable(out: &Path, why: impl std::fmt::Display) -> CliError {
+    CliError::Write {
+        what: "plot",
+        path: out.display().to_string(),
+        why: why.to_string(),
+    }
 }
 
 /// Draws `runs` (label, report) into `out` (.png or .svg).
@@ -148,8 +153,7 @@ pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), CliError> {
             out.display()
         )));
     }
-    epsilod::output::check_creatable(out)
-        .map_err(|why| CliError::Plot(format!("cannot write {}: {why}", out.display())))?;
+    epsilod::output::check_creatable(out).map_err(|why| unwritable(out, why))?;
     for (label, r) in runs {
         check_times(label, r)?;
     }
@@ -163,8 +167,7 @@ pub fn plot(runs: &[(String, Report)], out: &Path) -> Result<(), CliError> {
                 draw(&root, runs)?;
                 root.present().map_err(|e| written(out, &e))?;
             }
-            crate::bitmap::write_png(out, size, &rgb)
-                .map_err(|why| CliError::Plot(format!("cannot write {}: {why}", out.display())))
+            crate::bitmap::write_png(out, size, &rgb).map_err(|why| unwritable(out, why))
         }
         _ => {
             let root = SVGBackend::new(out, size).into_drawing_area();

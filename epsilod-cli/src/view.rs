@@ -47,7 +47,11 @@ pub fn parse_slice(s: &str) -> Result<Slice, String> {
 
 /// A failed write of the picture `out`.
 fn written(out: &Path, why: &str) -> CliError {
-    CliError::Plot(format!("cannot write {}: {why}", out.display()))
+    CliError::Write {
+        what: "picture",
+        path: out.display().to_string(),
+        why: why.to_string(),
+    }
 }
 
 /// Draws one picture of `size` into `rgb` with `paint`.
@@ -260,8 +264,7 @@ pub fn view(
     quantity: Quantity,
     delay_ms: u32,
 ) -> Result<(), CliError> {
-    epsilod::output::check_creatable(out)
-        .map_err(|why| CliError::Plot(format!("cannot write {}: {why}", out.display())))?;
+    epsilod::output::check_creatable(out).map_err(|why| written(out, &why.to_string()))?;
     crate::plot::ensure_font()?;
     let planes = files
         .iter()

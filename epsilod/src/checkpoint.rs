@@ -51,7 +51,7 @@ use names::{
     crc_name, failed_name, final_name, listed, partial_name, tmp_name, MANIFEST, NOTE_LIMIT,
 };
 pub(crate) use restart::FORMAT;
-use restart::{check_owner, run_of};
+use restart::{check_owner, run_of, ResumedFrom};
 pub use restart::{BlockEntry, Expect, Manifest, Origin, Restart};
 
 const KEEP: usize = 2;
@@ -139,23 +139,32 @@ pub(crate) fn prepare(dir: &Path) -> Result<(), CheckpointError> {
 /// gets): created and writable, locked, and holding no earlier run's
 /// checkpoints (of this problem or another: `expect`, `origin`), unless the
 /// run resumes from it (`resuming_here`) or may replace them (`c.overwrite`:
-/// they go now).
+/// they go now). A run resumed from another directory (`elsewhere`) is
+/// told whether the checkpoints in the way are its own.
 pub(crate) fn claim(
     c: &Checkpointing,
     holder: &str,
     expect: &Expect<'_>,
     origin: &Origin<'_>,
     resuming_here: bool,
+    elsewhere: Option<&Path>,
 ) -> Result<DirLock, CheckpointError> {
     prepare(&c.dir)?;
     let lock = DirLock::take(&c.dir, holder)?;
     if resuming_here {
         return Ok(lock);
     }
-    match check_owner(&c.dir, expect, origin) {
-        Err(_) if c.overwrite => {
+    let resumed = elsewhere.and_then(ResumedFrom::newest);
+    match check_owner(&c.dir, expect, origin, resumed.as_ref()) {
+        Err(e) if c.overwrite => {
+            // Said as the refusal said whose they are.
+            let whose = match e {
+                CheckpointError::Own { .. } => "this run's own checkpoints",
+                CheckpointError::Beside { .. } => "the checkpoints of another run",
+                _ => "the checkpoints of an earlier run",
+            };
             tracing::warn!(
-                "replacing the checkpoints of an earlier run in {} (--checkpoint-overwrite)",
+                "replacing {whose} in {} (--checkpoint-overwrite)",
                 c.dir.display()
             );
             for (_, path, _) in listed(&c.dir)? {

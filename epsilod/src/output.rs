@@ -87,10 +87,30 @@ pub enum SnapshotError {
         /// The system's reason.
         source: std::io::Error,
     },
-    /// The first snapshot file could not be created, or has no known
-    /// format.
+    /// The first snapshot file could not be created.
+    #[error("cannot write snapshot {path}: {why}")]
+    Write {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        why: WriteError,
+    },
+    /// The first snapshot file has no known format, or one this build
+    /// cannot write.
     #[error(transparent)]
-    Output(#[from] OutputError),
+    Output(OutputError),
+}
+
+/// A snapshot file's write error is said as a snapshot's, not as the
+/// `--output` result's.
+impl From<OutputError> for SnapshotError {
+    fn from(e: OutputError) -> SnapshotError {
+        match e {
+            OutputError::Write { path, why } => SnapshotError::Write { path, why },
+            other => SnapshotError::Output(other),
+        }
+    }
 }
 
 /// A cell made of `COMPONENTS` scalars that output formats can write.

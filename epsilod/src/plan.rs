@@ -110,10 +110,11 @@ impl<T> Problem<T> {
             a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
         };
         let resuming_here = options.restart.as_deref().is_some_and(|r| same(r, &c.dir));
+        let elsewhere = options.restart.as_deref().filter(|_| !resuming_here);
         let host = job.hosts.get(job.rank).map_or("this host", String::as_str);
         let holder = format!("pid {} on {host}", std::process::id());
         Ok(self.expectation(&options.identity, |expect, origin| {
-            checkpoint::claim(c, &holder, expect, origin, resuming_here)
+            checkpoint::claim(c, &holder, expect, origin, resuming_here, elsewhere)
         })??)
     }
 }

@@ -374,7 +374,7 @@ impl<T: Cell> Skeleton<T> {
         Ok(self.snapshot(s.every, move |iter, grid| {
             let path = files.path(iter);
             Snapshots::make_dir(&path)?;
-            crate::output::write(&path, grid)?;
+            crate::output::write(&path, grid).map_err(crate::output::SnapshotError::from)?;
             Ok(())
         }))
     }

@@ -5,7 +5,7 @@
 //! way), fits them with `models::calibrate`, and writes the machine JSON.
 
 use super::run::{layout_of, run_config};
-use super::{check_report_path, write_report};
+use super::{check_file_path, write_file};
 use crate::args::{CalibrateArgs, RunArgs};
 use crate::error::CliError;
 use crate::json::JsonOut;
@@ -37,13 +37,14 @@ const REBALANCE_ITERS: u64 = 160;
 const OVERHEAD_REPS: usize = 16;
 
 pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError> {
+    super::once_each("--tile-sweep", &args.tile_sweep, "factor")?;
     let json = JsonOut::of(args.json.as_ref());
     if cluster.is_root() {
         super::distinct_files::apart_from_run(
             &[("--out", Some(&args.out)), ("--json", json.file())],
             &args.run,
         )?;
-        check_report_path(&args.out)?;
+        check_file_path("machine model", &args.out)?;
         json.check()?;
     }
     let mut run = plain(&args.run, args.calib_iters);
@@ -106,7 +107,7 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
                 )?;
             }
             if cluster.is_root() {
-                write_report(&args.out, to_json(&machine))?;
+                write_file("machine model", &args.out, to_json(&machine))?;
             }
             cluster.agree(epsilod::cluster::Readiness::ready())?;
             run.weights_from = Some(args.out.clone());
@@ -172,7 +173,7 @@ pub fn calibrate(args: &CalibrateArgs, cluster: &Cluster) -> Result<(), CliError
         machine.rebalance = measure_rebalance(&run, cluster)?;
     }
     if cluster.is_root() {
-        write_report(&args.out, to_json(&machine))?;
+        write_file("machine model", &args.out, to_json(&machine))?;
         let summary = Summary::of(&machine, &halo_bytes, &passes_of, &swept);
         json.write(&summary)?;
         if json.prints_text() {
@@ -359,7 +360,7 @@ fn timed_layout(run: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint),
 /// One calibration run of `run`.
 fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<Measured, CliError> {
     let (layout, footprint) = timed_layout(run, cluster)?;
-    let report = run_config(run, "none", false, cluster)?;
+    let report = run_config(run, "none", false, false, cluster)?;
     let mut devices = Vec::with_capacity(layout.procs());
     for (d, name) in report.config.devices.iter().enumerate() {
         let cells = layout.block(d).card() as f64;
@@ -405,7 +406,7 @@ fn measure_devices(run: &RunArgs, cluster: &Cluster) -> Result<Measured, CliErro
 fn measure_rebalance(run: &RunArgs, cluster: &Cluster) -> Result<Option<Hockney>, CliError> {
     let mut r = run.clone();
     r.iters = REBALANCE_ITERS;
-    let report = run_config(&r, "const-iters:every=1", false, cluster)?;
+    let report = run_config(&r, "const-iters:every=1", false, false, cluster)?;
     let samples: Vec<Sample> = report
         .redistributions
         .iter()

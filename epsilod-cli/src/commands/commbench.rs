@@ -16,8 +16,11 @@ use std::time::Instant;
 const WARM_UP: u64 = 2;
 
 pub fn commbench(args: &CommbenchArgs, cluster: &Cluster) -> Result<(), CliError> {
+    super::once_each("--per-rank", &args.per_rank, "count")?;
+    super::once_each("--sizes", &args.sizes, "size")?;
+    super::once_each("--pm", &args.pm, "count")?;
     if cluster.is_root() {
-        super::check_report_path(&args.csv)?;
+        super::check_file_path("CSV", &args.csv)?;
     }
     // Every configuration first, so that each sweep times them all in the
     // same order on every rank.
@@ -55,7 +58,7 @@ pub fn commbench(args: &CommbenchArgs, cluster: &Cluster) -> Result<(), CliError
         })
         .collect();
     if cluster.is_root() {
-        super::write_report(&args.csv, to_csv(&samples))?;
+        super::write_file("CSV", &args.csv, to_csv(&samples))?;
         println!(
             "{} configurations timed, written to {}",
             samples.len(),

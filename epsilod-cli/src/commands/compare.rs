@@ -1,7 +1,7 @@
 //! `epsilod compare`: the heuristics of `--alb a,b,c`, `--reps` runs each.
 
 use super::run::run_config;
-use super::{check_report_path, write_report};
+use super::{check_file_path, write_file};
 use crate::args::CompareArgs;
 use crate::error::CliError;
 use crate::json::JsonOut;
@@ -39,14 +39,14 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
             &args.run,
         )?;
         if let Some(p) = &args.csv {
-            check_report_path(p)?;
+            check_file_path("CSV", p)?;
         }
         json.check()?;
     }
     let mut reports: Vec<Vec<Report>> = vec![Vec::new(); names.len()];
     for rep in 0..args.reps {
         for (h, name) in names.iter().enumerate() {
-            let r = run_config(&args.run, name, false, cluster)?;
+            let r = run_config(&args.run, name, false, true, cluster)?;
             if !args.run.quiet && cluster.is_root() {
                 eprintln!(
                     "run {}/{} {name}: loop {:.4} s, {} rebalance(s)",
@@ -66,7 +66,7 @@ pub fn compare(args: &CompareArgs, cluster: &Cluster) -> Result<(), CliError> {
     // The files first: a reader that stops early (`| head`) ends the
     // command at its first line it cannot print.
     if let Some(p) = &args.csv {
-        write_report(p, stats::csv(&rows))?;
+        write_file("CSV", p, stats::csv(&rows))?;
     }
     if json != JsonOut::None {
         let runs: Vec<serde_json::Value> = names
@@ -113,20 +113,10 @@ pub(super) fn split_heuristics(text: &str) -> Result<Vec<String>, CliError> {
     }
     // `none,,welch` or a stray comma: said as such, not as a name given
     // twice (two empty pieces) or an unknown one.
-    if out.len() > 1 && out.iter().any(String::is_empty) {
-        return Err(CliError::Usage(format!(
-            "--alb '{text}' has an empty name between commas: separate heuristics by single commas (none,next-alb)"
-        )));
+    if let Some(e) = super::empty_item("--alb", text, &out, "heuristic", "none,next-alb") {
+        return Err(e);
     }
-    if let Some(twice) = out
-        .iter()
-        .enumerate()
-        .find_map(|(k, a)| out[..k].contains(a).then_some(a))
-    {
-        return Err(CliError::Usage(format!(
-            "--alb names {twice} twice: give each heuristic once"
-        )));
-    }
+    super::once_each("--alb", &out, "heuristic")?;
     Ok(out)
 }
 

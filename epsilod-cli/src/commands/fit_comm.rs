@@ -68,7 +68,7 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
         .map(|p| run_sample(p))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(out) = &args.out {
-        super::check_report_path(out)?;
+        super::check_file_path("model", out)?;
     }
     json.check()?;
     let text = json.prints_text();
@@ -184,7 +184,7 @@ pub fn fit_comm(args: &FitCommArgs) -> Result<(), CliError> {
     }
     if let Some(out) = &args.out {
         let text = serde_json::to_string(&model).expect("models serialise");
-        super::write_report(out, text)?;
+        super::write_file("model", out, text)?;
     }
     json.write(&FitReport {
         method: method.to_string(),

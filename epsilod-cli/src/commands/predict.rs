@@ -27,11 +27,21 @@ pub fn predict(args: &PredictArgs) -> Result<(), CliError> {
     ])?;
     json.check()?;
     let machine = load_machine(&args.model)?;
-    let methods = args
-        .method
-        .split(',')
-        .map(|m| m.trim().parse::<Method>().map_err(perr))
+    let names: Vec<&str> = args.method.split(',').map(str::trim).collect();
+    if let Some(e) = super::empty_item(
+        "--method",
+        &args.method,
+        &names,
+        "method",
+        "hockney,overlap",
+    ) {
+        return Err(e);
+    }
+    let methods = names
+        .iter()
+        .map(|m| m.parse::<Method>().map_err(perr))
         .collect::<Result<Vec<_>, _>>()?;
+    super::once_each("--method", &methods, "method")?;
     let report = match &args.against {
         Some(p) => Some(load_report(p).map_err(|e| match e {
             CliError::Plot(m) => CliError::Predict(m),

@@ -1,12 +1,12 @@
 //! `epsilod run`: one run, its files, and a summary on stdout.
 
-use super::{check_report_path, write_report};
+use super::{check_file_path, write_file};
 use crate::args::RunArgs;
 use crate::error::CliError;
 use crate::progress::Bar;
 use crate::sizes::{parse_size, size_text};
 use crate::target::{aux_files, Target};
-use epsilod::devices::{ignored_weights, load_device_file, one_cpu_per_rank, Placed};
+use epsilod::devices::{ignored_weights, load_device_file, one_cpu_per_rank, unreached, Placed};
 use epsilod::output::Snapshots;
 use epsilod::{
     output, Alb, Checkpointing, Cluster, DeviceSpec, JobInfo, Report, RunOptions, Skeleton,
@@ -17,7 +17,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 pub fn run(args: &RunArgs, cluster: &Cluster) -> Result<(), CliError> {
-    let r = run_config(args, &args.alb, true, cluster)?;
+    let r = run_config(args, &args.alb, true, true, cluster)?;
     if !args.quiet && cluster.is_root() {
         print_summary(&r);
     }
@@ -159,6 +159,11 @@ struct Checked {
     /// What the run will not do as asked, though it can go on: one line
     /// each for stderr.
     warnings: Vec<String>,
+    /// Options that change nothing in a run of these arguments (a slowdown
+    /// past `--iters`, `--alb-drop-below` without ALB): one line each, for
+    /// the arguments as the user gave them only (`calibrate` and
+    /// `signature` set their own iterations and drop fraction).
+    moot: Vec<String>,
 }
 
 /// The options a run ignores, with why: each device's `weight=` and
@@ -179,6 +184,16 @@ fn ignored_options(args: &RunArgs, devices: &[DeviceSpec]) -> Vec<String> {
         ));
     }
     warnings
+}
+
+/// `--alb-drop-below` where nothing reads it: no heuristic of `--alb` (a
+/// list, under compare) balances, and no `--weights-from` seeds the rows.
+/// Given is told from the default, whose value changes nothing either way.
+fn unused_drop_below(args: &RunArgs) -> Option<String> {
+    let none_balances = super::compare::split_heuristics(&args.alb)
+        .is_ok_and(|names| names.iter().all(|n| matches!(Alb::parse(n), Ok(None))));
+    (none_balances && args.weights_from.is_none() && args.alb_drop_below != heuristics::DROP_BELOW)
+        .then(|| super::drop_below_unused(args.alb_drop_below))
 }
 
 /// Prints `warnings` on stderr, once a process: compare and calibrate run
@@ -202,6 +217,11 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
     let (mut devices, placement) = devices(args, cluster.info())?;
     let mut warnings = ignored_options(args, &devices);
     warnings.extend(target.ignored_options(args));
+    let mut moot: Vec<String> = unreached(&devices, args.iters)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    moot.extend(unused_drop_below(args));
     if let Some(path) = &args.weights_from {
         // The cells calibration timed: the interior (a size too small for
         // one is refused with the run's own error further on).
@@ -252,7 +272,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
             output::check_writable(o)?;
         }
         if let Some(r) = &args.report {
-            check_report_path(r)?;
+            check_file_path("report", r)?;
         }
     }
     Ok(Checked {
@@ -260,6 +280,7 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
         size,
         params,
         warnings,
+        moot,
         options: RunOptions {
             iters: args.iters,
             devices,
@@ -294,11 +315,14 @@ fn check(args: &RunArgs, alb: &str, cluster: &Cluster) -> Result<Checked, CliErr
 
 /// Validates everything about a run before any work starts (under MPI, on
 /// every rank: one rank's error stops them all), runs it with heuristic
-/// `alb`, and writes its output and report when `write`.
+/// `alb`, and writes its output and report when `write`; `as_given`: the
+/// arguments are the user's own (run, compare), whose options that change
+/// nothing are warned of.
 pub fn run_config(
     args: &RunArgs,
     alb: &str,
     write: bool,
+    as_given: bool,
     cluster: &Cluster,
 ) -> Result<Report, CliError> {
     let checked = check(args, alb, cluster);
@@ -310,8 +334,12 @@ pub fn run_config(
         size,
         mut options,
         params,
-        warnings,
+        mut warnings,
+        moot,
     } = checked?;
+    if as_given {
+        warnings.extend(moot);
+    }
     if cluster.is_root() {
         warn_once(&warnings);
     }
@@ -355,7 +383,7 @@ pub fn layout_of(args: &RunArgs, cluster: &Cluster) -> Result<(Layout, Footprint
 fn finish(report: Report, args: &RunArgs, write: bool) -> Result<Report, CliError> {
     if let (true, Some(path)) = (write, &args.report) {
         let text = serde_json::to_string_pretty(&report).expect("reports serialise");
-        write_report(path, text)?;
+        write_file("report", path, text)?;
     }
     Ok(report)
 }

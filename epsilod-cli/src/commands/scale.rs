@@ -12,6 +12,7 @@ use serde::Serialize;
 use std::path::Path;
 
 pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
+    super::once_each("--targets", &args.targets, "device count")?;
     let load_all = |paths: &[std::path::PathBuf]| -> Result<Vec<Signature>, CliError> {
         paths.iter().map(|p| load(p)).collect()
     };
@@ -36,7 +37,7 @@ pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
     }
     json.check()?;
     if let Some(out) = &args.out {
-        super::check_report_path(out)?;
+        super::check_file_path("trace", out)?;
     }
     // Cores and devices per node turn CPU time into wall time, or pick
     // the signature whose devices fill them and share the bandwidth;
@@ -108,7 +109,7 @@ pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
         let trace = model.predict(count)?;
         if let Some(out) = &args.out {
             let text = serde_json::to_string_pretty(&trace).expect("traces serialise");
-            super::write_report(out, text)?;
+            super::write_file("trace", out, text)?;
         }
         predictions.push(Prediction::of(&trace));
     }

@@ -46,7 +46,7 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     let plan = HaloPlan::new(&layout, &footprint).map_err(SetupError::from)?;
     if cluster.is_root() {
         super::distinct_files::apart_from_run(&[("--out", Some(&args.out))], &args.run)?;
-        super::check_report_path(&args.out)?;
+        super::check_file_path("signature", &args.out)?;
     }
     let mut short = args.run.clone();
     short.iters = args.sig_iters;
@@ -56,7 +56,7 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
     // Instructions are counted where the host lends counters (each rank
     // its own): P3S's per-process count, beside the clock's.
     controllers::cpu_time::count_instructions(true);
-    let report = run_config(&short, "none", false, cluster);
+    let report = run_config(&short, "none", false, false, cluster);
     controllers::cpu_time::count_instructions(false);
     let report = report?;
     if !cluster.is_root() {
@@ -85,7 +85,7 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
         p.threads = t;
     }
     let text = serde_json::to_string_pretty(&sig).expect("signatures serialise");
-    super::write_report(&args.out, text)?;
+    super::write_file("signature", &args.out, text)?;
     if !args.run.quiet {
         println!(
             "signature of {} devices: median iteration {:.3} ms over {} iterations, weight {}",

@@ -4,7 +4,7 @@
 //! on simulated runs.
 
 use super::compare::split_heuristics;
-use super::{check_report_path, write_report};
+use super::{check_file_path, write_file};
 use crate::args::SimulateArgs;
 use crate::error::CliError;
 use crate::machine_file::load_machine;
@@ -65,8 +65,11 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         ("--trace-from", args.trace_from.as_deref()),
         ("--noise-from", args.noise_from.as_deref()),
     ])?;
-    for p in [&args.report, &args.csv].into_iter().flatten() {
-        check_report_path(p)?;
+    if let Some(p) = &args.report {
+        check_file_path("report", p)?;
+    }
+    if let Some(p) = &args.csv {
+        check_file_path("CSV", p)?;
     }
     if let Some(path) = &args.trace_from {
         return trace(args, path);
@@ -89,6 +92,9 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         .iter()
         .map(|n| n.parse::<HeuristicSpec>())
         .collect::<Result<Vec<_>, _>>()?;
+    for w in unused_options(args, iters, &specs) {
+        eprintln!("warning: {w}");
+    }
     let several = names.len() > 1 || args.reps > 1;
     if several && args.report.is_some() {
         return Err(bad(
@@ -169,14 +175,15 @@ pub fn simulate(args: &SimulateArgs) -> Result<(), CliError> {
         // Files before the text: a reader that goes away (`| head -1`)
         // ends the process at the first print.
         if let Some(p) = &args.csv {
-            write_report(p, stats::csv(&rows))?;
+            write_file("CSV", p, stats::csv(&rows))?;
         }
         print!("{}", stats::render(&rows));
         return Ok(());
     }
     let r = &reports[0][0];
     if let Some(p) = &args.report {
-        write_report(
+        write_file(
+            "report",
             p,
             serde_json::to_string_pretty(r).expect("reports serialise"),
         )?;
@@ -290,6 +297,49 @@ fn model_devices(
         d.apply(&mut devices, args.seed);
     }
     Ok(devices)
+}
+
+/// The scenario's options that change nothing, one line each: a slow
+/// spell or failure from an iteration at or past `iters` (devices,
+/// `--slow-host`, `--drift`), and `--alb-drop-below` where no heuristic
+/// of `specs` balances (told from the default, whose value changes
+/// nothing either way). Run after `model_devices` has parsed them.
+fn unused_options(args: &SimulateArgs, iters: u64, specs: &[HeuristicSpec]) -> Vec<String> {
+    let devices: Vec<DeviceSpec> = args
+        .devices
+        .iter()
+        .filter_map(|t| DeviceSpec::parse(t).ok())
+        .collect();
+    let mut out: Vec<String> = epsilod::devices::unreached(&devices, iters)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let beyond = |option: &str, text: &str, from: u64, never: &str| {
+        format!("{option} {text} starts at iteration {from}, beyond --iters {iters}: {never} (give an iteration below {iters})")
+    };
+    if let Some(text) = &args.slow_host {
+        if let Ok(s) = text.parse::<SlowHost>() {
+            if s.slowdown.from >= iters {
+                out.push(beyond(
+                    "--slow-host",
+                    text,
+                    s.slowdown.from,
+                    "the host never slows down",
+                ));
+            }
+        }
+    }
+    if let Some(text) = &args.drift {
+        if let Ok(d) = text.parse::<DriftSpec>() {
+            if d.drift.from >= iters {
+                out.push(beyond("--drift", text, d.drift.from, "no device drifts"));
+            }
+        }
+    }
+    if specs.iter().all(|s| s.name() == "none") && args.alb_drop_below != heuristics::DROP_BELOW {
+        out.push(super::drop_below_unused(args.alb_drop_below));
+    }
+    out
 }
 
 /// The machine's links: `in-process` within a host and `mpi` between
@@ -440,7 +490,8 @@ fn trace(args: &SimulateArgs, path: &std::path::Path) -> Result<(), CliError> {
         return Err(bad("trace mode rebalanced to other weights".into()));
     }
     if let Some(p) = &args.report {
-        write_report(
+        write_file(
+            "report",
             p,
             serde_json::to_string_pretty(&r).expect("reports serialise"),
         )?;

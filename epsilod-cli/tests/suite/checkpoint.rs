@@ -640,3 +640,100 @@ fn a_checkpoint_dir_that_is_a_file_says_so() {
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"");
 }
+
+/// A run resumed from one directory (A) into another (B) that holds
+/// checkpoints in the way is told what they are and its ways on. B held
+/// this run's own older ones, and the line said "an earlier run... resume
+/// it with --restart B": that would throw away A's newer progress.
+#[test]
+fn a_resume_into_a_directory_of_its_own_older_checkpoints_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, b, other] = ["a", "b", "other"].map(|d| dir.path().join(d).display().to_string());
+    let run = [
+        "run",
+        "2d4",
+        "--size",
+        "34",
+        "--quiet",
+        "--checkpoint-every",
+        "10",
+    ];
+    // Into B up to 30, then resumed from B into A up to 70: one run's.
+    ok(&[&run[..], &["--iters", "40", "--checkpoint-dir", &b]].concat());
+    ok(&[
+        &run[..],
+        &["--iters", "80", "--restart", &b, "--checkpoint-dir", &a],
+    ]
+    .concat());
+    fails_with(
+        &[
+            &run[..],
+            &["--iters", "120", "--restart", &a, "--checkpoint-dir", &b],
+        ]
+        .concat(),
+        &format!(
+            "{b} holds this run's older checkpoints, the newest at iteration 30, behind {a}'s at \
+             70 that it resumes from: add --checkpoint-overwrite to replace them, or write on \
+             into {a} with --checkpoint-dir {a}, or give another --checkpoint-dir"
+        ),
+    );
+    // The other way, A's newer checkpoints are in the way of a resume from B.
+    fails_with(
+        &[
+            &run[..],
+            &["--iters", "120", "--restart", &b, "--checkpoint-dir", &a],
+        ]
+        .concat(),
+        &format!(
+            "{a} holds this run's checkpoints up to iteration 70, past {b}'s at 30 that it \
+             resumes from: resume from them with --restart {a}, or add --checkpoint-overwrite \
+             to go on from {b} and replace them, or give another --checkpoint-dir"
+        ),
+    );
+    // Another run's of the same problem.
+    ok(&[&run[..], &["--iters", "20", "--checkpoint-dir", &other]].concat());
+    fails_with(
+        &[
+            &run[..],
+            &[
+                "--iters",
+                "120",
+                "--restart",
+                &a,
+                "--checkpoint-dir",
+                &other,
+            ],
+        ]
+        .concat(),
+        &format!(
+            "{other} holds checkpoints of another run of this problem, the newest at iteration \
+             10, and this run resumes from {a}: give another --checkpoint-dir, or add \
+             --checkpoint-overwrite to replace them (or go on with that run instead: --restart \
+             {other})"
+        ),
+    );
+    // The way on it names works: B's older ones go, the run goes on from A,
+    // and the warning says whose they were.
+    let o = epsilod(
+        &[
+            &run[..],
+            &[
+                "--iters",
+                "100",
+                "--restart",
+                &a,
+                "--checkpoint-dir",
+                &b,
+                "--checkpoint-overwrite",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("warning: replacing this run's own checkpoints in {b} (--checkpoint-overwrite)\n")
+    );
+    assert!(dir.path().join("b/ckpt-000000000090").is_dir());
+    assert!(!dir.path().join("b/ckpt-000000000030").exists());
+}

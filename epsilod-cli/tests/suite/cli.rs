@@ -847,7 +847,7 @@ fn plot_draws_png_and_svg_from_reports() {
     );
     fails_with(
         &["plot", &p("none.json"), "-o", "/nonexistent/x.png"],
-        "cannot write /nonexistent/x.png: No such file",
+        "cannot write plot /nonexistent/x.png: No such file",
     );
     // A report whose times overflow the axes (once an endless loop).
     let mut r = json(p("none.json"));
@@ -1200,15 +1200,19 @@ fn predict_rejects_bad_input_with_one_line() {
     );
     // The whole of clap's line to the help hint: a range's start alone
     // ("1..") is in every one of them.
-    for (flag, value, range) in [
-        ("--iters <ITERS>", "0", "1..18446744073709551615"),
-        ("--halo-rows <HALO_ROWS>", "0", "1..=64"),
-        ("--cell-bytes <CELL_BYTES>", "0", "1..=4096"),
+    for (flag, value, why) in [
+        (
+            "--iters <ITERS>",
+            "0",
+            "expected a whole number of at least 1",
+        ),
+        ("--halo-rows <HALO_ROWS>", "0", "0 is not in 1..=64"),
+        ("--cell-bytes <CELL_BYTES>", "0", "0 is not in 1..=4096"),
     ] {
         let name = flag.split(' ').next().unwrap();
         fails_with(
             &sized("100x100", &[name, value]),
-            &format!("invalid value '0' for '{flag}': 0 is not in {range} (see"),
+            &format!("invalid value '0' for '{flag}': {why} (see"),
         );
     }
     // Machines predict cannot use: the error names what is wrong.
@@ -1481,4 +1485,106 @@ fn an_init_or_kernel_an_app_or_spec_ignores_is_a_warning() {
     );
     let generic = run(weighted, &["--kernel", "generic"], &p("g.dat"));
     assert!(generic.status.success() && generic.stderr.is_empty());
+}
+
+/// A count below its least says that least: clap's ranges said
+/// "0 is not in 1..18446744073709551615".
+#[test]
+fn a_count_below_its_least_says_the_least() {
+    let cases: [(&str, &str, &str, u64); 5] = [
+        (
+            "run 2d4 --size 10 --checkpoint-dir ck --checkpoint-every",
+            "0",
+            "--checkpoint-every <CHECKPOINT_EVERY>",
+            1,
+        ),
+        (
+            "run 2d4 --size 10 --snapshot s_{iter}.npy --snapshot-every",
+            "0",
+            "--snapshot-every <SNAPSHOT_EVERY>",
+            1,
+        ),
+        (
+            "calibrate 2d4 --size 10 --out m.json --calib-iters",
+            "3",
+            "--calib-iters <CALIB_ITERS>",
+            4,
+        ),
+        ("replay t.json --per-rank", "0", "--per-rank <PER_RANK>", 1),
+        ("commbench --csv b.csv --pm", "1,0", "--pm <PM>", 1),
+    ];
+    for (line, value, option, least) in cases {
+        let args: Vec<&str> = line.split(' ').chain([value]).collect();
+        let bad = value.rsplit(',').next().unwrap();
+        fails_with(
+            &args,
+            &format!(
+                "invalid value '{bad}' for '{option}': expected a whole number of at least {least}"
+            ),
+        );
+    }
+}
+
+/// An emulated slowdown or failure past the run's last iteration, and
+/// `--alb-drop-below` without load balancing, change nothing: each is a
+/// warning naming what it asked and the run's bound, not silence.
+#[test]
+fn options_a_run_never_acts_on_are_warned_of() {
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = "run 2d4 --size 34 --iters 10 --quiet"
+            .split(' ')
+            .chain(extra.iter().copied())
+            .collect();
+        let o = epsilod(&args);
+        assert!(o.status.success(), "{args:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert_eq!(
+        run(&[
+            "--devices",
+            "cpu:threads=1,slowdown=3@10",
+            "--devices",
+            "cpu:threads=1,fail@40"
+        ]),
+        "warning: device 0's slowdown=3@10 is at iteration 10, beyond --iters 10: the device \
+         never slows down (give an iteration below 10)\n\
+         warning: device 1's fail@40 is at iteration 40, beyond --iters 10: the device never \
+         fails (give an iteration below 10)\n"
+    );
+    assert_eq!(
+        run(&["--alb-drop-below", "0.2"]),
+        "warning: --alb-drop-below 0.2 does nothing without load balancing (--alb none): give a \
+         heuristic with --alb, or leave it out\n"
+    );
+    // Where they act, no warning.
+    assert_eq!(run(&["--devices", "cpu:threads=1,slowdown=3@9"]), "");
+    let alb = [
+        "--partition",
+        "w0",
+        "--alb",
+        "next-alb",
+        "--alb-drop-below",
+        "0.2",
+    ];
+    assert_eq!(run(&[&common::one_cpu_each(2)[..], &alb].concat()), "");
+}
+
+/// `calibrate` and `signature` run the user's devices with their own
+/// iterations and drop fraction: a slowdown past their short runs, and
+/// calibrate's own `--alb-drop-below 0`, are no warning of the user's
+/// options (they were, naming `--iters 4` and an option never given).
+#[test]
+fn derived_runs_warn_of_nothing_they_set_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = |name: &str| dir.path().join(name).display().to_string();
+    let devices = "--devices cpu:threads=1 --devices cpu:threads=1,slowdown=3@50";
+    let (machine, signature) = (out("m.json"), out("s.json"));
+    for line in [
+        format!("calibrate 2d4 --size 34 {devices} --calib-iters 4 --passes 1 --no-links --out {machine}"),
+        format!("signature 2d4 --size 34 --iters 100 --sig-iters 5 {devices} --out {signature}"),
+    ] {
+        let o = epsilod(&line.split(' ').collect::<Vec<_>>());
+        assert!(o.status.success(), "{line}");
+        assert_eq!(String::from_utf8_lossy(&o.stderr), "", "{line}");
+    }
 }

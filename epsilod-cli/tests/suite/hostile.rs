@@ -297,9 +297,10 @@ fn plot_and_view_say_why_a_picture_is_not_written() {
     ];
     for args in &cases {
         let out = args[2];
+        let what = if args[0] == "plot" { "plot" } else { "picture" };
         fails_with(
             args,
-            &format!("cannot plot: cannot write {out}: No space left on device (os error 28)"),
+            &format!("cannot write {what} {out}: No space left on device (os error 28)"),
         );
     }
     // The readers' errors were lines already; they stay so.
@@ -360,7 +361,7 @@ fn endless_and_huge_inputs_are_refused_at_a_bound() {
 #[test]
 fn an_empty_name_in_a_list_of_heuristics_says_so() {
     let two = ["--devices", "cpu:threads=1", "--devices", "cpu:threads=1"];
-    for alb in [",", "none,,next-alb", "none,"] {
+    for alb in [",", "none,,next-alb"] {
         let want = format!(
             "--alb '{alb}' has an empty name between commas: separate heuristics by single \
              commas (none,next-alb)"
@@ -570,5 +571,126 @@ fn a_directory_in_the_way_of_a_whole_write_is_named() {
             ),
         );
         assert!(std::path::Path::new(&partial).is_dir());
+    }
+}
+
+/// Each file a command cannot write is named by what it holds: every one
+/// said "cannot write report" (a CSV table, a machine model, a
+/// signature), a snapshot "cannot write output", a plot "cannot plot".
+#[test]
+fn a_file_that_cannot_be_written_is_named_by_what_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = path(dir.path(), "train.csv");
+    crate::scale::commbench(&train, "1");
+    let report = path(dir.path(), "r.json");
+    ok(&[
+        "run", "2d4", "--size", "34", "--iters", "2", "--quiet", "--report", &report,
+    ]);
+    let missing = "/nonexistent/dir";
+    let run = "2d4 --size 34 --iters 3 --quiet";
+    let sim = "2d4 --size 34 --iters 3 --devices-count 2";
+    let cases: Vec<(String, &str, &str)> = vec![
+        (
+            format!("run {run} --report {missing}/r.json"),
+            "report",
+            "r.json",
+        ),
+        (
+            format!("run {run} --output {missing}/f.npy"),
+            "output",
+            "f.npy",
+        ),
+        (
+            format!(
+                "compare {run} --partition w0 --alb none,next-alb --reps 2 --csv {missing}/t.csv"
+            ),
+            "CSV",
+            "t.csv",
+        ),
+        (
+            format!("simulate {sim} --csv {missing}/t.csv"),
+            "CSV",
+            "t.csv",
+        ),
+        (
+            format!("simulate {sim} --report {missing}/r.json"),
+            "report",
+            "r.json",
+        ),
+        (
+            format!("calibrate {run} --calib-iters 4 --no-links --out {missing}/m.json"),
+            "machine model",
+            "m.json",
+        ),
+        (
+            format!("signature {run} --sig-iters 2 --out {missing}/s.json"),
+            "signature",
+            "s.json",
+        ),
+        (format!("commbench --csv {missing}/b.csv"), "CSV", "b.csv"),
+        (
+            format!("fit-comm {train} --out {missing}/c.json"),
+            "model",
+            "c.json",
+        ),
+        (
+            format!("fit-comm {train} --json {missing}/c.json"),
+            "JSON",
+            "c.json",
+        ),
+        (format!("plot {report} -o {missing}/p.png"), "plot", "p.png"),
+    ];
+    for (line, what, file) in &cases {
+        let args: Vec<&str> = line.split(' ').collect();
+        fails_with(
+            &args,
+            &format!(
+                "cannot write {what} {missing}/{file}: No such file or directory (os error 2)"
+            ),
+        );
+    }
+    // A snapshot, before the run (its first file's place) and during it.
+    let snap = path(dir.path(), "s_{iter}.npy");
+    let first = path(dir.path(), "s_1.npy");
+    std::fs::create_dir(format!("{first}.partial")).unwrap();
+    let snapshots = ["--snapshot-every", "1", "--snapshot", &snap];
+    let args = [&run.split(' ').collect::<Vec<_>>()[..], &snapshots].concat();
+    fails_with(
+        &[&["run"][..], &args].concat(),
+        &format!("cannot write snapshot {first}: {first}.partial is in the way (not a plain file): remove it"),
+    );
+    std::fs::remove_dir(format!("{first}.partial")).unwrap();
+    let third = path(dir.path(), "s_3.npy");
+    std::os::unix::fs::symlink("/dev/full", &third).unwrap();
+    fails_with(
+        &[&["run"][..], &args].concat(),
+        &format!("cannot write snapshot {third}: No space left on device (os error 28)"),
+    );
+}
+
+/// A list of heuristics or methods with a stray comma at an end says where
+/// it is: `none,` said "an empty name between commas".
+#[test]
+fn a_stray_comma_at_a_lists_end_says_so() {
+    let two = "--devices cpu:threads=1 --devices cpu:threads=1";
+    let cases = [
+        (
+            "none,",
+            "--alb 'none,' ends with a comma: drop it, or name a heuristic after it (none,next-alb)",
+        ),
+        (
+            ",none",
+            "--alb ',none' starts with a comma: drop it (none,next-alb)",
+        ),
+    ];
+    for (alb, want) in cases {
+        for command in [
+            "simulate 2d4 --size 34 --iters 3",
+            "compare 2d4 --size 34 --iters 3 --partition w0 --reps 2 --quiet",
+        ] {
+            let line = format!("{command} {two} --alb");
+            let args: Vec<&str> = line.split(' ').chain([alb]).collect();
+            fails_with(&args, want);
+        }
     }
 }

@@ -59,11 +59,11 @@ fn counts_of_zero_are_refused() {
         ),
         (
             vec!["replay", "trace.json", "--per-rank", "0"],
-            "error: invalid value '0' for '--per-rank <PER_RANK>': 0 is not in 1..",
+            "error: invalid value '0' for '--per-rank <PER_RANK>': expected a whole number of at least 1",
         ),
         (
             vec!["replay", "trace.json", "--iters", "0"],
-            "'--iters <ITERS>': 0 is not in 1..",
+            "'--iters <ITERS>': expected a whole number of at least 1",
         ),
         (
             simulate("0", "2", &[]),
@@ -75,11 +75,11 @@ fn counts_of_zero_are_refused() {
         ),
         (
             simulate("5", "4", &["--per-host", "0"]),
-            "'--per-host <PER_HOST>': 0 is not in 1..",
+            "'--per-host <PER_HOST>': expected a whole number of at least 1",
         ),
         (
             simulate("5", "2", &["--record-every", "0"]),
-            "'--record-every <RECORD_EVERY>': 0 is not in 1..",
+            "'--record-every <RECORD_EVERY>': expected a whole number of at least 1",
         ),
         (
             vec!["run", "2d4", "--size", "34", "--devices", "cpu:threads=0"],

@@ -890,3 +890,84 @@ fn a_machine_without_devices_says_so() {
         common::fails_with(&line.split(' ').collect::<Vec<_>>(), &want);
     }
 }
+
+/// A comma list that names an item twice is refused, as `--alb` is:
+/// `predict --method overlap,overlap` printed the same rows twice, and
+/// commbench timed each repeated configuration twice into its CSV.
+#[test]
+fn a_list_that_names_an_item_twice_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = dir.path().join("machine.json").display().to_string();
+    std::fs::write(&machine, crate::hostile::MACHINE).unwrap();
+    let predict = format!("predict --model {machine} --size 34 --iters 3 --method");
+    let cases = [
+        (
+            format!("{predict} overlap,hockney,overlap"),
+            "--method names overlap twice: give each method once",
+        ),
+        (
+            "commbench --csv b.csv --per-rank 2,4,2".to_string(),
+            "--per-rank names 2 twice: give each count once",
+        ),
+        (
+            "commbench --csv b.csv --sizes 16,16".to_string(),
+            "--sizes names 16 twice: give each size once",
+        ),
+        (
+            "commbench --csv b.csv --pm 1,1".to_string(),
+            "--pm names 1 twice: give each count once",
+        ),
+        (
+            "scale s.json --targets 8,16,8".to_string(),
+            "--targets names 8 twice: give each device count once",
+        ),
+        (
+            "calibrate 2d4 --size 34 --out m.json --tile-sweep 0.5,2,0.5".to_string(),
+            "--tile-sweep names 0.5 twice: give each factor once",
+        ),
+    ];
+    for (line, want) in &cases {
+        common::fails_with(&line.split(' ').collect::<Vec<_>>(), want);
+    }
+    // A stray comma is said where it is, not as an unknown method "".
+    let args: Vec<&str> = predict.split(' ').chain(["overlap,"]).collect();
+    common::fails_with(
+        &args,
+        "--method 'overlap,' ends with a comma: drop it, or name a method after it (hockney,overlap)",
+    );
+    // Each once: every row once.
+    let args: Vec<&str> = predict.split(' ').chain(["overlap,hockney"]).collect();
+    assert!(common::ok(&args).contains("overlap"));
+    assert!(!std::path::Path::new("b.csv").exists());
+}
+
+/// A simulated slow spell from past the last iteration, and
+/// `--alb-drop-below` without a heuristic, change nothing: each is a
+/// warning naming both numbers, not silence.
+#[test]
+fn simulate_warns_of_options_it_never_acts_on() {
+    let sim = |extra: &str| {
+        let line =
+            format!("simulate 2d4 --size 34 --iters 100 --devices-count 4 --per-host 2 {extra}");
+        let o = common::epsilod(&line.split(' ').collect::<Vec<_>>());
+        assert!(o.status.success(), "{line}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert_eq!(
+        sim("--slow-host 1:3@100"),
+        "warning: --slow-host 1:3@100 starts at iteration 100, beyond --iters 100: the host never \
+         slows down (give an iteration below 100)\n"
+    );
+    assert_eq!(
+        sim("--drift 0.5:2@150..300"),
+        "warning: --drift 0.5:2@150..300 starts at iteration 150, beyond --iters 100: no device \
+         drifts (give an iteration below 100)\n"
+    );
+    assert_eq!(
+        sim("--alb-drop-below 0.3"),
+        "warning: --alb-drop-below 0.3 does nothing without load balancing (--alb none): give a \
+         heuristic with --alb, or leave it out\n"
+    );
+    assert_eq!(sim("--slow-host 1:3@99"), "");
+    assert_eq!(sim("--alb next-alb --alb-drop-below 0.3"), "");
+}

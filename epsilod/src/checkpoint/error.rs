@@ -59,6 +59,31 @@ pub enum CheckpointError {
         /// The newest complete checkpoint's iteration.
         iteration: u64,
     },
+    /// A run resumed from `restart` (at iteration `at`) would write its
+    /// checkpoints into `dir`, which holds checkpoints of this same run:
+    /// older ones, left where it wrote before, or newer ones.
+    #[error("{}", own_line(.dir, .iteration, .restart, .at))]
+    Own {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// Its newest complete checkpoint's iteration.
+        iteration: u64,
+        /// The directory the run resumes from.
+        restart: PathBuf,
+        /// The iteration it resumes at.
+        at: u64,
+    },
+    /// A run resumed from `restart` would write its checkpoints into
+    /// `dir`, which holds another run's of the same problem.
+    #[error("{dir} holds checkpoints of another run of this problem, the newest at iteration {iteration}, and this run resumes from {restart}: give another --checkpoint-dir, or add --checkpoint-overwrite to replace them (or go on with that run instead: --restart {dir})")]
+    Beside {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// Its newest complete checkpoint's iteration.
+        iteration: u64,
+        /// The directory the run resumes from.
+        restart: PathBuf,
+    },
     /// The directory holds no complete checkpoint.
     #[error("no checkpoint in {0}: it has no ckpt-* directory with a manifest (run with --checkpoint-every N --checkpoint-dir D first)")]
     None(PathBuf),
@@ -141,6 +166,22 @@ impl CheckpointError {
         matches!(
             self,
             CheckpointError::Mismatch { .. } | CheckpointError::Identity { .. }
+        )
+    }
+}
+
+/// [`CheckpointError::Own`]'s line: the ways on depend on whether `dir`
+/// holds the run's older progress or newer.
+fn own_line(dir: &Path, iteration: &u64, restart: &Path, at: &u64) -> String {
+    let (dir, restart) = (dir.display(), restart.display());
+    if iteration < at {
+        format!(
+            "{dir} holds this run's older checkpoints, the newest at iteration {iteration}, behind {restart}'s at {at} that it resumes from: add --checkpoint-overwrite to replace them, or write on into {restart} with --checkpoint-dir {restart}, or give another --checkpoint-dir"
+        )
+    } else {
+        let how = if iteration > at { "past" } else { "as far as" };
+        format!(
+            "{dir} holds this run's checkpoints up to iteration {iteration}, {how} {restart}'s at {at} that it resumes from: resume from them with --restart {dir}, or add --checkpoint-overwrite to go on from {restart} and replace them, or give another --checkpoint-dir"
         )
     }
 }

@@ -439,17 +439,49 @@ fn manifest_error(path: &Path, e: hitmap::HitmapError) -> CheckpointError {
     }
 }
 
+/// The checkpoint a run resumes from, in another directory than the one
+/// it writes its own into.
+pub(crate) struct ResumedFrom<'a> {
+    /// The directory.
+    pub(crate) dir: &'a Path,
+    /// Its newest complete checkpoint's iteration.
+    pub(crate) iteration: u64,
+    /// Its run's id.
+    pub(crate) run: String,
+}
+
+impl<'a> ResumedFrom<'a> {
+    /// The newest complete checkpoint in `dir` whose manifest reads.
+    pub(crate) fn newest(dir: &'a Path) -> Option<ResumedFrom<'a>> {
+        listed(dir)
+            .ok()?
+            .into_iter()
+            .filter(|(_, _, partial)| !partial)
+            .find_map(|(iteration, path, _)| {
+                Some(ResumedFrom {
+                    dir,
+                    iteration,
+                    run: manifest(&path).ok()?.run,
+                })
+            })
+    }
+}
+
 /// Errors where `dir` holds a complete checkpoint, which a run starting
 /// afresh would replace: of another run than the one `expect` and `origin`
 /// describe (`Foreign`, naming the difference), or of an earlier run of
-/// the same problem (`Earlier`, naming its progress). Damaged ones, whose
-/// run no one can tell, do not count.
+/// the same problem (`Earlier`, naming its progress). A run `resumed` from
+/// another directory is told whether these are its own (`Own`: older or
+/// newer than where it resumes) or another run's (`Beside`). Damaged ones,
+/// whose run no one can tell, do not count.
 pub(crate) fn check_owner(
     dir: &Path,
     expect: &Expect<'_>,
     origin: &Origin<'_>,
+    resumed: Option<&ResumedFrom<'_>>,
 ) -> Result<(), CheckpointError> {
     let mut newest = None;
+    let mut own = true;
     for (iteration, path, partial) in listed(dir)? {
         if partial {
             continue;
@@ -464,14 +496,26 @@ pub(crate) fn check_owner(
                 difference: Box::new(e),
             })?;
         newest = newest.max(Some(iteration));
+        own &= resumed.is_some_and(|r| r.run == m.run);
     }
-    match newest {
-        Some(iteration) => Err(CheckpointError::Earlier {
-            dir: dir.to_path_buf(),
+    let Some(iteration) = newest else {
+        return Ok(());
+    };
+    let dir = dir.to_path_buf();
+    Err(match resumed {
+        None => CheckpointError::Earlier { dir, iteration },
+        Some(r) if own => CheckpointError::Own {
+            dir,
             iteration,
-        }),
-        None => Ok(()),
-    }
+            restart: r.dir.to_path_buf(),
+            at: r.iteration,
+        },
+        Some(r) => CheckpointError::Beside {
+            dir,
+            iteration,
+            restart: r.dir.to_path_buf(),
+        },
+    })
 }
 
 /// The run that wrote the complete checkpoint in `path`, if its manifest is
