@@ -86,10 +86,10 @@ pub struct ReplayArgs {
 pub struct CommbenchArgs {
     /// Virtual processes per rank (one process: all of them), comma-separated; each is a thread,
     /// at most 1024.
-    #[arg(long, default_value = "2,4,8", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
+    #[arg(long, default_value = "2,4,8", value_delimiter = ',', value_parser = within(1u64, 1024))]
     pub per_rank: Vec<u64>,
     /// Message sizes in bytes, comma-separated (at most 1 GiB, 1073741824).
-    #[arg(long, default_value = "16,256,4096,65536,1048576", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
+    #[arg(long, default_value = "16,256,4096,65536,1048576", value_delimiter = ',', value_parser = within(1u64, 1 << 30))]
     pub sizes: Vec<u64>,
     /// Partners per process (rounds of random pairing), comma-separated.
     #[arg(long, default_value = "1,2,3,4", value_delimiter = ',', value_parser = at_least(1u64))]
@@ -189,7 +189,7 @@ pub struct ScaleArgs {
     #[arg(long, required_unless_present = "targets", conflicts_with = "targets", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     pub target: Option<u64>,
     /// Device counts to predict for, comma-separated (8,16,32,...): the curve, one line each.
-    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    #[arg(long, value_delimiter = ',', value_parser = within(1u64, 1 << 20))]
     pub targets: Vec<u64>,
     /// Signatures of a smaller problem: far points for the compute fit.
     #[arg(long)]
@@ -744,6 +744,20 @@ impl RunArgs {
         ]
         .into_iter()
         .find_map(|(given, name)| given.then_some(name))
+    }
+}
+
+/// An item of a comma list: a whole number from `min` to `max`, or the
+/// empty item a stray comma leaves, said so (clap's own line for it is
+/// "cannot parse integer from empty string").
+fn within(
+    min: u64,
+    max: u64,
+) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
+    move |s: &str| match s.trim().parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ if s.trim().is_empty() => Err("an empty item: a comma too many?".to_string()),
+        _ => Err(format!("expected a whole number from {min} to {max}")),
     }
 }
 

@@ -694,3 +694,39 @@ fn a_stray_comma_at_a_lists_end_says_so() {
         }
     }
 }
+
+/// A number list with a stray comma names the empty item, and a number
+/// out of its range says the range (clap's own lines were "cannot parse
+/// integer from empty string" and "0 is not in 1..=1048576").
+#[test]
+fn a_number_lists_stray_comma_and_range_are_said() {
+    for (args, want) in [
+        (
+            "scale s.json --targets 8,",
+            "an empty item: a comma too many?",
+        ),
+        (
+            "scale s.json --targets ,8",
+            "an empty item: a comma too many?",
+        ),
+        (
+            "commbench --per-rank 2,",
+            "an empty item: a comma too many?",
+        ),
+        (
+            "commbench --sizes 16,,256",
+            "an empty item: a comma too many?",
+        ),
+        (
+            "scale s.json --targets 8,0",
+            "expected a whole number from 1 to 1048576",
+        ),
+        (
+            "commbench --per-rank 2000",
+            "expected a whole number from 1 to 1024",
+        ),
+    ] {
+        let args: Vec<&str> = args.split(' ').collect();
+        fails_with(&args, want);
+    }
+}
