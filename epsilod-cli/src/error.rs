@@ -84,6 +84,17 @@ pub enum CliError {
     /// `plot` failed.
     #[error("cannot plot: {0}")]
     Plot(String),
+    /// `view` cannot draw a field file.
+    #[error("cannot view {path}: {why}")]
+    View {
+        /// The field file.
+        path: String,
+        /// Why.
+        why: String,
+    },
+    /// No font for the labels of `plot` and `view`.
+    #[error("{0}")]
+    Font(String),
 
     #[error("cannot take a signature of '{0}': signatures cover library stencils and spec files, not apps")]
     SignatureOfApp(String),

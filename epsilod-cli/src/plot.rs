@@ -39,7 +39,7 @@ pub(crate) fn ensure_font() -> Result<(), CliError> {
             .map_err(|_| format!("{path} is not a usable TrueType font"))
     })
     .clone()
-    .map_err(CliError::Plot)
+    .map_err(CliError::Font)
 }
 
 /// Reads a run report written by `epsilod run --report`.

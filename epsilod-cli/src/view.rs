@@ -68,7 +68,10 @@ fn picture(
 }
 
 fn err(path: &Path, why: impl std::fmt::Display) -> CliError {
-    CliError::Plot(format!("{}: {why}", path.display()))
+    CliError::View {
+        path: path.display().to_string(),
+        why: why.to_string(),
+    }
 }
 
 /// A field file as f64 values, whatever its element type.

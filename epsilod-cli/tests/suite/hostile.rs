@@ -538,7 +538,7 @@ fn a_font_variable_naming_no_file_says_so() {
         assert_eq!(
             String::from_utf8_lossy(&out.stderr),
             format!(
-                "error: cannot plot: EPSILOD_FONT={font} is not a file: set it to a TrueType \
+                "error: EPSILOD_FONT={font} is not a file: set it to a TrueType \
                  font's path, or unset it for a system font\n"
             ),
             "{args:?}"

@@ -22,7 +22,7 @@ fn a_header_numpy_does_not_write_is_refused_naming_the_file() {
         for (args, want) in [
             (
                 vec!["view", &file, "-o", &png],
-                format!("error: cannot plot: {file}: not a readable .npy array ({why})\n"),
+                format!("error: cannot view {file}: not a readable .npy array ({why})\n"),
             ),
             (
                 vec!["run", "gaussian", "--input", &file, "--iters", "1"],
