@@ -5,6 +5,7 @@ mod commbench;
 mod compare;
 mod distinct_files;
 mod fit_comm;
+mod heuristic_list;
 mod list;
 mod memory;
 mod plan;

@@ -190,7 +190,7 @@ fn ignored_options(args: &RunArgs, devices: &[DeviceSpec]) -> Vec<String> {
 /// list, under compare) balances, and no `--weights-from` seeds the rows.
 /// Given is told from the default, whose value changes nothing either way.
 fn unused_drop_below(args: &RunArgs) -> Option<String> {
-    let none_balances = super::compare::split_heuristics(&args.alb)
+    let none_balances = super::heuristic_list::split_heuristics(&args.alb)
         .is_ok_and(|names| names.iter().all(|n| matches!(Alb::parse(n), Ok(None))));
     (none_balances && args.weights_from.is_none() && args.alb_drop_below != heuristics::DROP_BELOW)
         .then(|| super::drop_below_unused(args.alb_drop_below))

@@ -3,7 +3,7 @@
 //! it, and writes run's report schema, so `compare`'s table and `plot` work
 //! on simulated runs.
 
-use super::compare::split_heuristics;
+use super::heuristic_list::split_heuristics;
 use super::{check_file_path, write_file};
 use crate::args::SimulateArgs;
 use crate::error::CliError;
