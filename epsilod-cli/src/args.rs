@@ -92,7 +92,7 @@ pub struct CommbenchArgs {
     #[arg(long, default_value = "16,256,4096,65536,1048576", value_delimiter = ',', value_parser = within(1u64, 1 << 30))]
     pub sizes: Vec<u64>,
     /// Partners per process (rounds of random pairing), comma-separated.
-    #[arg(long, default_value = "1,2,3,4", value_delimiter = ',', value_parser = at_least(1u64))]
+    #[arg(long, default_value = "1,2,3,4", value_delimiter = ',', value_parser = item(at_least(1u64)))]
     pub pm: Vec<u64>,
     /// Pairings per configuration, each reseeded.
     #[arg(long, default_value_t = 3, value_parser = at_least(1u64))]
@@ -371,7 +371,7 @@ pub struct CalibrateArgs {
     /// extent of --size scaled by it (e.g. 0.25,0.5,2,4). Each device's kernel time at each
     /// tile over its line becomes its tile curve, which predict, --weights-from and simulate
     /// apply: tiles that fit a cache the line's did not (or outgrow one) run at their own speed.
-    #[arg(long, value_delimiter = ',', value_parser = parse_positive)]
+    #[arg(long, value_delimiter = ',', value_parser = item(parse_positive))]
     pub tile_sweep: Vec<f64>,
     /// Ping-pong repetitions per message size (the smallest and largest are dropped).
     #[arg(long, default_value_t = 32, value_parser = at_least(3u64))]
@@ -754,10 +754,23 @@ fn within(
     min: u64,
     max: u64,
 ) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
-    move |s: &str| match s.trim().parse::<u64>() {
+    item(move |s: &str| match s.trim().parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ if s.trim().is_empty() => Err("an empty item: a comma too many?".to_string()),
         _ => Err(format!("expected a whole number from {min} to {max}")),
+    })
+}
+
+/// An item of a comma list read by `parse`, or the empty item a stray
+/// comma leaves, said so rather than as a bad value of `parse`'s kind.
+fn item<T>(
+    parse: impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static {
+    move |s: &str| {
+        if s.trim().is_empty() {
+            Err("an empty item: a comma too many?".to_string())
+        } else {
+            parse(s)
+        }
     }
 }
 

@@ -71,7 +71,7 @@ pub enum CliError {
     /// its option.
     #[error("cannot write {what} {path}: {why}")]
     Write {
-        /// What the file holds: "report", "CSV table", "machine model"...
+        /// What the file holds: "report", "CSV", "machine model"...
         what: &'static str,
         /// The file.
         path: String,

@@ -318,11 +318,15 @@ pub fn view(
             })?;
             write_png(out, size, &rgb).map_err(|why| written(out, &why))
         }
-        "png" => Err(err(
+        // The picture's kind, not a field file's: said as its write.
+        "png" => Err(written(
             out,
-            format!("{} files make an animation: write a .gif", planes.len()),
+            &format!("{} files make an animation: write a .gif", planes.len()),
         )),
-        _ => Err(err(out, "write a .png (one file) or a .gif (one or more)")),
+        _ => Err(written(
+            out,
+            "write a .png (one file) or a .gif (one or more)",
+        )),
     }
 }
 

@@ -266,9 +266,17 @@ fn snapshots_are_written_and_drawn() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(&std::fs::read(&gif).unwrap()[..4], b"GIF8");
+    // The picture's kind is the picture's error, not a field file's.
     fails_with(
         &["view", &p("f_10.npy"), &p("f_20.npy"), "-o", &png],
-        "write a .gif",
+        &format!("error: cannot write picture {png}: 2 files make an animation: write a .gif"),
+    );
+    let jpg = p("f.jpg");
+    fails_with(
+        &["view", &p("f_10.npy"), "-o", &jpg],
+        &format!(
+            "error: cannot write picture {jpg}: write a .png (one file) or a .gif (one or more)"
+        ),
     );
     fails_with(&["view", &p("missing.npy"), "-o", &png], "missing.npy");
     fails_with(

@@ -717,6 +717,11 @@ fn a_number_lists_stray_comma_and_range_are_said() {
             "commbench --sizes 16,,256",
             "an empty item: a comma too many?",
         ),
+        ("commbench --pm 1,", "an empty item: a comma too many?"),
+        (
+            "calibrate 2d4 --size 34 --out m.json --tile-sweep 0.5,",
+            "an empty item: a comma too many?",
+        ),
         (
             "scale s.json --targets 8,0",
             "expected a whole number from 1 to 1048576",

@@ -937,7 +937,11 @@ fn a_list_that_names_an_item_twice_is_refused() {
     );
     // Each once: every row once.
     let args: Vec<&str> = predict.split(' ').chain(["overlap,hockney"]).collect();
-    assert!(common::ok(&args).contains("overlap"));
+    let rows = common::ok(&args);
+    for method in ["overlap", "hockney"] {
+        let n = rows.lines().filter(|l| l.starts_with(method)).count();
+        assert_eq!(n, 1, "{method}: {rows}");
+    }
     assert!(!std::path::Path::new("b.csv").exists());
 }
 
