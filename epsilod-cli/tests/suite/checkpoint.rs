@@ -650,9 +650,9 @@ fn a_checkpoint_dir_that_is_a_file_says_so() {
 }
 
 /// A run resumed from one directory (A) into another (B) that holds
-/// checkpoints in the way is told what they are and its ways on. B held
-/// this run's own older ones, and the line said "an earlier run... resume
-/// it with --restart B": that would throw away A's newer progress.
+/// checkpoints in the way is told what they are and its ways on: B holds
+/// this run's own older ones, which `--restart B` would go back to, losing
+/// A's newer progress.
 #[test]
 fn a_resume_into_a_directory_of_its_own_older_checkpoints_says_so() {
     let dir = tempfile::tempdir().unwrap();

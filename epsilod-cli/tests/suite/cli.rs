@@ -1487,8 +1487,7 @@ fn an_init_or_kernel_an_app_or_spec_ignores_is_a_warning() {
     assert!(generic.status.success() && generic.stderr.is_empty());
 }
 
-/// A count below its least says that least: clap's ranges said
-/// "0 is not in 1..18446744073709551615".
+/// A count below its least says that least, not a range up to u64::MAX.
 #[test]
 fn a_count_below_its_least_says_the_least() {
     let cases: [(&str, &str, &str, u64); 5] = [

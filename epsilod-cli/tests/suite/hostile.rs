@@ -574,9 +574,8 @@ fn a_directory_in_the_way_of_a_whole_write_is_named() {
     }
 }
 
-/// Each file a command cannot write is named by what it holds: every one
-/// said "cannot write report" (a CSV table, a machine model, a
-/// signature), a snapshot "cannot write output", a plot "cannot plot".
+/// Each file a command cannot write is named by what it holds (a CSV, a
+/// machine model, a signature, a snapshot, a plot), not as a report.
 #[test]
 fn a_file_that_cannot_be_written_is_named_by_what_it_holds() {
     let dir = tempfile::tempdir().unwrap();
@@ -669,7 +668,7 @@ fn a_file_that_cannot_be_written_is_named_by_what_it_holds() {
 }
 
 /// A list of heuristics or methods with a stray comma at an end says where
-/// it is: `none,` said "an empty name between commas".
+/// it is, not "between commas".
 #[test]
 fn a_stray_comma_at_a_lists_end_says_so() {
     let two = "--devices cpu:threads=1 --devices cpu:threads=1";
@@ -696,8 +695,7 @@ fn a_stray_comma_at_a_lists_end_says_so() {
 }
 
 /// A number list with a stray comma names the empty item, and a number
-/// out of its range says the range (clap's own lines were "cannot parse
-/// integer from empty string" and "0 is not in 1..=1048576").
+/// out of its range says the range in words.
 #[test]
 fn a_number_lists_stray_comma_and_range_are_said() {
     for (args, want) in [
