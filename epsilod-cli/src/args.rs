@@ -756,6 +756,7 @@ fn within(
 ) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
     item(move |s: &str| match s.trim().parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
+        Err(_) if too_large(s) => Err(format!("{} is too large: at most {max}", s.trim())),
         _ => Err(format!("expected a whole number from {min} to {max}")),
     })
 }
@@ -782,6 +783,13 @@ where
 {
     move |s: &str| match s.trim().parse::<T>() {
         Ok(n) if n >= min => Ok(n),
+        Err(_) if too_large(s) => Err(format!("{} is too large", s.trim())),
         _ => Err(format!("expected a whole number of at least {min}")),
     }
+}
+
+/// Digits alone that did not parse: beyond the type's largest value.
+fn too_large(s: &str) -> bool {
+    let s = s.trim();
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
