@@ -1524,8 +1524,8 @@ fn a_count_below_its_least_says_the_least() {
     }
     // Digits past u64's largest are too large, not too small.
     fails_with(
-        &["run", "2d4", "--size", "10", "--iters", "99999999999999999999"],
-        "invalid value '99999999999999999999' for '--iters <ITERS>': 99999999999999999999 is too large",
+        &["replay", "t.json", "--per-rank", "99999999999999999999"],
+        "invalid value '99999999999999999999' for '--per-rank <PER_RANK>': 99999999999999999999 is too large",
     );
     fails_with(
         &["commbench", "--per-rank", "99999999999999999999"],
