@@ -103,7 +103,7 @@ fn counts_of_zero_are_refused() {
         ),
         (
             vec!["commbench", "--per-rank", "0"],
-            "'--per-rank <PER_RANK>': 0 is not in 1..=1024",
+            "'--per-rank <PER_RANK>': expected a whole number from 1 to 1024",
         ),
     ];
     for (args, want) in cases {
