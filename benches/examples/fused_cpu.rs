@@ -31,7 +31,8 @@ fn parse_args() -> Result<Args, String> {
         Some("3d6") => (Library::S3d6, 3),
         Some("3d27") => (Library::S3d27, 3),
         Some("4d8") => (Library::S4d8, 4),
-        other => return Err(format!("{other:?}: expected 2d4, 3d6, 3d27 or 4d8")),
+        Some(other) => return Err(format!("'{other}': expected 2d4, 3d6, 3d27 or 4d8")),
+        None => return Err("no stencil: expected 2d4, 3d6, 3d27 or 4d8".into()),
     };
     let num = |s: &str| match s.parse::<usize>() {
         Ok(v) if v > 0 => Ok(v),
