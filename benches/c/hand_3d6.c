@@ -10,12 +10,17 @@
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 408;
     long iters = argc > 2 ? atol(argv[2]) : 20;
     long plane = n * n;
-    int varied = argc > 3;
+    int varied = argc > 3 && strcmp(argv[3], "varied") == 0;
+    if (argc > 4 || (argc > 3 && !varied)) {
+        fprintf(stderr, "usage: %s [N] [ITERS] [varied]\n", argv[0]);
+        return 2;
+    }
     float *a = malloc(sizeof(float) * plane * n), *b = malloc(sizeof(float) * plane * n);
     if (n < 3 || iters < 1 || !a || !b) return 1;
 #pragma omp parallel for

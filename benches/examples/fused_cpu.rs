@@ -15,14 +15,6 @@ use kernels::{library_kernel, KernelChoice, Library};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The process's user and system CPU seconds (Linux; `None` elsewhere).
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
-}
-
 struct Args {
     lib: Library,
     dims: usize,
@@ -39,7 +31,8 @@ fn parse_args() -> Result<Args, String> {
         Some("3d6") => (Library::S3d6, 3),
         Some("3d27") => (Library::S3d27, 3),
         Some("4d8") => (Library::S4d8, 4),
-        other => return Err(format!("{other:?}: expected 2d4, 3d6, 3d27 or 4d8")),
+        Some(other) => return Err(format!("'{other}': expected 2d4, 3d6, 3d27 or 4d8")),
+        None => return Err("no stencil: expected 2d4, 3d6, 3d27 or 4d8".into()),
     };
     let num = |s: &str| match s.parse::<usize>() {
         Ok(v) if v > 0 => Ok(v),
@@ -103,7 +96,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     for rep in 0..a.reps {
         let mut line = format!("{rep:>3}");
         for fused in [false, true] {
-            let (t, c) = (Instant::now(), cpu_seconds());
+            let (t, c) = (Instant::now(), benches::process_cpu_seconds());
             if fused {
                 dev.launch_steps(k, x, y, &steps)?;
             } else {
@@ -114,7 +107,9 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
             let wall = t.elapsed().as_secs_f64();
-            let cpu = c.zip(cpu_seconds()).map(|(c0, c1)| c1 - c0);
+            let cpu = c
+                .zip(benches::process_cpu_seconds())
+                .map(|(c0, c1)| c1 - c0);
             line += &format!("  {:>12.3}", updates / wall);
             line += &match cpu {
                 Some(s) if s > 0.0 => format!("  {:>11.3}", updates / s),

@@ -94,18 +94,6 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-/// CPU seconds this process has used, all threads (Linux; `None` elsewhere).
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name, which is in parentheses and may hold
-    // spaces: utime and stime are the 14th and 15th fields of the line.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    // The kernel's USER_HZ is 100 on every Linux ABI Rust supports.
-    Some(ticks / 100.0)
-}
-
 /// One run's loop seconds (setup and result assembly excluded) and CPU
 /// seconds (everything).
 fn loop_seconds(
@@ -114,7 +102,7 @@ fn loop_seconds(
     c: Config,
     pin: bool,
 ) -> Result<(f64, f64), epsilod::RunError> {
-    let cpu0 = cpu_seconds().unwrap_or(f64::NAN);
+    let cpu0 = benches::process_cpu_seconds().unwrap_or(f64::NAN);
     let out = Skeleton::new(
         &[n, n],
         Stencil::<f32>::library(Library::S2d4, KernelChoice::Specialized),
@@ -125,7 +113,7 @@ fn loop_seconds(
     .partition(Partition::Single(0))
     .pin(pin)
     .run()?;
-    let cpu = cpu_seconds().unwrap_or(f64::NAN) - cpu0;
+    let cpu = benches::process_cpu_seconds().unwrap_or(f64::NAN) - cpu0;
     Ok((out.report.summary.loop_seconds, cpu))
 }
 

@@ -59,3 +59,16 @@ pub fn hand_2d4_iterations(a: &mut Vec<f32>, b: &mut Vec<f32>, n: usize, iters: 
         std::mem::swap(a, b);
     }
 }
+
+/// CPU seconds this process has used, all threads, in ticks of 1/100 s
+/// (Linux; `None` elsewhere): what a run costs whatever else holds the
+/// cores.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold
+    // spaces: utime and stime are the 14th and 15th fields of the line.
+    let f: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // The kernel's USER_HZ is 100 on every Linux ABI Rust supports.
+    Some(ticks / 100.0)
+}

@@ -100,11 +100,10 @@ fn fused_task_rows(
 
 /// Bytes a fused launch keeps each thread's windows in: the core's
 /// second-level cache, as Linux reports it; 1 MiB where it does not say.
-/// Measured on 2d4 4098^2 (4 steps, 2 threads, L2 1 MiB): windows of a
-/// quarter, half, all, twice and eight times the L2 ran at 0.75, 0.9, 1.0,
-/// 1.0 and 1.05 of the L2 size's speed: the planes a window keeps for the
-/// next wave are copied at every wave, so short waves cost more than windows
-/// that spill into the third-level cache.
+/// Smaller windows ran slower and larger ones no faster (docs/benchmarks.md,
+/// "Fused launches against one-step launches and the copy"): the planes a
+/// window keeps for the next wave are copied at every wave, so short waves
+/// cost more than windows that spill into the third-level cache.
 fn window_budget() -> usize {
     l2_cache_bytes()
 }
@@ -657,6 +656,36 @@ mod tests {
         assert_eq!(fused_task_rows(64, 66 * 66 * 66, 4, 2, 2), [32, 32]);
         // Too few planes for two cones a thread: one task.
         assert_eq!(fused_task_rows(30, 66 * 66 * 66, 4, 2, 2), [30]);
+    }
+
+    /// The thinnest tasks the split makes, two cones each (3d6 34x130x130,
+    /// 4 steps, 2 threads: 32 planes in two tasks of 16), give the bits of
+    /// the steps one by one.
+    #[test]
+    fn fused_tasks_two_cones_thick_give_the_bits_of_single_steps() {
+        use crate::conformance::{cones, fused, probe_value, stepwise};
+        use kernels::{library_kernel, KernelChoice, Library};
+        let all = Shape::from_sizes(&[34, 130, 130]);
+        let interior = all.shrink(&[1, 1, 1], &[1, 1, 1]);
+        assert_eq!(fused_task_rows(32, 130 * 130, 4, 2, 2), [16, 16]);
+        let steps = cones(&interior, 4, &[1, 1, 1], &[1, 1, 1], &interior);
+        let kernel: Arc<dyn Kernel<f32>> = Arc::from(library_kernel::<f32>(
+            Library::S3d6,
+            KernelChoice::Specialized,
+        ));
+        let mut c = CpuController::<f32>::new(2).unwrap();
+        let k = c.load(kernel.clone()).unwrap();
+        let (a, b) = (c.alloc(&all, &all).unwrap(), c.alloc(&all, &all).unwrap());
+        fused(&mut c, k, (a, b), &all, &probe_value, &steps);
+        let mut got = Vec::new();
+        c.read(b, &interior, &mut got).unwrap();
+        let want = stepwise(&kernel, &all, &probe_value, &steps, &interior);
+        assert!(
+            got.iter()
+                .map(|x| x.to_bits())
+                .eq(want.iter().map(|x| x.to_bits())),
+            "fused 3d6 in two-cone tasks differs from the steps one by one"
+        );
     }
 
     #[test]
