@@ -1,4 +1,4 @@
-//! Temporal blocking (issue 12) on one CPU device using every core: K
+//! Temporal blocking on one CPU device using every core: K
 //! iterations fused into one pass over memory (`FusedSteps::launch_steps`)
 //! against K one-step launches and against the copy roofline (a parallel
 //! copy of the same array: 8 bytes moved per cell, the most a one-step

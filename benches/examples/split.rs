@@ -1,4 +1,4 @@
-//! Issue 18's harness: the cost of splitting the same cores over several CPU
+//! The cost of splitting the same cores over several CPU
 //! devices in one process. Runs 2d4 f32 through the public `Skeleton` with
 //! configurations `D x T` (D devices of T threads each, split by rows) and
 //! prints each one's median loop time and its ratio to `1 x (D*T)`: the
