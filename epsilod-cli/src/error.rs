@@ -92,6 +92,9 @@ pub enum CliError {
         /// Why.
         why: String,
     },
+    /// `view` failed drawing its picture (text with the font, most often).
+    #[error("cannot draw the picture: {0}")]
+    Draw(String),
     /// No font for the labels of `plot` and `view`.
     #[error("{0}")]
     Font(String),

@@ -212,7 +212,7 @@ fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| CliError::Plot(crate::plot::drawing_error(&e));
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| CliError::Draw(crate::plot::drawing_error(&e));
     root.fill(&WHITE).map_err(e)?;
     root.draw_text(title, &("sans-serif", 16).into_text_style(root), (8, 6))
         .map_err(e)?;

@@ -383,7 +383,8 @@ pub fn ignored_weights(devices: &[DeviceSpec], partition: Partition) -> Vec<Igno
 pub struct Unreached {
     /// The device's place in the run's device list, from 0.
     pub device: usize,
-    /// The option as written: `slowdown=3@500` or `fail@500`.
+    /// The option, as the device's description writes it: `slowdown=3@500`
+    /// or `fail@500`.
     pub option: String,
     /// Its iteration.
     pub at: u64,
@@ -777,6 +778,40 @@ mod tests {
                 .partition
                 .to_string(),
             "s1"
+        );
+    }
+
+    /// An emulated slowdown or failure at or past the run's last iteration
+    /// is named, one before it is not, a slowdown by 1 (none) never is,
+    /// and a run of no iterations names none.
+    #[test]
+    fn unreached_options_are_those_at_or_past_the_last_iteration() {
+        let devices: Vec<DeviceSpec> = [
+            "cpu:slowdown=2@10,fail@9",
+            "cpu:fail@10",
+            "cpu:slowdown=1@50",
+            "cpu:slowdown=3@11",
+        ]
+        .iter()
+        .map(|t| DeviceSpec::parse(t).unwrap())
+        .collect();
+        let named: Vec<(usize, String, u64)> = unreached(&devices, 10)
+            .into_iter()
+            .map(|u| (u.device, u.option, u.at))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (0, "slowdown=2@10".to_string(), 10),
+                (1, "fail@10".to_string(), 10),
+                (3, "slowdown=3@11".to_string(), 11),
+            ]
+        );
+        assert!(unreached(&devices, 0).is_empty());
+        assert!(unreached(&devices, 12).is_empty());
+        assert_eq!(
+            unreached(&devices[1..2], 10)[0].to_string(),
+            "device 0's fail@10 is at iteration 10, beyond --iters 10: the device never fails (give an iteration below 10)"
         );
     }
 

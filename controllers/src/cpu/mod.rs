@@ -72,8 +72,9 @@ const MAX_FUSED: usize = 16;
 /// thread the OS takes away leaves its unstarted tasks to the others), but
 /// none so thin that the cone it shares with its neighbours (recomputed by
 /// both) outweighs it, and none under [`MIN_TASK_CELLS`] unless the whole
-/// launch is; a whole number per thread, and one per thread where planes
-/// are too few for thick tasks but enough for two cones each.
+/// launch is; a whole number per thread, and where planes are too few for
+/// thick tasks, as many as there are threads, each at least two cones and
+/// the least cells thick.
 fn fused_task_rows(
     rows: usize,
     plane: usize,
@@ -88,12 +89,12 @@ fn fused_task_rows(
     let tasks = if tasks >= threads {
         // Whole rounds: a last task alone would leave the other threads idle.
         tasks - tasks % threads
-    } else if rows / threads >= 2 * cone && rows / threads * plane >= MIN_TASK_CELLS {
-        // Too few planes for thick tasks (3-d and 4-d tiles): one per thread,
-        // each at least two cones thick, beats one thread doing it all.
-        threads
     } else {
-        tasks
+        // Too few planes for thick tasks (3-d and 4-d tiles): up to one per
+        // thread, each at least two cones thick, beats fewer threads doing
+        // it all.
+        let thick = (2 * cone).max(MIN_TASK_CELLS.div_ceil(plane.max(1)));
+        tasks.max((rows / thick).min(threads))
     };
     even_split(rows, tasks)
 }
@@ -656,6 +657,9 @@ mod tests {
         assert_eq!(fused_task_rows(64, 66 * 66 * 66, 4, 2, 2), [32, 32]);
         // Too few planes for two cones a thread: one task.
         assert_eq!(fused_task_rows(30, 66 * 66 * 66, 4, 2, 2), [30]);
+        // Many threads: as many tasks two cones thick as fit.
+        assert_eq!(fused_task_rows(198, 200 * 200, 4, 2, 16).len(), 12);
+        assert_eq!(fused_task_rows(64, 66 * 66 * 66, 4, 2, 16), [16; 4]);
     }
 
     /// The thinnest tasks the split makes, two cones each (3d6 34x130x130,
