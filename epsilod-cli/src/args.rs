@@ -567,6 +567,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 fn parse_iters(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
+        Err(_) if too_large(s) => Err(format!("bad iteration count '{s}': too large")),
         _ => Err(format!(
             "bad iteration count '{s}': expected a whole number >= 1"
         )),
@@ -576,9 +577,13 @@ fn parse_iters(s: &str) -> Result<u64, String> {
 /// A run's iterations: 0 too, a run that computes nothing and writes its
 /// initial state (EPSILOD's loop simply does not start).
 fn parse_run_iters(s: &str) -> Result<u64, String> {
-    s.trim()
-        .parse::<u64>()
-        .map_err(|_| format!("bad iteration count '{s}': expected a whole number >= 0"))
+    s.trim().parse::<u64>().map_err(|_| {
+        if too_large(s) {
+            format!("bad iteration count '{s}': too large")
+        } else {
+            format!("bad iteration count '{s}': expected a whole number >= 0")
+        }
+    })
 }
 
 fn parse_partition(s: &str) -> Result<Partition, String> {

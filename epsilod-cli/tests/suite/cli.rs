@@ -1523,6 +1523,19 @@ fn a_count_below_its_least_says_the_least() {
         );
     }
     // Digits past u64's largest are too large, not too small.
+    for command in [
+        "run 2d4 --size 10",
+        "simulate 2d4 --size 34 --devices-count 2",
+    ] {
+        let args: Vec<&str> = command
+            .split(' ')
+            .chain(["--iters", "99999999999999999999"])
+            .collect();
+        fails_with(
+            &args,
+            "bad iteration count '99999999999999999999': too large",
+        );
+    }
     fails_with(
         &["replay", "t.json", "--per-rank", "99999999999999999999"],
         "invalid value '99999999999999999999' for '--per-rank <PER_RANK>': 99999999999999999999 is too large",
