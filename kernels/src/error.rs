@@ -20,8 +20,7 @@ pub enum SpecError {
     ExtentTooLarge { extent: usize },
     #[error("stencil factor is {0}: it must be finite and non-zero")]
     BadFactor(f64),
-    /// A spec is a weighted sum or an expression: given both, the
-    /// expression's reader said `weights` was an unknown field.
+    /// A spec is a weighted sum or an expression, not both.
     #[error("stencil spec has both weights (a weighted sum) and update (an expression): give one of them")]
     WeightsAndUpdate,
     #[error("in {part}, at character {at}: {why}")]

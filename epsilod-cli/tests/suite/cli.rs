@@ -1419,8 +1419,7 @@ fn a_batch_run_logs_its_progress() {
 
 /// `--init random` and `--kernel generic` where the run cannot follow them
 /// (an app's own state and kernels, a spec's own kernel) are one warning
-/// line each, and the run goes on as without them: they were silently
-/// ignored, status 0.
+/// line each, and the run goes on as without them, status 0.
 #[test]
 fn an_init_or_kernel_an_app_or_spec_ignores_is_a_warning() {
     let dir = tempfile::tempdir().unwrap();

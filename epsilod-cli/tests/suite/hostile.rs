@@ -445,8 +445,7 @@ fn an_aux_file_named_as_an_output_is_refused() {
 }
 
 /// Inputs may repeat: one file for two `--aux` fields runs, with the bits
-/// of the same values from two files (it was refused as "--aux kx and
-/// --aux ky both name" the file).
+/// of the same values from two files.
 #[test]
 fn one_file_for_two_aux_fields_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -518,8 +517,8 @@ fn no_command_writes_over_a_file_it_reads() {
     ok(&["fit-comm", &train, "--test", &train]);
 }
 
-/// An `EPSILOD_FONT` that names no file says so: the line said to install
-/// a font package or set the variable, which was set.
+/// An `EPSILOD_FONT` that names no file says so, rather than asking for a
+/// font package or the variable.
 #[test]
 fn a_font_variable_naming_no_file_says_so() {
     let dir = tempfile::tempdir().unwrap();

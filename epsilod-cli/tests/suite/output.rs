@@ -471,8 +471,8 @@ fn printing_into_a_closed_pipe_ends_quietly() {
 }
 
 /// A command into a closed pipe (`| head -1`) still writes the files it
-/// was asked for: `simulate` and `fit-comm` printed first, so the first
-/// print ended them and their report, table and model were never written.
+/// was asked for: files first, then the text whose first print may end
+/// the process.
 #[test]
 fn files_are_written_before_the_text_into_a_closed_pipe() {
     let dir = tempfile::tempdir().unwrap();
@@ -514,8 +514,8 @@ fn files_are_written_before_the_text_into_a_closed_pipe() {
 }
 
 /// Printing onto a full disk (stdout a file on it) is one line and status
-/// 1: it was a panic with a backtrace, status 101, and `--help` said
-/// status 0 with nothing written.
+/// 1, for a command's output and for `--help`, never a panic or status 0
+/// with nothing written.
 #[test]
 #[cfg(target_os = "linux")]
 fn printing_onto_a_full_disk_is_one_clear_line() {

@@ -346,8 +346,8 @@ fn aux_fields_from_npy_files() {
     common::fails_with(&twice, "'k' is given twice");
 }
 
-/// A spec with both `weights` and `update` says so: it was read as an
-/// expression whose reader called `weights` an unknown field.
+/// A spec with both `weights` and `update` says so, in one line naming
+/// both, rather than calling `weights` an unknown field.
 #[test]
 fn a_spec_with_weights_and_an_update_says_so() {
     let dir = tempfile::tempdir().unwrap();
