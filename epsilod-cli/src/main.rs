@@ -1,7 +1,8 @@
-//! The `epsilod` command line: `run`, `compare`, `plot` and `list` (cli.md
-//! is the contract). Exit status 0 on success; otherwise one line on
-//! stderr saying what is wrong and how to fix it. Output into a reader that
-//! went away (`| head`) ends the command quietly, with status 141.
+//! The `epsilod` command line, one module of `commands` a subcommand
+//! (docs/cli.md is the contract). Exit status 0 on success; otherwise one
+//! line on stderr saying what is wrong and how to fix it. Output into a
+//! reader that went away (`| head`) ends the command quietly, with status
+//! 141.
 
 #![forbid(unsafe_code)]
 

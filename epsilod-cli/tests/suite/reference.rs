@@ -153,6 +153,41 @@ fn the_cli_reference_names_every_subcommand_and_option_with_its_default() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// README.md's map of the code names every workspace crate and every
+/// subcommand: a newcomer reads it first, and it must not drift.
+#[test]
+fn the_readme_map_names_every_crate_and_subcommand() {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
+    let map = readme
+        .split("## Layout of the code")
+        .nth(1)
+        .and_then(|r| r.split("\n## ").next())
+        .expect("README.md has a section 'Layout of the code'");
+    let manifest = std::fs::read_to_string(format!("{root}/Cargo.toml")).expect("Cargo.toml");
+    let members = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("members = ["))
+        .expect("the workspace's members line");
+    let crates = members
+        .split(',')
+        .map(|m| m.trim().trim_matches(['"', ']']));
+    let mut missing: Vec<String> = crates
+        .filter(|c| !map.contains(&format!("`{c}`")))
+        .map(|c| format!("crate `{c}`"))
+        .collect();
+    let words: BTreeSet<&str> = map
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .collect();
+    missing.extend(
+        subcommands()
+            .into_iter()
+            .filter(|c| !words.contains(c.as_str()))
+            .map(|c| format!("subcommand {c}")),
+    );
+    assert!(missing.is_empty(), "README.md's map lacks {missing:?}");
+}
+
 /// The parser above finds what it should: a subcommand's options and
 /// defaults, short forms and flags included.
 #[test]
