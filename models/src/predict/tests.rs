@@ -1,6 +1,6 @@
-//! Every method against the theses' published tables and hand-computed
-//! schedules, the balanced split, host staging and memory floors, and the
-//! machine's checks.
+//! HCLogP against the thesis's tables, the methods against hand-computed
+//! predictions, the balanced split and seeded weights, host staging and
+//! memory floors, typed errors and round trips.
 
 use super::*;
 use crate::cell_cost::{cell_cost_factor, WorkingSet};

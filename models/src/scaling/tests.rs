@@ -1,5 +1,6 @@
 //! The model against synthetic signatures cut by hitmap's own layouts and
-//! halo plans, and its error paths.
+//! halo plans (patterns, volumes, compute on either clock, the bandwidth
+//! floor, validation), and its error paths.
 
 use super::*;
 use hitmap::{Footprint, HaloPlan, Layout, Partition, Shape};
