@@ -6,8 +6,8 @@ use super::inventory::Inventory;
 
 /// Every candidate the plan weighs, fastest first: the best choice's
 /// layouts (its [`sweep`]) and the best choice of every other device count
-/// ([`per_count`], slabs of seeded rows). Ties go to fewer devices, then
-/// to fewer ranks.
+/// ([`per_count`](crate::plan::per_count), slabs of seeded rows). Ties go
+/// to fewer devices, then to fewer ranks.
 pub fn ranked(sweep: &[Choice], per_count: &[Choice]) -> Vec<Choice> {
     let best = sweep.first().map(|c| (&c.counts, &c.network));
     let mut out: Vec<Choice> = sweep.to_vec();
