@@ -59,10 +59,9 @@ pub struct Device {
     pub peer_group: Option<usize>,
     /// How the kernel's time at other tile sizes departs from the line:
     /// `(cells, measured time over the line's)` points, cells increasing
-    /// (`calibrate --tile-sweep`). A tile inside a core's L2 ran 25% under
-    /// the line calibrated on tiles four times larger; the time of `cells`
-    /// is the line's times this curve ([`Device::tile_factor`]). Empty: the
-    /// line alone.
+    /// (`calibrate --tile-sweep`): a tile that fits a cache runs off the
+    /// line calibrated on larger ones. The time of `cells` is the line's
+    /// times this curve ([`Device::tile_factor`]). Empty: the line alone.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tile_curve: Vec<(f64, f64)>,
 }
