@@ -649,6 +649,28 @@ fn a_checkpoint_dir_that_is_a_file_says_so() {
     assert_eq!(std::fs::read(&file).unwrap(), b"");
 }
 
+/// A small 2d4 run that checkpoints every 10 iterations.
+const EVERY_10: [&str; 7] = [
+    "run",
+    "2d4",
+    "--size",
+    "34",
+    "--quiet",
+    "--checkpoint-every",
+    "10",
+];
+
+/// One run's checkpoints in two directories: [`EVERY_10`] of `first`
+/// iterations into `x`, then resumed from `x` into `y` up to `then`.
+fn written_then_resumed(x: &str, first: &str, y: &str, then: &str) {
+    ok(&[&EVERY_10[..], &["--iters", first, "--checkpoint-dir", x]].concat());
+    ok(&[
+        &EVERY_10[..],
+        &["--iters", then, "--restart", x, "--checkpoint-dir", y],
+    ]
+    .concat());
+}
+
 /// A run resumed from one directory (A) into another (B) that holds
 /// checkpoints in the way is told what they are and its ways on: B holds
 /// this run's own older ones, which `--restart B` would go back to, losing
@@ -657,22 +679,9 @@ fn a_checkpoint_dir_that_is_a_file_says_so() {
 fn a_resume_into_a_directory_of_its_own_older_checkpoints_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let [a, b, other] = ["a", "b", "other"].map(|d| dir.path().join(d).display().to_string());
-    let run = [
-        "run",
-        "2d4",
-        "--size",
-        "34",
-        "--quiet",
-        "--checkpoint-every",
-        "10",
-    ];
+    let run = EVERY_10;
     // Into B up to 30, then resumed from B into A up to 70: one run's.
-    ok(&[&run[..], &["--iters", "40", "--checkpoint-dir", &b]].concat());
-    ok(&[
-        &run[..],
-        &["--iters", "80", "--restart", &b, "--checkpoint-dir", &a],
-    ]
-    .concat());
+    written_then_resumed(&b, "40", &a, "80");
     fails_with(
         &[
             &run[..],
@@ -810,18 +819,7 @@ fn a_directory_in_the_way_names_the_checkpoint_a_restart_would_take() {
     );
     // X: 20 and 30, then Y: 60 and 70, resumed from X's 30.
     let ckpt10 = every("10");
-    ok(&[
-        &run[..],
-        &ckpt10,
-        &["--iters", "40", "--checkpoint-dir", &x],
-    ]
-    .concat());
-    ok(&[
-        &run[..],
-        &ckpt10,
-        &["--iters", "80", "--restart", &x, "--checkpoint-dir", &y],
-    ]
-    .concat());
+    written_then_resumed(&x, "40", &y, "80");
     damage_block(Path::new(&y), 70);
     damage_block(Path::new(&x), 30);
     fails_with(
@@ -863,22 +861,9 @@ fn a_directory_in_the_way_names_the_checkpoint_a_restart_would_take() {
 fn a_directory_of_this_and_another_runs_checkpoints_says_both() {
     let dir = tempfile::tempdir().unwrap();
     let [a, b, c] = ["a", "b", "c"].map(|d| dir.path().join(d).display().to_string());
-    let run = [
-        "run",
-        "2d4",
-        "--size",
-        "34",
-        "--quiet",
-        "--checkpoint-every",
-        "10",
-    ];
+    let run = EVERY_10;
     // This run: A at 20 and 30, then B at 40 and 50; another: C at 60 and 70.
-    ok(&[&run[..], &["--iters", "40", "--checkpoint-dir", &a]].concat());
-    ok(&[
-        &run[..],
-        &["--iters", "60", "--restart", &a, "--checkpoint-dir", &b],
-    ]
-    .concat());
+    written_then_resumed(&a, "40", &b, "60");
     ok(&[&run[..], &["--iters", "80", "--checkpoint-dir", &c]].concat());
     let from = dir.path().join("c/ckpt-000000000070");
     let to = dir.path().join("b/ckpt-000000000070");
