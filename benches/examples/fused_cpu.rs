@@ -12,6 +12,7 @@
 use controllers::{Controller, CpuController, FusedSteps};
 use hitmap::Shape;
 use kernels::{library_kernel, KernelChoice, Library};
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,8 +25,7 @@ struct Args {
     threads: usize,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+fn parse_args(args: &[String]) -> Result<Args, String> {
     let (lib, dims) = match args.first().map(String::as_str) {
         Some("2d4") => (Library::S2d4, 2),
         Some("3d6") => (Library::S3d6, 3),
@@ -64,24 +64,51 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() {
-    let a = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let status = program(&args, &mut std::io::stdout(), &mut std::io::stderr());
+    std::process::exit(status);
+}
+
+/// The program on `args`: the table on `out`, or one line on `err` and
+/// status 2 for bad arguments (before anything is printed: a step count
+/// the device cannot fuse included), 1 for a device's error.
+fn program(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let mut fail = |status, e: &dyn std::fmt::Display| {
+        let _ = writeln!(err, "error: {e}");
+        status
     };
-    if let Err(e) = run(&a) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
+    let a = match parse_args(args) {
+        Ok(a) => a,
+        Err(e) => return fail(2, &e),
+    };
+    let mut dev = match CpuController::<f32>::new(a.threads) {
+        Ok(d) => d,
+        Err(e) => return fail(1, &e),
+    };
+    let most = dev.fused_steps();
+    if a.steps > most {
+        return fail(
+            2,
+            &format!(
+                "--steps {}: at most {most}, the steps one CPU launch fuses",
+                a.steps
+            ),
+        );
+    }
+    match run(&a, dev, out) {
+        Ok(()) => 0,
+        Err(e) => fail(1, &e),
     }
 }
 
-fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
+fn run(
+    a: &Args,
+    mut dev: CpuController<f32>,
+    out: &mut dyn Write,
+) -> Result<(), Box<dyn std::error::Error>> {
     let all = Shape::from_sizes(&vec![a.n; a.dims]);
     let interior = all.shrink(&vec![1; a.dims], &vec![1; a.dims]);
     let src: Vec<f32> = (0..all.card()).map(|i| (i % 97) as f32).collect();
-    let mut dev = CpuController::<f32>::new(a.threads)?;
     let k = dev.load(Arc::from(library_kernel::<f32>(
         a.lib,
         KernelChoice::Specialized,
@@ -92,7 +119,10 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(src);
     let steps = vec![interior.clone(); a.steps];
     let updates = (interior.card() * a.steps) as f64 / 1e9;
-    println!("rep  one-step G/s  (per CPU s)  fused G/s  (per CPU s)");
+    writeln!(
+        out,
+        "rep  one-step G/s  (per CPU s)  fused G/s  (per CPU s)"
+    )?;
     for rep in 0..a.reps {
         let mut line = format!("{rep:>3}");
         for fused in [false, true] {
@@ -116,7 +146,50 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
                 _ => format!("  {:>11}", "-"),
             };
         }
-        println!("{line}");
+        writeln!(out, "{line}")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::program;
+
+    /// `program` on `args`: its status, what it printed and its errors.
+    fn outcome(args: &str) -> (i32, String, String) {
+        let args: Vec<String> = args.split(' ').map(String::from).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let status = program(&args, &mut out, &mut err);
+        let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+        (status, text(out), text(err))
+    }
+
+    /// A bad argument is one line and nothing else: a step count past what
+    /// a CPU launch fuses printed the table's header before its error.
+    #[test]
+    fn bad_arguments_print_one_line_and_nothing_before() {
+        for (args, line) in [
+            (
+                "2d4 8 --steps 17 --threads 1",
+                "error: --steps 17: at most 16, the steps one CPU launch fuses\n",
+            ),
+            ("2d4 8 --reps 0", "error: '0' is not a whole number > 0\n"),
+            ("2d4 8 --steps", "error: --steps: no value\n"),
+        ] {
+            assert_eq!(
+                outcome(args),
+                (2, String::new(), line.to_string()),
+                "{args}"
+            );
+        }
+    }
+
+    #[test]
+    fn good_arguments_print_the_table() {
+        let (status, out, err) = outcome("2d4 8 --steps 16 --reps 2 --threads 1");
+        assert_eq!((status, err.as_str()), (0, ""));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3, "{out}");
+        assert!(lines[0].starts_with("rep  one-step G/s"), "{out}");
+    }
 }

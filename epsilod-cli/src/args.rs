@@ -186,7 +186,7 @@ pub struct ScaleArgs {
     #[arg(required = true)]
     pub signatures: Vec<PathBuf>,
     /// Devices to predict for, at most 1048576 (the trace holds every one's messages).
-    #[arg(long, required_unless_present = "targets", conflicts_with = "targets", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    #[arg(long, required_unless_present = "targets", conflicts_with = "targets", value_parser = from_to(1u64, 1 << 20))]
     pub target: Option<u64>,
     /// Device counts to predict for, comma-separated (8,16,32,...): the curve, one line each.
     #[arg(long, value_delimiter = ',', value_parser = within(1u64, 1 << 20))]
@@ -289,7 +289,7 @@ pub struct ViewArgs {
     #[arg(long, default_value = "density", value_parser = parse_quantity)]
     pub field: crate::view::Quantity,
     /// Milliseconds per GIF frame, at most 655350 (GIF counts hundredths of a second in 16 bits).
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=655_350))]
+    #[arg(long, default_value_t = 200, value_parser = from_to(0u32, 655_350))]
     pub delay: u32,
 }
 
@@ -323,10 +323,10 @@ pub struct PredictArgs {
     pub stencil: Option<String>,
     /// Halo depth in rows (the stencil's radius along the partitioned axis, 1 to 64); from
     /// --stencil, else 1. Without --stencil it is also the boundary's depth on every side.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=64))]
+    #[arg(long, value_parser = from_to(1u64, 64))]
     pub halo_rows: Option<u64>,
     /// Bytes of one cell (1 to 4096); from --stencil, else 8.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    #[arg(long, value_parser = from_to(1u64, 4096))]
     pub cell_bytes: Option<u64>,
     /// Link class between neighbours; the machine's first when omitted.
     #[arg(long)]
@@ -378,7 +378,7 @@ pub struct CalibrateArgs {
     pub reps: u64,
     /// Largest ping-pong message in bytes (sizes 0 and 4, 8, ... doubling up to it, plus the
     /// run's halo message sizes); at most 1 GiB (1073741824).
-    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(4..=1 << 30))]
+    #[arg(long, default_value_t = 4 << 20, value_parser = from_to(4u64, 1 << 30))]
     pub max_bytes: u64,
     /// Measure the devices only.
     #[arg(long)]
@@ -406,10 +406,10 @@ pub struct PlanArgs {
     pub iters: u64,
     /// Halo depth in rows (the stencil's radius along the partitioned axis, 1 to 64), and
     /// the boundary's depth on every side.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    #[arg(long, default_value_t = 1, value_parser = from_to(1u64, 64))]
     pub halo_rows: u64,
     /// Bytes of one cell (1 to 4096).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    #[arg(long, default_value_t = 4, value_parser = from_to(1u64, 4096))]
     pub cell_bytes: u64,
     /// additive (HCLogP: compute plus messages) | overlap (this skeleton: messages behind the
     /// inner rows).
@@ -445,7 +445,7 @@ pub struct SimulateArgs {
     pub devices: Vec<String>,
     /// N identical modelled CPU devices instead of --devices, at most 1048576 (each costs
     /// about 1.4 KB of memory and its share of every iteration's time).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    #[arg(long, value_parser = from_to(1u64, 1 << 20))]
     pub devices_count: Option<u64>,
     /// A machine JSON (epsilod calibrate): seconds per cell and spread per device (one entry for
     /// all, or one per device), links by name (in-process, mpi; else the first).
@@ -759,11 +759,20 @@ fn within(
     min: u64,
     max: u64,
 ) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync + 'static {
-    item(move |s: &str| match s.trim().parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
+    item(from_to(min, max))
+}
+
+/// A whole number from `min` to `max`, said so in words when it is not:
+/// clap's `range(a..=b)` says "0 is not in 1..=64".
+fn from_to<T>(min: T, max: T) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy + Send + Sync + 'static,
+{
+    move |s: &str| match s.trim().parse::<T>() {
+        Ok(n) if min <= n && n <= max => Ok(n),
         Err(_) if too_large(s) => Err(format!("{} is too large: at most {max}", s.trim())),
         _ => Err(format!("expected a whole number from {min} to {max}")),
-    })
+    }
 }
 
 /// An item of a comma list read by `parse`, or the empty item a stray

@@ -39,6 +39,7 @@ mod error;
 mod identity;
 mod lock;
 mod names;
+mod owner;
 mod restart;
 
 pub(crate) use block_file::{align_start, prefaulted};
@@ -50,8 +51,9 @@ pub(crate) use names::block_name;
 use names::{
     crc_name, failed_name, final_name, listed, partial_name, tmp_name, MANIFEST, NOTE_LIMIT,
 };
+use owner::{check_owner, run_of};
+pub use owner::{Held, HeldByBoth};
 pub(crate) use restart::FORMAT;
-use restart::{check_owner, run_of, ResumedFrom};
 pub use restart::{BlockEntry, Expect, Manifest, Origin, Restart};
 
 const KEEP: usize = 2;
@@ -140,7 +142,8 @@ pub(crate) fn prepare(dir: &Path) -> Result<(), CheckpointError> {
 /// checkpoints (of this problem or another: `expect`, `origin`), unless the
 /// run resumes from it (`resuming_here`) or may replace them (`c.overwrite`:
 /// they go now). A run resumed from another directory (`elsewhere`) is
-/// told whether the checkpoints in the way are its own.
+/// told whether the checkpoints in the way are its own, another run's or
+/// both.
 pub(crate) fn claim(
     c: &Checkpointing,
     holder: &str,
@@ -154,26 +157,36 @@ pub(crate) fn claim(
     if resuming_here {
         return Ok(lock);
     }
-    let resumed = elsewhere.and_then(ResumedFrom::newest);
-    match check_owner(&c.dir, expect, origin, resumed.as_ref()) {
-        Err(e) if c.overwrite => {
-            // Said as the refusal said whose they are.
-            let whose = match e {
-                CheckpointError::Own { .. } => "this run's own checkpoints",
-                CheckpointError::Beside { .. } => "the checkpoints of another run",
-                _ => "the checkpoints of an earlier run",
-            };
-            tracing::warn!(
-                "replacing {whose} in {} (--checkpoint-overwrite)",
-                c.dir.display()
-            );
-            for (_, path, _) in listed(&c.dir)? {
-                fs::remove_dir_all(&path).map_err(io(&path))?;
-            }
-        }
-        r => r?,
+    let Err(e) = check_owner(&c.dir, expect, origin, elsewhere) else {
+        return Ok(lock);
+    };
+    // Said as the refusal said whose they are.
+    let Some(whose) = replaceable(&e).filter(|_| c.overwrite) else {
+        return Err(e);
+    };
+    tracing::warn!(
+        "replacing {whose} in {} (--checkpoint-overwrite)",
+        c.dir.display()
+    );
+    for (_, path, _) in listed(&c.dir)? {
+        fs::remove_dir_all(&path).map_err(io(&path))?;
     }
     Ok(lock)
+}
+
+/// Whose checkpoints `e` refuses to write beside, where
+/// `--checkpoint-overwrite` may replace them (not where it names a
+/// directory to resume that has nothing to resume).
+fn replaceable(e: &CheckpointError) -> Option<&'static str> {
+    match e {
+        CheckpointError::Own { .. } => Some("this run's own checkpoints"),
+        CheckpointError::Beside { .. } => Some("the checkpoints of another run"),
+        CheckpointError::Mixed { .. } => Some("this run's own checkpoints and another run's"),
+        CheckpointError::Earlier { .. } | CheckpointError::Foreign { .. } => {
+            Some("the checkpoints of an earlier run")
+        }
+        _ => None,
+    }
 }
 
 /// `[begin, end)` per dimension of a contiguous shape.

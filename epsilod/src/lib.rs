@@ -60,7 +60,7 @@ mod times;
 mod vp;
 
 pub use alb::Alb;
-pub use checkpoint::{CheckpointError, Checkpointing, Digest, RunIdentity};
+pub use checkpoint::{CheckpointError, Checkpointing, Digest, Held, HeldByBoth, RunIdentity};
 pub use cluster::{Cluster, Launch};
 pub use devices::{DeviceKind, DeviceOptions, DeviceSpec, SlowdownSpec};
 pub use error::{ClusterError, RunError, SetupError, VpError};

@@ -649,6 +649,28 @@ fn a_checkpoint_dir_that_is_a_file_says_so() {
     assert_eq!(std::fs::read(&file).unwrap(), b"");
 }
 
+/// A small 2d4 run that checkpoints every 10 iterations.
+const EVERY_10: [&str; 7] = [
+    "run",
+    "2d4",
+    "--size",
+    "34",
+    "--quiet",
+    "--checkpoint-every",
+    "10",
+];
+
+/// One run's checkpoints in two directories: [`EVERY_10`] of `first`
+/// iterations into `x`, then resumed from `x` into `y` up to `then`.
+fn written_then_resumed(x: &str, first: &str, y: &str, then: &str) {
+    ok(&[&EVERY_10[..], &["--iters", first, "--checkpoint-dir", x]].concat());
+    ok(&[
+        &EVERY_10[..],
+        &["--iters", then, "--restart", x, "--checkpoint-dir", y],
+    ]
+    .concat());
+}
+
 /// A run resumed from one directory (A) into another (B) that holds
 /// checkpoints in the way is told what they are and its ways on: B holds
 /// this run's own older ones, which `--restart B` would go back to, losing
@@ -657,22 +679,9 @@ fn a_checkpoint_dir_that_is_a_file_says_so() {
 fn a_resume_into_a_directory_of_its_own_older_checkpoints_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let [a, b, other] = ["a", "b", "other"].map(|d| dir.path().join(d).display().to_string());
-    let run = [
-        "run",
-        "2d4",
-        "--size",
-        "34",
-        "--quiet",
-        "--checkpoint-every",
-        "10",
-    ];
+    let run = EVERY_10;
     // Into B up to 30, then resumed from B into A up to 70: one run's.
-    ok(&[&run[..], &["--iters", "40", "--checkpoint-dir", &b]].concat());
-    ok(&[
-        &run[..],
-        &["--iters", "80", "--restart", &b, "--checkpoint-dir", &a],
-    ]
-    .concat());
+    written_then_resumed(&b, "40", &a, "80");
     fails_with(
         &[
             &run[..],
@@ -744,4 +753,161 @@ fn a_resume_into_a_directory_of_its_own_older_checkpoints_says_so() {
     );
     assert!(dir.path().join("b/ckpt-000000000090").is_dir());
     assert!(!dir.path().join("b/ckpt-000000000030").exists());
+}
+
+/// Flips a byte of block 0 of the checkpoint after `iter` iterations in
+/// `dir`: its manifest stays whole, its blocks fail their checksum.
+fn damage_block(dir: &Path, iter: u64) {
+    let block = dir.join(format!("ckpt-{iter:012}")).join("block-0.bin");
+    let mut data = std::fs::read(&block).unwrap();
+    data[0] ^= 1;
+    std::fs::write(&block, data).unwrap();
+}
+
+/// A directory in the way whose newest checkpoints have damaged blocks is
+/// said as a restart from it would go: from the newest usable one (it
+/// named the damaged one, and told a run to resume from a directory whose
+/// usable checkpoint was behind its own progress), or as all damaged; and
+/// where the run resumes is where its restart goes, past a damaged newest.
+#[test]
+fn a_directory_in_the_way_names_the_checkpoint_a_restart_would_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, b, x, y] = ["a", "b", "x", "y"].map(|d| dir.path().join(d).display().to_string());
+    let run = ["run", "2d4", "--size", "34", "--quiet"];
+    let every = |n| ["--checkpoint-every", n];
+    // B: 50 and 55, then A: 52, resumed from B's 50.
+    ok(&[
+        &run[..],
+        &every("5"),
+        &["--iters", "60", "--checkpoint-dir", &b],
+    ]
+    .concat());
+    let aside = dir.path().join("55");
+    let b55 = dir.path().join("b/ckpt-000000000055");
+    std::fs::rename(&b55, &aside).unwrap();
+    ok(&[
+        &run[..],
+        &every("2"),
+        &["--iters", "54", "--restart", &b, "--checkpoint-dir", &a],
+    ]
+    .concat());
+    std::fs::rename(&aside, &b55).unwrap();
+    damage_block(Path::new(&b), 55);
+    let a_into_b = [
+        &run[..],
+        &every("5"),
+        &["--iters", "100", "--restart", &a, "--checkpoint-dir", &b],
+    ]
+    .concat();
+    fails_with(
+        &a_into_b,
+        &format!(
+            "{b} holds this run's older checkpoints, the newest usable at iteration 50 (the \
+             newest, at 55, is damaged), behind {a}'s at 52 that it resumes from: add \
+             --checkpoint-overwrite to replace them, or write on into {a} with --checkpoint-dir \
+             {a}, or give another --checkpoint-dir"
+        ),
+    );
+    damage_block(Path::new(&b), 50);
+    fails_with(
+        &a_into_b,
+        &format!(
+            "{b} holds only damaged checkpoints of this run, the newest at iteration 55, and it \
+             resumes from {a}'s at 52: add --checkpoint-overwrite to replace them, or write on \
+             into {a} with --checkpoint-dir {a}, or give another --checkpoint-dir"
+        ),
+    );
+    // X: 20 and 30, then Y: 60 and 70, resumed from X's 30.
+    let ckpt10 = every("10");
+    written_then_resumed(&x, "40", &y, "80");
+    damage_block(Path::new(&y), 70);
+    damage_block(Path::new(&x), 30);
+    fails_with(
+        &[
+            &run[..],
+            &ckpt10,
+            &["--iters", "100", "--restart", &x, "--checkpoint-dir", &y],
+        ]
+        .concat(),
+        &format!(
+            "{y} holds this run's checkpoints up to iteration 60 (the newest, at 70, is \
+             damaged), past {x}'s at 20 that it resumes from: resume from them with --restart \
+             {y}, or add --checkpoint-overwrite to go on from {x} and replace them, or give \
+             another --checkpoint-dir"
+        ),
+    );
+    // A fresh run is told the same of an earlier run's.
+    fails_with(
+        &[
+            &run[..],
+            &ckpt10,
+            &["--iters", "100", "--checkpoint-dir", &y],
+        ]
+        .concat(),
+        &format!(
+            "{y} holds checkpoints of an earlier run of this problem, the newest usable at \
+             iteration 60 (the newest, at 70, is damaged); resume it with --restart {y}, or give \
+             another --checkpoint-dir, or add --checkpoint-overwrite to start over and replace \
+             them"
+        ),
+    );
+}
+
+/// A directory in the way holding both this run's checkpoints and another
+/// run's (a run killed between its commit and the removal of the other
+/// run's, or checkpoints copied in) says both, with each one's newest, and
+/// the ways on (it called them all another run's).
+#[test]
+fn a_directory_of_this_and_another_runs_checkpoints_says_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let [a, b, c] = ["a", "b", "c"].map(|d| dir.path().join(d).display().to_string());
+    let run = EVERY_10;
+    // This run: A at 20 and 30, then B at 40 and 50; another: C at 60 and 70.
+    written_then_resumed(&a, "40", &b, "60");
+    ok(&[&run[..], &["--iters", "80", "--checkpoint-dir", &c]].concat());
+    let from = dir.path().join("c/ckpt-000000000070");
+    let to = dir.path().join("b/ckpt-000000000070");
+    std::fs::create_dir(&to).unwrap();
+    for f in std::fs::read_dir(&from).unwrap() {
+        let f = f.unwrap();
+        std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+    }
+    let a_into_b = [
+        &run[..],
+        &["--iters", "100", "--restart", &a, "--checkpoint-dir", &b],
+    ]
+    .concat();
+    fails_with(
+        &a_into_b,
+        &format!(
+            "{b} holds checkpoints of this run, the newest at iteration 50, and of another run \
+             of this problem, the newest at iteration 70; this run resumes from {a}'s at 30: give \
+             another --checkpoint-dir, or write on into {a} with --checkpoint-dir {a}, or add \
+             --checkpoint-overwrite to replace them all, or go on from the other run's at 70 \
+             with --restart {b}"
+        ),
+    );
+    // Where this run's are the newer, going on from them is the way named.
+    damage_block(Path::new(&b), 70);
+    fails_with(
+        &a_into_b,
+        &format!(
+            "{b} holds checkpoints of this run, the newest at iteration 50, and of another run \
+             of this problem, all damaged, the newest at iteration 70; this run resumes from \
+             {a}'s at 30: give another --checkpoint-dir, or write on into {a} with \
+             --checkpoint-dir {a}, or add --checkpoint-overwrite to replace them all, or go on \
+             from this run's at 50 with --restart {b}"
+        ),
+    );
+    let o = epsilod(&[&a_into_b[..], &["--checkpoint-overwrite"]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "warning: replacing this run's own checkpoints and another run's in {b} \
+             (--checkpoint-overwrite)\n"
+        )
+    );
+    assert_eq!(checkpoint_count(Path::new(&b)), 2);
+    assert!(dir.path().join("b/ckpt-000000000090").is_dir());
 }

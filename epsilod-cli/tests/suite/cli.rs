@@ -1206,8 +1206,16 @@ fn predict_rejects_bad_input_with_one_line() {
             "0",
             "expected a whole number of at least 1",
         ),
-        ("--halo-rows <HALO_ROWS>", "0", "0 is not in 1..=64"),
-        ("--cell-bytes <CELL_BYTES>", "0", "0 is not in 1..=4096"),
+        (
+            "--halo-rows <HALO_ROWS>",
+            "0",
+            "expected a whole number from 1 to 64",
+        ),
+        (
+            "--cell-bytes <CELL_BYTES>",
+            "0",
+            "expected a whole number from 1 to 4096",
+        ),
     ] {
         let name = flag.split(' ').next().unwrap();
         fails_with(

@@ -51,11 +51,11 @@ fn counts_of_zero_are_refused() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             [&plan[..], &["--cell-bytes", "0"]].concat(),
-            "error: invalid value '0' for '--cell-bytes <CELL_BYTES>': 0 is not in 1..=4096",
+            "error: invalid value '0' for '--cell-bytes <CELL_BYTES>': expected a whole number from 1 to 4096",
         ),
         (
             [&plan[..], &["--halo-rows", "0"]].concat(),
-            "'--halo-rows <HALO_ROWS>': 0 is not in 1..=64",
+            "'--halo-rows <HALO_ROWS>': expected a whole number from 1 to 64",
         ),
         (
             vec!["replay", "trace.json", "--per-rank", "0"],
@@ -71,7 +71,7 @@ fn counts_of_zero_are_refused() {
         ),
         (
             simulate("5", "0", &[]),
-            "'--devices-count <DEVICES_COUNT>': 0 is not in 1..=1048576",
+            "'--devices-count <DEVICES_COUNT>': expected a whole number from 1 to 1048576",
         ),
         (
             simulate("5", "4", &["--per-host", "0"]),
@@ -95,7 +95,7 @@ fn counts_of_zero_are_refused() {
         ),
         (
             vec!["scale", "s.json", "--target", "0"],
-            "'--target <TARGET>': 0 is not in 1..=1048576",
+            "'--target <TARGET>': expected a whole number from 1 to 1048576",
         ),
         (
             vec!["scale", "s.json", "--target", "4", "--cores", "0"],
@@ -108,6 +108,101 @@ fn counts_of_zero_are_refused() {
     ];
     for (args, want) in cases {
         fails_with(&args, want);
+    }
+}
+
+/// Every option bounded on both sides says its bounds in words, in the
+/// whole line the user sees (clap's own said "0 is not in 1..=64"), and
+/// `--help` still shows the defaults.
+#[test]
+fn bounded_options_say_their_bounds_in_words() {
+    let plan = plan(INVENTORY, "34", "3", &[]);
+    let simulate = ["simulate", "2d4", "--size", "34", "--iters", "5"];
+    let predict = ["predict", "--model", "m.json", "--size", "34"];
+    let cases: Vec<(Vec<&str>, &str, &str, &str)> = vec![
+        (
+            vec!["scale", "s.json"],
+            "--target <TARGET>",
+            "0",
+            "from 1 to 1048576",
+        ),
+        (
+            vec!["view", "a.npy", "-o", "a.gif"],
+            "--delay <DELAY>",
+            "655351",
+            "from 0 to 655350",
+        ),
+        (
+            predict.to_vec(),
+            "--halo-rows <HALO_ROWS>",
+            "65",
+            "from 1 to 64",
+        ),
+        (
+            predict.to_vec(),
+            "--cell-bytes <CELL_BYTES>",
+            "0",
+            "from 1 to 4096",
+        ),
+        (
+            vec!["calibrate", "2d4"],
+            "--max-bytes <MAX_BYTES>",
+            "3",
+            "from 4 to 1073741824",
+        ),
+        (plan.clone(), "--halo-rows <HALO_ROWS>", "0", "from 1 to 64"),
+        (
+            plan.clone(),
+            "--cell-bytes <CELL_BYTES>",
+            "4097",
+            "from 1 to 4096",
+        ),
+        (
+            simulate.to_vec(),
+            "--devices-count <DEVICES_COUNT>",
+            "0",
+            "from 1 to 1048576",
+        ),
+    ];
+    for (command, flag, value, bounds) in cases {
+        let name = flag.split(' ').next().unwrap();
+        let args = [&command[..], &[name, value]].concat();
+        let out = epsilod(&args);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "error: invalid value '{value}' for '{flag}': expected a whole number {bounds} \
+                 (see 'epsilod --help')\n"
+            ),
+            "{args:?}"
+        );
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    // Past the type's largest value: too large, and the most it may be.
+    fails_with(
+        &["view", "a.npy", "-o", "a.gif", "--delay", "99999999999"],
+        "'--delay <DELAY>': 99999999999 is too large: at most 655350 (see",
+    );
+    for (command, default) in [
+        (
+            &["plan", "--help"][..],
+            "1 to 64), and the boundary's depth on every side [default: 1]",
+        ),
+        (
+            &["plan", "--help"],
+            "Bytes of one cell (1 to 4096) [default: 4]",
+        ),
+        (&["view", "--help"], "in 16 bits) [default: 200]"),
+        (
+            &["calibrate", "--help"],
+            "at most 1 GiB (1073741824) [default: 4194304]",
+        ),
+    ] {
+        let help = ok(command);
+        assert!(
+            help.contains(default),
+            "{command:?} lacks {default:?}:\n{help}"
+        );
     }
 }
 

@@ -266,7 +266,7 @@ fn simulate_rejects_bad_input_with_one_line() {
         (&[][..], "give the devices"),
         (
             &["--devices-count", "100000000"][..],
-            "100000000 is not in 1..=1048576",
+            "expected a whole number from 1 to 1048576",
         ),
         (
             &["--devices-count", "2", "--drift", "2:1.5@1..9"][..],

@@ -1,6 +1,7 @@
 //! What is wrong with a checkpoint or its directory: one line that names
 //! the file.
 
+use super::owner::{Held, HeldByBoth};
 use std::path::{Path, PathBuf};
 
 /// What is wrong with a checkpoint: one line that names the file.
@@ -52,22 +53,22 @@ pub enum CheckpointError {
     },
     /// A fresh run found an earlier run's checkpoints of the same problem:
     /// starting over would replace the progress they hold.
-    #[error("{dir} holds checkpoints of an earlier run of this problem, the newest at iteration {iteration}; resume it with --restart {dir}, or give another --checkpoint-dir, or add --checkpoint-overwrite to start over and replace them")]
+    #[error("{dir} holds checkpoints of an earlier run of this problem, {}; {}", .held.text(), earlier_ways(.dir, .held))]
     Earlier {
         /// The checkpoint directory.
         dir: PathBuf,
-        /// The newest complete checkpoint's iteration.
-        iteration: u64,
+        /// What it holds.
+        held: Held,
     },
     /// A run resumed from `restart` (at iteration `at`) would write its
     /// checkpoints into `dir`, which holds checkpoints of this same run:
     /// older ones, left where it wrote before, or newer ones.
-    #[error("{}", own_line(.dir, .iteration, .restart, .at))]
+    #[error("{}", own_line(.dir, .held, .restart, .at))]
     Own {
         /// The checkpoint directory.
         dir: PathBuf,
-        /// Its newest complete checkpoint's iteration.
-        iteration: u64,
+        /// What it holds.
+        held: Held,
         /// The directory the run resumes from.
         restart: PathBuf,
         /// The iteration it resumes at.
@@ -75,14 +76,28 @@ pub enum CheckpointError {
     },
     /// A run resumed from `restart` would write its checkpoints into
     /// `dir`, which holds another run's of the same problem.
-    #[error("{dir} holds checkpoints of another run of this problem, the newest at iteration {iteration}, and this run resumes from {restart}: give another --checkpoint-dir, or add --checkpoint-overwrite to replace them (or go on with that run instead: --restart {dir})")]
+    #[error("{dir} holds checkpoints of another run of this problem, {}, and this run resumes from {restart}: give another --checkpoint-dir, or add --checkpoint-overwrite to replace them{}", .held.text(), beside_restart(.dir, .held))]
     Beside {
         /// The checkpoint directory.
         dir: PathBuf,
-        /// Its newest complete checkpoint's iteration.
-        iteration: u64,
+        /// What it holds.
+        held: Held,
         /// The directory the run resumes from.
         restart: PathBuf,
+    },
+    /// A run resumed from `restart` (at iteration `at`) would write its
+    /// checkpoints into `dir`, which holds both checkpoints of this run and
+    /// another run's of the same problem.
+    #[error("{}", mixed_line(.dir, .held, .restart, .at))]
+    Mixed {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// What it holds of each (boxed: no larger an error than the others).
+        held: Box<HeldByBoth>,
+        /// The directory the run resumes from.
+        restart: PathBuf,
+        /// The iteration it resumes at.
+        at: u64,
     },
     /// The directory holds no complete checkpoint.
     #[error("no checkpoint in {0}: it has no ckpt-* directory with a manifest (run with --checkpoint-every N --checkpoint-dir D first)")]
@@ -170,20 +185,77 @@ impl CheckpointError {
     }
 }
 
-/// [`CheckpointError::Own`]'s line: the ways on depend on whether `dir`
-/// holds the run's older progress or newer.
-fn own_line(dir: &Path, iteration: &u64, restart: &Path, at: &u64) -> String {
-    let (dir, restart) = (dir.display(), restart.display());
-    if iteration < at {
-        format!(
-            "{dir} holds this run's older checkpoints, the newest at iteration {iteration}, behind {restart}'s at {at} that it resumes from: add --checkpoint-overwrite to replace them, or write on into {restart} with --checkpoint-dir {restart}, or give another --checkpoint-dir"
-        )
-    } else {
-        let how = if iteration > at { "past" } else { "as far as" };
-        format!(
-            "{dir} holds this run's checkpoints up to iteration {iteration}, {how} {restart}'s at {at} that it resumes from: resume from them with --restart {dir}, or add --checkpoint-overwrite to go on from {restart} and replace them, or give another --checkpoint-dir"
-        )
+/// [`CheckpointError::Earlier`]'s ways on: resuming it only where a
+/// restart has a checkpoint to take.
+fn earlier_ways(dir: &Path, held: &Held) -> String {
+    let resume = match held.usable {
+        Some(_) => format!("resume it with --restart {}, or ", dir.display()),
+        None => String::new(),
+    };
+    format!("{resume}give another --checkpoint-dir, or add --checkpoint-overwrite to start over and replace them")
+}
+
+/// [`CheckpointError::Beside`]'s last way on, where `dir` has a checkpoint
+/// to go on from.
+fn beside_restart(dir: &Path, held: &Held) -> String {
+    match held.usable {
+        Some(_) => format!(
+            " (or go on with that run instead: --restart {})",
+            dir.display()
+        ),
+        None => String::new(),
     }
+}
+
+/// [`CheckpointError::Own`]'s line: the ways on depend on whether what a
+/// restart from `dir` would take is behind the run's progress or not.
+fn own_line(dir: &Path, held: &Held, restart: &Path, at: &u64) -> String {
+    let (d, r) = (dir.display(), restart.display());
+    match held.usable {
+        None => format!(
+            "{d} holds only damaged checkpoints of this run, the newest at iteration {}, and it resumes from {r}'s at {at}: add --checkpoint-overwrite to replace them, or write on into {r} with --checkpoint-dir {r}, or give another --checkpoint-dir",
+            held.newest
+        ),
+        Some(usable) if usable < *at => format!(
+            "{d} holds this run's older checkpoints, {}, behind {r}'s at {at} that it resumes from: add --checkpoint-overwrite to replace them, or write on into {r} with --checkpoint-dir {r}, or give another --checkpoint-dir",
+            held.text()
+        ),
+        Some(usable) => {
+            let how = if usable > *at { "past" } else { "as far as" };
+            let damaged = if usable < held.newest {
+                format!(" (the newest, at {}, is damaged)", held.newest)
+            } else {
+                String::new()
+            };
+            format!(
+                "{d} holds this run's checkpoints up to iteration {usable}{damaged}, {how} {r}'s at {at} that it resumes from: resume from them with --restart {d}, or add --checkpoint-overwrite to go on from {r} and replace them, or give another --checkpoint-dir"
+            )
+        }
+    }
+}
+
+/// [`CheckpointError::Mixed`]'s line: both runs' checkpoints, and a restart
+/// from `dir` among the ways on where it would take one that does not go
+/// back behind the run's progress (the other run's, or this run's as far
+/// as `restart`'s or past).
+fn mixed_line(dir: &Path, held: &HeldByBoth, restart: &Path, at: &u64) -> String {
+    let (d, r) = (dir.display(), restart.display());
+    let HeldByBoth { own, other } = held;
+    let taken = match (own.usable, other.usable) {
+        (Some(o), Some(t)) if t > o => Some(("the other run's", t)),
+        (Some(o), _) => Some(("this run's", o)).filter(|_| o >= *at),
+        (None, Some(t)) => Some(("the other run's", t)),
+        (None, None) => None,
+    };
+    let restart_here = match taken {
+        Some((whose, i)) => format!(", or go on from {whose} at {i} with --restart {d}"),
+        None => String::new(),
+    };
+    format!(
+        "{d} holds checkpoints of this run, {}, and of another run of this problem, {}; this run resumes from {r}'s at {at}: give another --checkpoint-dir, or write on into {r} with --checkpoint-dir {r}, or add --checkpoint-overwrite to replace them all{restart_here}",
+        own.text(),
+        other.text()
+    )
 }
 
 /// Maps an OS error on `path` to [`CheckpointError::Io`].

@@ -129,7 +129,7 @@ pub struct Origin<'a> {
 impl Expect<'_> {
     /// Errors where `m` (at `mpath`) is of another stencil, cell type,
     /// size or number of time levels.
-    fn check(&self, m: &Manifest, mpath: &Path) -> Result<(), CheckpointError> {
+    pub(super) fn check(&self, m: &Manifest, mpath: &Path) -> Result<(), CheckpointError> {
         let mismatch = |what, found: String, expected: String| {
             Err(CheckpointError::Mismatch {
                 path: mpath.to_path_buf(),
@@ -244,6 +244,21 @@ impl Restart {
         origin: &Origin<'_>,
         run: Option<&str>,
     ) -> Result<Restart, CheckpointError> {
+        let (r, skipped) = Restart::newest(dir, expect, origin, run)?;
+        for e in &skipped {
+            tracing::warn!("skipped a damaged checkpoint: {e}");
+        }
+        Ok(r)
+    }
+
+    /// What [`Restart::find`] takes, with the damaged newer checkpoints it
+    /// skipped, unsaid.
+    pub(super) fn newest(
+        dir: &Path,
+        expect: &Expect<'_>,
+        origin: &Origin<'_>,
+        run: Option<&str>,
+    ) -> Result<(Restart, Vec<CheckpointError>), CheckpointError> {
         if !dir.is_dir() {
             return Err(CheckpointError::Io {
                 path: dir.to_path_buf(),
@@ -257,8 +272,8 @@ impl Restart {
                 },
             });
         }
-        // Warned about only once an older one is taken: where none is, the
-        // newest one's error is the one line a user sees.
+        // Skipped ones are warned about only once an older one is taken:
+        // where none is, the newest one's error is the one line a user sees.
         let mut skipped = Vec::new();
         for (_, path, partial) in listed(dir)? {
             if partial {
@@ -276,12 +291,7 @@ impl Restart {
             expect.check(&m, &mpath)?;
             origin.check(&m, &mpath)?;
             match Restart::checked(&path, m, expect) {
-                Ok(r) => {
-                    for e in &skipped {
-                        tracing::warn!("skipped a damaged checkpoint: {e}");
-                    }
-                    return Ok(r);
-                }
+                Ok(r) => return Ok((r, skipped)),
                 Err(e) => skipped.push(e),
             }
         }
@@ -301,7 +311,11 @@ impl Restart {
 
     /// The checkpoint in `path` of manifest `m`, once its blocks tile the
     /// interior and each has its length and checksum.
-    fn checked(path: &Path, m: Manifest, expect: &Expect<'_>) -> Result<Restart, CheckpointError> {
+    pub(super) fn checked(
+        path: &Path,
+        m: Manifest,
+        expect: &Expect<'_>,
+    ) -> Result<Restart, CheckpointError> {
         let mpath = path.join(MANIFEST);
         let bad = |why: String| CheckpointError::Manifest {
             path: mpath.clone(),
@@ -437,89 +451,4 @@ fn manifest_error(path: &Path, e: hitmap::HitmapError) -> CheckpointError {
         path: path.to_path_buf(),
         why: e.to_string(),
     }
-}
-
-/// The checkpoint a run resumes from, in another directory than the one
-/// it writes its own into.
-pub(crate) struct ResumedFrom<'a> {
-    /// The directory.
-    pub(crate) dir: &'a Path,
-    /// Its newest complete checkpoint's iteration.
-    pub(crate) iteration: u64,
-    /// Its run's id.
-    pub(crate) run: String,
-}
-
-impl<'a> ResumedFrom<'a> {
-    /// The newest complete checkpoint in `dir` whose manifest reads.
-    pub(crate) fn newest(dir: &'a Path) -> Option<ResumedFrom<'a>> {
-        listed(dir)
-            .ok()?
-            .into_iter()
-            .filter(|(_, _, partial)| !partial)
-            .find_map(|(iteration, path, _)| {
-                Some(ResumedFrom {
-                    dir,
-                    iteration,
-                    run: manifest(&path).ok()?.run,
-                })
-            })
-    }
-}
-
-/// Errors where `dir` holds a complete checkpoint, which a run starting
-/// afresh would replace: of another run than the one `expect` and `origin`
-/// describe (`Foreign`, naming the difference), or of an earlier run of
-/// the same problem (`Earlier`, naming its progress). A run `resumed` from
-/// another directory is told whether these are its own (`Own`: older or
-/// newer than where it resumes) or another run's (`Beside`). Damaged ones,
-/// whose run no one can tell, do not count.
-pub(crate) fn check_owner(
-    dir: &Path,
-    expect: &Expect<'_>,
-    origin: &Origin<'_>,
-    resumed: Option<&ResumedFrom<'_>>,
-) -> Result<(), CheckpointError> {
-    let mut newest = None;
-    let mut own = true;
-    for (iteration, path, partial) in listed(dir)? {
-        if partial {
-            continue;
-        }
-        let Ok(m) = manifest(&path) else { continue };
-        let mpath = path.join(MANIFEST);
-        expect
-            .check(&m, &mpath)
-            .and_then(|()| origin.check(&m, &mpath))
-            .map_err(|e| CheckpointError::Foreign {
-                dir: dir.to_path_buf(),
-                difference: Box::new(e),
-            })?;
-        newest = newest.max(Some(iteration));
-        own &= resumed.is_some_and(|r| r.run == m.run);
-    }
-    let Some(iteration) = newest else {
-        return Ok(());
-    };
-    let dir = dir.to_path_buf();
-    Err(match resumed {
-        None => CheckpointError::Earlier { dir, iteration },
-        Some(r) if own => CheckpointError::Own {
-            dir,
-            iteration,
-            restart: r.dir.to_path_buf(),
-            at: r.iteration,
-        },
-        Some(r) => CheckpointError::Beside {
-            dir,
-            iteration,
-            restart: r.dir.to_path_buf(),
-        },
-    })
-}
-
-/// The run that wrote the complete checkpoint in `path`, if its manifest is
-/// whole.
-pub(crate) fn run_of(path: &Path) -> Option<String> {
-    manifest(path).ok().map(|m| m.run)
 }

@@ -205,12 +205,23 @@ fn rows_move_off_a_slow_device() {
             "{alb}: slow device still has {share:.2} of the rows"
         );
         let r = &out.report.redistributions[0];
-        if alb == "next-alb" {
-            assert_eq!(r.iter, 30, "next-alb: first at the first full window");
-        } else {
-            // Ours act on measurements: at once unless noise hides a window.
-            assert!(r.iter <= 60, "{alb}: first rebalance only at {}", r.iter);
-        }
+        let window = heuristics::WINDOW as u64;
+        // next-alb asks at the first full window. Ours are asked at every
+        // iteration from then on as the window slides, and act unless noise
+        // hides the imbalance: cost-aware judges the windows' medians, which
+        // one slow iteration does not move (a window late at most); welch's
+        // t-test takes the means, which one descheduled iteration hides for
+        // a window's length (two such allowed on a loaded machine).
+        let windows_late = match alb {
+            "next-alb" => 0,
+            "cost-aware" => 1,
+            _ => 2,
+        };
+        assert!(
+            (window..=window * (1 + windows_late)).contains(&r.iter),
+            "{alb}: first rebalance at {}, not within {windows_late} window(s) of the first full one",
+            r.iter
+        );
         assert!(
             r.rows_moved > 0 && r.bytes_moved == r.rows_moved * (ROBUST - 2) * 4,
             "{r:?}"

@@ -4,7 +4,7 @@
 //! device is dropped and the run recovers from the last checkpoint.
 
 use epsilod::{
-    Alb, CheckpointError, DeviceSpec, OnFailure, Partition, RunError, SetupError, Skeleton,
+    Alb, CheckpointError, DeviceSpec, Held, OnFailure, Partition, RunError, SetupError, Skeleton,
     Stencil, VpError,
 };
 use epsilod_testkit::{bits, irregular_init, library_reference};
@@ -671,7 +671,16 @@ fn a_recovery_goes_on_from_its_own_checkpoints_only() {
     };
     let e = setup_error(again().run());
     assert!(
-        matches!(e, CheckpointError::Earlier { iteration: 50, .. }),
+        matches!(
+            e,
+            CheckpointError::Earlier {
+                held: Held {
+                    newest: 50,
+                    usable: Some(50)
+                },
+                ..
+            }
+        ),
         "{e}"
     );
     assert_eq!(checkpoints(dir.path()), [40, 50]);
