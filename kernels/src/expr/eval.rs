@@ -3,8 +3,8 @@
 //! row operations' ([`super::rows`]) in `T`, one cell at a time, so a field
 //! is the same on every device and layout.
 
+use super::math::Math;
 use super::parse::{Expr, Func};
-use super::Math;
 
 /// The value of `e` at global index `g`. `e` reads no grid (`u`, `old2`,
 /// auxiliary fields) and no `let`, and its sizes are bound

@@ -12,8 +12,8 @@
 //! per number of terms (hundreds of copies with the tails): LLVM does not
 //! vectorise a block of sums kept across a loop over the terms.
 
+use super::math::Math;
 use super::parse::Arith;
-use super::Math;
 use std::any::TypeId;
 
 /// The second operand of the operation that ends a fused sum: a row, or a

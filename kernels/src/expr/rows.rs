@@ -4,10 +4,10 @@
 //! arithmetic stays operation-for-operation what the device code does.
 
 use super::fused::{fused, weighted, Last};
+use super::math::Math;
 use super::op::Op;
 use super::parse::{Arith, Compare, Expr, Func};
 use super::segment::Run;
-use super::Math;
 use crate::frame::{for_each_row, Frame};
 use std::collections::HashMap;
 use std::ops::Range;

@@ -4,9 +4,9 @@
 //! arithmetic on known values is done once, with the same IEEE operations
 //! in `T` that the rows would do cell by cell.
 
+use super::math::Math;
 use super::op::Op;
 use super::parse::Func;
-use super::Math;
 use std::cmp::Ordering;
 
 /// An operation over one run of cells.
