@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 
 mod block_file;
 mod error;
+mod held;
 mod identity;
 mod lock;
 mod names;
@@ -45,6 +46,7 @@ mod restart;
 pub(crate) use block_file::{align_start, prefaulted};
 pub use error::CheckpointError;
 use error::{copy, io};
+pub use held::{Held, HeldByBoth};
 pub use identity::{Digest, RunIdentity};
 pub(crate) use lock::DirLock;
 pub(crate) use names::block_name;
@@ -52,7 +54,6 @@ use names::{
     crc_name, failed_name, final_name, listed, partial_name, tmp_name, MANIFEST, NOTE_LIMIT,
 };
 use owner::{check_owner, run_of};
-pub use owner::{Held, HeldByBoth};
 pub(crate) use restart::FORMAT;
 pub use restart::{BlockEntry, Expect, Manifest, Origin, Restart};
 

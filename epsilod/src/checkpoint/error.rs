@@ -1,7 +1,7 @@
 //! What is wrong with a checkpoint or its directory: one line that names
 //! the file.
 
-use super::owner::{Held, HeldByBoth};
+use super::held::{Held, HeldByBoth};
 use std::path::{Path, PathBuf};
 
 /// What is wrong with a checkpoint: one line that names the file.
