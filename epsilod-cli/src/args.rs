@@ -139,7 +139,17 @@ pub struct FitCommArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `--halo-depth` defaults to 1 here, not `run`'s `cache`: the scaling
+/// model's phase is one step (its messages are one step's halo plan, its
+/// compute a block's cells over P), which a run fusing K steps a launch
+/// over a tile grown by the ring, with K-deep messages once a period, is
+/// not; and `cache` picks the depth by the tile, so by the device count.
 #[derive(Args, Debug)]
+#[command(mut_arg("halo_depth", |a| a.default_value("1").help(
+    "Ghost cells K stencil reaches deep, exchanged every K iterations: 1..64 | cache (as for \
+     run). Default 1, one step a launch, the phase the scaling model describes; signatures \
+     at different depths do not scale together"
+)))]
 pub struct SignatureArgs {
     #[command(flatten)]
     pub run: RunArgs,

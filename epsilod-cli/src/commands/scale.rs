@@ -21,6 +21,18 @@ pub fn scale(args: &ScaleArgs) -> Result<(), CliError> {
         load_all(&args.far)?,
         load_all(&args.validate)?,
     );
+    // One halo depth over every file, each named: the model's own check
+    // could only say where a signature stands.
+    let files = args
+        .signatures
+        .iter()
+        .chain(&args.far)
+        .chain(&args.validate);
+    models::scaling::one_halo_depth(
+        files
+            .zip(sigs.iter().chain(&far).chain(&held))
+            .map(|(path, s)| (path.display().to_string(), s)),
+    )?;
     let json = JsonOut::of(args.json.as_ref());
     // Each output apart from the other and from every signature read.
     let inputs = args
@@ -186,6 +198,8 @@ struct ModelFigures {
     pattern: String,
     /// Iterations of the phase.
     weight: u64,
+    /// The signatures' halo depth.
+    halo_depth: usize,
     /// `wall` or `cpu`.
     clock: &'static str,
     /// Critical compute, far points included.
@@ -208,6 +222,7 @@ impl ModelFigures {
             counts: model.counts.clone(),
             pattern: model.pattern().equations(),
             weight: model.weight,
+            halo_depth: model.halo_depth,
             clock: match model.clock {
                 ComputeClock::Wall => "wall",
                 ComputeClock::Cpu => "cpu",
@@ -243,6 +258,13 @@ impl ModelFigures {
             self.exchange.alpha,
             self.exchange.beta
         );
+        if self.halo_depth > 1 {
+            text += &format!(
+                "halo depth: {k}: an iteration's figures are 1/{k} of a period of {k} fused \
+                 steps and one {k}-deep exchange; its messages are one step's (docs/scaling.md)\n",
+                k = self.halo_depth
+            );
+        }
         if let (Some(mean), Some(cores)) = (&self.compute_mean, self.cores) {
             let devices = self.devices_per_node.map_or("P".to_string(), |n| {
                 format!("min(P, {n}) devices on a node")

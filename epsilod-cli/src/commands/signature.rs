@@ -6,7 +6,7 @@ use crate::error::CliError;
 use epsilod::devices::{share_cores, DeviceKind, DeviceSpec};
 use epsilod::error::SetupError;
 use epsilod::report::{median, DeviceIteration};
-use epsilod::{Cluster, Report};
+use epsilod::{Cluster, HaloDepth, Report};
 use hitmap::HaloPlan;
 use models::scaling::{Message, ProcessSignature, Signature};
 
@@ -41,6 +41,13 @@ pub fn signature(args: &SignatureArgs, cluster: &Cluster) -> Result<(), CliError
         return Err(CliError::Usage(format!(
             "a signature is a short run's phases and writes only --out: leave out {option}"
         )));
+    }
+    // `auto`'s trials would put iterations at depths 1, 2, 4 and 8 into
+    // one signature's medians; a signature is one phase, at one depth.
+    if args.run.halo_depth == HaloDepth::Auto {
+        return Err(CliError::Usage(
+            "a signature runs at one halo depth: give --halo-depth K, or leave it out (1)".into(),
+        ));
     }
     let (layout, footprint) = layout_of(&args.run, cluster)?;
     let plan = HaloPlan::new(&layout, &footprint).map_err(SetupError::from)?;
@@ -182,5 +189,6 @@ fn from_report(
         iteration_seconds: median(&steady.iter().map(|it| it.seconds).collect::<Vec<_>>()),
         processes,
         cores: None,
+        halo_depth: report.halo_depth,
     }
 }

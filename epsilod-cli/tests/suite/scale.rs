@@ -414,6 +414,56 @@ fn bad_signature_input_is_one_clear_line() {
     );
 }
 
+/// A signature records the halo depth its run went at: 1 by default, one
+/// step a launch, even where `run`'s default fuses 4 (one one-thread device
+/// on 2050², two 16 MiB buffers against any L2 up to 8 MiB); with
+/// `--halo-depth cache`, the 4 that ran. `scale` refuses signatures at
+/// different depths in one line naming each file with its depth, and
+/// `auto`, whose trials would mix depths in one signature, is refused.
+#[test]
+fn signatures_record_their_halo_depth_and_scale_refuses_mixed_depths() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = ["--iters", "100", "--sig-iters", "2"];
+    let fused = common::signature(
+        dir.path(),
+        "2050",
+        1,
+        &[&short[..], &["--halo-depth", "cache"]].concat(),
+    );
+    let plain = common::signature(dir.path(), "2050", 2, &short);
+    let depth = |path: &str| {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        v["halo_depth"].clone()
+    };
+    assert_eq!(depth(&fused), 4);
+    assert_eq!(depth(&plain), 1);
+
+    let out = epsilod(&["scale", &fused, &plain, "--target", "4"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: cannot model scaling: the signatures ran at different halo depths ({fused} \
+             at depth 4, {plain} at depth 1), which no one model fits: record them all at one \
+             step a launch, `epsilod signature ... --halo-depth 1`\n"
+        )
+    );
+    fails_with(
+        &[
+            "signature",
+            "2d4",
+            "--size",
+            "66",
+            "--halo-depth",
+            "auto",
+            "--out",
+            dir.path().join("a.json").to_str().unwrap(),
+        ],
+        "a signature runs at one halo depth: give --halo-depth K, or leave it out (1)",
+    );
+}
+
 /// commbench's 16 configurations (2 and 3 processes a rank, messages of 16
 /// and 1024 bytes, 1 and 2 a pair), `sweeps` times, into `csv`.
 pub(crate) fn commbench(csv: &str, sweeps: &str) -> String {

@@ -67,6 +67,14 @@ pub enum ScalingError {
     /// The signatures come from runs of different lengths.
     #[error("the signatures' weights (iterations) differ: {0:?}; record them for one run")]
     WeightVaries(Vec<u64>),
+    /// Signatures of runs at different halo depths, each named with its
+    /// depth ([`super::signature::one_halo_depth`]).
+    #[error(
+        "the signatures ran at different halo depths ({}), which no one model fits: record \
+         them all at one step a launch, `epsilod signature ... --halo-depth 1`",
+        depths(.0)
+    )]
+    DepthVaries(Vec<(String, usize)>),
     /// Compute fitted on CPU time, and a signature without it.
     #[error(
         "the signature at {count} devices has no kernel CPU time for every process (GPU \
@@ -82,4 +90,13 @@ pub enum ScalingError {
     /// A regression failed.
     #[error(transparent)]
     Fit(#[from] ModelError),
+}
+
+/// `name at depth K, ...`.
+fn depths(named: &[(String, usize)]) -> String {
+    named
+        .iter()
+        .map(|(name, depth)| format!("{name} at depth {depth}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -39,7 +39,7 @@ pub use grid::Grid;
 pub use model::ScalingModel;
 pub use node::{Bandwidth, Node};
 pub use pattern::Pattern;
-pub use signature::{ComputeClock, Message, ProcessSignature, Signature};
+pub use signature::{one_halo_depth, ComputeClock, Message, ProcessSignature, Signature};
 pub use trace::{
     PredictedProcess, ScaledTrace, Validation, MAX_REPLAY_COMPUTE_SECONDS, MAX_REPLAY_MESSAGE_BYTES,
 };

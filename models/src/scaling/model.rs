@@ -10,7 +10,7 @@ use super::error::ScalingError;
 use super::exchange::{fit_volumes, ExchangeCost, Volume};
 use super::node::Node;
 use super::pattern::{infer_patterns, Pattern};
-use super::signature::{ComputeClock, Message, ProcessSignature, Signature};
+use super::signature::{one_halo_depth, ComputeClock, Message, ProcessSignature, Signature};
 use super::trace::{PredictedProcess, ScaledTrace, Validation};
 use crate::fit::PowerLaw;
 
@@ -48,6 +48,19 @@ pub struct ScalingModel {
     pub threads_per_device: f64,
     /// Cells updated per iteration, all devices together.
     pub total_cells: u64,
+    /// The halo depth every signature ran at: its iterations are a K-th
+    /// of a period of K fused steps and one K-deep exchange.
+    #[serde(default = "super::signature::one_step")]
+    pub halo_depth: usize,
+}
+
+/// Where `s` stands among the inputs, for an error naming it.
+fn named<'a>(
+    what: &'static str,
+    sigs: &'a [Signature],
+) -> impl Iterator<Item = (String, &'a Signature)> {
+    sigs.iter()
+        .map(move |s| (format!("the {what} at {} devices", s.count()), s))
 }
 
 impl ScalingModel {
@@ -126,6 +139,9 @@ impl ScalingModel {
         if weights.len() > 1 {
             return Err(ScalingError::WeightVaries(weights.into_iter().collect()));
         }
+        let halo_depth =
+            one_halo_depth(named("signature", signatures).chain(named("far point", far)))?
+                .unwrap_or(1);
 
         // A far point is the same run's layout rule at another size: its
         // peers tell the pattern as well as the big problem's would (its
@@ -223,6 +239,7 @@ impl ScalingModel {
             node,
             threads_per_device,
             total_cells: first.total_cells(),
+            halo_depth,
         })
     }
 
@@ -361,6 +378,15 @@ impl ScalingModel {
     /// Compares the prediction for `held`'s count with `held` itself.
     pub fn validate(&self, held: &Signature) -> Result<Validation, ScalingError> {
         held.check()?;
+        if held.halo_depth != self.halo_depth {
+            return Err(ScalingError::DepthVaries(vec![
+                ("the model's signatures".into(), self.halo_depth),
+                (
+                    format!("the held-back one at {} devices", held.count()),
+                    held.halo_depth,
+                ),
+            ]));
+        }
         let trace = self.predict(held.count())?;
         let mut pattern_exact = true;
         let mut volume_error: f64 = 0.0;

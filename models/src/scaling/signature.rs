@@ -57,6 +57,38 @@ pub struct Signature {
     /// Cores of the machine it ran on (absent in older signatures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores: Option<usize>,
+    /// Iterations between its run's halo exchanges, the depth it ran at: at
+    /// depth K each device computes K steps a launch and exchanges K-deep
+    /// halos once a period, so its per-iteration figures are a K-th of a
+    /// period's, another phase than depth 1's. Absent in signatures
+    /// recorded before it: 1, what `epsilod signature` ran by default
+    /// then, except while it followed `run`'s `cache` (docs/scaling.md).
+    #[serde(default = "one_step")]
+    pub halo_depth: usize,
+}
+
+/// Depth 1, one step a launch.
+pub(super) fn one_step() -> usize {
+    1
+}
+
+/// The one halo depth of `named` signatures (each with a name for the
+/// error: its file, or where it stands), or the error naming each with
+/// its depth when they differ: signatures at different depths describe
+/// different phases, and no one law fits them. `None` for no signatures.
+pub fn one_halo_depth<'a>(
+    named: impl IntoIterator<Item = (String, &'a Signature)>,
+) -> Result<Option<usize>, ScalingError> {
+    let named: Vec<(String, usize)> = named
+        .into_iter()
+        .map(|(name, s)| (name, s.halo_depth))
+        .collect();
+    match named.first() {
+        Some(&(_, first)) if named.iter().any(|(_, d)| *d != first) => {
+            Err(ScalingError::DepthVaries(named))
+        }
+        first => Ok(first.map(|(_, d)| *d)),
+    }
 }
 
 impl Signature {
@@ -144,6 +176,9 @@ impl Signature {
             .chain([self.iteration_seconds]);
         if let Some(t) = times.into_iter().find(|t| !(t.is_finite() && *t >= 0.0)) {
             return Err(bad(format!("a time is {t}")));
+        }
+        if self.halo_depth == 0 {
+            return Err(bad("its halo depth is 0 (1 is one step a launch)".into()));
         }
         if self.critical_compute() <= 0.0 {
             return Err(bad("no process computed for a measurable time".into()));

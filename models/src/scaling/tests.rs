@@ -55,6 +55,7 @@ fn synthetic(
         iteration_seconds,
         processes,
         cores: None,
+        halo_depth: 1,
     }
 }
 
@@ -454,6 +455,8 @@ fn signatures_without_cpu_time_still_load() {
     assert_eq!(sig.processes[0].cpu_seconds, None);
     assert_eq!(sig.cores, None);
     assert_eq!(sig.critical_cpu(), None);
+    // Recorded before signatures had their depth: one step a launch.
+    assert_eq!(sig.halo_depth, 1);
     let back = serde_json::to_string(&sig).unwrap();
     assert!(!back.contains("cpu_seconds") && !back.contains("cores"));
 }
@@ -591,6 +594,55 @@ fn bad_inputs_are_named() {
         ScalingModel::fit(&s, &[]).unwrap_err(),
         ScalingError::BadSignature { count: 4, .. }
     ));
+}
+
+/// Signatures at different halo depths describe different phases: the
+/// fit refuses them, naming each with its depth (signatures and far points
+/// alike), and a model refuses to be validated at another depth.
+#[test]
+fn signatures_at_different_halo_depths_are_refused() {
+    let mut s = sigs(Partition::Weighted(0), &cross(), &[2, 3, 4]);
+    s[0].halo_depth = 4;
+    let e = ScalingModel::fit(&s, &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the signatures ran at different halo depths (the signature at 2 devices at depth 4, \
+         the signature at 3 devices at depth 1, the signature at 4 devices at depth 1), which no \
+         one model fits: record them all at one step a launch, `epsilod signature ... \
+         --halo-depth 1`"
+    );
+    s[0].halo_depth = 0;
+    assert_eq!(
+        ScalingModel::fit(&s[..1], &[]).unwrap_err().to_string(),
+        "the signature at 2 devices is invalid: its halo depth is 0 (1 is one step a launch)"
+    );
+    s[0].halo_depth = 1;
+    let mut far = synthetic(360, 360, Partition::Weighted(0), &cross(), 4, 1e-9, 0.0);
+    far.halo_depth = 2;
+    assert_eq!(
+        ScalingModel::fit(&s, &[far.clone()]).unwrap_err(),
+        ScalingError::DepthVaries(vec![
+            ("the signature at 2 devices".into(), 1),
+            ("the signature at 3 devices".into(), 1),
+            ("the signature at 4 devices".into(), 1),
+            ("the far point at 4 devices".into(), 2),
+        ])
+    );
+    // One depth throughout fits, and the model carries it.
+    for sig in s.iter_mut() {
+        sig.halo_depth = 2;
+    }
+    let model = ScalingModel::fit(&s[..2], &[far]).unwrap();
+    assert_eq!(model.halo_depth, 2);
+    assert!(model.validate(&s[2]).is_ok());
+    s[2].halo_depth = 1;
+    assert_eq!(
+        model.validate(&s[2]).unwrap_err(),
+        ScalingError::DepthVaries(vec![
+            ("the model's signatures".into(), 2),
+            ("the held-back one at 4 devices".into(), 1),
+        ])
+    );
 }
 
 proptest::proptest! {
