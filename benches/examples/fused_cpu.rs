@@ -9,6 +9,7 @@
 //! cargo run --release -p benches --example fused_cpu -- 3d6 514 [--steps 4] [--reps 5] [--threads 2]
 //! ```
 
+use controllers::registry::MAX_THREADS;
 use controllers::{Controller, CpuController, FusedSteps};
 use hitmap::Shape;
 use kernels::{library_kernel, KernelChoice, Library};
@@ -59,6 +60,20 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--threads" => a.threads = v,
             _ => return Err(format!("unknown option {flag}")),
         }
+    }
+    // CpuController::new takes any count: the bound a device string has.
+    if a.threads > MAX_THREADS {
+        return Err(format!("--threads {}: at most {MAX_THREADS}", a.threads));
+    }
+    // The grid and the device's two levels, each of f32 cells: a size past
+    // what can be addressed would panic where it is allocated.
+    let bytes = n
+        .checked_pow(dims as u32)
+        .and_then(|cells| cells.checked_mul(3 * std::mem::size_of::<f32>()));
+    if bytes.is_none_or(|b| b > isize::MAX as usize) {
+        return Err(format!(
+            "size {n}: {n}^{dims} cells are more than memory holds"
+        ));
     }
     Ok(a)
 }
@@ -165,7 +180,8 @@ mod tests {
     }
 
     /// A bad argument is one line and nothing else: a step count past what
-    /// a CPU launch fuses printed the table's header before its error.
+    /// a CPU launch fuses printed the table's header before its error, a
+    /// grid past what can be addressed panicked, and any thread count ran.
     #[test]
     fn bad_arguments_print_one_line_and_nothing_before() {
         for (args, line) in [
@@ -175,6 +191,14 @@ mod tests {
             ),
             ("2d4 8 --reps 0", "error: '0' is not a whole number > 0\n"),
             ("2d4 8 --steps", "error: --steps: no value\n"),
+            (
+                "4d8 100000",
+                "error: size 100000: 100000^4 cells are more than memory holds\n",
+            ),
+            (
+                "2d4 8 --threads 1025",
+                "error: --threads 1025: at most 1024\n",
+            ),
         ] {
             assert_eq!(
                 outcome(args),

@@ -142,16 +142,17 @@ pub(crate) fn prepare(dir: &Path) -> Result<(), CheckpointError> {
 /// gets): created and writable, locked, and holding no earlier run's
 /// checkpoints (of this problem or another: `expect`, `origin`), unless the
 /// run resumes from it (`resuming_here`) or may replace them (`c.overwrite`:
-/// they go now). A run resumed from another directory (`elsewhere`) is
-/// told whether the checkpoints in the way are its own, another run's or
-/// both.
+/// they go now). A run resumed from another directory (`elsewhere`, with
+/// the run's iterations) is told whether the checkpoints in the way are its
+/// own, another run's or both; one whose restart would be refused is
+/// refused here, before anything goes.
 pub(crate) fn claim(
     c: &Checkpointing,
     holder: &str,
     expect: &Expect<'_>,
     origin: &Origin<'_>,
     resuming_here: bool,
-    elsewhere: Option<&Path>,
+    elsewhere: Option<(&Path, u64)>,
 ) -> Result<DirLock, CheckpointError> {
     prepare(&c.dir)?;
     let lock = DirLock::take(&c.dir, holder)?;

@@ -6,9 +6,7 @@
 //! the executors carry a plan out.
 
 use crate::alb::Alb;
-use crate::checkpoint::{
-    self, CheckpointError, Checkpointing, Claim, DirLock, Restart, RunIdentity,
-};
+use crate::checkpoint::{self, Checkpointing, Claim, DirLock, Restart, RunIdentity};
 use crate::cluster::{self, Cluster};
 use crate::devices::DeviceSpec;
 use crate::error::{RunError, SetupError, VpError};
@@ -390,15 +388,7 @@ impl<T: Cell> Skeleton<T> {
             .expectation(&self.options.identity, |expect, origin| {
                 Restart::find(dir, expect, origin, run)
             })??;
-        if r.manifest.iteration >= self.options.iters {
-            return Err(CheckpointError::AtEnd {
-                path: r.path,
-                at: r.manifest.iteration,
-                iters: self.options.iters,
-            }
-            .into());
-        }
-        Ok(r)
+        Ok(r.before_end(self.options.iters)?)
     }
 
     /// Runs every iteration and gathers the result, in the job this process

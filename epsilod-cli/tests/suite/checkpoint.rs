@@ -911,3 +911,54 @@ fn a_directory_of_this_and_another_runs_checkpoints_says_both() {
     assert_eq!(checkpoint_count(Path::new(&b)), 2);
     assert!(dir.path().join("b/ckpt-000000000090").is_dir());
 }
+
+/// `--checkpoint-overwrite` replaces what is in the way only for a run that
+/// goes on: one whose restart is refused (a directory with nothing to
+/// resume, a checkpoint at the run's end) removes nothing, whether the
+/// checkpoints in the way are of another problem, another run of this one
+/// or this run's own (it removed them, then refused).
+#[test]
+fn an_overwrite_whose_restart_is_refused_removes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let [x, d, missing] = ["x", "d", "missing"].map(|p| dir.path().join(p).display().to_string());
+    let run = EVERY_10;
+    ok(&[&run[..], &["--iters", "40", "--checkpoint-dir", &x]].concat());
+    // D: another problem's (34x34 against 66x66).
+    ok(&[&run[..], &["--iters", "40", "--checkpoint-dir", &d]].concat());
+    let overwrite = ["--checkpoint-dir", &d, "--checkpoint-overwrite"];
+    let other_size = [
+        "run",
+        "2d4",
+        "--size",
+        "66",
+        "--quiet",
+        "--checkpoint-every",
+        "10",
+    ];
+    fails_with(
+        &[
+            &other_size[..],
+            &["--iters", "40", "--restart", &missing],
+            &overwrite,
+        ]
+        .concat(),
+        &format!("checkpoint path {missing}: no such directory"),
+    );
+    assert_eq!(checkpoint_count(Path::new(&d)), 2);
+    // D: another run's of this problem; X's newest is at 30, the run's end.
+    let at_end = format!("checkpoint {x}/ckpt-000000000030 is at iteration 30, not before");
+    fails_with(
+        &[&run[..], &["--iters", "30", "--restart", &x], &overwrite].concat(),
+        &at_end,
+    );
+    assert_eq!(checkpoint_count(Path::new(&d)), 2);
+    // D: this run's own (20, 30), older than Y's (40, 50) resumed from D's.
+    std::fs::remove_dir_all(&d).unwrap();
+    let y = dir.path().join("y").display().to_string();
+    written_then_resumed(&d, "40", &y, "60");
+    fails_with(
+        &[&run[..], &["--iters", "50", "--restart", &y], &overwrite].concat(),
+        &format!("checkpoint {y}/ckpt-000000000050 is at iteration 50, not before"),
+    );
+    assert_eq!(checkpoint_count(Path::new(&d)), 2);
+}

@@ -176,7 +176,14 @@ fn the_readme_map_names_every_crate_and_subcommand() {
         .filter(|c| !map.contains(&format!("`{c}`")))
         .map(|c| format!("crate `{c}`"))
         .collect();
-    let words: BTreeSet<&str> = map
+    // The binary's own list: "run plan" and the models' list elsewhere in
+    // the map would otherwise stand for plan, predict and the rest.
+    let binary = map
+        .split("the `epsilod` binary:")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .expect("README.md's map lists the `epsilod` binary's subcommands");
+    let words: BTreeSet<&str> = binary
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
         .collect();
     missing.extend(

@@ -13,45 +13,62 @@ use std::path::{Path, PathBuf};
 /// afresh would replace: of another run than the one `expect` and `origin`
 /// describe (`Foreign`, naming the difference), or of an earlier run of
 /// the same problem (`Earlier`). A run resumed from another directory
-/// (`elsewhere`) is told whether they are its own (`Own`: older or newer
-/// than where it resumes), another run's (`Beside`) or both (`Mixed`), or
-/// that directory's own error where it has no checkpoint to resume.
-/// Checkpoints whose manifest is damaged, whose run no one can tell, do not
-/// count; those with damaged blocks are said to be damaged (their blocks
-/// are read only here, where the run is refused or replaces them).
+/// (`elsewhere`, with the run's iterations) is told whether they are its
+/// own (`Own`: older or newer than where it resumes), another run's
+/// (`Beside`) or both (`Mixed`); where its restart would be refused (no
+/// checkpoint to resume, one at the run's end), it gets that error first,
+/// which `--checkpoint-overwrite` does not act on. Checkpoints whose
+/// manifest is damaged, whose run no one can tell, do not count; those with
+/// damaged blocks are said to be damaged (their blocks are read only here,
+/// where the run is refused or replaces them).
 pub(crate) fn check_owner(
     dir: &Path,
     expect: &Expect<'_>,
     origin: &Origin<'_>,
-    elsewhere: Option<&Path>,
+    elsewhere: Option<(&Path, u64)>,
 ) -> Result<(), CheckpointError> {
     let mut found = Vec::new();
+    let mut foreign = None;
     for (_, path, partial) in listed(dir)? {
         if partial {
             continue;
         }
         let Ok(m) = manifest(&path) else { continue };
         let mpath = path.join(MANIFEST);
-        expect
+        if let Err(e) = expect
             .check(&m, &mpath)
             .and_then(|()| origin.check(&m, &mpath))
-            .map_err(|e| CheckpointError::Foreign {
-                dir: dir.to_path_buf(),
-                difference: Box::new(e),
-            })?;
+        {
+            foreign = Some(e);
+            break;
+        }
         found.push((path, m));
     }
-    if found.is_empty() {
+    if found.is_empty() && foreign.is_none() {
         return Ok(());
     }
-    let held = |whose: &dyn Fn(&Manifest) -> bool| held(&found, expect, whose);
+    // Where the run resumes, as its restart will find it.
+    let resumed = match elsewhere {
+        Some((from, iters)) => Some((
+            from,
+            Restart::newest(from, expect, origin, None)?
+                .0
+                .before_end(iters)?,
+        )),
+        None => None,
+    };
     let dir = dir.to_path_buf();
-    let Some(from) = elsewhere else {
+    if let Some(e) = foreign {
+        return Err(CheckpointError::Foreign {
+            dir,
+            difference: Box::new(e),
+        });
+    }
+    let held = |whose: &dyn Fn(&Manifest) -> bool| held(&found, expect, whose);
+    let Some((from, r)) = resumed else {
         let held = held(&|_| true).expect("found holds one");
         return Err(CheckpointError::Earlier { dir, held });
     };
-    // Where the run resumes, as its restart will find it.
-    let (r, _) = Restart::newest(from, expect, origin, None)?;
     let (run, at) = (&r.manifest.run, r.manifest.iteration);
     let restart = from.to_path_buf();
     Err(match (held(&|m| &m.run == run), held(&|m| &m.run != run)) {

@@ -301,6 +301,19 @@ impl Restart {
             .unwrap_or_else(|| CheckpointError::None(dir.to_path_buf())))
     }
 
+    /// This checkpoint, refused where a run of `iters` iterations would
+    /// have nothing left to compute from it.
+    pub(crate) fn before_end(self, iters: u64) -> Result<Restart, CheckpointError> {
+        if self.manifest.iteration >= iters {
+            return Err(CheckpointError::AtEnd {
+                path: self.path,
+                at: self.manifest.iteration,
+                iters,
+            });
+        }
+        Ok(self)
+    }
+
     /// The checkpoint in directory `path`, checked against `expect`: its
     /// manifest, then every block's length and checksum.
     pub fn open(path: &Path, expect: &Expect<'_>) -> Result<Restart, CheckpointError> {

@@ -2,10 +2,10 @@
 //! and the TOML device file. Both fill one [`DeviceOptions`], checked in one
 //! place.
 //!
-//! The device itself ([`spec`]) is made from a `--devices` string
-//! ([`parse`]) or a device file ([`file`]), both through [`options`]; it is
-//! built into a controller in [`build`]; [`placement`] gives a run its
-//! devices' cores and ranks, and [`unused`] names options a run never uses.
+//! The device itself (`spec`) is made from a `--devices` string (`parse`)
+//! or a device file (`file`), both through `options`; it is built into a
+//! controller in `build`; `placement` gives a run its devices' cores and
+//! ranks, and `unused` names options a run never uses.
 
 mod build;
 mod file;

@@ -25,9 +25,9 @@
 //! a struct of `d[N]` in device code): `update` is a list of N
 //! expressions, and reads pick a component, `u[o0, ...][k]`, `old2[k]`.
 //!
-//! The spec ([`spec`]) is made from a file ([`from_toml`]) or from Rust
-//! ([`from_rust`], with [`build`]), and runs as a kernel ([`kernel`]) over
-//! cells of [`ExprCell`]s ([`math`]).
+//! The spec (`spec`) is made from a file (`from_toml`) or from Rust
+//! (`from_rust`, with [`build`]), and runs as a kernel (`kernel`) over
+//! cells of [`ExprCell`]s (`math`).
 
 pub mod build;
 pub mod error;
