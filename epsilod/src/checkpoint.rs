@@ -53,7 +53,7 @@ pub(crate) use names::block_name;
 use names::{
     crc_name, failed_name, final_name, listed, partial_name, tmp_name, MANIFEST, NOTE_LIMIT,
 };
-use owner::{check_owner, run_of};
+use owner::{in_the_way, run_of};
 pub(crate) use restart::FORMAT;
 pub use restart::{BlockEntry, Expect, Manifest, Origin, Restart};
 
@@ -142,53 +142,39 @@ pub(crate) fn prepare(dir: &Path) -> Result<(), CheckpointError> {
 /// gets): created and writable, locked, and holding no earlier run's
 /// checkpoints (of this problem or another: `expect`, `origin`), unless the
 /// run resumes from it (`resuming_here`) or may replace them (`c.overwrite`:
-/// they go now). A run resumed from another directory (`elsewhere`, with
-/// the run's iterations) is told whether the checkpoints in the way are its
-/// own, another run's or both; one whose restart would be refused is
-/// refused here, before anything goes.
+/// they go now, their blocks unread). A run of `iters` iterations resumed
+/// from another directory (`elsewhere`) is told whether the checkpoints in
+/// the way are its own, another run's or both; one whose restart would be
+/// refused is refused here, before anything goes.
 pub(crate) fn claim(
     c: &Checkpointing,
     holder: &str,
     expect: &Expect<'_>,
     origin: &Origin<'_>,
     resuming_here: bool,
-    elsewhere: Option<(&Path, u64)>,
+    iters: u64,
+    elsewhere: Option<&Path>,
 ) -> Result<DirLock, CheckpointError> {
     prepare(&c.dir)?;
     let lock = DirLock::take(&c.dir, holder)?;
     if resuming_here {
         return Ok(lock);
     }
-    let Err(e) = check_owner(&c.dir, expect, origin, elsewhere) else {
+    let Some(way) = in_the_way(&c.dir, expect, origin, iters, elsewhere)? else {
         return Ok(lock);
     };
-    // Said as the refusal said whose they are.
-    let Some(whose) = replaceable(&e).filter(|_| c.overwrite) else {
-        return Err(e);
-    };
+    if !c.overwrite {
+        return Err(way.refusal(expect));
+    }
     tracing::warn!(
-        "replacing {whose} in {} (--checkpoint-overwrite)",
+        "replacing {} in {} (--checkpoint-overwrite)",
+        way.whose(),
         c.dir.display()
     );
     for (_, path, _) in listed(&c.dir)? {
         fs::remove_dir_all(&path).map_err(io(&path))?;
     }
     Ok(lock)
-}
-
-/// Whose checkpoints `e` refuses to write beside, where
-/// `--checkpoint-overwrite` may replace them (not where it names a
-/// directory to resume that has nothing to resume).
-fn replaceable(e: &CheckpointError) -> Option<&'static str> {
-    match e {
-        CheckpointError::Own { .. } => Some("this run's own checkpoints"),
-        CheckpointError::Beside { .. } => Some("the checkpoints of another run"),
-        CheckpointError::Mixed { .. } => Some("this run's own checkpoints and another run's"),
-        CheckpointError::Earlier { .. } | CheckpointError::Foreign { .. } => {
-            Some("the checkpoints of an earlier run")
-        }
-        _ => None,
-    }
 }
 
 /// `[begin, end)` per dimension of a contiguous shape.

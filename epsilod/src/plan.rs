@@ -114,8 +114,8 @@ impl<T> Problem<T> {
         let host = job.hosts.get(job.rank).map_or("this host", String::as_str);
         let holder = format!("pid {} on {host}", std::process::id());
         Ok(self.expectation(&options.identity, |expect, origin| {
-            let elsewhere = elsewhere.map(|dir| (dir, options.iters));
-            checkpoint::claim(c, &holder, expect, origin, resuming_here, elsewhere)
+            let iters = options.iters;
+            checkpoint::claim(c, &holder, expect, origin, resuming_here, iters, elsewhere)
         })??)
     }
 }

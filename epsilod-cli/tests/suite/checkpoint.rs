@@ -491,13 +491,22 @@ fn a_fresh_run_keeps_an_earlier_runs_progress() {
     let run = ["run", "2d4", "--size", "34", "--quiet"];
     let ckpt = ["--checkpoint-every", "5", "--checkpoint-dir", &ck];
     ok(&[&run[..], &["--iters", "40"], &ckpt].concat());
-    let shorter = [&run[..], &["--iters", "10"], &ckpt].concat();
     fails_with(
-        &shorter,
+        &[&run[..], &["--iters", "50"], &ckpt].concat(),
         &format!(
             "{ck} holds checkpoints of an earlier run of this problem, the newest at iteration 35; \
              resume it with --restart {ck}, or give another --checkpoint-dir, \
              or add --checkpoint-overwrite to start over and replace them"
+        ),
+    );
+    // A shorter run's restart from them would be refused: not offered.
+    let shorter = [&run[..], &["--iters", "10"], &ckpt].concat();
+    fails_with(
+        &shorter,
+        &format!(
+            "{ck} holds checkpoints of an earlier run of this problem, the newest at iteration 35, \
+             past this run's end at 10 (the run there is finished up to --iters); give another \
+             --checkpoint-dir, or add --checkpoint-overwrite to start over and replace them"
         ),
     );
     assert!(dir.path().join("ck/ckpt-000000000035").is_dir());
@@ -753,6 +762,140 @@ fn a_resume_into_a_directory_of_its_own_older_checkpoints_says_so() {
     );
     assert!(dir.path().join("b/ckpt-000000000090").is_dir());
     assert!(!dir.path().join("b/ckpt-000000000030").exists());
+}
+
+/// A directory in the way whose usable checkpoint is at or past the run's
+/// end is said to be finished there, and `--restart` of it, which would be
+/// refused, is not among the ways on (it was, for this run's own and for an
+/// earlier run's); the ways it names work.
+#[test]
+fn a_directory_finished_up_to_the_runs_end_is_not_offered_to_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let [x, y] = ["x", "y"].map(|d| dir.path().join(d).display().to_string());
+    let run = EVERY_10;
+    // X: 20 and 30, then Y: 60 and 70, resumed from X's 30.
+    written_then_resumed(&x, "40", &y, "80");
+    let x_into_y = |iters| {
+        [
+            &run[..],
+            &["--iters", iters, "--restart", &x, "--checkpoint-dir", &y],
+        ]
+        .concat()
+    };
+    fails_with(
+        &x_into_y("60"),
+        &format!(
+            "{y} holds this run's checkpoints up to iteration 70, past {x}'s at 30 that it \
+             resumes from, past this run's end at 60 (the run there is finished up to --iters): \
+             add --checkpoint-overwrite to go on from {x} and replace them, or give another \
+             --checkpoint-dir"
+        ),
+    );
+    fails_with(
+        &x_into_y("70"),
+        &format!(
+            "{y} holds this run's checkpoints up to iteration 70, past {x}'s at 30 that it \
+             resumes from, as far as this run's end at 70 (the run there is finished up to \
+             --iters): add --checkpoint-overwrite to go on from {x} and replace them, or give \
+             another --checkpoint-dir"
+        ),
+    );
+    let fresh_into_y = [&run[..], &["--iters", "70", "--checkpoint-dir", &y]].concat();
+    fails_with(
+        &fresh_into_y,
+        &format!(
+            "{y} holds checkpoints of an earlier run of this problem, the newest at iteration 70, \
+             as far as this run's end at 70 (the run there is finished up to --iters); give \
+             another --checkpoint-dir, or add --checkpoint-overwrite to start over and replace \
+             them"
+        ),
+    );
+    // What it no longer offers is refused; what it offers goes on.
+    fails_with(
+        &[
+            &run[..],
+            &["--iters", "70", "--restart", &y, "--checkpoint-dir", &y],
+        ]
+        .concat(),
+        &format!("checkpoint {y}/ckpt-000000000070 is at iteration 70, not before"),
+    );
+    ok(&[&x_into_y("60")[..], &["--checkpoint-overwrite"]].concat());
+    assert_eq!(checkpoint_count(Path::new(&y)), 2);
+    assert!(dir.path().join("y/ckpt-000000000050").is_dir());
+}
+
+/// Replaces block 0 of the checkpoint after `iter` iterations in `dir`
+/// with a FIFO that no one writes: a reader of the block waits forever.
+fn block_that_blocks(dir: &Path, iter: u64) {
+    let block = dir.join(format!("ckpt-{iter:012}")).join("block-0.bin");
+    std::fs::remove_file(&block).unwrap();
+    let made = Command::new("mkfifo").arg(&block).status().unwrap();
+    assert!(made.success());
+}
+
+/// `--checkpoint-overwrite` replaces what is in the way without reading
+/// its blocks (it checksummed every one, only to name the checkpoints it
+/// deleted): a block no read of which ends is no hindrance.
+#[test]
+fn an_overwrite_reads_no_block_of_what_it_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let [x, y] = ["x", "y"].map(|d| dir.path().join(d).display().to_string());
+    let run = EVERY_10;
+    // X: 20 and 30, then Y: 60 and 70, resumed from X's 30.
+    written_then_resumed(&x, "40", &y, "80");
+    block_that_blocks(Path::new(&y), 70);
+    let bounded = |args: &[&str]| {
+        let child = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        common::wait_bounded(child, Duration::from_secs(60), "an overwrite")
+    };
+    let o = bounded(
+        &[
+            &run[..],
+            &[
+                "--iters",
+                "50",
+                "--restart",
+                &x,
+                "--checkpoint-dir",
+                &y,
+                "--checkpoint-overwrite",
+            ],
+        ]
+        .concat(),
+    );
+    common::succeeded(&o, "a resume into Y");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("warning: replacing this run's own checkpoints in {y} (--checkpoint-overwrite)\n")
+    );
+    block_that_blocks(Path::new(&y), 40);
+    let o = bounded(
+        &[
+            &run[..],
+            &[
+                "--iters",
+                "30",
+                "--checkpoint-dir",
+                &y,
+                "--checkpoint-overwrite",
+            ],
+        ]
+        .concat(),
+    );
+    common::succeeded(&o, "a fresh run into Y");
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "warning: replacing the checkpoints of an earlier run in {y} (--checkpoint-overwrite)\n"
+        )
+    );
+    assert_eq!(checkpoint_count(Path::new(&y)), 2);
+    assert!(dir.path().join("y/ckpt-000000000020").is_dir());
 }
 
 /// Flips a byte of block 0 of the checkpoint after `iter` iterations in

@@ -53,17 +53,20 @@ pub enum CheckpointError {
     },
     /// A fresh run found an earlier run's checkpoints of the same problem:
     /// starting over would replace the progress they hold.
-    #[error("{dir} holds checkpoints of an earlier run of this problem, {}; {}", .held.text(), earlier_ways(.dir, .held))]
+    #[error("{dir} holds checkpoints of an earlier run of this problem, {}{}", .held.text(), earlier_ways(.dir, .held, *.iters))]
     Earlier {
         /// The checkpoint directory.
         dir: PathBuf,
         /// What it holds.
         held: Held,
+        /// The run's iterations: a restart from a checkpoint at or past
+        /// them is refused.
+        iters: u64,
     },
     /// A run resumed from `restart` (at iteration `at`) would write its
     /// checkpoints into `dir`, which holds checkpoints of this same run:
     /// older ones, left where it wrote before, or newer ones.
-    #[error("{}", own_line(.dir, .held, .restart, .at))]
+    #[error("{}", own_line(.dir, .held, .restart, *.at, *.iters))]
     Own {
         /// The checkpoint directory.
         dir: PathBuf,
@@ -73,6 +76,9 @@ pub enum CheckpointError {
         restart: PathBuf,
         /// The iteration it resumes at.
         at: u64,
+        /// The run's iterations: a restart from a checkpoint at or past
+        /// them is refused.
+        iters: u64,
     },
     /// A run resumed from `restart` would write its checkpoints into
     /// `dir`, which holds another run's of the same problem.
@@ -186,13 +192,21 @@ impl CheckpointError {
 }
 
 /// [`CheckpointError::Earlier`]'s ways on: resuming it only where a
-/// restart has a checkpoint to take.
-fn earlier_ways(dir: &Path, held: &Held) -> String {
+/// restart has a checkpoint to take, before the run's end at `iters`.
+fn earlier_ways(dir: &Path, held: &Held, iters: u64) -> String {
     let resume = match held.usable {
-        Some(_) => format!("resume it with --restart {}, or ", dir.display()),
-        None => String::new(),
+        Some(u) if u < iters => format!("; resume it with --restart {}, or ", dir.display()),
+        Some(u) => format!("{}; ", finished(u, iters)),
+        None => "; ".into(),
     };
     format!("{resume}give another --checkpoint-dir, or add --checkpoint-overwrite to start over and replace them")
+}
+
+/// Says that a restart from a checkpoint at `usable`, at or past the run's
+/// end at `iters`, would be refused: there is nothing left to compute.
+fn finished(usable: u64, iters: u64) -> String {
+    let how = if usable > iters { "past" } else { "as far as" };
+    format!(", {how} this run's end at {iters} (the run there is finished up to --iters)")
 }
 
 /// [`CheckpointError::Beside`]'s last way on, where `dir` has a checkpoint
@@ -208,27 +222,35 @@ fn beside_restart(dir: &Path, held: &Held) -> String {
 }
 
 /// [`CheckpointError::Own`]'s line: the ways on depend on whether what a
-/// restart from `dir` would take is behind the run's progress or not.
-fn own_line(dir: &Path, held: &Held, restart: &Path, at: &u64) -> String {
+/// restart from `dir` would take is behind the run's progress or not, and
+/// before its end at `iters` (where a restart from it is taken).
+fn own_line(dir: &Path, held: &Held, restart: &Path, at: u64, iters: u64) -> String {
     let (d, r) = (dir.display(), restart.display());
     match held.usable {
         None => format!(
             "{d} holds only damaged checkpoints of this run, the newest at iteration {}, and it resumes from {r}'s at {at}: add --checkpoint-overwrite to replace them, or write on into {r} with --checkpoint-dir {r}, or give another --checkpoint-dir",
             held.newest
         ),
-        Some(usable) if usable < *at => format!(
+        Some(usable) if usable < at => format!(
             "{d} holds this run's older checkpoints, {}, behind {r}'s at {at} that it resumes from: add --checkpoint-overwrite to replace them, or write on into {r} with --checkpoint-dir {r}, or give another --checkpoint-dir",
             held.text()
         ),
         Some(usable) => {
-            let how = if usable > *at { "past" } else { "as far as" };
+            let how = if usable > at { "past" } else { "as far as" };
             let damaged = if usable < held.newest {
                 format!(" (the newest, at {}, is damaged)", held.newest)
             } else {
                 String::new()
             };
+            // `at` is before the end, so a restart from `usable` is
+            // refused only where it is past `at`.
+            let (end, resume) = if usable < iters {
+                (String::new(), format!("resume from them with --restart {d}, or "))
+            } else {
+                (finished(usable, iters), String::new())
+            };
             format!(
-                "{d} holds this run's checkpoints up to iteration {usable}{damaged}, {how} {r}'s at {at} that it resumes from: resume from them with --restart {d}, or add --checkpoint-overwrite to go on from {r} and replace them, or give another --checkpoint-dir"
+                "{d} holds this run's checkpoints up to iteration {usable}{damaged}, {how} {r}'s at {at} that it resumes from{end}: {resume}add --checkpoint-overwrite to go on from {r} and replace them, or give another --checkpoint-dir"
             )
         }
     }
