@@ -764,17 +764,23 @@ fn a_resume_into_a_directory_of_its_own_older_checkpoints_says_so() {
     assert!(!dir.path().join("b/ckpt-000000000030").exists());
 }
 
+/// One run's checkpoints in X (20 and 30) and then in Y (60 and 70),
+/// resumed from X's 30, in a temporary directory: it, X and Y.
+fn x_then_y() -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let [x, y] = ["x", "y"].map(|d| dir.path().join(d).display().to_string());
+    written_then_resumed(&x, "40", &y, "80");
+    (dir, x, y)
+}
+
 /// A directory in the way whose usable checkpoint is at or past the run's
 /// end is said to be finished there, and `--restart` of it, which would be
 /// refused, is not among the ways on (it was, for this run's own and for an
 /// earlier run's); the ways it names work.
 #[test]
 fn a_directory_finished_up_to_the_runs_end_is_not_offered_to_resume() {
-    let dir = tempfile::tempdir().unwrap();
-    let [x, y] = ["x", "y"].map(|d| dir.path().join(d).display().to_string());
+    let (dir, x, y) = x_then_y();
     let run = EVERY_10;
-    // X: 20 and 30, then Y: 60 and 70, resumed from X's 30.
-    written_then_resumed(&x, "40", &y, "80");
     let x_into_y = |iters| {
         [
             &run[..],
@@ -838,62 +844,31 @@ fn block_that_blocks(dir: &Path, iter: u64) {
 /// deleted): a block no read of which ends is no hindrance.
 #[test]
 fn an_overwrite_reads_no_block_of_what_it_replaces() {
-    let dir = tempfile::tempdir().unwrap();
-    let [x, y] = ["x", "y"].map(|d| dir.path().join(d).display().to_string());
+    let (dir, x, y) = x_then_y();
     let run = EVERY_10;
-    // X: 20 and 30, then Y: 60 and 70, resumed from X's 30.
-    written_then_resumed(&x, "40", &y, "80");
     block_that_blocks(Path::new(&y), 70);
-    let bounded = |args: &[&str]| {
+    // Replaces Y's checkpoints, as `whose`, for a run of `args`.
+    let replaces = |args: &[&str], whose: &str| {
+        let overwrite = ["--checkpoint-dir", &y, "--checkpoint-overwrite"];
         let child = Command::new(env!("CARGO_BIN_EXE_epsilod"))
-            .args(args)
+            .args([&run[..], args, &overwrite].concat())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        common::wait_bounded(child, Duration::from_secs(60), "an overwrite")
+        let o = common::wait_bounded(child, Duration::from_secs(60), "an overwrite");
+        common::succeeded(&o, whose);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!("warning: replacing {whose} in {y} (--checkpoint-overwrite)\n")
+        );
     };
-    let o = bounded(
-        &[
-            &run[..],
-            &[
-                "--iters",
-                "50",
-                "--restart",
-                &x,
-                "--checkpoint-dir",
-                &y,
-                "--checkpoint-overwrite",
-            ],
-        ]
-        .concat(),
-    );
-    common::succeeded(&o, "a resume into Y");
-    assert_eq!(
-        String::from_utf8_lossy(&o.stderr),
-        format!("warning: replacing this run's own checkpoints in {y} (--checkpoint-overwrite)\n")
+    replaces(
+        &["--iters", "50", "--restart", &x],
+        "this run's own checkpoints",
     );
     block_that_blocks(Path::new(&y), 40);
-    let o = bounded(
-        &[
-            &run[..],
-            &[
-                "--iters",
-                "30",
-                "--checkpoint-dir",
-                &y,
-                "--checkpoint-overwrite",
-            ],
-        ]
-        .concat(),
-    );
-    common::succeeded(&o, "a fresh run into Y");
-    assert_eq!(
-        String::from_utf8_lossy(&o.stderr),
-        format!(
-            "warning: replacing the checkpoints of an earlier run in {y} (--checkpoint-overwrite)\n"
-        )
-    );
+    replaces(&["--iters", "30"], "the checkpoints of an earlier run");
     assert_eq!(checkpoint_count(Path::new(&y)), 2);
     assert!(dir.path().join("y/ckpt-000000000020").is_dir());
 }

@@ -70,8 +70,8 @@ pub enum CheckpointError {
     Own {
         /// The checkpoint directory.
         dir: PathBuf,
-        /// What it holds.
-        held: Held,
+        /// What it holds (boxed: no larger an error than the others).
+        held: Box<Held>,
         /// The directory the run resumes from.
         restart: PathBuf,
         /// The iteration it resumes at.

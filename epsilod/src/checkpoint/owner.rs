@@ -126,7 +126,7 @@ impl InTheWay<'_> {
         match (held(&|m| &m.run == run), held(&|m| &m.run != run)) {
             (Some(held), None) => CheckpointError::Own {
                 dir,
-                held,
+                held: Box::new(held),
                 restart,
                 at,
                 iters,
