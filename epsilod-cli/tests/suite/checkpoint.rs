@@ -506,7 +506,7 @@ fn a_fresh_run_keeps_an_earlier_runs_progress() {
         &format!(
             "{ck} holds checkpoints of an earlier run of this problem, the newest at iteration 35, \
              past this run's end at 10 (the run there is finished up to --iters); give another \
-             --checkpoint-dir, or add --checkpoint-overwrite to start over and replace them"
+             --checkpoint-dir, or add --checkpoint-overwrite to start over and replace them\n"
         ),
     );
     assert!(dir.path().join("ck/ckpt-000000000035").is_dir());
@@ -794,7 +794,7 @@ fn a_directory_finished_up_to_the_runs_end_is_not_offered_to_resume() {
             "{y} holds this run's checkpoints up to iteration 70, past {x}'s at 30 that it \
              resumes from, past this run's end at 60 (the run there is finished up to --iters): \
              add --checkpoint-overwrite to go on from {x} and replace them, or give another \
-             --checkpoint-dir"
+             --checkpoint-dir\n"
         ),
     );
     fails_with(
@@ -803,7 +803,7 @@ fn a_directory_finished_up_to_the_runs_end_is_not_offered_to_resume() {
             "{y} holds this run's checkpoints up to iteration 70, past {x}'s at 30 that it \
              resumes from, as far as this run's end at 70 (the run there is finished up to \
              --iters): add --checkpoint-overwrite to go on from {x} and replace them, or give \
-             another --checkpoint-dir"
+             another --checkpoint-dir\n"
         ),
     );
     let fresh_into_y = [&run[..], &["--iters", "70", "--checkpoint-dir", &y]].concat();
@@ -813,7 +813,23 @@ fn a_directory_finished_up_to_the_runs_end_is_not_offered_to_resume() {
             "{y} holds checkpoints of an earlier run of this problem, the newest at iteration 70, \
              as far as this run's end at 70 (the run there is finished up to --iters); give \
              another --checkpoint-dir, or add --checkpoint-overwrite to start over and replace \
-             them"
+             them\n"
+        ),
+    );
+    // Another run's of this problem, 60 and 70.
+    let other = dir.path().join("other").display().to_string();
+    ok(&[&run[..], &["--iters", "80", "--checkpoint-dir", &other]].concat());
+    fails_with(
+        &[
+            &run[..],
+            &["--iters", "50", "--restart", &x, "--checkpoint-dir", &other],
+        ]
+        .concat(),
+        &format!(
+            "{other} holds checkpoints of another run of this problem, the newest at iteration \
+             70, past this run's end at 50 (the run there is finished up to --iters), and this \
+             run resumes from {x}: give another --checkpoint-dir, or add --checkpoint-overwrite \
+             to replace them\n"
         ),
     );
     // What it no longer offers is refused; what it offers goes on.
@@ -990,25 +1006,36 @@ fn a_directory_of_this_and_another_runs_checkpoints_says_both() {
         let f = f.unwrap();
         std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
     }
-    let a_into_b = [
-        &run[..],
-        &["--iters", "100", "--restart", &a, "--checkpoint-dir", &b],
-    ]
-    .concat();
+    let a_into_b = |iters| {
+        [
+            &run[..],
+            &["--iters", iters, "--restart", &a, "--checkpoint-dir", &b],
+        ]
+        .concat()
+    };
+    let both = format!(
+        "{b} holds checkpoints of this run, the newest at iteration 50, and of another run of \
+         this problem, the newest at iteration 70; this run resumes from {a}'s at 30: give \
+         another --checkpoint-dir, or write on into {a} with --checkpoint-dir {a}, or add \
+         --checkpoint-overwrite to replace them all"
+    );
     fails_with(
-        &a_into_b,
+        &a_into_b("100"),
+        &format!("{both}, or go on from the other run's at 70 with --restart {b}\n"),
+    );
+    // Where a restart from B would take one at or past the run's end, it
+    // is not a way on.
+    fails_with(
+        &a_into_b("60"),
         &format!(
-            "{b} holds checkpoints of this run, the newest at iteration 50, and of another run \
-             of this problem, the newest at iteration 70; this run resumes from {a}'s at 30: give \
-             another --checkpoint-dir, or write on into {a} with --checkpoint-dir {a}, or add \
-             --checkpoint-overwrite to replace them all, or go on from the other run's at 70 \
-             with --restart {b}"
+            "{both}; the other run's at 70, which a restart from {b} would take, is past this \
+             run's end at 60 (the run there is finished up to --iters)\n"
         ),
     );
     // Where this run's are the newer, going on from them is the way named.
     damage_block(Path::new(&b), 70);
     fails_with(
-        &a_into_b,
+        &a_into_b("100"),
         &format!(
             "{b} holds checkpoints of this run, the newest at iteration 50, and of another run \
              of this problem, all damaged, the newest at iteration 70; this run resumes from \
@@ -1017,7 +1044,7 @@ fn a_directory_of_this_and_another_runs_checkpoints_says_both() {
              from this run's at 50 with --restart {b}"
         ),
     );
-    let o = epsilod(&[&a_into_b[..], &["--checkpoint-overwrite"]].concat());
+    let o = epsilod(&[&a_into_b("100")[..], &["--checkpoint-overwrite"]].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),

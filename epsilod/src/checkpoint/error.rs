@@ -82,7 +82,7 @@ pub enum CheckpointError {
     },
     /// A run resumed from `restart` would write its checkpoints into
     /// `dir`, which holds another run's of the same problem.
-    #[error("{dir} holds checkpoints of another run of this problem, {}, and this run resumes from {restart}: give another --checkpoint-dir, or add --checkpoint-overwrite to replace them{}", .held.text(), beside_restart(.dir, .held))]
+    #[error("{}", beside_line(.dir, .held, .restart, *.iters))]
     Beside {
         /// The checkpoint directory.
         dir: PathBuf,
@@ -90,11 +90,14 @@ pub enum CheckpointError {
         held: Held,
         /// The directory the run resumes from.
         restart: PathBuf,
+        /// The run's iterations: a restart from a checkpoint at or past
+        /// them is refused.
+        iters: u64,
     },
     /// A run resumed from `restart` (at iteration `at`) would write its
     /// checkpoints into `dir`, which holds both checkpoints of this run and
     /// another run's of the same problem.
-    #[error("{}", mixed_line(.dir, .held, .restart, .at))]
+    #[error("{}", mixed_line(.dir, .held, .restart, *.at, *.iters))]
     Mixed {
         /// The checkpoint directory.
         dir: PathBuf,
@@ -104,6 +107,9 @@ pub enum CheckpointError {
         restart: PathBuf,
         /// The iteration it resumes at.
         at: u64,
+        /// The run's iterations: a restart from a checkpoint at or past
+        /// them is refused.
+        iters: u64,
     },
     /// The directory holds no complete checkpoint.
     #[error("no checkpoint in {0}: it has no ckpt-* directory with a manifest (run with --checkpoint-every N --checkpoint-dir D first)")]
@@ -196,7 +202,7 @@ impl CheckpointError {
 fn earlier_ways(dir: &Path, held: &Held, iters: u64) -> String {
     let resume = match held.usable {
         Some(u) if u < iters => format!("; resume it with --restart {}, or ", dir.display()),
-        Some(u) => format!("{}; ", finished(u, iters)),
+        Some(u) => format!(", {}; ", finished(u, iters)),
         None => "; ".into(),
     };
     format!("{resume}give another --checkpoint-dir, or add --checkpoint-overwrite to start over and replace them")
@@ -206,19 +212,27 @@ fn earlier_ways(dir: &Path, held: &Held, iters: u64) -> String {
 /// end at `iters`, would be refused: there is nothing left to compute.
 fn finished(usable: u64, iters: u64) -> String {
     let how = if usable > iters { "past" } else { "as far as" };
-    format!(", {how} this run's end at {iters} (the run there is finished up to --iters)")
+    format!("{how} this run's end at {iters} (the run there is finished up to --iters)")
 }
 
-/// [`CheckpointError::Beside`]'s last way on, where `dir` has a checkpoint
-/// to go on from.
-fn beside_restart(dir: &Path, held: &Held) -> String {
-    match held.usable {
-        Some(_) => format!(
-            " (or go on with that run instead: --restart {})",
-            dir.display()
+/// [`CheckpointError::Beside`]'s line: going on with the other run is a
+/// way on only where `dir` has a checkpoint to go on from before the run's
+/// end at `iters`.
+fn beside_line(dir: &Path, held: &Held, restart: &Path, iters: u64) -> String {
+    let d = dir.display();
+    let (end, instead) = match held.usable {
+        Some(u) if u < iters => (
+            String::new(),
+            format!(" (or go on with that run instead: --restart {d})"),
         ),
-        None => String::new(),
-    }
+        Some(u) => (format!(", {}", finished(u, iters)), String::new()),
+        None => (String::new(), String::new()),
+    };
+    format!(
+        "{d} holds checkpoints of another run of this problem, {}{end}, and this run resumes from {}: give another --checkpoint-dir, or add --checkpoint-overwrite to replace them{instead}",
+        held.text(),
+        restart.display()
+    )
 }
 
 /// [`CheckpointError::Own`]'s line: the ways on depend on whether what a
@@ -247,7 +261,7 @@ fn own_line(dir: &Path, held: &Held, restart: &Path, at: u64, iters: u64) -> Str
             let (end, resume) = if usable < iters {
                 (String::new(), format!("resume from them with --restart {d}, or "))
             } else {
-                (finished(usable, iters), String::new())
+                (format!(", {}", finished(usable, iters)), String::new())
             };
             format!(
                 "{d} holds this run's checkpoints up to iteration {usable}{damaged}, {how} {r}'s at {at} that it resumes from{end}: {resume}add --checkpoint-overwrite to go on from {r} and replace them, or give another --checkpoint-dir"
@@ -259,18 +273,24 @@ fn own_line(dir: &Path, held: &Held, restart: &Path, at: u64, iters: u64) -> Str
 /// [`CheckpointError::Mixed`]'s line: both runs' checkpoints, and a restart
 /// from `dir` among the ways on where it would take one that does not go
 /// back behind the run's progress (the other run's, or this run's as far
-/// as `restart`'s or past).
-fn mixed_line(dir: &Path, held: &HeldByBoth, restart: &Path, at: &u64) -> String {
+/// as `restart`'s or past), and before the run's end at `iters`.
+fn mixed_line(dir: &Path, held: &HeldByBoth, restart: &Path, at: u64, iters: u64) -> String {
     let (d, r) = (dir.display(), restart.display());
     let HeldByBoth { own, other } = held;
     let taken = match (own.usable, other.usable) {
         (Some(o), Some(t)) if t > o => Some(("the other run's", t)),
-        (Some(o), _) => Some(("this run's", o)).filter(|_| o >= *at),
+        (Some(o), _) => Some(("this run's", o)).filter(|_| o >= at),
         (None, Some(t)) => Some(("the other run's", t)),
         (None, None) => None,
     };
     let restart_here = match taken {
-        Some((whose, i)) => format!(", or go on from {whose} at {i} with --restart {d}"),
+        Some((whose, i)) if i < iters => {
+            format!(", or go on from {whose} at {i} with --restart {d}")
+        }
+        Some((whose, i)) => format!(
+            "; {whose} at {i}, which a restart from {d} would take, is {}",
+            finished(i, iters)
+        ),
         None => String::new(),
     };
     format!(

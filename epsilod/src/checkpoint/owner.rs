@@ -131,12 +131,18 @@ impl InTheWay<'_> {
                 at,
                 iters,
             },
-            (None, Some(held)) => CheckpointError::Beside { dir, held, restart },
+            (None, Some(held)) => CheckpointError::Beside {
+                dir,
+                held,
+                restart,
+                iters,
+            },
             (Some(own), Some(other)) => CheckpointError::Mixed {
                 dir,
                 held: Box::new(HeldByBoth { own, other }),
                 restart,
                 at,
+                iters,
             },
             (None, None) => unreachable!("found holds one"),
         }
