@@ -889,6 +889,40 @@ fn an_overwrite_reads_no_block_of_what_it_replaces() {
     assert!(dir.path().join("y/ckpt-000000000020").is_dir());
 }
 
+/// A restart reads a block that is not a regular file as damaged (a
+/// checkpoint writes none other) and takes the checkpoint before it: it
+/// opened the FIFO and waited for a writer for ever.
+#[test]
+fn a_restart_skips_a_block_that_is_not_a_file() {
+    let (dir, x, _y) = x_then_y();
+    block_that_blocks(Path::new(&x), 30);
+    let z = dir.path().join("z").display().to_string();
+    let child = Command::new(env!("CARGO_BIN_EXE_epsilod"))
+        .args(
+            [
+                &EVERY_10[..],
+                &["--iters", "40", "--restart", &x, "--checkpoint-dir", &z],
+            ]
+            .concat(),
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = common::wait_bounded(child, Duration::from_secs(60), "a restart");
+    common::succeeded(&o, "a restart past a FIFO block");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let block = format!("{x}/ckpt-000000000030/block-0.bin");
+    assert!(
+        err.contains(&format!(
+            "checkpoint path {block}: not a regular file, as every file of a checkpoint is"
+        )),
+        "{err}"
+    );
+    // It went on from iteration 20 and checkpointed from there.
+    assert!(dir.path().join("z/ckpt-000000000030").is_dir());
+}
+
 /// Flips a byte of block 0 of the checkpoint after `iter` iterations in
 /// `dir`: its manifest stays whole, its blocks fail their checksum.
 fn damage_block(dir: &Path, iter: u64) {

@@ -187,6 +187,7 @@ impl Origin<'_> {
 /// the one its directory's name gives (where that is a `ckpt-N` name).
 pub(crate) fn manifest(path: &Path) -> Result<Manifest, CheckpointError> {
     let mpath = path.join(MANIFEST);
+    regular(&mpath)?;
     let text = read_bytes_within(&mpath, MANIFEST_LIMIT).map_err(io(&mpath))?;
     let bad = |why: String| CheckpointError::Manifest {
         path: mpath.clone(),
@@ -438,18 +439,33 @@ impl Restart {
     }
 }
 
+/// Refuses, before opening it, a checkpoint file that is not a regular
+/// file (a checkpoint writes no other kind): opening a FIFO that no one
+/// writes would wait for ever, and a device is no checkpoint's. A missing
+/// file is left to the open, which names it.
+fn regular(path: &Path) -> Result<(), CheckpointError> {
+    match fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(io(path)(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a regular file, as every file of a checkpoint is",
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Block file `path`, which its manifest says holds `bytes` bytes, read no
-/// further than that: one replaced by a huge or endless file is refused
-/// by its length, not read into memory.
+/// further than that: one replaced by a huge file is refused by its
+/// length, not read into memory, and one that is not a file at all (a
+/// device, a pipe) before it is opened.
 fn read_block(path: &Path, bytes: u64) -> Result<Vec<u8>, CheckpointError> {
     let length = |found| CheckpointError::Length {
         path: path.to_path_buf(),
         found,
         expected: bytes,
     };
+    regular(path)?;
     let data = read_bytes_within(path, bytes).map_err(|e| match fs::metadata(path) {
-        // A regular file says its length; a device or a pipe only that it
-        // went on past the bound.
+        // A regular file says its length (it may have grown since).
         Ok(m) if e.kind() == std::io::ErrorKind::InvalidData && m.is_file() => length(m.len()),
         _ => io(path)(e),
     })?;
