@@ -72,8 +72,10 @@ pub fn all_cores() -> usize {
 /// How a virtual process waits for messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WaitPolicy {
-    /// Poll briefly, then block: every thread of this process has a core,
-    /// so polling takes nothing from anyone and saves a wake-up.
+    /// Poll up to [`hitmap::SPIN`], spinning on the core, then block: every
+    /// thread of this process has a core, so the spin takes none from a
+    /// thread of ours and saves a wake-up. It does not yield, which would
+    /// hand the core to other processes' work for a whole scheduler slice.
     PollThenBlock,
     /// Block at once: threads outnumber cores, and a poller would take the
     /// core of the thread whose message it waits for.

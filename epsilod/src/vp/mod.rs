@@ -125,8 +125,8 @@ impl<'a, T: Cell> Vp<'a, T> {
     /// period never pays the wake-up of a blocked thread, which shows
     /// beside a GPU's short iterations. Where that device's
     /// own pool made the threads outnumber the cores, the pool is idle now
-    /// and the poll takes no core from anyone; elsewhere it yields the core
-    /// at every poll after the first 50 us.
+    /// and the poll (a spin of [`hitmap::SPIN`], then a block) takes no
+    /// core from anyone.
     fn wait_by_rows(&mut self) {
         let idle = self.geometry.block.is_empty();
         self.transport.set_spin(idle_spin(self.spin, idle));

@@ -111,21 +111,42 @@ const POLL: Duration = Duration::from_millis(20);
 /// How long a waiting endpoint polls by default before it blocks: long
 /// enough to cover the wait of a device for one slower by a kernel's worth
 /// of a millisecond, so that the wake-up of a blocked thread stays off the
-/// path of an iteration (measured: 2d4 1026x1026 on one-thread devices
-/// weighted 3:1, 140 us an iteration blocking after 50 us, 131 us with
-/// this).
+/// path of an iteration. The poll spins without giving up the core (see
+/// [`Phase`]), so it is meant for processes each of whose threads has a
+/// core of its own; callers that know their threads outnumber the cores
+/// block at once (zero).
 pub const SPIN: Duration = Duration::from_millis(1);
 
-/// The first part of [`SPIN`], polled without yielding the core.
-const HOT_SPIN: Duration = Duration::from_micros(50);
+/// What a receive that has waited so long does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Poll again at once, keeping the core: a yield would hand it to any
+    /// runnable thread of another process (a build at low priority
+    /// included) for a whole scheduler slice, milliseconds, however
+    /// short the wait.
+    Spin,
+    /// Block until a message arrives: past the poll window a thread of
+    /// this process that lost its core to this one gets it back.
+    Block,
+}
+
+/// The phase of a wait after `waited`, for an endpoint that polls `spin`.
+fn phase(waited: Duration, spin: Duration) -> Phase {
+    if waited < spin {
+        Phase::Spin
+    } else {
+        Phase::Block
+    }
+}
 
 impl<T: Send> InProcess<T> {
     /// Sets how long a receive polls for its message before the thread
-    /// blocks (default [`SPIN`]); zero blocks at once. Polling saves the
-    /// wake-up of a blocked thread when messages arrive within microseconds,
-    /// but only while the poller has a core of its own: where threads
-    /// outnumber cores, it takes the core from the thread it waits for.
-    /// What arrives, and in which order, does not depend on it.
+    /// blocks (default [`SPIN`]); zero blocks at once. Polling spins on the
+    /// core: it saves the wake-up of a blocked thread when messages arrive
+    /// within the window, but only while the poller has a core of its own;
+    /// where threads outnumber cores, it takes the core from the thread it
+    /// waits for until the window ends. What arrives, and in which order,
+    /// does not depend on it.
     pub fn set_spin(&mut self, spin: Duration) {
         self.spin = spin;
     }
@@ -178,13 +199,8 @@ impl<T: Send> InProcess<T> {
             }
             // Poll before blocking: waking a blocked thread costs its sender
             // a system call and the sleeping core's wake-up, every iteration
-            // a faster device waits for a slower one. The first microseconds
-            // spin hot, where a neighbour's halo usually arrives; then each
-            // poll yields, so a thread this one waits for that lost its
-            // core (more busy threads than cores, which the caller cannot
-            // always know) gets it back at once.
-            let waited = spun.elapsed();
-            if waited < self.spin {
+            // a faster device waits for a slower one.
+            if phase(spun.elapsed(), self.spin) == Phase::Spin {
                 match self.rx.try_recv() {
                     Ok(m) => {
                         match accept(m) {
@@ -193,8 +209,7 @@ impl<T: Send> InProcess<T> {
                         }
                         spun = Instant::now();
                     }
-                    Err(_) if waited < HOT_SPIN => std::hint::spin_loop(),
-                    Err(_) => std::thread::yield_now(),
+                    Err(_) => std::hint::spin_loop(),
                 }
                 continue;
             }
@@ -388,8 +403,8 @@ mod tests {
     }
 
     /// The suite with more processes than a CI machine has cores: waits
-    /// pass from the hot spin to yielding polls while the threads they wait
-    /// for take turns on the cores.
+    /// pass from the spin to blocking while the threads they wait for take
+    /// turns on the cores.
     mod u32_cells_crowded {
         use super::*;
         crate::transport_conformance!(u32, InProcess<u32>, |c| run_in_process(8, c));
@@ -426,8 +441,23 @@ mod tests {
         assert!(b.cells.is_empty() && b.floats.is_empty());
     }
 
-    /// Messages that arrive during each part of a wait (the hot spin, the
-    /// yielding polls, after the thread blocked) are received, in order.
+    /// A wait spins for the whole poll window and blocks after it, never
+    /// in between; one that does not poll blocks at once.
+    #[test]
+    fn a_wait_spins_through_the_window_then_blocks() {
+        let us = Duration::from_micros;
+        for waited in [0, 1, 50, 51, 500, 999].map(us) {
+            assert_eq!(phase(waited, SPIN), Phase::Spin, "{waited:?}");
+        }
+        for waited in [1_000, 1_001, 20_000].map(us) {
+            assert_eq!(phase(waited, SPIN), Phase::Block, "{waited:?}");
+        }
+        assert_eq!(phase(Duration::ZERO, Duration::ZERO), Phase::Block);
+        assert_eq!(phase(us(1_500), SPIN * 2), Phase::Spin);
+    }
+
+    /// Messages that arrive during each part of a wait (the spin, after
+    /// the thread blocked) are received, in order.
     #[test]
     fn every_phase_of_a_wait_receives() {
         let delays = [0, 10, 300, 3_000, 30_000].map(Duration::from_micros);
