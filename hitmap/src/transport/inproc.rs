@@ -111,10 +111,11 @@ const POLL: Duration = Duration::from_millis(20);
 /// How long a waiting endpoint polls by default before it blocks: long
 /// enough to cover the wait of a device for one slower by a kernel's worth
 /// of a millisecond, so that the wake-up of a blocked thread stays off the
-/// path of an iteration. The poll spins without giving up the core (see
-/// [`Phase`]), so it is meant for processes each of whose threads has a
-/// core of its own; callers that know their threads outnumber the cores
-/// block at once (zero).
+/// path of an iteration. The poll spins without giving up the core (a
+/// yield would hand it to other programs for a whole scheduler slice), so
+/// it is meant for processes each of whose threads has a core of its own;
+/// callers that know their threads outnumber the cores block at once
+/// (zero).
 pub const SPIN: Duration = Duration::from_millis(1);
 
 /// What a receive that has waited so long does next.
