@@ -5,11 +5,31 @@
 //! stencil can reach). Throughput is cell updates: interior cells x K.
 
 use benches::copy;
-use controllers::{Controller, CpuController, FusedSteps};
+use controllers::{BufferId, Controller, CpuController, FusedSteps, KernelId};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hitmap::Shape;
 use kernels::{library_kernel, KernelChoice, Library};
 use std::sync::Arc;
+
+/// `lib` loaded on `dev`, and two buffers over `all` holding `src`.
+fn setup(
+    dev: &mut CpuController<f32>,
+    lib: Library,
+    all: &Shape,
+    src: &[f32],
+) -> (KernelId, BufferId, BufferId) {
+    let k = dev
+        .load(Arc::from(library_kernel::<f32>(
+            lib,
+            KernelChoice::Specialized,
+        )))
+        .unwrap();
+    let a = dev.alloc(all, all).unwrap();
+    let b = dev.alloc(all, all).unwrap();
+    dev.write(a, all, src).unwrap();
+    dev.write(b, all, src).unwrap();
+    (k, a, b)
+}
 
 fn fused(c: &mut Criterion, group: &str, lib: Library, sizes: &[usize], depths: &[usize]) {
     let cells: usize = sizes.iter().product();
@@ -26,16 +46,7 @@ fn fused(c: &mut Criterion, group: &str, lib: Library, sizes: &[usize], depths: 
     });
     drop(dst);
     let mut dev = CpuController::<f32>::new(rayon::current_num_threads()).unwrap();
-    let k = dev
-        .load(Arc::from(library_kernel::<f32>(
-            lib,
-            KernelChoice::Specialized,
-        )))
-        .unwrap();
-    let a = dev.alloc(&all, &all).unwrap();
-    let b = dev.alloc(&all, &all).unwrap();
-    dev.write(a, &all, &src).unwrap();
-    dev.write(b, &all, &src).unwrap();
+    let (k, a, b) = setup(&mut dev, lib, &all, &src);
     drop(src);
     for &depth in depths {
         g.throughput(Throughput::Elements((interior.card() * depth) as u64));
@@ -56,10 +67,42 @@ fn fused(c: &mut Criterion, group: &str, lib: Library, sizes: &[usize], depths: 
     g.finish();
 }
 
+/// 4 fused steps of 2d4 cut into bands of columns of several widths
+/// (`band_cols`; 0 for whole rows), each with windows of the whole L2 and
+/// of a quarter of it: the measurements behind the default band and
+/// window sizes.
+fn bands(c: &mut Criterion, n: usize) {
+    let all = Shape::from_sizes(&[n, n]);
+    let interior = all.shrink(&[1, 1], &[1, 1]);
+    let mut g = c.benchmark_group(format!("2d4-{n}^2-bands"));
+    g.sample_size(10);
+    g.throughput(Throughput::Elements((interior.card() * 4) as u64));
+    let src: Vec<f32> = (0..n * n).map(|i| (i % 97) as f32).collect();
+    let steps = vec![interior; 4];
+    let l2 = controllers::cpu::l2_cache_bytes();
+    for band in [0, 512, 1024, 2048] {
+        for (share, window) in [(1, l2), (4, l2 / 4)] {
+            // Launches in bands keep a quarter of `window_bytes` in windows.
+            let bytes = if band == 0 { window } else { 4 * window };
+            let mut dev = CpuController::<f32>::new(rayon::current_num_threads())
+                .unwrap()
+                .band_cols(band)
+                .window_bytes(bytes);
+            let (k, a, b) = setup(&mut dev, Library::S2d4, &all, &src);
+            g.bench_function(format!("band {band}, windows L2/{share}"), |bench| {
+                bench.iter(|| dev.launch_steps(k, a, b, &steps).unwrap())
+            });
+        }
+    }
+    g.finish();
+}
+
 fn benches(c: &mut Criterion) {
     fused(c, "2d4-4098^2", Library::S2d4, &[4098, 4098], &[2, 4, 8]);
     fused(c, "2d4-16386^2", Library::S2d4, &[16386, 16386], &[4]);
     fused(c, "3d27-258^3", Library::S3d27, &[258, 258, 258], &[4]);
+    bands(c, 4098);
+    bands(c, 8194);
 }
 
 criterion_group!(temporal_benches, benches);

@@ -14,6 +14,11 @@
 //! compute the planes their cones share twice, which is what lets them run
 //! independently. Every cell is computed by the same kernel from the same
 //! neighbour values as in a step-by-step run, so the bits are the same.
+//!
+//! On 2-d grids a task may also cut its columns into bands and run the
+//! wavefront band by band, each step's columns a cone too: a band's rows are
+//! short enough that the rows a row of the kernel reads stay in the
+//! first-level cache, and more of them fit the windows.
 
 use kernels::{Cell, Frame, Kernel};
 use smallvec::SmallVec;
@@ -31,6 +36,20 @@ pub(super) struct Fused<'a, T> {
     pub reach: (usize, usize),
     /// Planes each step advances per wave: the windows hold a few more.
     pub wave: usize,
+    /// Columns of the last region a band of a 2-d launch spans (the last
+    /// band may be narrower); 0 for whole rows.
+    pub band: usize,
+    /// Columns the kernel reads left and right of a cell (2-d).
+    pub cross: (usize, usize),
+}
+
+/// What each step of a task computes in one band: its planes (the task's
+/// cone) and columns, and for each step but the last the columns the next
+/// step reads (all of a row without bands).
+struct Cut<'c> {
+    planes: &'c [Range<usize>],
+    cols: Ranges,
+    span: Ranges,
 }
 
 /// One range per step (or per dimension), inline: a launch on a small
@@ -83,10 +102,48 @@ impl<T: Cell> Fused<'_, T> {
     /// kept between launches.
     pub fn run(&self, planes: Range<usize>, out: &mut [T], windows: &mut Vec<Vec<T>>) {
         let s = self.steps.len();
+        let dims = self.frame.dims();
+        let last = dims.len() - 1;
+        let cols = self.steps[s - 1][last].clone();
+        let cones: Ranges = (0..s).map(|j| self.cone(j, &planes)).collect();
+        if dims.len() != 2 || self.band == 0 || cols.len() <= self.band {
+            let cut = Cut {
+                planes: &cones,
+                cols: self.steps.iter().map(|r| r[last].clone()).collect(),
+                span: (0..s - 1).map(|_| 0..dims[last]).collect(),
+            };
+            return self.sweep(planes, out, windows, &cut);
+        }
+        let (cl, ch) = self.cross;
+        let mut start = cols.start;
+        while start < cols.end {
+            let end = (start + self.band).min(cols.end);
+            let band: Ranges = (0..s)
+                .map(|j| {
+                    let (n, region) = (s - 1 - j, &self.steps[j][1]);
+                    start.saturating_sub(n * cl).max(region.start)..(end + n * ch).min(region.end)
+                })
+                .collect();
+            let span = (0..s - 1)
+                .map(|j| band[j + 1].start.saturating_sub(cl)..(band[j + 1].end + ch).min(dims[1]))
+                .collect();
+            let cut = Cut {
+                planes: &cones,
+                cols: band,
+                span,
+            };
+            self.sweep(planes.clone(), out, windows, &cut);
+            start = end;
+        }
+    }
+
+    /// [`Fused::run`] over the columns of one cut.
+    fn sweep(&self, planes: Range<usize>, out: &mut [T], windows: &mut Vec<Vec<T>>, cut: &Cut) {
+        let s = self.steps.len();
         let (rl, rh) = self.reach;
         let plane = self.plane();
         let depth = self.frame.dims()[0];
-        let cones: Ranges = (0..s).map(|j| self.cone(j, &planes)).collect();
+        let cones = cut.planes;
         // Planes of step j that step j + 1 reads.
         let reads: Ranges = (0..s - 1)
             .map(|j| cones[j + 1].start.saturating_sub(rl)..(cones[j + 1].end + rh).min(depth))
@@ -118,15 +175,15 @@ impl<T: Cell> Fused<'_, T> {
             for j in 0..s - 1 {
                 let target = front.saturating_sub(j * rh).min(reads[j].end);
                 if target > win[j].next {
-                    let keep = self.still_read(j + 1, &win, &cones, done);
-                    self.produce(j, target, keep, &cones[j], &mut win, &mut region);
+                    let keep = self.still_read(j + 1, &win, cones, done);
+                    self.produce(j, target, keep, cut, &mut win, &mut region);
                 }
             }
             let target = front.saturating_sub((s - 1) * rh).min(planes.end);
             if target > done {
                 let w = &win[s - 2];
                 let slab = &mut out[(done - planes.start) * plane..(target - planes.start) * plane];
-                self.compute(s - 1, done..target, w, slab, &mut region);
+                self.compute(s - 1, done..target, &cut.cols[s - 1], w, slab, &mut region);
                 done = target;
             }
         }
@@ -157,17 +214,28 @@ impl<T: Cell> Fused<'_, T> {
         j: usize,
         target: usize,
         keep: Option<usize>,
-        cone: &Range<usize>,
+        cut: &Cut,
         win: &mut [Window<T>],
         region: &mut [Range<usize>],
     ) {
         let plane = self.plane();
+        let (cone, span) = (&cut.planes[j], &cut.span[j]);
+        let whole = self.frame.ndims() != 2 || span.len() == plane;
         let w = &mut win[j];
         // Make room: drop the planes the next step no longer reads.
         if target - w.base > w.data.len() / plane {
             let from = keep.unwrap_or(w.next).clamp(w.base, w.next);
-            w.data
-                .copy_within((from - w.base) * plane..(w.next - w.base) * plane, 0);
+            if whole {
+                w.data
+                    .copy_within((from - w.base) * plane..(w.next - w.base) * plane, 0);
+            } else {
+                // A band's columns only: the rest of each row is not read.
+                for (to, p) in (from..w.next).enumerate() {
+                    let at = (p - w.base) * plane;
+                    w.data
+                        .copy_within(at + span.start..at + span.end, to * plane + span.start);
+                }
+            }
             w.base = from;
             if target - w.base > w.data.len() / plane {
                 w.data.resize((target - w.base) * plane, T::zeroed());
@@ -177,9 +245,18 @@ impl<T: Cell> Fused<'_, T> {
         let start = w.next;
         let inside = start.max(cone.start).min(target)..target.min(cone.end).max(start);
         let copy = |w: &mut Window<T>, r: Range<usize>| {
-            if !r.is_empty() {
+            if r.is_empty() {
+                return;
+            }
+            if whole {
                 w.data[(r.start - w.base) * plane..(r.end - w.base) * plane]
                     .copy_from_slice(&self.src[r.start * plane..r.end * plane]);
+            } else {
+                for p in r {
+                    let (at, row) = ((p - w.base) * plane, p * plane);
+                    w.data[at + span.start..at + span.end]
+                        .copy_from_slice(&self.src[row + span.start..row + span.end]);
+                }
             }
         };
         copy(&mut win[j], start..inside.start);
@@ -187,43 +264,60 @@ impl<T: Cell> Fused<'_, T> {
             let (before, after) = win.split_at_mut(j);
             let w = &mut after[0];
             let slab = &mut w.data[(inside.start - w.base) * plane..(inside.end - w.base) * plane];
+            let cols = &cut.cols[j];
             if j == 0 {
-                self.compute_from_src(inside.clone(), slab, region);
+                self.compute_from_src(inside.clone(), cols, slab, region);
             } else {
-                self.compute(j, inside.clone(), &before[j - 1], slab, region);
+                self.compute(j, inside.clone(), cols, &before[j - 1], slab, region);
             }
-            self.copy_outside(j, inside.clone(), w);
+            self.copy_outside(j, inside.clone(), span, w);
         }
         let tail = inside.end.max(start)..target;
         copy(&mut win[j], tail);
         win[j].next = target;
     }
 
-    /// Step 0 over `planes`, reading the source; `region` is scratch.
-    fn compute_from_src(&self, planes: Range<usize>, slab: &mut [T], region: &mut [Range<usize>]) {
+    /// Step 0 over `planes` (and `cols` of the last dimension), reading the
+    /// source; `region` is scratch.
+    fn compute_from_src(
+        &self,
+        planes: Range<usize>,
+        cols: &Range<usize>,
+        slab: &mut [T],
+        region: &mut [Range<usize>],
+    ) {
         region.clone_from_slice(&self.steps[0]);
         region[0] = planes;
+        if region.len() == 2 {
+            region[1] = cols.clone();
+        }
         self.kernel.apply(self.src, slab, self.frame, region);
     }
 
-    /// Step `j` (after the first) over `planes`, reading the window of the
-    /// step before; `region` is scratch.
+    /// Step `j` (after the first) over `planes` (and `cols` of the last
+    /// dimension), reading the window of the step before; `region` is
+    /// scratch.
     fn compute(
         &self,
         j: usize,
         planes: Range<usize>,
+        cols: &Range<usize>,
         input: &Window<T>,
         slab: &mut [T],
         region: &mut [Range<usize>],
     ) {
         region.clone_from_slice(&self.steps[j]);
         region[0] = planes.start - input.base..planes.end - input.base;
+        if region.len() == 2 {
+            region[1] = cols.clone();
+        }
         self.kernel.apply(&input.data, slab, &input.frame, region);
     }
 
     /// The cells of `planes` outside step `j`'s region in the other
-    /// dimensions (boundary cells the next step reads) from the source.
-    fn copy_outside(&self, j: usize, planes: Range<usize>, w: &mut Window<T>) {
+    /// dimensions (boundary cells the next step reads) from the source; on
+    /// 2-d grids only those of `span`, the columns the next step reads.
+    fn copy_outside(&self, j: usize, planes: Range<usize>, span: &Range<usize>, w: &mut Window<T>) {
         let dims = self.frame.dims();
         let nd = dims.len();
         if nd < 2 {
@@ -237,7 +331,9 @@ impl<T: Cell> Fused<'_, T> {
             // A plane is one row: the cells before and after the region.
             for p in planes {
                 let (row, at) = (p * strides[0], (p - w.base) * strides[0]);
-                for r in [0..region[1].start, region[1].end..width] {
+                let before = span.start..region[1].start.max(span.start);
+                let after = region[1].end.min(span.end)..span.end;
+                for r in [before, after].into_iter().filter(|r| !r.is_empty()) {
                     copy_cells(
                         &mut w.data[at + r.start..at + r.end],
                         &self.src[row + r.start..row + r.end],

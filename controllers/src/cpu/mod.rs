@@ -109,23 +109,49 @@ fn window_budget() -> usize {
     l2_cache_bytes()
 }
 
+/// Bytes of a row of a band of a 2-d fused launch: a sixth of the core's
+/// first-level data cache, so that the rows a kernel row reads and writes
+/// stay in it, and the windows (a [`BANDED_WINDOW_SHARE`] of theirs) hold
+/// many rows. Narrower bands and whole rows ran slower (docs/benchmarks.md,
+/// "Fused launches against one-step launches and the copy").
+fn band_budget() -> usize {
+    l1d_cache_bytes() / 6
+}
+
+/// The part of [`window_budget`] the windows of a launch in bands take:
+/// the rest of the L2 is left to the source and destination rows streamed
+/// through it, which whole rows' longer waves did not leave room for.
+const BANDED_WINDOW_SHARE: usize = 4;
+
+/// One core's first-level data cache, as Linux reports it; 32 KiB where it
+/// does not say.
+fn l1d_cache_bytes() -> usize {
+    let dir = "/sys/devices/system/cpu/cpu0/cache/index0";
+    let data = std::fs::read_to_string(format!("{dir}/type")).is_ok_and(|t| t.trim() == "Data")
+        && std::fs::read_to_string(format!("{dir}/level")).is_ok_and(|l| l.trim() == "1");
+    data.then(|| cache_size(&format!("{dir}/size")))
+        .flatten()
+        .unwrap_or(32 << 10)
+}
+
+/// A cache's size from its `size` file in sysfs (`48K`, `2048K`, `300M`).
+fn cache_size(path: &str) -> Option<usize> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let text = text.trim();
+    let (num, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
+    let n: usize = num.parse().ok()?;
+    match unit {
+        "K" => Some(n << 10),
+        "M" => Some(n << 20),
+        _ => None,
+    }
+}
+
 /// One core's second-level cache, as Linux reports it; 1 MiB where it does
 /// not say. What a fused launch's windows are sized by, and what decides
 /// whether fusing saves memory traffic at all.
 pub fn l2_cache_bytes() -> usize {
-    let read = || -> Option<usize> {
-        let text =
-            std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index2/size").ok()?;
-        let text = text.trim();
-        let (num, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit())?);
-        let n: usize = num.parse().ok()?;
-        match unit {
-            "K" => Some(n << 10),
-            "M" => Some(n << 20),
-            _ => None,
-        }
-    };
-    read().unwrap_or(1 << 20)
+    cache_size("/sys/devices/system/cpu/cpu0/cache/index2/size").unwrap_or(1 << 20)
 }
 
 /// A loaded kernel and the auxiliary field buffers bound to it.
@@ -196,6 +222,8 @@ pub struct CpuController<T> {
     kernel_seconds: f64,
     /// Bytes each task of a fused launch keeps its windows in.
     window_bytes: usize,
+    /// Columns of a band of a 2-d fused launch (0: whole rows).
+    band_cols: usize,
     /// Init values computed at once by `fill` (see [`FILL_SLAB_CELLS`]).
     fill_slab_cells: usize,
     /// The windows of each task of a fused launch, kept between launches.
@@ -243,6 +271,7 @@ impl<T: Cell> CpuController<T> {
             kernels: Vec::new(),
             kernel_seconds: 0.0,
             window_bytes: window_budget(),
+            band_cols: band_budget() / std::mem::size_of::<T>().max(1),
             fill_slab_cells: FILL_SLAB_CELLS,
             scratch: Vec::new(),
         })
@@ -253,6 +282,14 @@ impl<T: Cell> CpuController<T> {
     /// many short waves: tests use them to exercise every path.
     pub fn window_bytes(mut self, bytes: usize) -> CpuController<T> {
         self.window_bytes = bytes;
+        self
+    }
+
+    /// The same device cutting 2-d fused launches into bands of at most
+    /// `cols` columns (0: whole rows; default: a row of a sixth of the L1d,
+    /// [`band_budget`]). Tests use narrow bands to exercise every path.
+    pub fn band_cols(mut self, cols: usize) -> CpuController<T> {
+        self.band_cols = cols;
         self
     }
 
@@ -526,9 +563,27 @@ impl<T: Cell> FusedSteps<T> for CpuController<T> {
         let frame = Frame::row_major(s.alloc_dims()).with_origin(&origin);
         let fp = k.footprint();
         let reach = (fp.low()[0], fp.high()[0]);
+        let nd = frame.ndims();
+        let cross = (fp.low()[nd - 1], fp.high()[nd - 1]);
         let plane = frame.plane();
-        let plane_bytes = plane * std::mem::size_of::<T>();
-        let wave = (self.window_bytes / ((steps.len() - 1) * plane_bytes))
+        let band = match local[local.len() - 1][nd - 1].len() {
+            cols if nd == 2 && self.band_cols > 0 && cols > self.band_cols => {
+                // Bands of even widths: no thin last one paying a whole cone.
+                cols.div_ceil(cols.div_ceil(self.band_cols))
+            }
+            _ => 0,
+        };
+        // The windows hold a band's rows, with the cone its first step
+        // computes beside it.
+        let (row, budget) = match band {
+            0 => (plane, self.window_bytes),
+            b => (
+                (b + steps.len() * (cross.0 + cross.1)).min(plane),
+                self.window_bytes / BANDED_WINDOW_SHARE,
+            ),
+        };
+        let row_bytes = row * std::mem::size_of::<T>();
+        let wave = (budget / ((steps.len() - 1) * row_bytes))
             .saturating_sub(reach.0 + reach.1 + 1)
             .max(1);
         let started = Instant::now();
@@ -539,6 +594,8 @@ impl<T: Cell> FusedSteps<T> for CpuController<T> {
             steps: &local,
             reach,
             wave,
+            band,
+            cross,
         };
         let last = local[local.len() - 1][0].clone();
         let tasks = match &self.pool {
@@ -690,6 +747,65 @@ mod tests {
                 .eq(want.iter().map(|x| x.to_bits())),
             "fused 3d6 in two-cone tasks differs from the steps one by one"
         );
+    }
+
+    /// 2-d fused launches cut into bands of columns give the bits of the
+    /// steps one by one: bands that do not divide the width, bands of a
+    /// column (narrower than the cone), stencils reaching 2 and one-sided
+    /// ones, diagonals; final regions on the boundary columns (cones
+    /// clipped there), inside (cones free) and a strip narrower than a band;
+    /// windows of a plane (every band's kept columns slid) and of the L2.
+    #[test]
+    fn fused_launches_in_bands_give_the_bits_of_single_steps() {
+        use crate::conformance::{cones, fused, probe_value, stepwise};
+        use hitmap::Sig;
+        use kernels::{library_kernel, KernelChoice, Library};
+        let all = Shape::from_sizes(&[37, 45]);
+        for lib in [
+            Library::S2d4,
+            Library::S2dnc8,
+            Library::S2df5,
+            Library::S2d8,
+        ] {
+            let spec = lib.spec();
+            let (low, high) = (spec.low.clone(), spec.high.clone());
+            let interior = all.shrink(
+                &[low[0] as i64, low[1] as i64],
+                &[high[0] as i64, high[1] as i64],
+            );
+            let l = interior.sig(1).begin();
+            let finals = [
+                interior.clone(),
+                interior.shrink(&[3, 4], &[2, 5]),
+                interior.with_sig(1, Sig::range(l, l + 2)),
+                interior.with_sig(1, Sig::range(l + 9, l + 12)),
+            ];
+            let kernel: Arc<dyn Kernel<f32>> =
+                Arc::from(library_kernel::<f32>(lib, KernelChoice::Specialized));
+            for (band, window) in [(1, 1), (2, 1 << 20), (3, 1), (7, 1 << 20), (16, 1), (40, 1)] {
+                let mut c = CpuController::<f32>::new(2)
+                    .unwrap()
+                    .window_bytes(window)
+                    .band_cols(band);
+                let k = c.load(kernel.clone()).unwrap();
+                let (a, b) = (c.alloc(&all, &all).unwrap(), c.alloc(&all, &all).unwrap());
+                for steps in [2, 4, 5] {
+                    for f in &finals {
+                        let cones = cones(f, steps, &low, &high, &interior);
+                        fused(&mut c, k, (a, b), &all, &probe_value, &cones);
+                        let mut got = Vec::new();
+                        c.read(b, f, &mut got).unwrap();
+                        let want = stepwise(&kernel, &all, &probe_value, &cones, f);
+                        assert!(
+                            got.iter()
+                                .map(|x| x.to_bits())
+                                .eq(want.iter().map(|x| x.to_bits())),
+                            "{lib}, {steps} steps over {f} in bands of {band}, windows of {window} bytes"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -12,6 +12,10 @@ controller_conformance!(cpu_three_threads, <T> CpuController::<T>::new(3).unwrap
 controller_conformance!(slowed_cpu, <T> Slowdown::new(CpuController::<T>::new(2).unwrap(), 1.5, 1).unwrap());
 // Windows of one plane: many short waves, every window slid and grown.
 controller_conformance!(cpu_tiny_windows, <T> CpuController::<T>::new(3).unwrap().window_bytes(1));
+// 2-d fused launches in bands of up to 3 columns (narrower than the cone),
+// alone and in windows of a plane.
+controller_conformance!(cpu_narrow_bands, <T> CpuController::<T>::new(2).unwrap().band_cols(3));
+controller_conformance!(cpu_bands_tiny_windows, <T> CpuController::<T>::new(3).unwrap().band_cols(5).window_bytes(1));
 // Tiles filled four rows at a time: every fill in several slabs.
 controller_conformance!(cpu_small_fills, <T> CpuController::<T>::new(1).unwrap().fill_slab_cells(1));
 // The trait's own copy between buffers (through the host), and its other
