@@ -12,9 +12,12 @@ use std::ops::Range;
 /// How a one-step launch's planes are banded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Bands {
-    /// Bands whose rows the planes a stencil plane reads keep in this
-    /// many bytes; whole planes where those planes already fit.
-    Budget(usize),
+    /// Bands for a core whose second-level cache holds this many bytes:
+    /// where the planes a stencil plane reads take more than half of it,
+    /// bands whose rows of those planes take a quarter. Where they take
+    /// less, the destination's plane fits beside them, and bands would
+    /// only add the rows a band shares with its neighbours.
+    Cache(usize),
     /// Bands of this many rows (at least one) on every grid of three or
     /// more dimensions: tests exercise every path with them.
     Rows(usize),
@@ -39,7 +42,7 @@ impl Bands {
         let rows = local[1].len();
         let height = match self {
             Bands::Rows(h) => h.max(1),
-            Bands::Budget(bytes) => band_height(local, low, high, cell_bytes, bytes)?,
+            Bands::Cache(bytes) => band_height(local, low, high, cell_bytes, bytes)?,
         };
         let mut start = local[1].start;
         let bands = even_split(rows, rows.div_ceil(height))
@@ -55,15 +58,14 @@ impl Bands {
 
 /// The most dimension-1 rows a band may have so that the planes one
 /// stencil plane reads (`low[0] + 1 + high[0]` of them), each the band's
-/// rows and the rows it reaches beyond them, fit `budget` bytes; `None`
-/// where whole planes fit (or nothing narrower than a plane does better
-/// than one row).
+/// rows and the rows it reaches beyond them, fit a quarter of `cache`
+/// bytes (at least one row); `None` where whole planes take at most half.
 fn band_height(
     local: &[Range<usize>],
     low: &[usize],
     high: &[usize],
     cell_bytes: usize,
-    budget: usize,
+    cache: usize,
 ) -> Option<usize> {
     let reach = |d: usize| low.get(d).copied().unwrap_or(0) + high.get(d).copied().unwrap_or(0);
     let row_bytes: usize = (2..local.len())
@@ -73,9 +75,10 @@ fn band_height(
     let planes = reach(0) + 1;
     let rows = local[1].len();
     let halo = reach(1);
-    if planes * (rows + halo) * row_bytes <= budget {
+    if planes * (rows + halo) * row_bytes <= cache / 2 {
         return None;
     }
+    let budget = cache / 4;
     let height = (budget / (planes * row_bytes).max(1))
         .saturating_sub(halo)
         .max(1);
@@ -87,15 +90,16 @@ mod tests {
     use super::*;
 
     /// A 514^3 level of f32 (the 7-point star): its planes, 1 MiB each,
-    /// do not fit three to a 1 MiB budget; bands of rows do, the bands
-    /// within a row of each other, covering every row once, in order, as
-    /// few as fit.
+    /// take more than half of a 4 MiB cache; bands of rows fit a quarter,
+    /// the bands within a row of each other, covering every row once, in
+    /// order, as few as fit.
     #[test]
-    fn bands_keep_the_planes_a_plane_reads_in_the_budget() {
+    fn bands_keep_the_planes_a_plane_reads_in_a_quarter_of_the_cache() {
         let local = [1..513, 1..513, 1..513];
         let (low, high) = ([1, 1, 1], [1, 1, 1]);
-        let budget = 1 << 20;
-        let b = Bands::Budget(budget)
+        let cache = 4 << 20;
+        let budget = cache / 4;
+        let b = Bands::Cache(cache)
             .of(&local, &low, &high, 4)
             .expect("banded");
         assert!(b.len() > 1, "{b:?}");
@@ -115,28 +119,34 @@ mod tests {
         let fewer = 512usize.div_ceil(b.len() - 1);
         assert!(3 * (fewer + 2) * 514 * 4 > budget, "{b:?}");
         // A deeper reach: more planes and rows a band, so thinner bands.
-        let deep = Bands::Budget(budget).of(&local, &[2; 3], &[2; 3], 4);
+        let deep = Bands::Cache(cache).of(&local, &[2; 3], &[2; 3], 4);
         assert!(deep.expect("banded").len() > b.len());
     }
 
-    /// Whole planes where they fit, where the grid has fewer than three
-    /// dimensions, and for empty regions; bands of one row where not even
-    /// one fits.
+    /// Whole planes where they take at most half the cache, where the
+    /// grid has fewer than three dimensions, and for empty regions; bands
+    /// of one row where not even one fits.
     #[test]
     fn whole_planes_where_bands_gain_nothing() {
         let star = ([1, 1, 1], [1, 1, 1]);
         // 3 planes of 130^2 f32: 200 KiB.
         let small = [1..129, 1..129, 1..129];
-        assert_eq!(Bands::Budget(1 << 20).of(&small, &star.0, &star.1, 4), None);
+        assert_eq!(Bands::Cache(1 << 20).of(&small, &star.0, &star.1, 4), None);
+        // 3 planes of 258^2: 780 KiB, above a quarter of 2 MiB, under half.
+        let mid = [1..257, 1..257, 1..257];
+        assert_eq!(Bands::Cache(2 << 20).of(&mid, &star.0, &star.1, 4), None);
+        assert!(Bands::Cache(1 << 20)
+            .of(&mid, &star.0, &star.1, 4)
+            .is_some());
         let flat = [1..8193, 1..8193];
-        assert_eq!(Bands::Budget(1).of(&flat, &[1, 1], &[1, 1], 4), None);
+        assert_eq!(Bands::Cache(1).of(&flat, &[1, 1], &[1, 1], 4), None);
         assert_eq!(Bands::Rows(1).of(&flat, &[1, 1], &[1, 1], 4), None);
         let line = [1..99, 0..0];
         let line = &line[..1];
         assert_eq!(Bands::Rows(1).of(line, &[1], &[1], 4), None);
         let empty = [1..513, 4..4, 1..513];
         assert_eq!(Bands::Rows(1).of(&empty, &star.0, &star.1, 4), None);
-        let b = Bands::Budget(1).of(&small, &star.0, &star.1, 4);
+        let b = Bands::Cache(1).of(&small, &star.0, &star.1, 4);
         assert_eq!(b.expect("banded").len(), 128);
     }
 

@@ -111,13 +111,12 @@ fn window_budget() -> usize {
     l2_cache_bytes()
 }
 
-/// How one-step launches band their planes by default ([`bands`]): the
-/// planes a stencil plane reads kept in a quarter of the second-level
-/// cache, which leaves room for the destination's rows and the next
-/// planes' prefetch. Larger bands ran slower, smaller ones no faster
-/// (docs/benchmarks.md, "Apps against the copy roofline").
+/// How one-step launches band their planes by default ([`bands`]): by
+/// the second-level cache, in bands whose planes take a quarter of it.
+/// Larger bands gained less, smaller ones no more (docs/benchmarks.md,
+/// "Apps against the copy roofline").
 fn band_default() -> Bands {
-    Bands::Budget(l2_cache_bytes() / 4)
+    Bands::Cache(l2_cache_bytes())
 }
 
 /// One core's second-level cache, as Linux reports it; 1 MiB where it does
@@ -787,7 +786,7 @@ mod tests {
     /// reading an auxiliary field.
     #[test]
     fn banded_launches_give_the_bits_of_whole_planes() {
-        const BUDGET: usize = 16 << 10;
+        const CACHE: usize = 16 << 10;
         use kernels::{library_kernel, KernelChoice, Library};
         let lib = |l| -> Arc<dyn Kernel<f32>> {
             Arc::from(library_kernel::<f32>(l, KernelChoice::Specialized))
@@ -837,7 +836,7 @@ mod tests {
             for region in &regions {
                 for threads in [1, 2] {
                     let mut whole = CpuController::<f32>::new(threads).unwrap();
-                    whole.bands = Bands::Budget(usize::MAX);
+                    whole.bands = Bands::Cache(usize::MAX);
                     let want = launch_bits(whole, kernel.clone(), ext, region);
                     for rows in [1, 2, 3, 7, 1000] {
                         let banded = CpuController::<f32>::new(threads).unwrap().band_rows(rows);
@@ -846,20 +845,20 @@ mod tests {
                             "{name} over {region:?} on {threads} threads in bands of {rows}"
                         );
                     }
-                    // Bands sized by a cache budget.
-                    let mut budget = CpuController::<f32>::new(threads).unwrap();
-                    budget.bands = Bands::Budget(BUDGET);
+                    // Bands sized by a cache.
+                    let mut by_cache = CpuController::<f32>::new(threads).unwrap();
+                    by_cache.bands = Bands::Cache(CACHE);
                     assert!(
-                        launch_bits(budget, kernel.clone(), ext, region) == want,
-                        "{name} over {region:?} on {threads} threads in a budget"
+                        launch_bits(by_cache, kernel.clone(), ext, region) == want,
+                        "{name} over {region:?} on {threads} threads in bands by the cache"
                     );
                 }
             }
         }
-        // The budget bands the interiors above; they split into several
+        // That cache bands the interiors above; they split into several
         // tasks on two threads.
         let local3 = [1..33, 1..39, 1..35];
-        let bands = Bands::Budget(BUDGET).of(&local3, &[1; 3], &[1; 3], 4);
+        let bands = Bands::Cache(CACHE).of(&local3, &[1; 3], &[1; 3], 4);
         assert!(bands.expect("banded").len() > 1);
         assert_eq!(task_rows(32, 38 * 34, 2).len(), 2);
         assert_eq!(task_rows(58, 8 * 8 * 10, 2).len(), 2);
