@@ -11,6 +11,7 @@
 # Sizes (each level beyond the Xeon VM's 260 MiB L3 where the run takes
 # seconds): POISSON=8194x8194 WAVESIM=8194x8194 LAPLACE=514x514x514
 # GAUSSIAN=8192x8192 (kw 5) GAS=130x130x66; ITERS=20, GAS_ITERS=10.
+# APPS="laplace wavesim" runs only those apps.
 set -euo pipefail
 bin=${1:-target/release/epsilod}
 rounds=${2:-3}
@@ -19,7 +20,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 here=$(dirname "$0")
 gcc -O3 -fopenmp "$here/copy.c" -o "$dir/copy"
-apps=(poisson wavesim laplace gaussian gas-sim)
+read -r -a apps <<<"${APPS:-poisson wavesim laplace gaussian gas-sim}"
 declare -A size=([poisson]=${POISSON:-8194x8194} [wavesim]=${WAVESIM:-8194x8194}
     [laplace]=${LAPLACE:-514x514x514} [gaussian]=${GAUSSIAN:-8192x8192} [gas-sim]=${GAS:-130x130x66})
 declare -A steps=([poisson]=$iters [wavesim]=$iters [laplace]=$iters [gaussian]=$iters

@@ -3,12 +3,14 @@
 //! several iterations fused into one pass over memory where the skeleton
 //! asks for them ([`fused`]).
 
+mod bands;
 mod fused;
 
 use crate::capability::FusedSteps;
 use crate::controller::{BufferId, Controller, KernelId};
 use crate::cpu_time;
 use crate::error::{BackendError, BadOption, DeviceError, ForeignError, Mismatch};
+use bands::Bands;
 use hitmap::{Shape, Tile};
 use kernels::{Cell, Frame, Kernel};
 use rayon::prelude::*;
@@ -109,12 +111,20 @@ fn window_budget() -> usize {
     l2_cache_bytes()
 }
 
+/// How one-step launches band their planes by default ([`bands`]): by
+/// the second-level cache, in bands whose planes take a quarter of it.
+/// Larger bands gained less, smaller ones no more (docs/benchmarks.md,
+/// "Apps against the copy roofline").
+fn one_step_bands() -> Bands {
+    Bands::Cache(l2_cache_bytes())
+}
+
 /// Bytes of a row of a band of a 2-d fused launch: a sixth of the core's
 /// first-level data cache, so that the rows a kernel row reads and writes
 /// stay in it, and the windows (a [`BANDED_WINDOW_SHARE`] of theirs) hold
 /// many rows. Narrower bands and whole rows ran slower (docs/benchmarks.md,
 /// "Fused launches against one-step launches and the copy").
-fn band_budget() -> usize {
+fn fused_band_bytes() -> usize {
     l1d_cache_bytes() / 6
 }
 
@@ -226,6 +236,8 @@ pub struct CpuController<T> {
     band_cols: usize,
     /// Init values computed at once by `fill` (see [`FILL_SLAB_CELLS`]).
     fill_slab_cells: usize,
+    /// How a one-step launch walks each task's planes ([`bands`]).
+    bands: Bands,
     /// The windows of each task of a fused launch, kept between launches.
     scratch: Vec<Vec<Vec<T>>>,
 }
@@ -271,8 +283,9 @@ impl<T: Cell> CpuController<T> {
             kernels: Vec::new(),
             kernel_seconds: 0.0,
             window_bytes: window_budget(),
-            band_cols: band_budget() / std::mem::size_of::<T>().max(1),
+            band_cols: fused_band_bytes() / std::mem::size_of::<T>().max(1),
             fill_slab_cells: FILL_SLAB_CELLS,
+            bands: one_step_bands(),
             scratch: Vec::new(),
         })
     }
@@ -287,7 +300,7 @@ impl<T: Cell> CpuController<T> {
 
     /// The same device cutting 2-d fused launches into bands of at most
     /// `cols` columns (0: whole rows; default: a row of a sixth of the L1d,
-    /// [`band_budget`]). Tests use narrow bands to exercise every path.
+    /// [`fused_band_bytes`]). Tests use narrow bands to exercise every path.
     pub fn band_cols(mut self, cols: usize) -> CpuController<T> {
         self.band_cols = cols;
         self
@@ -298,6 +311,15 @@ impl<T: Cell> CpuController<T> {
     /// fill small tiles in several.
     pub fn fill_slab_cells(mut self, cells: usize) -> CpuController<T> {
         self.fill_slab_cells = cells.max(1);
+        self
+    }
+
+    /// The same device walking the planes of every one-step launch on a
+    /// grid of three or more dimensions in bands of `rows` rows of
+    /// dimension 1 (at least one), whatever the cache: tests use it to
+    /// exercise every path.
+    pub fn band_rows(mut self, rows: usize) -> CpuController<T> {
+        self.bands = Bands::Rows(rows.max(1));
         self
     }
 
@@ -456,6 +478,21 @@ impl<T: Cell> Controller<T> for CpuController<T> {
         let src_data = s.as_slice();
         let cells_per_row: usize = local[1..].iter().map(|r| r.len()).product();
         let tasks = task_rows(local[0].len(), cells_per_row, self.threads);
+        let fp = k.footprint();
+        let bands = self
+            .bands
+            .of(&local, fp.low(), fp.high(), std::mem::size_of::<T>());
+        // Each band over all of a task's planes before the next band: the
+        // destination stays the task's whole planes, only the region shrinks.
+        let apply = |chunk: &mut [T], sub: &mut [std::ops::Range<usize>]| match &bands {
+            None => k.apply_aux(src_data, aux, chunk, &frame, sub),
+            Some(bands) => {
+                for band in bands {
+                    sub[1] = band.clone();
+                    k.apply_aux(src_data, aux, chunk, &frame, sub);
+                }
+            }
+        };
         match &self.pool {
             Some(pool) if tasks.len() > 1 => {
                 let mut chunks = Vec::with_capacity(tasks.len());
@@ -465,21 +502,20 @@ impl<T: Cell> Controller<T> for CpuController<T> {
                     chunks.push((start..start + rows, chunk));
                     (rest, start) = (tail, start + rows);
                 }
-                let k = k.as_ref();
                 let cpu = PoolCpu::default();
                 pool.install(|| {
                     chunks.into_par_iter().for_each(|(rows, chunk)| {
                         let mut sub = local.clone();
                         sub[0] = rows;
-                        cpu.time(|| k.apply_aux(src_data, aux, chunk, &frame, &sub));
+                        cpu.time(|| apply(chunk, &mut sub));
                     })
                 });
                 cpu.charge();
             }
             // One task (or one thread) runs on the calling thread.
             _ => {
-                let ((), spent) =
-                    cpu_time::timed(|| k.apply_aux(src_data, aux, slab, &frame, &local));
+                let mut sub = local.clone();
+                let ((), spent) = cpu_time::timed(|| apply(slab, &mut sub));
                 if let Some(t) = spent {
                     cpu_time::charge(t);
                 }
@@ -815,6 +851,133 @@ mod tests {
         assert_eq!(task_rows(2047, 4096, 8).len(), 32);
         // A column strip of a 2-D block split by columns: one cell a row.
         assert_eq!(task_rows(4096, 1, 8), [4096]);
+    }
+
+    /// What a one-step launch of `kernel` over `region` leaves in the whole
+    /// destination (both filled with probe values first, so a cell written
+    /// outside the region, or one of it left unwritten, shows), on `c`.
+    fn launch_bits(
+        mut c: CpuController<f32>,
+        kernel: Arc<dyn Kernel<f32>>,
+        ext: &Shape,
+        region: &Shape,
+    ) -> Vec<u32> {
+        use crate::conformance::probe_value;
+        let (a, b) = (c.alloc(ext, ext).unwrap(), c.alloc(ext, ext).unwrap());
+        c.fill(a, ext, &probe_value).unwrap();
+        c.fill(b, ext, &|i| probe_value(i) + 3.0).unwrap();
+        let fields: Vec<BufferId> = kernel
+            .aux_fields()
+            .iter()
+            .map(|f| {
+                let buf = c.alloc(ext, ext).unwrap();
+                c.fill(buf, ext, f.as_ref()).unwrap();
+                buf
+            })
+            .collect();
+        let k = c.load(kernel).unwrap();
+        c.bind_aux(k, &fields).unwrap();
+        c.launch(k, a, b, region).unwrap();
+        let mut out = Vec::new();
+        c.read(b, ext, &mut out).unwrap();
+        out.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// A 3-d kernel reading an auxiliary field at offsets.
+    fn aux_kernel_3d() -> Arc<dyn Kernel<f32>> {
+        let spec = kernels::ExprSpec::from_toml(
+            "name = \"aux3\"\nlow = [1, 1, 1]\nhigh = [1, 1, 1]\n\
+             aux = { k = \"g[0] * 0.5 - g[1] / 3 + g[2] * 0.25\" }\n\
+             update = \"u[0,0,0] * k[0,1,0] + k[-1,0,1] - u[1,-1,0] + u[0,0,-1]\"\n",
+            "aux3.toml",
+        )
+        .unwrap();
+        Arc::new(kernels::ExprKernel::<f32>::new(&spec))
+    }
+
+    /// Banded one-step launches give the bits of whole-plane ones: 3-d and
+    /// 4-d grids (away from the origin), bands of one row and bands that do
+    /// not divide the rows, regions of the interior, of boundary planes and
+    /// of boundary rows, one thread and two (several tasks), a kernel
+    /// reading an auxiliary field.
+    #[test]
+    fn banded_launches_give_the_bits_of_whole_planes() {
+        const CACHE: usize = 16 << 10;
+        use kernels::{library_kernel, KernelChoice, Library};
+        let lib = |l| -> Arc<dyn Kernel<f32>> {
+            Arc::from(library_kernel::<f32>(l, KernelChoice::Specialized))
+        };
+        let ext3 = Shape::from_ranges(&[(-2, 32), (3, 43), (0, 36)]);
+        let ext4 = Shape::from_ranges(&[(0, 60), (1, 11), (0, 10), (-1, 11)]);
+        let cases = [
+            (
+                "3d6",
+                lib(Library::S3d6),
+                &ext3,
+                vec![
+                    ext3.shrink(&[1, 1, 1], &[1, 1, 1]),
+                    Shape::from_ranges(&[(-1, 0), (4, 42), (1, 35)]),
+                    Shape::from_ranges(&[(-1, 31), (4, 5), (1, 35)]),
+                    Shape::from_ranges(&[(-1, 31), (41, 42), (1, 35)]),
+                    Shape::from_ranges(&[(5, 9), (10, 23), (1, 2)]),
+                ],
+            ),
+            (
+                "3d27",
+                lib(Library::S3d27),
+                &ext3,
+                vec![ext3.shrink(&[1, 1, 1], &[1, 1, 1])],
+            ),
+            (
+                "aux",
+                aux_kernel_3d(),
+                &ext3,
+                vec![
+                    ext3.shrink(&[1, 1, 1], &[1, 1, 1]),
+                    Shape::from_ranges(&[(30, 31), (4, 42), (1, 35)]),
+                ],
+            ),
+            (
+                "4d8",
+                lib(Library::S4d8),
+                &ext4,
+                vec![
+                    ext4.shrink(&[1, 1, 1, 1], &[1, 1, 1, 1]),
+                    Shape::from_ranges(&[(58, 59), (2, 10), (1, 9), (0, 10)]),
+                    Shape::from_ranges(&[(1, 59), (9, 10), (1, 9), (0, 10)]),
+                ],
+            ),
+        ];
+        for (name, kernel, ext, regions) in cases {
+            for region in &regions {
+                for threads in [1, 2] {
+                    let mut whole = CpuController::<f32>::new(threads).unwrap();
+                    whole.bands = Bands::Cache(usize::MAX);
+                    let want = launch_bits(whole, kernel.clone(), ext, region);
+                    for rows in [1, 2, 3, 7, 1000] {
+                        let banded = CpuController::<f32>::new(threads).unwrap().band_rows(rows);
+                        assert!(
+                            launch_bits(banded, kernel.clone(), ext, region) == want,
+                            "{name} over {region:?} on {threads} threads in bands of {rows}"
+                        );
+                    }
+                    // Bands sized by a cache.
+                    let mut by_cache = CpuController::<f32>::new(threads).unwrap();
+                    by_cache.bands = Bands::Cache(CACHE);
+                    assert!(
+                        launch_bits(by_cache, kernel.clone(), ext, region) == want,
+                        "{name} over {region:?} on {threads} threads in bands by the cache"
+                    );
+                }
+            }
+        }
+        // That cache bands the interiors above; they split into several
+        // tasks on two threads.
+        let local3 = [1..33, 1..39, 1..35];
+        let bands = Bands::Cache(CACHE).of(&local3, &[1; 3], &[1; 3], 4);
+        assert!(bands.expect("banded").len() > 1);
+        assert_eq!(task_rows(32, 38 * 34, 2).len(), 2);
+        assert_eq!(task_rows(58, 8 * 8 * 10, 2).len(), 2);
     }
 
     /// A launch charges its thread CPU time to the launching thread: no
