@@ -80,4 +80,4 @@ pub use kernels::{
     ExprKernel, ExprSpec, InitSpec, KernelChoice, Library, Neighbourhood, Real, SpecError, Table,
 };
 // An app's own CPU kernel over whole rows (gas-sim's, gaussian's).
-pub use kernels::{for_each_row, Frame, Kernel};
+pub use kernels::{for_each_row, neighbour_row, Frame, Kernel};

@@ -111,13 +111,16 @@ pub(crate) fn sweep<T: Copy, const K: usize>(
     });
 }
 
-/// One row: the neighbours are `K` slices of the row's length, so the loop
-/// has no index arithmetic. `out` is a separate argument on purpose: as a
-/// function argument it is known not to alias the neighbour slices, which is
-/// what lets the compiler vectorise (measured: 3x slower when this loop sat
-/// inside the row-walking closure).
+/// One row: `out[j] = f(the K neighbours' j-th cells)`, the neighbours `K`
+/// slices at least the row's length, so the loop has no index arithmetic;
+/// compiled for AVX2 where the CPU has it (the same bits: no fused
+/// multiply-add). `out` is a separate argument on purpose: as a function
+/// argument it is known not to alias the neighbour slices, which is what
+/// lets the compiler vectorise (measured: 3x slower when this loop sat
+/// inside the row-walking closure). Hand-written row kernels (the apps')
+/// use it for the vector width.
 #[inline(never)]
-fn row<T: Copy, const K: usize>(out: &mut [T], nb: [&[T]; K], f: impl Fn([T; K]) -> T) {
+pub fn row<T: Copy, const K: usize>(out: &mut [T], nb: [&[T]; K], f: impl Fn([T; K]) -> T) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: `row_avx2` only requires AVX2, which the CPU was just found to have.

@@ -29,7 +29,7 @@ pub use formula::Formula;
 pub use frame::{for_each_row, Frame};
 pub use generic::Generic;
 pub use init::InitSpec;
-pub use kernel::{check_launch, launch_serial, AuxField, Kernel};
+pub use kernel::{check_launch, launch_serial, row as neighbour_row, AuxField, Kernel};
 pub use library::{basic_init, random_value, Library};
 pub use spec::{AnySpec, StencilSpec};
 pub use specialized::Specialized;
