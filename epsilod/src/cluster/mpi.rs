@@ -63,16 +63,20 @@ impl<T: Cell> Job<T> for MpiJob<'_> {
         Ok(())
     }
 
-    // How a receive waits is MPI's progress engine's business (Open MPI
-    // polls): the policy is not ours to apply here.
-    fn endpoint(&self, p: usize, _wait: WaitPolicy) -> Result<Box<dyn Transport<T>>, VpError> {
+    // A receive with a patience probes, hot for the spin, then yielding
+    // (MPI cannot block with a time limit); where threads outnumber cores
+    // a hot probe would take the core of the thread it waits for.
+    fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<Box<dyn Transport<T>>, VpError> {
         let placement = self
             .placement
             .get()
             .ok_or(VpError::Protocol(ProtocolError::BeforePlacement))?;
-        Ok(Box::new(
-            MpiTransport::<T>::new(p, placement.clone())?.patience(self.patience),
-        ))
+        let mut ep = MpiTransport::<T>::new(p, placement.clone())?.patience(self.patience);
+        ep.set_spin(match wait {
+            WaitPolicy::PollThenBlock => hitmap::SPIN,
+            WaitPolicy::Block => Duration::ZERO,
+        });
+        Ok(Box::new(ep))
     }
 
     fn fails_fast(&self) -> bool {

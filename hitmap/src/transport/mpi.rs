@@ -51,9 +51,32 @@ impl Kind {
     }
 }
 
-/// A receive with a patience polls; past this much waiting it lets other
-/// threads have the core between polls, as a long wait loses nothing by it.
+/// How long a receive with a patience probes by default without giving up
+/// the core; past it, it lets other threads have the core between probes,
+/// as a long wait loses nothing by it. MPI offers no blocking probe with a
+/// time limit, so the wait never blocks: it yields.
 const YIELD_AFTER: Duration = Duration::from_millis(1);
+
+/// What a receive with a patience that has waited so long does before its
+/// next probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Probe again at once, keeping the core: the message is expected
+    /// within the spin, and this thread has a core of its own.
+    Spin,
+    /// Yield the core, then probe: a thread of this process whose message
+    /// is awaited, or another program, may run meanwhile.
+    Yield,
+}
+
+/// The phase of a wait after `waited`, for an endpoint that spins `spin`.
+fn phase(waited: Duration, spin: Duration) -> Phase {
+    if waited < spin {
+        Phase::Spin
+    } else {
+        Phase::Yield
+    }
+}
 
 /// A gap this long between two polls means this process was stopped (a
 /// suspended job) or starved, not that the peer went quiet: the wait
@@ -270,6 +293,9 @@ struct Link {
     world: SimpleCommunicator,
     /// How long a receive waits for a silent peer; `None`: for ever.
     patience: Option<Duration>,
+    /// How long a receive with a patience probes before it yields between
+    /// probes.
+    spin: Duration,
 }
 
 /// Messages that arrived before they were asked for, by sender, kind and tag.
@@ -386,7 +412,7 @@ impl Link {
                     waited,
                 });
             }
-            if waited > YIELD_AFTER {
+            if phase(waited, self.spin) == Phase::Yield {
                 std::thread::yield_now();
             }
         }
@@ -435,6 +461,7 @@ impl<T: Pod> MpiTransport<T> {
                 placement,
                 world,
                 patience: None,
+                spin: YIELD_AFTER,
             },
             cells_out: Outbox::new(),
             values_out: Outbox::new(),
@@ -451,6 +478,20 @@ impl<T: Pod> MpiTransport<T> {
     pub fn patience(mut self, limit: Option<Duration>) -> MpiTransport<T> {
         self.link.patience = limit;
         self
+    }
+
+    /// Sets how long a receive with a patience probes without giving up
+    /// the core (default 1 ms) before it yields between probes; zero
+    /// yields from the first probe, for a process whose threads outnumber
+    /// its cores. A receive without a patience waits as MPI does, whatever
+    /// the spin. What arrives, and in which order, does not depend on it.
+    pub fn set_spin(&mut self, spin: Duration) {
+        self.link.spin = spin;
+    }
+
+    /// How long a receive with a patience probes before it yields.
+    pub fn spin(&self) -> Duration {
+        self.link.spin
     }
 
     /// Notes a receive that gave up, so that dropping the endpoint does not
@@ -501,6 +542,14 @@ impl<T: Pod> Transport<T> for MpiTransport<T> {
         self.noting(r)
     }
 
+    fn spin(&self) -> Duration {
+        MpiTransport::spin(self)
+    }
+
+    fn set_spin(&mut self, spin: Duration) {
+        MpiTransport::set_spin(self, spin);
+    }
+
     fn all_gather(&mut self, values: &[f64]) -> Result<Vec<Vec<f64>>, TransportError> {
         let tag = self.collectives;
         self.collectives += 1;
@@ -525,5 +574,27 @@ impl<T: Pod> Transport<T> for MpiTransport<T> {
             })
             .collect();
         self.noting(all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wait probes hot for the whole spin and yields between probes
+    /// after it, for good; a zero spin yields from the first probe.
+    #[test]
+    fn a_wait_probes_hot_through_the_spin_then_yields() {
+        let us = Duration::from_micros;
+        for waited in [0, 1, 500, 999].map(us) {
+            assert_eq!(phase(waited, YIELD_AFTER), Phase::Spin, "{waited:?}");
+        }
+        for waited in [1_000, 1_001, 20_000].map(us) {
+            assert_eq!(phase(waited, YIELD_AFTER), Phase::Yield, "{waited:?}");
+        }
+        for waited in [0, 1, 1_000].map(us) {
+            assert_eq!(phase(waited, Duration::ZERO), Phase::Yield, "{waited:?}");
+        }
+        assert_eq!(phase(us(1_500), YIELD_AFTER * 2), Phase::Spin);
     }
 }
