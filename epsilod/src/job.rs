@@ -175,8 +175,8 @@ pub(crate) trait Job<T: Cell>: Sync {
     fn place(&self, owners: &[usize]) -> Result<(), RunError>;
     /// Virtual process `p`'s endpoint, made in the thread that will use it.
     /// `wait` says whether its receives may poll before they block (see
-    /// [`WaitPolicy`]); a transport whose waiting is not its own (MPI's progress
-    /// engine) may ignore it.
+    /// [`WaitPolicy`]); MPI's probe loop, which cannot block with a bound
+    /// on the wait, yields at once where the policy says to block.
     fn endpoint(&self, p: usize, wait: WaitPolicy) -> Result<Box<dyn Transport<T>>, VpError>;
     /// Whether a failure must be acted on at once (`on_failure`), because
     /// peers elsewhere could otherwise wait for it forever.
