@@ -791,20 +791,51 @@ mod tests {
     /// ones, diagonals; final regions on the boundary columns (cones
     /// clipped there), inside (cones free) and a strip narrower than a band;
     /// windows of a plane (every band's kept columns slid) and of the L2.
+    /// The library's one-sided stencil reaches left and up; two more
+    /// kernels reach further right than left (and down than up), so that
+    /// a band's cone or kept columns taking one side's reach for the
+    /// other's shows.
     #[test]
     fn fused_launches_in_bands_give_the_bits_of_single_steps() {
         use crate::conformance::{cones, fused, probe_value, stepwise};
         use hitmap::Sig;
         use kernels::{library_kernel, KernelChoice, Library};
         let all = Shape::from_sizes(&[37, 45]);
-        for lib in [
+        let library = [
             Library::S2d4,
             Library::S2dnc8,
             Library::S2df5,
             Library::S2d8,
-        ] {
-            let spec = lib.spec();
-            let (low, high) = (spec.low.clone(), spec.high.clone());
+        ]
+        .map(|lib| -> (String, Arc<dyn Kernel<f32>>) {
+            let k = library_kernel::<f32>(lib, KernelChoice::Specialized);
+            (lib.to_string(), Arc::from(k))
+        });
+        let leaning = [
+            (
+                "right",
+                "[1, 0]",
+                "[0, 2]",
+                "u[0,0] + u[-1,0] * 0.5 - u[0,2] * 0.25 + u[0,1]",
+            ),
+            (
+                "down-right",
+                "[0, 1]",
+                "[2, 3]",
+                "u[2,3] * 0.5 + u[0,-1] * 0.25 - u[1,0]",
+            ),
+        ]
+        .map(
+            |(name, low, high, update)| -> (String, Arc<dyn Kernel<f32>>) {
+                let text = format!(
+                    "name = \"{name}\"\nlow = {low}\nhigh = {high}\nupdate = \"{update}\"\n"
+                );
+                (name.to_string(), expr_kernel(&text))
+            },
+        );
+        for (lib, kernel) in library.into_iter().chain(leaning) {
+            let fp = kernel.footprint();
+            let (low, high) = (fp.low().to_vec(), fp.high().to_vec());
             let interior = all.shrink(
                 &[low[0] as i64, low[1] as i64],
                 &[high[0] as i64, high[1] as i64],
@@ -816,8 +847,6 @@ mod tests {
                 interior.with_sig(1, Sig::range(l, l + 2)),
                 interior.with_sig(1, Sig::range(l + 9, l + 12)),
             ];
-            let kernel: Arc<dyn Kernel<f32>> =
-                Arc::from(library_kernel::<f32>(lib, KernelChoice::Specialized));
             for (band, window) in [(1, 1), (2, 1 << 20), (3, 1), (7, 1 << 20), (16, 1), (40, 1)] {
                 let mut c = CpuController::<f32>::new(2)
                     .unwrap()
@@ -883,16 +912,19 @@ mod tests {
         out.iter().map(|x| x.to_bits()).collect()
     }
 
+    /// The kernel of an expression spec's text.
+    fn expr_kernel(text: &str) -> Arc<dyn Kernel<f32>> {
+        let spec = kernels::ExprSpec::from_toml(text, "test.toml").unwrap();
+        Arc::new(kernels::ExprKernel::<f32>::new(&spec))
+    }
+
     /// A 3-d kernel reading an auxiliary field at offsets.
     fn aux_kernel_3d() -> Arc<dyn Kernel<f32>> {
-        let spec = kernels::ExprSpec::from_toml(
+        expr_kernel(
             "name = \"aux3\"\nlow = [1, 1, 1]\nhigh = [1, 1, 1]\n\
              aux = { k = \"g[0] * 0.5 - g[1] / 3 + g[2] * 0.25\" }\n\
              update = \"u[0,0,0] * k[0,1,0] + k[-1,0,1] - u[1,-1,0] + u[0,0,-1]\"\n",
-            "aux3.toml",
         )
-        .unwrap();
-        Arc::new(kernels::ExprKernel::<f32>::new(&spec))
     }
 
     /// Banded one-step launches give the bits of whole-plane ones: 3-d and
