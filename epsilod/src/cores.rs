@@ -4,6 +4,13 @@
 
 use crate::devices::{DeviceKind, DeviceSpec};
 
+/// Whether `device` computes on a thread pool of its own (a CPU device of
+/// more than one thread); the others compute on, or are driven from, their
+/// virtual process's thread.
+pub(crate) fn pooled(device: &DeviceSpec) -> bool {
+    matches!(device.kind, DeviceKind::Cpu { threads: Some(t) } if t > 1)
+}
+
 /// Threads `devices` keep busy: a CPU device of one thread computes on its
 /// virtual process's thread; one of more threads has a pool beside that
 /// thread, which packs, sends and receives between launches; any other

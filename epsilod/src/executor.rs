@@ -7,7 +7,7 @@
 
 use crate::cluster;
 use crate::cores::{busy_threads, pin_cores};
-use crate::devices::{share_cores, DeviceKind};
+use crate::devices::share_cores;
 use crate::error::{ControlError, ProtocolError, RunError, SetupError, VpError};
 use crate::job::{all_cores, cores_here, my_cores, Job, JobInfo, Readiness, WaitPolicy};
 use crate::peer_mail::PeerMail;
@@ -168,11 +168,7 @@ fn run_local<T: Cell>(
                         })?;
                         // A pool pins its own threads; a device without one
                         // computes on, or is driven from, this thread.
-                        let pooled = matches!(
-                            spec.kind,
-                            DeviceKind::Cpu { threads: Some(t) } if t > 1
-                        );
-                        if let (false, Some(&id)) = (pooled, cores.first()) {
+                        if let (false, Some(&id)) = (crate::cores::pooled(spec), cores.first()) {
                             core_affinity::set_for_current(core_affinity::CoreId { id });
                         }
                         vp::run(plan, progress, mail, spec, cores, p, endpoint)

@@ -95,6 +95,9 @@ struct Vp<'a, T> {
     /// How long receives poll before blocking while the device holds rows
     /// (the process's policy, `job::WaitPolicy`).
     spin: std::time::Duration,
+    /// Whether the device computes on a pool of its own, idle while it
+    /// holds no rows (set by [`run`]; false until then).
+    pooled: bool,
 }
 
 /// Runs virtual process `p` of `run` on the device `spec` describes.
@@ -116,20 +119,24 @@ pub(crate) fn run<T: Cell>(
     let mut device = spec.build_pinned::<T>(cores).map_err(|e| fail(e.into()))?;
     mail.register(p, device.peer_domain());
     let mut vp = Vp::new(run, progress, mail, p, spec.to_string(), device, transport)?;
+    vp.pooled = crate::cores::pooled(spec);
+    vp.wait_by_rows();
     vp.run()
 }
 
 impl<'a, T: Cell> Vp<'a, T> {
-    /// Receives poll while this device holds no rows, whatever the
-    /// process's policy, so the process whose times it waits for every
-    /// period never pays the wake-up of a blocked thread, which shows
-    /// beside a GPU's short iterations. Where that device's
-    /// own pool made the threads outnumber the cores, the pool is idle now
-    /// and the poll (a spin of [`hitmap::SPIN`], then a block) takes no
-    /// core from anyone.
+    /// Receives of a device on a pool of its own poll while it holds no
+    /// rows, whatever the process's policy, so the process whose times it
+    /// waits for every period never pays the wake-up of a blocked thread,
+    /// which shows beside a GPU's short iterations: where that pool made
+    /// the threads outnumber the cores, the pool is idle now and the poll
+    /// (a spin of [`hitmap::SPIN`], then a block) takes no core from
+    /// anyone. A device without a pool follows the policy: its spin would
+    /// take a core from a working device where threads outnumber cores.
     fn wait_by_rows(&mut self) {
         let idle = self.geometry.block.is_empty();
-        self.transport.set_spin(idle_spin(self.spin, idle));
+        self.transport
+            .set_spin(idle_spin(self.spin, idle, self.pooled));
     }
 
     fn fail(&self, cause: VpError) -> RunError {
@@ -265,6 +272,7 @@ impl<'a, T: Cell> Vp<'a, T> {
             recycled_dev: Vec::new(),
             depth: run.depth.max(1),
             spin: transport_spin,
+            pooled: false,
         };
         vp.wait_by_rows();
         Ok(vp)
@@ -452,9 +460,10 @@ impl<T> Drop for Vp<'_, T> {
 }
 
 /// How long receives poll before blocking: the process's `spin`, or at
-/// least the transport's default for a process whose device is idle.
-fn idle_spin(spin: std::time::Duration, idle: bool) -> std::time::Duration {
-    if idle {
+/// least the transport's default for an `idle` device whose own pool is
+/// idle with it (`pooled`).
+fn idle_spin(spin: std::time::Duration, idle: bool, pooled: bool) -> std::time::Duration {
+    if idle && pooled {
         spin.max(hitmap::SPIN)
     } else {
         spin
@@ -467,13 +476,17 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn an_idle_device_polls_whatever_the_policy() {
+    fn an_idle_device_on_its_own_pool_polls_whatever_the_policy() {
         // Blocking at once (threads outnumber cores): polls while idle.
-        assert_eq!(idle_spin(Duration::ZERO, true), hitmap::SPIN);
-        assert_eq!(idle_spin(Duration::ZERO, false), Duration::ZERO);
+        assert_eq!(idle_spin(Duration::ZERO, true, true), hitmap::SPIN);
+        assert_eq!(idle_spin(Duration::ZERO, false, true), Duration::ZERO);
+        // A device without a pool keeps the policy: its spin would take a
+        // core from a working device.
+        assert_eq!(idle_spin(Duration::ZERO, true, false), Duration::ZERO);
+        assert_eq!(idle_spin(hitmap::SPIN, true, false), hitmap::SPIN);
         // A longer poll asked for stays.
         let long = hitmap::SPIN * 3;
-        assert_eq!(idle_spin(long, true), long);
-        assert_eq!(idle_spin(long, false), long);
+        assert_eq!(idle_spin(long, true, true), long);
+        assert_eq!(idle_spin(long, false, true), long);
     }
 }
