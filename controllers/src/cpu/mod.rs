@@ -133,6 +133,39 @@ fn fused_band_bytes() -> usize {
 /// through it, which whole rows' longer waves did not leave room for.
 const BANDED_WINDOW_SHARE: usize = 4;
 
+/// How many times whole rows' windows the windows of a launch in bands may
+/// take: they are buffers of whole rows holding a band's cells, so on wide
+/// grids a band's wave would make them many times larger.
+const MAX_BANDED_WINDOW_GROWTH: usize = 4;
+
+/// Planes each step of a fused launch advances per wave: what `windows`
+/// windows of `budget` bytes hold of rows of `row_bytes`, less the `kept`
+/// + 1 planes a window keeps for the next wave; at least one.
+fn wave_in(budget: usize, windows: usize, row_bytes: usize, kept: usize) -> usize {
+    (budget / (windows * row_bytes).max(1))
+        .saturating_sub(kept + 1)
+        .max(1)
+}
+
+/// The wave of a fused launch with `window_bytes` for its `windows`, on
+/// planes of `plane_bytes`: in bands whose rows take `band_row_bytes`, a
+/// [`BANDED_WINDOW_SHARE`] of the bytes in a band's rows, but windows (buffers
+/// of whole planes) at most [`MAX_BANDED_WINDOW_GROWTH`] times whole planes'.
+fn fused_wave(
+    window_bytes: usize,
+    windows: usize,
+    plane_bytes: usize,
+    band_row_bytes: Option<usize>,
+    kept: usize,
+) -> usize {
+    let whole = wave_in(window_bytes, windows, plane_bytes, kept);
+    match band_row_bytes {
+        None => whole,
+        Some(row) => wave_in(window_bytes / BANDED_WINDOW_SHARE, windows, row, kept)
+            .min(MAX_BANDED_WINDOW_GROWTH * (whole + kept + 1) - (kept + 1)),
+    }
+}
+
 /// One core's first-level data cache, as Linux reports it; 32 KiB where it
 /// does not say.
 fn l1d_cache_bytes() -> usize {
@@ -611,17 +644,15 @@ impl<T: Cell> FusedSteps<T> for CpuController<T> {
         };
         // The windows hold a band's rows, with the cone its first step
         // computes beside it.
-        let (row, budget) = match band {
-            0 => (plane, self.window_bytes),
-            b => (
-                (b + steps.len() * (cross.0 + cross.1)).min(plane),
-                self.window_bytes / BANDED_WINDOW_SHARE,
-            ),
-        };
-        let row_bytes = row * std::mem::size_of::<T>();
-        let wave = (budget / ((steps.len() - 1) * row_bytes))
-            .saturating_sub(reach.0 + reach.1 + 1)
-            .max(1);
+        let size = std::mem::size_of::<T>();
+        let band_row = (band > 0).then(|| (band + steps.len() * (cross.0 + cross.1)).min(plane));
+        let wave = fused_wave(
+            self.window_bytes,
+            steps.len() - 1,
+            plane * size,
+            band_row.map(|r| r * size),
+            reach.0 + reach.1,
+        );
         let started = Instant::now();
         let fused = fused::Fused {
             kernel: k.as_ref(),
@@ -783,6 +814,35 @@ mod tests {
                 .eq(want.iter().map(|x| x.to_bits())),
             "fused 3d6 in two-cone tasks differs from the steps one by one"
         );
+    }
+
+    /// The wave of a launch in bands holds its windows to a few times whole
+    /// rows' memory on wide grids, and is the band's own where rows are
+    /// narrow (2d4 f32, 4 steps, reach 1 each side, a 2 MiB L2).
+    #[test]
+    fn banded_windows_stay_within_a_few_times_whole_rows() {
+        let l2 = 2 << 20;
+        let rows = |wave: usize| wave + 3;
+        // 4098 columns in two bands: the band's wave, longer than whole rows'.
+        let whole = fused_wave(l2, 3, 4098 * 4, None, 2);
+        let banded = fused_wave(l2, 3, 4098 * 4, Some((2049 + 8) * 4), 2);
+        assert_eq!(
+            banded,
+            wave_in(l2 / BANDED_WINDOW_SHARE, 3, (2049 + 8) * 4, 2)
+        );
+        assert!(banded < whole);
+        for cols in [16_386, 65_538, 262_146] {
+            let whole = fused_wave(l2, 3, cols * 4, None, 2);
+            let banded = fused_wave(l2, 3, cols * 4, Some((2048 + 8) * 4), 2);
+            assert!(
+                rows(banded) <= MAX_BANDED_WINDOW_GROWTH * rows(whole),
+                "{cols}: {banded} against {whole}"
+            );
+        }
+        // Wide rows: the cap, not the band, decides.
+        let banded = fused_wave(l2, 3, 262_146 * 4, Some((2048 + 8) * 4), 2);
+        assert!(banded < wave_in(l2 / BANDED_WINDOW_SHARE, 3, (2048 + 8) * 4, 2));
+        assert_eq!(fused_wave(1, 3, 1 << 20, Some(1 << 10), 2), 1);
     }
 
     /// 2-d fused launches cut into bands of columns give the bits of the
