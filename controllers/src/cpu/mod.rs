@@ -122,8 +122,10 @@ fn one_step_bands() -> Bands {
 /// Bytes of a row of a band of a 2-d fused launch: a sixth of the core's
 /// first-level data cache, so that the rows a kernel row reads and writes
 /// stay in it, and the windows (a [`BANDED_WINDOW_SHARE`] of theirs) hold
-/// many rows. Narrower bands and whole rows ran slower (docs/benchmarks.md,
-/// "Fused launches against one-step launches and the copy").
+/// many rows. Narrower bands ran slower, and whole rows slower by the
+/// kernels' CPU time through the CLI, level in one criterion run at 8194²
+/// (docs/benchmarks.md, "Fused launches against one-step launches and the
+/// copy").
 fn fused_band_bytes() -> usize {
     l1d_cache_bytes() / 6
 }
