@@ -118,28 +118,6 @@ const POLL: Duration = Duration::from_millis(20);
 /// (zero).
 pub const SPIN: Duration = Duration::from_millis(1);
 
-/// What a receive that has waited so long does next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Poll again at once, keeping the core: a yield would hand it to any
-    /// runnable thread of another process (a build at low priority
-    /// included) for a whole scheduler slice, milliseconds, however
-    /// short the wait.
-    Spin,
-    /// Block until a message arrives: past the poll window a thread of
-    /// this process that lost its core to this one gets it back.
-    Block,
-}
-
-/// The phase of a wait after `waited`, for an endpoint that polls `spin`.
-fn phase(waited: Duration, spin: Duration) -> Phase {
-    if waited < spin {
-        Phase::Spin
-    } else {
-        Phase::Block
-    }
-}
-
 impl<T: Send> InProcess<T> {
     /// Sets how long a receive polls for its message before the thread
     /// blocks (default [`SPIN`]); zero blocks at once. Polling spins on the
@@ -201,7 +179,7 @@ impl<T: Send> InProcess<T> {
             // Poll before blocking: waking a blocked thread costs its sender
             // a system call and the sleeping core's wake-up, every iteration
             // a faster device waits for a slower one.
-            if phase(spun.elapsed(), self.spin) == Phase::Spin {
+            if super::spins(spun.elapsed(), self.spin) {
                 match self.rx.try_recv() {
                     Ok(m) => {
                         match accept(m) {
@@ -440,21 +418,6 @@ mod tests {
             assert_eq!(b.recv_values(0, tag).unwrap(), vec![tag as f64]);
         }
         assert!(b.cells.is_empty() && b.floats.is_empty());
-    }
-
-    /// A wait spins for the whole poll window and blocks after it, never
-    /// in between; one that does not poll blocks at once.
-    #[test]
-    fn a_wait_spins_through_the_window_then_blocks() {
-        let us = Duration::from_micros;
-        for waited in [0, 1, 50, 51, 500, 999].map(us) {
-            assert_eq!(phase(waited, SPIN), Phase::Spin, "{waited:?}");
-        }
-        for waited in [1_000, 1_001, 20_000].map(us) {
-            assert_eq!(phase(waited, SPIN), Phase::Block, "{waited:?}");
-        }
-        assert_eq!(phase(Duration::ZERO, Duration::ZERO), Phase::Block);
-        assert_eq!(phase(us(1_500), SPIN * 2), Phase::Spin);
     }
 
     /// Messages that arrive during each part of a wait (the spin, after

@@ -162,9 +162,34 @@ fn pop_oldest<K: Hash + Eq, V>(pending: &mut Pending<K, V>, key: &K) -> Option<V
     msg
 }
 
+/// Whether a receive that has waited `waited` for its message polls again
+/// at once, keeping its core: within the endpoint's `spin`. Past it the
+/// in-process transport blocks and MPI's probe (which cannot block with a
+/// time limit) yields between probes. Never a yield within the window: it
+/// would hand the core to any runnable thread of another program, a build
+/// at low priority included, for a whole scheduler slice.
+fn spins(waited: Duration, spin: Duration) -> bool {
+    waited < spin
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A wait polls through the whole window and stops at its end, never
+    /// before; an endpoint that does not poll stops at once.
+    #[test]
+    fn a_wait_polls_through_the_window_then_stops() {
+        let us = Duration::from_micros;
+        for waited in [0, 1, 50, 51, 500, 999].map(us) {
+            assert!(spins(waited, SPIN), "{waited:?}");
+        }
+        for waited in [1_000, 1_001, 20_000].map(us) {
+            assert!(!spins(waited, SPIN), "{waited:?}");
+        }
+        assert!(!spins(Duration::ZERO, Duration::ZERO));
+        assert!(spins(us(1_500), SPIN * 2));
+    }
 
     #[test]
     fn pending_messages_leave_oldest_first_and_take_their_key_with_the_last() {

@@ -57,27 +57,6 @@ impl Kind {
 /// time limit, so the wait never blocks: it yields.
 const YIELD_AFTER: Duration = Duration::from_millis(1);
 
-/// What a receive with a patience that has waited so long does before its
-/// next probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Probe again at once, keeping the core: the message is expected
-    /// within the spin, and this thread has a core of its own.
-    Spin,
-    /// Yield the core, then probe: a thread of this process whose message
-    /// is awaited, or another program, may run meanwhile.
-    Yield,
-}
-
-/// The phase of a wait after `waited`, for an endpoint that spins `spin`.
-fn phase(waited: Duration, spin: Duration) -> Phase {
-    if waited < spin {
-        Phase::Spin
-    } else {
-        Phase::Yield
-    }
-}
-
 /// A gap this long between two polls means this process was stopped (a
 /// suspended job) or starved, not that the peer went quiet: the wait
 /// starts again.
@@ -412,7 +391,7 @@ impl Link {
                     waited,
                 });
             }
-            if phase(waited, self.spin) == Phase::Yield {
+            if !super::spins(waited, self.spin) {
                 std::thread::yield_now();
             }
         }
@@ -574,27 +553,5 @@ impl<T: Pod> Transport<T> for MpiTransport<T> {
             })
             .collect();
         self.noting(all)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A wait probes hot for the whole spin and yields between probes
-    /// after it, for good; a zero spin yields from the first probe.
-    #[test]
-    fn a_wait_probes_hot_through_the_spin_then_yields() {
-        let us = Duration::from_micros;
-        for waited in [0, 1, 500, 999].map(us) {
-            assert_eq!(phase(waited, YIELD_AFTER), Phase::Spin, "{waited:?}");
-        }
-        for waited in [1_000, 1_001, 20_000].map(us) {
-            assert_eq!(phase(waited, YIELD_AFTER), Phase::Yield, "{waited:?}");
-        }
-        for waited in [0, 1, 1_000].map(us) {
-            assert_eq!(phase(waited, Duration::ZERO), Phase::Yield, "{waited:?}");
-        }
-        assert_eq!(phase(us(1_500), YIELD_AFTER * 2), Phase::Spin);
     }
 }
